@@ -1,0 +1,168 @@
+/* driver.c - loads the CUDA driver at run time and resolves every entry
+ * point through cuGetProcAddress at a pinned ABI version, once per process. */
+#include "internal.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct cuctx_driver cuctx__drv;
+
+#define CUCTX__DRV_ENTRY(name, version, required) \
+    {#name, version, required, offsetof(struct cuctx_driver, f_##name)},
+const struct cuctx_driver_entry cuctx__drv_entries[] = {
+    CUCTX_DRIVER_ENTRIES(CUCTX__DRV_ENTRY)
+};
+#undef CUCTX__DRV_ENTRY
+const size_t cuctx__drv_entry_count = sizeof cuctx__drv_entries / sizeof cuctx__drv_entries[0];
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static _Atomic int init_done;
+static CUresult init_rc = CUDA_ERROR_NOT_INITIALIZED;
+static char init_msg[768];
+static void *lib;
+static PFN_cuGetProcAddress_v12000 gpa_v2;
+static PFN_cuGetProcAddress_v11030 gpa_v1;
+
+static const char *driver_path(void)
+{
+#ifdef HAVE_SECURE_GETENV
+    const char *p = secure_getenv("CUCTX_DRIVER");  /* ignored when setuid/setgid */
+#else
+    const char *p = getenv("CUCTX_DRIVER");
+#endif
+    return p && *p ? p : "libcuda.so.1";
+}
+
+static CUresult lookup(const char *name, int version, void **out)
+{
+    CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SUCCESS;
+    CUresult rc;
+    *out = NULL;
+    if (gpa_v2)
+        rc = gpa_v2(name, out, version, CU_GET_PROC_ADDRESS_DEFAULT, &found);
+    else
+        rc = gpa_v1(name, out, version, CU_GET_PROC_ADDRESS_DEFAULT);
+    if (rc == CUDA_SUCCESS && (found != CU_GET_PROC_ADDRESS_SUCCESS || !*out))
+        rc = CUDA_ERROR_NOT_FOUND;
+    if (rc != CUDA_SUCCESS)
+        *out = NULL;
+    return rc;
+}
+
+static void init_fail(CUresult rc, const char *fmt, ...) CUCTX_PRINTF(2, 3);
+static void init_fail(CUresult rc, const char *fmt, ...)
+{
+    va_list ap;
+    init_rc = rc;
+    va_start(ap, fmt);
+    vsnprintf(init_msg, sizeof init_msg, fmt, ap);
+    va_end(ap);
+}
+
+static void load(void)
+{
+    const char *path = driver_path();
+    char code[160];
+    CUresult rc;
+
+    cuctx__log_init();
+    lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);   /* never closed: handles outlive any caller */
+    if (!lib) {
+        const char *why = dlerror();
+        init_fail(CUDA_ERROR_NOT_INITIALIZED,
+                  "cuctx_init: cannot load the CUDA driver %s (%s); install the NVIDIA driver, or name a driver library in CUCTX_DRIVER",
+                  path, why ? why : "unknown dlopen error");
+        return;
+    }
+    gpa_v2 = (PFN_cuGetProcAddress_v12000)dlsym(lib, "cuGetProcAddress_v2");
+    if (!gpa_v2)
+        gpa_v1 = (PFN_cuGetProcAddress_v11030)dlsym(lib, "cuGetProcAddress");
+    if (!gpa_v2 && !gpa_v1) {
+        init_fail(CUDA_ERROR_NOT_INITIALIZED,
+                  "cuctx_init: the CUDA driver %s has no cuGetProcAddress (%s); cuctx needs a driver for CUDA 11.3 or newer",
+                  path, "neither cuGetProcAddress_v2 nor cuGetProcAddress exported");
+        return;
+    }
+
+    /* cuInit first, so a stub or a machine without a device is reported as such. */
+    void *p = NULL;
+    if (lookup("cuInit", 2000, &p) != CUDA_SUCCESS)
+        p = dlsym(lib, "cuInit");
+    if (!p) {
+        init_fail(CUDA_ERROR_NOT_FOUND, "cuctx_init: the CUDA driver %s does not provide %s", path, "cuInit");
+        return;
+    }
+    cuctx__drv.f_cuInit = (PFN_cuInit_v2000)p;
+    rc = cuctx__drv.f_cuInit(0);
+    if (rc != CUDA_SUCCESS) {
+        const char *why = rc == CUDA_ERROR_STUB_LIBRARY ? "it is the CUDA toolkit's stub library, not a driver"
+                        : rc == CUDA_ERROR_NO_DEVICE    ? "no CUDA device is present"
+                                                        : "the driver failed to initialise";
+        snprintf(code, sizeof code, "%s: %s", cuctx_result_name(rc), why);
+        init_fail(rc, "cuctx_init: cuInit failed with the CUDA driver %s (%s)", path, code);
+        return;
+    }
+
+    for (size_t i = 0; i < cuctx__drv_entry_count; i++) {
+        const struct cuctx_driver_entry *e = &cuctx__drv_entries[i];
+        void **slot = (void **)(void *)((char *)&cuctx__drv + e->offset);
+        if (*slot)
+            continue;
+        rc = lookup(e->name, e->version, slot);
+        if (rc != CUDA_SUCCESS && e->required) {
+            snprintf(code, sizeof code, "%s at ABI version %d: %s", e->name, e->version, cuctx_result_name(rc));
+            init_fail(rc, "cuctx_init: the CUDA driver %s does not provide %s", path, code);
+            return;
+        }
+    }
+    init_rc = CUDA_SUCCESS;
+}
+
+static void load_once(void)
+{
+    load();
+    atomic_store_explicit(&init_done, 1, memory_order_release);
+}
+
+CUresult cuctx__ensure_init(const char *fn)
+{
+    if (!atomic_load_explicit(&init_done, memory_order_acquire))
+        pthread_once(&init_once, load_once);
+    if (init_rc == CUDA_SUCCESS)
+        return CUDA_SUCCESS;
+    if (fn && strcmp(fn, "cuctx_init") != 0)
+        return cuctx__fail(init_rc, "%s: %s", fn, init_msg);
+    return cuctx__fail(init_rc, "%s", init_msg);
+}
+
+CUCTX_API CUresult cuctx_init(void)
+{
+    return cuctx__ensure_init("cuctx_init");
+}
+
+CUCTX_API CUresult cuctx_driver_version(int *out)
+{
+    if (!out)
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "cuctx_driver_version: out is NULL");
+    CUCTX_INIT_OR_RETURN("cuctx_driver_version");
+    CUresult rc = DRV(cuDriverGetVersion)(out);
+    if (rc != CUDA_SUCCESS)
+        return cuctx__fail(rc, "cuctx_driver_version: cuDriverGetVersion failed: %s", RN(rc));
+    return rc;
+}
+
+CUCTX_API CUresult cuctx_driver_symbol(const char *name, int version, void **out)
+{
+    if (!name || !out)
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "cuctx_driver_symbol: name or out is NULL");
+    *out = NULL;
+    CUCTX_INIT_OR_RETURN("cuctx_driver_symbol");
+    CUresult rc = lookup(name, version, out);
+    if (rc != CUDA_SUCCESS)
+        return cuctx__fail(rc, "cuctx_driver_symbol: the driver has no %s at ABI version %d: %s", name, version, RN(rc));
+    return rc;
+}

@@ -1,0 +1,114 @@
+/* event.c - cuctx_event: what is particular to events. */
+#include "internal.h"
+
+static CUresult destroy(uint64_t raw) { return DRV(cuEventDestroy)((CUevent)(uintptr_t)raw); }
+const struct cuctx_child_kind cuctx__event_kind = {"event", 0, destroy};
+
+static CUresult make(void *arg, uint64_t *raw, size_t *size)
+{
+    CUevent ev = NULL;
+    CUresult rc = DRV(cuEventCreate)(&ev, *(unsigned *)arg);
+    *raw = (uint64_t)(uintptr_t)ev;
+    *size = 0;
+    return rc == CUDA_SUCCESS ? rc
+         : cuctx__fail(rc, "cuctx_event_create: cuEventCreate(flags %#x) failed: %s", *(unsigned *)arg, RN(rc));
+}
+
+CUCTX_API CUresult cuctx_event_create(cuctx_event *out, cuctx_ctx ctx, unsigned flags)
+{
+    return cuctx__child_create(out ? &out->id : NULL, KIND_EVENT, ctx, "cuctx_event_create", make, &flags);
+}
+
+CUCTX_API CUresult cuctx_event_destroy(cuctx_event *ev)
+{
+    return cuctx__child_destroy(ev ? &ev->id : NULL, KIND_EVENT, "cuctx_event_destroy");
+}
+
+/* The driver call, checked and named, for the simple event operations. */
+static CUresult event_call(cuctx_event ev, const char *fn, const char *call, CUresult (*op)(CUevent))
+{
+    struct cuctx_use u;
+    CUresult rc = cuctx__child_use(ev.id, KIND_EVENT, fn, &u);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    rc = op((CUevent)(uintptr_t)u.raw);
+    cuctx__child_done(&u);
+    if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_NOT_READY)
+        cuctx__fail(rc, "%s: %s failed: %s", fn, call, RN(rc));
+    return rc;
+}
+
+static CUresult do_sync(CUevent e) { return DRV(cuEventSynchronize)(e); }
+static CUresult do_query(CUevent e) { return DRV(cuEventQuery)(e); }
+
+CUCTX_API CUresult cuctx_event_synchronize(cuctx_event ev)
+{
+    return event_call(ev, "cuctx_event_synchronize", "cuEventSynchronize", do_sync);
+}
+
+CUCTX_API CUresult cuctx_event_query(cuctx_event ev)
+{
+    return event_call(ev, "cuctx_event_query", "cuEventQuery", do_query);
+}
+
+CUCTX_API CUresult cuctx_event_record(cuctx_event ev, cuctx_stream s)
+{
+    static const char fn[] = "cuctx_event_record";
+    struct cuctx_use e, st = {0};
+    struct cuctx_switch sw;
+    CUresult rc = cuctx__child_use(ev.id, KIND_EVENT, fn, &e);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (s.id) {
+        if ((rc = cuctx__child_use(s.id, KIND_STREAM, fn, &st)) != CUDA_SUCCESS)
+            goto out;
+        if (st.owner.id != e.owner.id) {
+            rc = cuctx__fail(CUDA_ERROR_INVALID_CONTEXT,
+                             "%s: the event and the stream belong to different contexts; the driver records an event only on a stream of its own context",
+                             fn);
+            goto out;
+        }
+        rc = DRV(cuEventRecord)((CUevent)(uintptr_t)e.raw, (CUstream)(uintptr_t)st.raw);
+    } else if ((rc = cuctx__switch_to(e.owner.raw, fn, &sw)) == CUDA_SUCCESS) {
+        /* the NULL stream is the current context's: make it the event's */
+        rc = DRV(cuEventRecord)((CUevent)(uintptr_t)e.raw, NULL);
+        cuctx__switch_back(&sw, fn);
+    } else {
+        goto out;
+    }
+    if (rc != CUDA_SUCCESS)
+        cuctx__fail(rc, "%s: cuEventRecord failed: %s", fn, RN(rc));
+out:
+    cuctx__child_done(&st);
+    cuctx__child_done(&e);
+    return rc;
+}
+
+CUCTX_API CUresult cuctx_event_elapsed_ms(cuctx_event start, cuctx_event end, float *ms)
+{
+    static const char fn[] = "cuctx_event_elapsed_ms";
+    struct cuctx_use a, b;
+    float v = 0;
+    if (!ms)
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: ms is NULL", fn);
+    CUresult rc = cuctx__child_use(start.id, KIND_EVENT, fn, &a);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if ((rc = cuctx__child_use(end.id, KIND_EVENT, fn, &b)) == CUDA_SUCCESS) {
+        rc = DRV(cuEventElapsedTime)(&v, (CUevent)(uintptr_t)a.raw, (CUevent)(uintptr_t)b.raw);
+        cuctx__child_done(&b);
+        if (rc == CUDA_SUCCESS)
+            *ms = v;
+        else
+            cuctx__fail(rc, "%s: cuEventElapsedTime failed: %s (events made with CU_EVENT_DISABLE_TIMING, or not both recorded and complete?)",
+                        fn, RN(rc));
+    }
+    cuctx__child_done(&a);
+    return rc;
+}
+
+CUCTX_API CUevent cuctx_event_raw(cuctx_event ev)
+{
+    uint64_t raw = 0;
+    return cuctx__child_peek(ev.id, KIND_EVENT, "cuctx_event_raw", &raw, NULL) ? (CUevent)(uintptr_t)raw : NULL;
+}

@@ -1,0 +1,78 @@
+/* graph_exec.c - cuctx_graph_exec: what is particular to graph execs. */
+#include "internal.h"
+
+static CUresult destroy(uint64_t raw) { return DRV(cuGraphExecDestroy)((CUgraphExec)(uintptr_t)raw); }
+const struct cuctx_child_kind cuctx__graph_exec_kind = {"graph exec", 0, destroy};
+
+struct graph_args { CUgraph graph; unsigned long long flags; };
+
+static CUresult make(void *arg, uint64_t *raw, size_t *size)
+{
+    const struct graph_args *a = arg;
+    CUgraphExec ge = NULL;
+    CUresult rc = DRV(cuGraphInstantiateWithFlags)(&ge, a->graph, a->flags);
+    if (rc != CUDA_SUCCESS)
+        return cuctx__fail(rc, "cuctx_graph_exec_instantiate: cuGraphInstantiateWithFlags failed: %s", RN(rc));
+    *raw = (uint64_t)(uintptr_t)ge;
+    *size = 0;
+    return CUDA_SUCCESS;
+}
+
+static CUresult need_graphs(const char *fn)
+{
+    if (DRV(cuGraphInstantiateWithFlags) && DRV(cuGraphExecDestroy) && DRV(cuGraphLaunch))
+        return CUDA_SUCCESS;
+    return cuctx__fail(CUDA_ERROR_NOT_SUPPORTED, "%s: the driver has no graph support (CUDA 11.4 or newer needed)", fn);
+}
+
+CUCTX_API CUresult cuctx_graph_exec_instantiate(cuctx_graph_exec *out, cuctx_ctx ctx, CUgraph graph, unsigned long long flags)
+{
+    static const char fn[] = "cuctx_graph_exec_instantiate";
+    struct graph_args a = {graph, flags};
+    CUresult rc;
+    if (out)
+        out->id = 0;
+    if (!graph)
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: graph is NULL", fn);
+    if ((rc = cuctx__ensure_init(fn)) != CUDA_SUCCESS || (rc = need_graphs(fn)) != CUDA_SUCCESS)
+        return rc;
+    return cuctx__child_create(out ? &out->id : NULL, KIND_GRAPH_EXEC, ctx, fn, make, &a);
+}
+
+CUCTX_API CUresult cuctx_graph_exec_destroy(cuctx_graph_exec *ge)
+{
+    return cuctx__child_destroy(ge ? &ge->id : NULL, KIND_GRAPH_EXEC, "cuctx_graph_exec_destroy");
+}
+
+CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s)
+{
+    static const char fn[] = "cuctx_graph_exec_launch";
+    struct cuctx_use g, st = {0};
+    struct cuctx_switch sw;
+    CUresult rc = cuctx__child_use(ge.id, KIND_GRAPH_EXEC, fn, &g);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (s.id) {
+        if ((rc = cuctx__child_use(s.id, KIND_STREAM, fn, &st)) == CUDA_SUCCESS)
+            rc = DRV(cuGraphLaunch)((CUgraphExec)(uintptr_t)g.raw, (CUstream)(uintptr_t)st.raw);
+        else
+            goto out;
+    } else if ((rc = cuctx__switch_to(g.owner.raw, fn, &sw)) == CUDA_SUCCESS) {
+        rc = DRV(cuGraphLaunch)((CUgraphExec)(uintptr_t)g.raw, NULL);
+        cuctx__switch_back(&sw, fn);
+    } else {
+        goto out;
+    }
+    if (rc != CUDA_SUCCESS)
+        cuctx__fail(rc, "%s: cuGraphLaunch failed: %s", fn, RN(rc));
+out:
+    cuctx__child_done(&st);
+    cuctx__child_done(&g);
+    return rc;
+}
+
+CUCTX_API CUgraphExec cuctx_graph_exec_raw(cuctx_graph_exec ge)
+{
+    uint64_t raw = 0;
+    return cuctx__child_peek(ge.id, KIND_GRAPH_EXEC, "cuctx_graph_exec_raw", &raw, NULL) ? (CUgraphExec)(uintptr_t)raw : NULL;
+}

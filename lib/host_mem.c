@@ -1,0 +1,44 @@
+/* host_mem.c - cuctx_host_mem (page-locked host memory): what is particular to it. */
+#include "internal.h"
+
+static CUresult destroy(uint64_t raw) { return DRV(cuMemFreeHost)((void *)(uintptr_t)raw); }
+const struct cuctx_child_kind cuctx__host_mem_kind = {"page-locked host memory", 1, destroy};
+
+struct host_args { size_t bytes; unsigned flags; };
+
+static CUresult make(void *arg, uint64_t *raw, size_t *size)
+{
+    const struct host_args *a = arg;
+    void *p = NULL;
+    CUresult rc = DRV(cuMemHostAlloc)(&p, a->bytes, a->flags);
+    if (rc != CUDA_SUCCESS)
+        return cuctx__fail(rc, "cuctx_host_mem_alloc: cuMemHostAlloc(%zu bytes, flags %#x) failed: %s",
+                           a->bytes, a->flags, RN(rc));
+    *raw = (uint64_t)(uintptr_t)p;
+    *size = a->bytes;
+    return CUDA_SUCCESS;
+}
+
+CUCTX_API CUresult cuctx_host_mem_alloc(cuctx_host_mem *out, cuctx_ctx ctx, size_t bytes, unsigned flags)
+{
+    struct host_args a = {bytes, flags};
+    return cuctx__child_create(out ? &out->id : NULL, KIND_HOST_MEM, ctx, "cuctx_host_mem_alloc", make, &a);
+}
+
+CUCTX_API CUresult cuctx_host_mem_destroy(cuctx_host_mem *h)
+{
+    return cuctx__child_destroy(h ? &h->id : NULL, KIND_HOST_MEM, "cuctx_host_mem_destroy");
+}
+
+CUCTX_API size_t cuctx_host_mem_size(cuctx_host_mem h)
+{
+    uint64_t raw = 0;
+    size_t size = 0;
+    return cuctx__child_peek(h.id, KIND_HOST_MEM, "cuctx_host_mem_size", &raw, &size) ? size : 0;
+}
+
+CUCTX_API void *cuctx_host_mem_ptr(cuctx_host_mem h)
+{
+    uint64_t raw = 0;
+    return cuctx__child_peek(h.id, KIND_HOST_MEM, "cuctx_host_mem_ptr", &raw, NULL) ? (void *)(uintptr_t)raw : NULL;
+}

@@ -1,0 +1,42 @@
+/* mem.c - cuctx_mem (device memory): what is particular to it. A stale
+ * cuMemFree is the worst hazard the tether stops: after the address is
+ * reused it frees another context's allocation and reports success. */
+#include "internal.h"
+
+static CUresult destroy(uint64_t raw) { return DRV(cuMemFree)((CUdeviceptr)raw); }
+const struct cuctx_child_kind cuctx__mem_kind = {"device memory", 1, destroy};
+
+static CUresult make(void *arg, uint64_t *raw, size_t *size)
+{
+    size_t bytes = *(size_t *)arg;
+    CUdeviceptr p = 0;
+    CUresult rc = DRV(cuMemAlloc)(&p, bytes);
+    if (rc != CUDA_SUCCESS)
+        return cuctx__fail(rc, "cuctx_mem_alloc: cuMemAlloc(%zu bytes) failed: %s", bytes, RN(rc));
+    *raw = (uint64_t)p;
+    *size = bytes;
+    return CUDA_SUCCESS;
+}
+
+CUCTX_API CUresult cuctx_mem_alloc(cuctx_mem *out, cuctx_ctx ctx, size_t bytes)
+{
+    return cuctx__child_create(out ? &out->id : NULL, KIND_MEM, ctx, "cuctx_mem_alloc", make, &bytes);
+}
+
+CUCTX_API CUresult cuctx_mem_destroy(cuctx_mem *m)
+{
+    return cuctx__child_destroy(m ? &m->id : NULL, KIND_MEM, "cuctx_mem_destroy");
+}
+
+CUCTX_API size_t cuctx_mem_size(cuctx_mem m)
+{
+    uint64_t raw = 0;
+    size_t size = 0;
+    return cuctx__child_peek(m.id, KIND_MEM, "cuctx_mem_size", &raw, &size) ? size : 0;
+}
+
+CUCTX_API CUdeviceptr cuctx_mem_ptr(cuctx_mem m)
+{
+    uint64_t raw = 0;
+    return cuctx__child_peek(m.id, KIND_MEM, "cuctx_mem_ptr", &raw, NULL) ? (CUdeviceptr)raw : 0;
+}

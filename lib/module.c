@@ -1,0 +1,74 @@
+/* module.c - cuctx_module: what is particular to modules. */
+#include "internal.h"
+
+static CUresult destroy(uint64_t raw) { return DRV(cuModuleUnload)((CUmodule)(uintptr_t)raw); }
+const struct cuctx_child_kind cuctx__module_kind = {"module", 0, destroy};
+
+struct module_args { const char *path; const void *image; };
+
+static CUresult make(void *arg, uint64_t *raw, size_t *size)
+{
+    const struct module_args *a = arg;
+    CUmodule m = NULL;
+    CUresult rc;
+    if (a->path) {
+        rc = DRV(cuModuleLoad)(&m, a->path);
+        if (rc != CUDA_SUCCESS)
+            return cuctx__fail(rc, "cuctx_module_load: cuModuleLoad(\"%s\") failed: %s", a->path, RN(rc));
+    } else {
+        rc = DRV(cuModuleLoadData)(&m, a->image);
+        if (rc != CUDA_SUCCESS)
+            return cuctx__fail(rc, "cuctx_module_load_data: cuModuleLoadData failed: %s", RN(rc));
+    }
+    *raw = (uint64_t)(uintptr_t)m;
+    *size = 0;
+    return CUDA_SUCCESS;
+}
+
+CUCTX_API CUresult cuctx_module_load(cuctx_module *out, cuctx_ctx ctx, const char *path)
+{
+    struct module_args a = {path, NULL};
+    if (!path) {
+        if (out)
+            out->id = 0;
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "cuctx_module_load: path is NULL");
+    }
+    return cuctx__child_create(out ? &out->id : NULL, KIND_MODULE, ctx, "cuctx_module_load", make, &a);
+}
+
+CUCTX_API CUresult cuctx_module_load_data(cuctx_module *out, cuctx_ctx ctx, const void *image)
+{
+    struct module_args a = {NULL, image};
+    if (!image) {
+        if (out)
+            out->id = 0;
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "cuctx_module_load_data: image is NULL");
+    }
+    return cuctx__child_create(out ? &out->id : NULL, KIND_MODULE, ctx, "cuctx_module_load_data", make, &a);
+}
+
+CUCTX_API CUresult cuctx_module_destroy(cuctx_module *mod)
+{
+    return cuctx__child_destroy(mod ? &mod->id : NULL, KIND_MODULE, "cuctx_module_destroy");
+}
+
+CUCTX_API CUresult cuctx_module_function(cuctx_module mod, const char *name, CUfunction *out)
+{
+    static const char fn[] = "cuctx_module_function";
+    struct cuctx_use u;
+    if (!name || !out)
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: name or out is NULL", fn);
+    *out = NULL;
+    CUresult rc = cuctx__child_use(mod.id, KIND_MODULE, fn, &u);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    rc = DRV(cuModuleGetFunction)(out, (CUmodule)(uintptr_t)u.raw, name);
+    cuctx__child_done(&u);
+    return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuModuleGetFunction(\"%s\") failed: %s", fn, name, RN(rc));
+}
+
+CUCTX_API CUmodule cuctx_module_raw(cuctx_module mod)
+{
+    uint64_t raw = 0;
+    return cuctx__child_peek(mod.id, KIND_MODULE, "cuctx_module_raw", &raw, NULL) ? (CUmodule)(uintptr_t)raw : NULL;
+}

@@ -1,0 +1,216 @@
+/* registry.c - the table of slots behind every handle.
+ *
+ * A handle id is kind (8 bits) | generation (24 bits) | slot index (32 bits).
+ * Each slot has one atomic word holding its generation, its kind while
+ * live, a closing flag and a count of pins. Everything that checks a handle
+ * does it with one atomic operation on that word:
+ *
+ *   pin     CAS pins+1, only if generation and kind match and not closing;
+ *   close   CAS the closing flag on, same conditions: exactly one destroy wins;
+ *   drain   wait until the pins taken before the close are gone;
+ *   free    generation+1, kind 0: every copy of the old id is now stale.
+ *
+ * No lock is taken. The table grows in segments that never move (segment k
+ * holds 1024 << k slots), so a reader holding a stale id reads a slot that
+ * still exists and sees that its generation moved on. Free slots form a
+ * lock-free stack whose head carries a tag against ABA.
+ */
+#include "internal.h"
+
+#include <sched.h>
+#include <stdlib.h>
+
+#define GEN_SHIFT 40
+#define GEN_MASK 0xffffffu
+#define KIND_SHIFT 33
+#define KIND_MASK 0x7fu
+#define CLOSING (UINT64_C(1) << 32)
+#define PINS_MASK UINT64_C(0xffffffff)
+
+#define SEG_BASE_BITS 10
+#define SEG_COUNT 22        /* 1024 * (2^22 - 1) slots: about four billion */
+
+static _Atomic(struct cuctx_slot *) segments[SEG_COUNT];
+static _Atomic uint32_t next_index;     /* slots below this were handed out once */
+static _Atomic uint64_t free_head;      /* tag (high 32) | index + 1 (low 32) */
+
+_Atomic uint64_t cuctx__stale_skips;
+_Atomic uint64_t cuctx__failed_destroys;
+
+static inline uint32_t word_gen(uint64_t w) { return (uint32_t)(w >> GEN_SHIFT) & GEN_MASK; }
+static inline unsigned word_kind(uint64_t w) { return (unsigned)(w >> KIND_SHIFT) & KIND_MASK; }
+static inline uint32_t id_gen(uint64_t id) { return (uint32_t)(id >> 32) & GEN_MASK; }
+static inline uint32_t id_index(uint64_t id) { return (uint32_t)id; }
+
+static inline void seg_of(uint32_t index, unsigned *seg, uint64_t *off)
+{
+    uint64_t j = (uint64_t)index + (1u << SEG_BASE_BITS);
+    unsigned bits = 63u - (unsigned)__builtin_clzll(j);
+    *seg = bits - SEG_BASE_BITS;
+    *off = j - (UINT64_C(1) << bits);
+}
+
+/* The slot for an index, or NULL if it was never handed out. */
+static struct cuctx_slot *slot_at(uint32_t index)
+{
+    unsigned seg;
+    uint64_t off;
+    if (index >= atomic_load_explicit(&next_index, memory_order_acquire))
+        return NULL;
+    seg_of(index, &seg, &off);
+    struct cuctx_slot *base = atomic_load_explicit(&segments[seg], memory_order_acquire);
+    return base ? &base[off] : NULL;
+}
+
+static uint32_t index_of(const struct cuctx_slot *s, uint32_t *gen)
+{
+    
+    *gen = word_gen(atomic_load_explicit(&s->word, memory_order_relaxed));
+    return s->index;
+}
+
+static struct cuctx_slot *fresh_slot(void)
+{
+    uint32_t index = atomic_fetch_add(&next_index, 1);
+    unsigned seg;
+    uint64_t off;
+    if (index >= UINT32_MAX - 1) {
+        atomic_fetch_sub(&next_index, 1);
+        return NULL;
+    }
+    seg_of(index, &seg, &off);
+    struct cuctx_slot *base = atomic_load_explicit(&segments[seg], memory_order_acquire);
+    if (!base) {
+        struct cuctx_slot *mine = calloc((size_t)1 << (seg + SEG_BASE_BITS), sizeof *mine);
+        struct cuctx_slot *expected = NULL;
+        if (!mine)
+            return NULL;    /* the index is lost; slot_at() sees no segment for it */
+        if (atomic_compare_exchange_strong(&segments[seg], &expected, mine))
+            base = mine;
+        else {
+            free(mine);
+            base = expected;
+        }
+    }
+    struct cuctx_slot *s = &base[off];
+    s->index = index;
+    atomic_store_explicit(&s->word, (uint64_t)1 << GEN_SHIFT, memory_order_relaxed);
+    return s;
+}
+
+struct cuctx_slot *cuctx__slot_alloc(void)
+{
+    uint64_t head = atomic_load_explicit(&free_head, memory_order_acquire);
+    for (;;) {
+        uint32_t top = (uint32_t)head;
+        if (top == 0)
+            return fresh_slot();
+        struct cuctx_slot *s = slot_at(top - 1);
+        uint32_t next = atomic_load_explicit(&s->next_free, memory_order_relaxed);
+        uint64_t want = ((head >> 32) + 1) << 32 | next;
+        if (atomic_compare_exchange_weak_explicit(&free_head, &head, want,
+                                                  memory_order_acquire, memory_order_acquire))
+            return s;
+    }
+}
+
+static void push_free(struct cuctx_slot *s)
+{
+    uint32_t gen;
+    uint32_t index = index_of(s, &gen);
+    uint64_t head = atomic_load_explicit(&free_head, memory_order_relaxed);
+    for (;;) {
+        atomic_store_explicit(&s->next_free, (uint32_t)head, memory_order_relaxed);
+        uint64_t want = ((head >> 32) + 1) << 32 | (uint64_t)(index + 1);
+        if (atomic_compare_exchange_weak_explicit(&free_head, &head, want,
+                                                  memory_order_release, memory_order_relaxed))
+            return;
+    }
+}
+
+uint64_t cuctx__slot_publish(struct cuctx_slot *s, enum cuctx_kind kind)
+{
+    uint32_t gen;
+    uint32_t index = index_of(s, &gen);
+    atomic_store_explicit(&s->word, (uint64_t)gen << GEN_SHIFT | (uint64_t)kind << KIND_SHIFT,
+                          memory_order_release);
+    return (uint64_t)kind << 56 | (uint64_t)gen << 32 | index;
+}
+
+void cuctx__slot_discard(struct cuctx_slot *s)
+{
+    push_free(s);
+}
+
+static inline int matches(uint64_t w, uint64_t id, enum cuctx_kind kind)
+{
+    return cuctx__id_kind(id) == kind && word_kind(w) == (unsigned)kind
+        && word_gen(w) == id_gen(id) && !(w & CLOSING);
+}
+
+struct cuctx_slot *cuctx__pin(uint64_t id, enum cuctx_kind kind)
+{
+    struct cuctx_slot *s = slot_at(id_index(id));
+    if (!s)
+        return NULL;
+    uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
+    do {
+        if (!matches(w, id, kind) || (w & PINS_MASK) == PINS_MASK)
+            return NULL;
+    } while (!atomic_compare_exchange_weak_explicit(&s->word, &w, w + 1,
+                                                    memory_order_acquire, memory_order_acquire));
+    return s;
+}
+
+void cuctx__unpin(struct cuctx_slot *s)
+{
+    atomic_fetch_sub_explicit(&s->word, 1, memory_order_release);
+}
+
+struct cuctx_slot *cuctx__close(uint64_t id, enum cuctx_kind kind)
+{
+    struct cuctx_slot *s = slot_at(id_index(id));
+    if (!s)
+        return NULL;
+    uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
+    do {
+        if (!matches(w, id, kind))
+            return NULL;
+    } while (!atomic_compare_exchange_weak_explicit(&s->word, &w, w | CLOSING,
+                                                    memory_order_acq_rel, memory_order_acquire));
+    return s;
+}
+
+void cuctx__drain(struct cuctx_slot *s)
+{
+    while (atomic_load_explicit(&s->word, memory_order_acquire) & PINS_MASK)
+        sched_yield();
+}
+
+void cuctx__slot_free(struct cuctx_slot *s)
+{
+    uint32_t gen = word_gen(atomic_load_explicit(&s->word, memory_order_relaxed)) + 1;
+    if ((gen & GEN_MASK) == 0)
+        gen = 1;    /* generation 0 never names a live object */
+    atomic_store_explicit(&s->word, (uint64_t)(gen & GEN_MASK) << GEN_SHIFT, memory_order_release);
+    push_free(s);
+}
+
+int cuctx__alive(uint64_t id, enum cuctx_kind kind)
+{
+    struct cuctx_slot *s = slot_at(id_index(id));
+    return s && matches(atomic_load_explicit(&s->word, memory_order_acquire), id, kind);
+}
+
+void cuctx__slot_foreach(void (*fn)(enum cuctx_kind kind, struct cuctx_slot *s, void *arg), void *arg)
+{
+    uint32_t n = atomic_load_explicit(&next_index, memory_order_acquire);
+    for (uint32_t i = 0; i < n; i++) {
+        struct cuctx_slot *s = slot_at(i);
+        if (!s)
+            continue;
+        unsigned k = word_kind(atomic_load_explicit(&s->word, memory_order_acquire));
+        if (k != KIND_NONE && k < KIND_COUNT)
+            fn((enum cuctx_kind)k, s, arg);
+    }
+}

@@ -1,0 +1,65 @@
+/* stream.c - cuctx_stream: what is particular to streams. */
+#include "internal.h"
+
+static CUresult destroy(uint64_t raw) { return DRV(cuStreamDestroy)((CUstream)(uintptr_t)raw); }
+const struct cuctx_child_kind cuctx__stream_kind = {"stream", 0, destroy};
+
+struct stream_args { unsigned flags; int priority; };
+
+static CUresult make(void *arg, uint64_t *raw, size_t *size)
+{
+    const struct stream_args *a = arg;
+    CUstream s = NULL;
+    CUresult rc = DRV(cuStreamCreateWithPriority)(&s, a->flags, a->priority);
+    *raw = (uint64_t)(uintptr_t)s;
+    *size = 0;
+    return rc == CUDA_SUCCESS ? rc
+         : cuctx__fail(rc, "cuctx_stream_create: cuStreamCreateWithPriority(flags %#x, priority %d) failed: %s",
+                       a->flags, a->priority, RN(rc));
+}
+
+CUCTX_API CUresult cuctx_stream_create(cuctx_stream *out, cuctx_ctx ctx, unsigned flags, int priority)
+{
+    struct stream_args a = {flags, priority};
+    return cuctx__child_create(out ? &out->id : NULL, KIND_STREAM, ctx, "cuctx_stream_create", make, &a);
+}
+
+CUCTX_API CUresult cuctx_stream_destroy(cuctx_stream *s)
+{
+    return cuctx__child_destroy(s ? &s->id : NULL, KIND_STREAM, "cuctx_stream_destroy");
+}
+
+CUCTX_API CUresult cuctx_stream_synchronize(cuctx_stream s)
+{
+    static const char fn[] = "cuctx_stream_synchronize";
+    struct cuctx_use u;
+    CUresult rc = cuctx__child_use(s.id, KIND_STREAM, fn, &u);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    rc = DRV(cuStreamSynchronize)((CUstream)(uintptr_t)u.raw);
+    cuctx__child_done(&u);
+    return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuStreamSynchronize failed: %s", fn, RN(rc));
+}
+
+CUCTX_API CUresult cuctx_stream_wait_event(cuctx_stream s, cuctx_event ev)
+{
+    static const char fn[] = "cuctx_stream_wait_event";
+    struct cuctx_use su, eu;
+    CUresult rc = cuctx__child_use(s.id, KIND_STREAM, fn, &su);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if ((rc = cuctx__child_use(ev.id, KIND_EVENT, fn, &eu)) == CUDA_SUCCESS) {
+        rc = DRV(cuStreamWaitEvent)((CUstream)(uintptr_t)su.raw, (CUevent)(uintptr_t)eu.raw, 0);
+        cuctx__child_done(&eu);
+        if (rc != CUDA_SUCCESS)
+            cuctx__fail(rc, "%s: cuStreamWaitEvent failed: %s", fn, RN(rc));
+    }
+    cuctx__child_done(&su);
+    return rc;
+}
+
+CUCTX_API CUstream cuctx_stream_raw(cuctx_stream s)
+{
+    uint64_t raw = 0;
+    return cuctx__child_peek(s.id, KIND_STREAM, "cuctx_stream_raw", &raw, NULL) ? (CUstream)(uintptr_t)raw : NULL;
+}

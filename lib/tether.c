@@ -1,0 +1,176 @@
+/* tether.c - the one mechanism every child kind uses.
+ *
+ * A child records its owner's registry entry id (slot and generation) at
+ * create. Every later driver call on the child pins that entry first; the
+ * pin fails once the context's destroy has begun or its generation has
+ * ended, and a context destroy waits for the pins already held. So:
+ *   - a child destroy reaches the driver only while its context is alive,
+ *     never concurrently with the context's destroy, and never for a new
+ *     context that took a dead one's address (its entry id differs);
+ *   - otherwise the driver already freed the child with its context: the
+ *     handle is released, the skip counted, and the destroy succeeds.
+ * A kind contributes only its driver calls (struct cuctx_child_kind).
+ */
+#include "internal.h"
+
+#include <stdio.h>
+
+const struct cuctx_child_kind *const cuctx__child_kinds[KIND_COUNT] = {
+    [KIND_EVENT] = &cuctx__event_kind,
+    [KIND_STREAM] = &cuctx__stream_kind,
+    [KIND_MODULE] = &cuctx__module_kind,
+    [KIND_MEM] = &cuctx__mem_kind,
+    [KIND_HOST_MEM] = &cuctx__host_mem_kind,
+    [KIND_GRAPH_EXEC] = &cuctx__graph_exec_kind,
+};
+
+CUresult cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx,
+                             const char *fn, cuctx_make_fn make, void *arg)
+{
+    struct cuctx_owner o = {0};
+    struct cuctx_switch sw;
+    uint64_t raw = 0;
+    size_t size = 0;
+    if (!out)
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: out is NULL", fn);
+    *out = 0;
+    CUCTX_INIT_OR_RETURN(fn);
+    CUresult rc = cuctx__owner_acquire(ctx, fn, &o);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    struct cuctx_slot *s = cuctx__slot_alloc();
+    if (!s) {
+        cuctx__owner_release(&o);
+        return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
+    }
+    if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
+        rc = make(arg, &raw, &size);
+        cuctx__switch_back(&sw, fn);
+    }
+    if (rc != CUDA_SUCCESS) {
+        cuctx__slot_discard(s);
+        cuctx__owner_release(&o);
+        return rc;
+    }
+    s->u.child.owner = o.id;
+    s->u.child.raw = raw;
+    s->u.child.size = size;
+    *out = cuctx__slot_publish(s, kind);
+    cuctx__owner_release(&o);
+    return CUDA_SUCCESS;
+}
+
+static CUresult bad_handle(uint64_t id, enum cuctx_kind kind, const char *fn)
+{
+    const char *want = cuctx__child_kinds[kind]->name;
+    if (cuctx__id_kind(id) != kind)
+        return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: handle %#llx is not a %s handle", fn,
+                           (unsigned long long)id, want);
+    return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: %s handle %#llx is stale: destroyed already, or never valid",
+                       fn, want, (unsigned long long)id);
+}
+
+CUresult cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn)
+{
+    const struct cuctx_child_kind *k = cuctx__child_kinds[kind];
+    struct cuctx_owner o = {0};
+    struct cuctx_switch sw;
+    if (!id)
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: the handle pointer is NULL", fn);
+    if (*id == 0)
+        return CUDA_SUCCESS;
+    CUCTX_INIT_OR_RETURN(fn);
+    struct cuctx_slot *s = cuctx__close(*id, kind);
+    if (!s)
+        return bad_handle(*id, kind, fn);
+    cuctx__drain(s);
+    uint64_t raw = s->u.child.raw;
+    o.slot = cuctx__pin(s->u.child.owner, KIND_ENTRY);
+    if (!o.slot) {
+        atomic_fetch_add_explicit(&cuctx__stale_skips, 1, memory_order_relaxed);
+        cuctx__debug("%s: %s %#llx outlived its context; the driver freed it with the context, not called again",
+                     fn, k->name, (unsigned long long)raw);
+        cuctx__slot_free(s);
+        *id = 0;
+        return CUDA_SUCCESS;
+    }
+    o.raw = o.slot->u.entry.raw;
+    CUresult rc = CUDA_SUCCESS;
+    if (k->destroy_needs_current)
+        rc = cuctx__switch_to(o.raw, fn, &sw);
+    if (rc == CUDA_SUCCESS) {
+        rc = k->destroy(raw);
+        if (k->destroy_needs_current)
+            cuctx__switch_back(&sw, fn);
+        if (rc != CUDA_SUCCESS)
+            cuctx__fail(rc, "%s: the driver refused to destroy %s %#llx: %s", fn, k->name,
+                        (unsigned long long)raw, RN(rc));
+    }
+    cuctx__owner_release(&o);
+    cuctx__slot_free(s);
+    *id = 0;
+    if (rc != CUDA_SUCCESS)
+        atomic_fetch_add_explicit(&cuctx__failed_destroys, 1, memory_order_relaxed);
+    return rc;
+}
+
+CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u)
+{
+    u->obj = NULL;
+    u->owner.slot = NULL;
+    CUCTX_INIT_OR_RETURN(fn);
+    if (!(u->obj = cuctx__pin(id, kind)))
+        return bad_handle(id, kind, fn);
+    CUresult rc = cuctx__owner_pin(u->obj->u.child.owner, fn, &u->owner);
+    if (rc != CUDA_SUCCESS) {
+        cuctx__unpin(u->obj);
+        u->obj = NULL;
+        return rc;
+    }
+    u->raw = u->obj->u.child.raw;
+    return CUDA_SUCCESS;
+}
+
+void cuctx__child_done(struct cuctx_use *u)
+{
+    cuctx__owner_release(&u->owner);
+    if (u->obj)
+        cuctx__unpin(u->obj);
+    u->obj = NULL;
+}
+
+int cuctx__child_peek(uint64_t id, enum cuctx_kind kind, const char *fn, uint64_t *raw, size_t *size)
+{
+    struct cuctx_use u;
+    if (cuctx__child_use(id, kind, fn, &u) != CUDA_SUCCESS)
+        return 0;
+    *raw = u.raw;
+    if (size)
+        *size = u.obj->u.child.size;
+    cuctx__child_done(&u);
+    return 1;
+}
+
+CUCTX_API CUresult cuctx_destroy(void *handle)
+{
+    if (!handle)
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "cuctx_destroy: handle is NULL");
+    uint64_t *id = (uint64_t *)handle;     /* every handle is a struct of one uint64_t */
+    if (*id == 0)
+        return CUDA_SUCCESS;
+    enum cuctx_kind kind = cuctx__id_kind(*id);
+    if (kind == KIND_CTX)
+        return cuctx_ctx_destroy((cuctx_ctx *)handle);
+    if (kind < KIND_COUNT && cuctx__child_kinds[kind])
+        return cuctx__child_destroy(id, kind, "cuctx_destroy");
+    return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "cuctx_destroy: %#llx is not a cuctx handle", (unsigned long long)*id);
+}
+
+CUCTX_API void cuctx_cleanup(void *handle)
+{
+    if (cuctx_destroy(handle) != CUDA_SUCCESS) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", cuctx_last_error_message());
+        cuctx__report(cuctx_last_error(), "automatic cleanup: %s", why);
+    }
+}

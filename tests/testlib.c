@@ -1,0 +1,107 @@
+/* testlib.c - see testlib.h. */
+#include "testlib.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct sim the_sim;
+static int sim_state;   /* 0 unknown, 1 present, -1 absent */
+
+const struct sim *sim(void)
+{
+    if (sim_state == 0) {
+        const char *path = getenv("CUCTX_DRIVER");
+        void *h = path && *path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+        sim_state = -1;
+        if (h && dlsym(h, "cusim_reset")) {
+            the_sim.reset = (void (*)(void))dlsym(h, "cusim_reset");
+            the_sim.set_recycling = (void (*)(int))dlsym(h, "cusim_set_recycling");
+            the_sim.log_count = (size_t (*)(void))dlsym(h, "cusim_log_count");
+            the_sim.log_get = (int (*)(size_t, struct cusim_call *))dlsym(h, "cusim_log_get");
+            the_sim.calls = (unsigned long (*)(const char *))dlsym(h, "cusim_calls");
+            the_sim.misuse_count = (size_t (*)(void))dlsym(h, "cusim_misuse_count");
+            the_sim.misuse_text = (const char *(*)(size_t))dlsym(h, "cusim_misuse_text");
+            the_sim.live = (size_t (*)(const char *))dlsym(h, "cusim_live");
+            the_sim.is_live = (int (*)(const char *, uint64_t))dlsym(h, "cusim_is_live");
+            the_sim.fail_call = (void (*)(const char *, unsigned long, CUresult))dlsym(h, "cusim_fail_call");
+            sim_state = 1;
+        }
+    }
+    return sim_state > 0 ? &the_sim : NULL;
+}
+
+unsigned long calls(const char *fn)
+{
+    return sim() ? sim()->calls(fn) : 0;
+}
+
+size_t log_mark(void)
+{
+    return sim() ? sim()->log_count() : 0;
+}
+
+unsigned long calls_on(const char *fn, uint64_t h, size_t from)
+{
+    unsigned long n = 0;
+    struct cusim_call c;
+    for (size_t i = from; sim() && sim()->log_get(i, &c) == 0; i++)
+        if (strcmp(c.fn, fn) == 0 && c.handle == h)
+            n++;
+    return n;
+}
+
+size_t misuses(void)
+{
+    size_t n = sim() ? sim()->misuse_count() : 0;
+    for (size_t i = 0; i < n; i++)
+        fprintf(stderr, "simulator misuse: %s\n", sim()->misuse_text(i));
+    return n;
+}
+
+const char *log_seq(size_t from, const char *const *only, char *buf, size_t n)
+{
+    struct cusim_call c;
+    size_t len = 0;
+    buf[0] = 0;
+    for (size_t i = from; sim() && sim()->log_get(i, &c) == 0; i++) {
+        int keep = !only;
+        for (const char *const *o = only; o && *o && !keep; o++)
+            keep = strcmp(*o, c.fn) == 0;
+        if (keep && len < n)
+            len += (size_t)snprintf(buf + len, n - len, "%s%s", len ? "," : "", c.fn);
+    }
+    return buf;
+}
+
+CUcontext current(void)
+{
+    CUcontext c = NULL;
+    cr_assert_eq(cuctx_current_raw(&c), CUDA_SUCCESS, "cuctx_current_raw: %s", cuctx_last_error_message());
+    return c;
+}
+
+void *drv_sym(const char *name, int version)
+{
+    void *p = NULL;
+    CUresult rc = cuctx_driver_symbol(name, version, &p);
+    cr_assert_eq(rc, CUDA_SUCCESS, "driver symbol %s@%d: %s", name, version, cuctx_last_error_message());
+    return p;
+}
+
+static void count_errors(CUresult rc, const char *message, void *user)
+{
+    struct handler_count *c = user;
+    if (rc == CUDA_SUCCESS)
+        return;     /* debug notes */
+    c->calls++;
+    c->last_rc = rc;
+    snprintf(c->last_msg, sizeof c->last_msg, "%s", message);
+}
+
+void count_handler_install(struct handler_count *c)
+{
+    memset(c, 0, sizeof *c);
+    cuctx_set_error_handler(count_errors, c);
+}

@@ -1,0 +1,73 @@
+/* testlib.h - what the cuctx test programs share: access to the simulated
+ * driver's control API (when the suite runs against it) and small helpers. */
+#ifndef CUCTX_TESTLIB_H
+#define CUCTX_TESTLIB_H
+
+#include <criterion/criterion.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuctx.h"
+#include "sim/cudasim.h"
+
+/* The simulator's control functions, or all NULL with the real driver. */
+struct sim {
+    void (*reset)(void);
+    void (*set_recycling)(int on);
+    size_t (*log_count)(void);
+    int (*log_get)(size_t i, struct cusim_call *out);
+    unsigned long (*calls)(const char *fn);
+    size_t (*misuse_count)(void);
+    const char *(*misuse_text)(size_t i);
+    size_t (*live)(const char *kind);
+    int (*is_live)(const char *kind, uint64_t handle);
+    void (*fail_call)(const char *fn, unsigned long nth, CUresult rc);
+};
+
+/* The simulator's API if the suite runs against it, else NULL. */
+const struct sim *sim(void);
+
+/* Skips the calling test unless the simulated driver is loaded. */
+#define NEED_SIM()                                                                 \
+    do {                                                                           \
+        if (!sim())                                                                \
+            cr_skip_test("needs the simulated driver's controls (call log, misuse log)"); \
+    } while (0)
+
+/* Skips the calling test when no driver or no device is usable. */
+#define NEED_DRIVER()                                                              \
+    do {                                                                           \
+        if (cuctx_init() != CUDA_SUCCESS)                                          \
+            cr_skip_test("no usable CUDA driver: %s", cuctx_last_error_message()); \
+    } while (0)
+
+#define CHECK_OK(expr)                                                             \
+    do {                                                                           \
+        CUresult check_rc_ = (expr);                                               \
+        cr_assert_eq(check_rc_, CUDA_SUCCESS, "%s -> %s: %s", #expr,                \
+                     cuctx_result_name(check_rc_), cuctx_last_error_message());    \
+    } while (0)
+
+/* Calls of a driver entry point (base name) since the test began. */
+unsigned long calls(const char *fn);
+/* Calls of fn that named handle h, from log position `from` on. */
+unsigned long calls_on(const char *fn, uint64_t h, size_t from);
+/* Misuses recorded by the simulator; prints them to stderr if any. */
+size_t misuses(void);
+/* The log position now, to look at what follows. */
+size_t log_mark(void);
+/* Writes the log from `from` on as "fn,fn,fn" into buf (destroys and
+ * context switches only when filter is non-zero). */
+const char *log_seq(size_t from, const char *const *only, char *buf, size_t n);
+
+/* The calling thread's current context (NULL if none), through cuctx. */
+CUcontext current(void);
+
+/* A driver entry point through cuctx_driver_symbol; fails the test if absent. */
+void *drv_sym(const char *name, int version);
+
+/* Counts errors passed to the error handler while installed. */
+struct handler_count { int calls; CUresult last_rc; char last_msg[512]; };
+void count_handler_install(struct handler_count *c);
+
+#endif
