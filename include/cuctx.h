@@ -176,6 +176,11 @@ CUCTX_API CUresult cuctx_driver_symbol(const char *name, int version, void **out
 
 /* ------------------------------------------------------------------------
  *  Handles: one 64-bit id (kind, slot, generation); {0} is "none".
+ *  A destroyed, stale, copied-after-destroy or wrong-kind handle is detected
+ *  (CUDA_ERROR_INVALID_HANDLE), never dereferenced. Creates leave *out {0}
+ *  on failure. Destroys take the handle's address and leave it {0} - also
+ *  when they fail - so a later automatic cleanup of it does nothing; a {0}
+ *  handle is a no-op returning CUDA_SUCCESS, like free(NULL).
  * ------------------------------------------------------------------------ */
 
 typedef struct cuctx_ctx { uint64_t id; } cuctx_ctx;

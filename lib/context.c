@@ -352,15 +352,16 @@ CUCTX_API CUresult cuctx_ctx_destroy(cuctx_ctx *ctx)
     if (ctx->id == 0)
         return CUDA_SUCCESS;
     CUCTX_INIT_OR_RETURN(fn);
-    struct cuctx_slot *h = cuctx__close(ctx->id, KIND_CTX);
+    uint64_t id = ctx->id;
+    ctx->id = 0;    /* whatever happens, the variable names nothing afterwards */
+    struct cuctx_slot *h = cuctx__close(id, KIND_CTX);
     if (!h)
         return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: context handle %#llx is stale, destroyed already, or not a context",
-                           fn, (unsigned long long)ctx->id);
+                           fn, (unsigned long long)id);
     cuctx__drain(h);
     uint64_t entry = h->u.ctx.entry;
     int role = h->u.ctx.role;
     cuctx__slot_free(h);
-    ctx->id = 0;
     if (role == ROLE_BORROWED)
         return CUDA_SUCCESS;
     CUresult rc = end_with_driver(entry, role, fn);

@@ -14,10 +14,10 @@ static _Thread_local char last_msg[512];
 
 static _Atomic int log_level = LOG_WARN;
 
-struct handler { cuctx_error_fn fn; void *user; };
+/* Installed handlers are never freed (a thread may still be calling an old
+ * one); each links to the one before, so all stay reachable. */
+struct handler { cuctx_error_fn fn; void *user; struct handler *prev; };
 static _Atomic(struct handler *) handler_now;
-/* Handlers installed are kept: a thread may still be calling an old one. */
-static struct handler handler_default;
 
 static void default_handler(CUresult rc, const char *message, void *user)
 {
@@ -41,15 +41,14 @@ void cuctx__log_init(void)
 
 CUCTX_API void cuctx_set_error_handler(cuctx_error_fn fn, void *user)
 {
-    struct handler *h = &handler_default;
-    if (fn) {
-        h = malloc(sizeof *h);
-        if (!h)
-            return;
-        h->fn = fn;
-        h->user = user;
-    }
-    atomic_store(&handler_now, h);
+    struct handler *h = malloc(sizeof *h);     /* fn NULL: the default */
+    if (!h)
+        return;
+    h->fn = fn;
+    h->user = user;
+    h->prev = atomic_load(&handler_now);
+    while (!atomic_compare_exchange_weak(&handler_now, &h->prev, h))
+        ;
 }
 
 static void call_handler(CUresult rc, const char *msg)

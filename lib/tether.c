@@ -80,9 +80,11 @@ CUresult cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn
     if (*id == 0)
         return CUDA_SUCCESS;
     CUCTX_INIT_OR_RETURN(fn);
-    struct cuctx_slot *s = cuctx__close(*id, kind);
+    uint64_t mine = *id;
+    *id = 0;    /* whatever happens, the variable names nothing afterwards */
+    struct cuctx_slot *s = cuctx__close(mine, kind);
     if (!s)
-        return bad_handle(*id, kind, fn);
+        return bad_handle(mine, kind, fn);
     cuctx__drain(s);
     uint64_t raw = s->u.child.raw;
     o.slot = cuctx__pin(s->u.child.owner, KIND_ENTRY);
@@ -91,7 +93,6 @@ CUresult cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn
         cuctx__debug("%s: %s %#llx outlived its context; the driver freed it with the context, not called again",
                      fn, k->name, (unsigned long long)raw);
         cuctx__slot_free(s);
-        *id = 0;
         return CUDA_SUCCESS;
     }
     o.raw = o.slot->u.entry.raw;
@@ -108,7 +109,6 @@ CUresult cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn
     }
     cuctx__owner_release(&o);
     cuctx__slot_free(s);
-    *id = 0;
     if (rc != CUDA_SUCCESS)
         atomic_fetch_add_explicit(&cuctx__failed_destroys, 1, memory_order_relaxed);
     return rc;
@@ -163,7 +163,9 @@ CUCTX_API CUresult cuctx_destroy(void *handle)
         return cuctx_ctx_destroy((cuctx_ctx *)handle);
     if (kind < KIND_COUNT && cuctx__child_kinds[kind])
         return cuctx__child_destroy(id, kind, "cuctx_destroy");
-    return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "cuctx_destroy: %#llx is not a cuctx handle", (unsigned long long)*id);
+    uint64_t bad = *id;
+    *id = 0;
+    return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "cuctx_destroy: %#llx is not a cuctx handle", (unsigned long long)bad);
 }
 
 CUCTX_API void cuctx_cleanup(void *handle)

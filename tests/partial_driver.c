@@ -1,0 +1,29 @@
+/* partial_driver.c - a "driver" for the loader tests that provides
+ * cuGetProcAddress_v2 and cuInit, and nothing else, so that the loader's
+ * report of a missing required entry point can be checked. */
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <string.h>
+
+static CUresult fake_init(unsigned flags)
+{
+    return flags ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+__attribute__((visibility("default")))
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *status)
+{
+    (void)version;
+    (void)flags;
+    if (strcmp(symbol, "cuInit") == 0) {
+        *pfn = (void *)fake_init;
+        if (status)
+            *status = CU_GET_PROC_ADDRESS_SUCCESS;
+        return CUDA_SUCCESS;
+    }
+    *pfn = NULL;
+    if (status)
+        *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return CUDA_ERROR_NOT_FOUND;
+}

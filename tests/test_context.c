@@ -1,0 +1,425 @@
+/* test_context.c - owned, primary and borrowed contexts, their handles and
+ * registry entries, asserted on what the driver was asked to do. */
+#include "testlib.h"
+
+#include <cudaTypedefs.h>
+#include <pthread.h>
+#include <string.h>
+
+static struct cuctx_stats stats(void)
+{
+    struct cuctx_stats st;
+    cuctx_stats_get(&st);
+    return st;
+}
+
+/* A new owned context on device 0, popped so that nothing is current. */
+static cuctx_ctx fresh(void)
+{
+    cuctx_ctx c = {0};
+    CHECK_OK(cuctx_ctx_create(&c, 0, CUCTX_SCHED_AUTO));
+    CHECK_OK(cuctx_pop_current());
+    return c;
+}
+
+Test(context, create_pushes_and_registers)
+{
+    cuctx_ctx c = {0};
+    NEED_DRIVER();
+    CHECK_OK(cuctx_ctx_create(&c, 0, CUCTX_SCHED_AUTO));
+    cr_assert_neq(c.id, 0);
+    cr_assert_not_null(cuctx_ctx_raw(c));
+    cr_assert_eq(current(), cuctx_ctx_raw(c), "a created context is current");
+    cr_assert_eq(cuctx_ctx_device(c), 0);
+    int is = 0;
+    CHECK_OK(cuctx_ctx_is_current(c, &is));
+    cr_assert_eq(is, 1);
+    cr_assert_eq(stats().contexts, 1);
+    cr_assert_eq(stats().ctx_handles, 1);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(c.id, 0, "destroy resets the handle");
+    cr_assert_null(current(), "destroying the current context pops it");
+    cr_assert_eq(stats().contexts, 0);
+    if (sim()) {
+        cr_assert_eq(calls("cuCtxCreate"), 1);
+        cr_assert_eq(calls("cuCtxDestroy"), 1);
+        cr_assert_eq(misuses(), 0);
+    }
+}
+
+Test(context, every_flag_is_accepted_and_unknown_flags_are_refused)
+{
+    static const unsigned good[] = {CUCTX_SCHED_AUTO, CUCTX_SCHED_SPIN, CUCTX_SCHED_YIELD,
+                                    CUCTX_SCHED_BLOCKING_SYNC | CUCTX_MAP_HOST | CUCTX_LMEM_RESIZE_TO_MAX};
+    cr_assert_eq(CUCTX_SCHED_SPIN, CU_CTX_SCHED_SPIN);
+    cr_assert_eq(CUCTX_SCHED_YIELD, CU_CTX_SCHED_YIELD);
+    cr_assert_eq(CUCTX_SCHED_BLOCKING_SYNC, CU_CTX_SCHED_BLOCKING_SYNC);
+    cr_assert_eq(CUCTX_MAP_HOST, CU_CTX_MAP_HOST);
+    cr_assert_eq(CUCTX_LMEM_RESIZE_TO_MAX, CU_CTX_LMEM_RESIZE_TO_MAX);
+    NEED_DRIVER();
+    cuctx_ctx c = {5};
+    cr_assert_eq(cuctx_ctx_create(&c, 0, 0x400), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(c.id, 0);
+    cr_assert_eq(cuctx_ctx_create(&c, 0, CUCTX_SCHED_SPIN | CUCTX_SCHED_YIELD), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuctx_ctx_create(NULL, 0, 0), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(calls("cuCtxCreate"), 0, "refused before the driver");
+    if (!sim())
+        return;     /* one context each costs ~0.15 s on a real GPU */
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        CHECK_OK(cuctx_ctx_create(&c, 0, good[i]));
+        CHECK_OK(cuctx_ctx_destroy(&c));
+    }
+}
+
+Test(context, bad_device_gives_the_drivers_error)
+{
+    cuctx_ctx c = {5};
+    NEED_DRIVER();
+    cr_assert_eq(cuctx_ctx_create(&c, 9999, 0), CUDA_ERROR_INVALID_DEVICE);
+    cr_assert_eq(c.id, 0);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "9999"), "%s", cuctx_last_error_message());
+    cr_assert_eq(cuctx_ctx_primary(&c, 9999), CUDA_ERROR_INVALID_DEVICE);
+    cr_assert_eq(stats().ctx_handles, 0);
+}
+
+Test(context, destroy_through_a_copy_is_an_error_without_a_driver_call)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = fresh(), copy = c, copy2 = c;
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(cuctx_ctx_destroy(&copy), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(copy.id, 0, "a destroy always leaves {0} behind, so a later cleanup is quiet");
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "cuctx_ctx_destroy"));
+    cr_assert_eq(cuctx_destroy(&copy2), CUDA_ERROR_INVALID_HANDLE, "the generic destroy refuses it too");
+    if (sim()) {
+        cr_assert_eq(calls("cuCtxDestroy"), 1);
+        cr_assert_eq(misuses(), 0);
+    }
+}
+
+Test(context, destroying_a_zero_handle_is_a_no_op)
+{
+    cuctx_ctx z = {0};
+    NEED_DRIVER();
+    CHECK_OK(cuctx_ctx_destroy(&z));
+    CHECK_OK(cuctx_destroy(&z));
+    cr_assert_eq(cuctx_ctx_destroy(NULL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(calls("cuCtxDestroy"), 0);
+}
+
+static void assert_every_function_refuses(cuctx_ctx bad, CUresult want)
+{
+    int is = 7;
+    size_t mark = log_mark();
+    cr_assert_eq(cuctx_ctx_set_current(bad), want);
+    cr_assert_eq(cuctx_ctx_is_current(bad, &is), want);
+    cr_assert_eq(is, 0);
+    cr_assert_eq(cuctx_ctx_synchronize(bad), want);
+    cr_assert_null(cuctx_ctx_raw(bad));
+    cr_assert_eq(cuctx_last_error(), want);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "cuctx_ctx_raw"), "%s", cuctx_last_error_message());
+    cr_assert_eq(cuctx_ctx_device(bad), -1);
+    cuctx_event ev = {1};
+    cr_assert_eq(cuctx_event_create(&ev, bad, 0), want);
+    cr_assert_eq(ev.id, 0);
+    cuctx_scope s;
+    cr_assert_eq(cuctx_scope_enter(&s, bad), want);
+    cuctx_scope_exit(&s);
+    if (sim()) {
+        char buf[512];
+        static const char *const touched[] = {"cuCtxSetCurrent", "cuCtxSynchronize", "cuEventCreate",
+                                              "cuCtxPushCurrent", NULL};
+        cr_assert_str_eq(log_seq(mark, touched, buf, sizeof buf), "", "no driver call for a bad handle");
+    }
+}
+
+Test(context, use_after_destroy_is_an_error_without_a_driver_call)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = fresh(), stale = c;
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    assert_every_function_refuses(stale, CUDA_ERROR_INVALID_HANDLE);
+}
+
+Test(context, handle_of_another_kind_or_garbage_is_refused)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = fresh();
+    cuctx_event ev = {0};
+    CHECK_OK(cuctx_event_create(&ev, c, 0));
+    cuctx_ctx wrong = {ev.id};
+    assert_every_function_refuses(wrong, CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "not a context"), "%s", cuctx_last_error_message());
+    cuctx_ctx garbage = {0x0123456789abcdefull}, garbage2 = garbage;
+    assert_every_function_refuses(garbage, CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(cuctx_ctx_destroy(&wrong), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(cuctx_ctx_destroy(&garbage), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(garbage.id, 0);
+    cr_assert_eq(cuctx_destroy(&garbage2), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+Test(context, set_current_and_is_current)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = fresh(), b = fresh();
+    int is = -1;
+    cr_assert_null(current());
+    CHECK_OK(cuctx_ctx_set_current(a));
+    cr_assert_eq(current(), cuctx_ctx_raw(a));
+    CHECK_OK(cuctx_ctx_is_current(a, &is));
+    cr_assert_eq(is, 1);
+    CHECK_OK(cuctx_ctx_is_current(b, &is));
+    cr_assert_eq(is, 0);
+    CHECK_OK(cuctx_ctx_set_current(b));
+    cr_assert_eq(current(), cuctx_ctx_raw(b));
+    cr_assert_eq(cuctx_ctx_is_current(a, NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+}
+
+Test(context, synchronize_runs_in_the_context_and_leaves_current_alone)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = fresh(), b = fresh();
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_ctx_synchronize(a));
+    cr_assert_null(current(), "nothing was current, nothing is");
+    CHECK_OK(cuctx_ctx_set_current(b));
+    CHECK_OK(cuctx_ctx_synchronize(a));
+    cr_assert_eq(current(), cuctx_ctx_raw(b), "b is still current");
+    CHECK_OK(cuctx_ctx_synchronize(b));
+    cr_assert_eq(current(), cuctx_ctx_raw(b));
+    if (sim()) {
+        struct cusim_call c;
+        int seen = 0;
+        for (size_t i = mark; sim()->log_get(i, &c) == 0; i++)
+            if (strcmp(c.fn, "cuCtxSynchronize") == 0) {
+                cr_assert_eq(c.ctx, (uint64_t)(uintptr_t)(seen < 2 ? cuctx_ctx_raw(a) : cuctx_ctx_raw(b)),
+                             "synchronize %d ran in the wrong context", seen);
+                seen++;
+            }
+        cr_assert_eq(seen, 3);
+    }
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+}
+
+Test(context, pop_current_undoes_the_push_of_create)
+{
+    cuctx_ctx c = {0};
+    NEED_DRIVER();
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    cr_assert_null(current());
+    cr_assert_eq(cuctx_pop_current(), CUDA_ERROR_INVALID_CONTEXT, "nothing left to pop");
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(cuctx_current_raw(NULL), CUDA_ERROR_INVALID_VALUE);
+}
+
+static void *destroy_in_thread(void *p)
+{
+    *(CUresult *)p = cuctx_ctx_destroy((cuctx_ctx *)((CUresult *)p + 2));
+    return NULL;
+}
+
+/* The real driver aborts the process when it pops a destroyed context. */
+Test(context, pop_refuses_a_context_destroyed_on_another_thread)
+{
+    NEED_SIM();
+    struct { CUresult rc; CUresult pad; cuctx_ctx c; } arg = {0};
+    CHECK_OK(cuctx_ctx_create(&arg.c, 0, 0));
+    CUcontext raw = cuctx_ctx_raw(arg.c);
+    pthread_t t;
+    pthread_create(&t, NULL, destroy_in_thread, &arg);
+    pthread_join(t, NULL);
+    CHECK_OK(arg.rc);
+    cr_assert_eq(current(), raw, "still current here, though destroyed");
+    cr_assert_eq(cuctx_pop_current(), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    cr_assert_eq(calls("cuCtxPopCurrent"), 0);
+    cuctx_event ev = {0};
+    cr_assert_eq(cuctx_event_create(&ev, (cuctx_ctx){0}, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    cr_assert_eq(calls("cuEventCreate"), 0);
+    cr_assert_eq(misuses(), 0);
+}
+
+Test(context, primary_handles_share_one_entry_and_the_last_ends_it)
+{
+    cuctx_ctx p1 = {0}, p2 = {0};
+    cuctx_event ev = {0};
+    NEED_DRIVER();
+    CHECK_OK(cuctx_ctx_primary(&p1, 0));
+    CHECK_OK(cuctx_ctx_primary(&p2, 0));
+    cr_assert_neq(p1.id, p2.id, "each retain is its own handle");
+    cr_assert_eq(cuctx_ctx_raw(p1), cuctx_ctx_raw(p2));
+    cr_assert_null(current(), "a primary retain is not made current");
+    cr_assert_eq(stats().contexts, 1);
+    cr_assert_eq(stats().ctx_handles, 2);
+    CHECK_OK(cuctx_event_create(&ev, p2, 0));
+    CHECK_OK(cuctx_ctx_destroy(&p1));
+    cr_assert_eq(stats().contexts, 1, "p2 still holds the entry");
+    cr_assert_not_null(cuctx_ctx_raw(p2));
+    cuctx_event ev2 = ev;
+    CHECK_OK(cuctx_event_destroy(&ev2));
+    cr_assert_eq(stats().stale_skips, 0, "the primary is alive: a real destroy");
+    CHECK_OK(cuctx_event_create(&ev, p2, 0));
+    CHECK_OK(cuctx_ctx_destroy(&p2));
+    cr_assert_eq(stats().contexts, 0);
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_eq(stats().stale_skips, 1, "the child of the released primary is skipped");
+    if (sim()) {
+        cr_assert_eq(calls("cuDevicePrimaryCtxRetain"), 2);
+        cr_assert_eq(calls("cuDevicePrimaryCtxRelease"), 2);
+        cr_assert_eq(calls("cuEventDestroy"), 1);
+        cr_assert_eq(misuses(), 0);
+    }
+}
+
+Test(context, primary_retained_again_has_same_address_and_new_generation)
+{
+    cuctx_ctx p = {0};
+    cuctx_event old = {0};
+    NEED_DRIVER();
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CUcontext first = cuctx_ctx_raw(p);
+    CHECK_OK(cuctx_event_create(&old, p, 0));
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    cr_assert_eq(cuctx_ctx_raw(p), first, "the driver hands back the same address");
+    unsigned long destroys = calls("cuEventDestroy");
+    CHECK_OK(cuctx_event_destroy(&old));
+    cr_assert_eq(calls("cuEventDestroy"), destroys, "the old generation's child is not sent to the driver");
+    cr_assert_eq(stats().stale_skips, 1);
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    if (sim())
+        cr_assert_eq(misuses(), 0);
+}
+
+Test(context, primary_destroy_refuses_a_copy)
+{
+    cuctx_ctx p = {0};
+    NEED_DRIVER();
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    cuctx_ctx copy = p;
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    cr_assert_eq(cuctx_ctx_destroy(&copy), CUDA_ERROR_INVALID_HANDLE);
+    if (sim())
+        cr_assert_eq(calls("cuDevicePrimaryCtxRelease"), 1, "one retain, one release");
+}
+
+Test(context, borrowed_context_is_never_destroyed)
+{
+    PFN_cuCtxCreate_v3020 create;
+    PFN_cuCtxDestroy_v4000 destroy;
+    PFN_cuCtxGetApiVersion_v3020 api;
+    CUcontext raw = NULL;
+    unsigned v = 0;
+    cuctx_ctx b = {0};
+    NEED_DRIVER();
+    create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+    api = (PFN_cuCtxGetApiVersion_v3020)drv_sym("cuCtxGetApiVersion", 3020);
+    cr_assert_eq(create(&raw, 0, 0), CUDA_SUCCESS);
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    cr_assert_eq(cuctx_ctx_raw(b), raw);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(b.id, 0);
+    cr_assert_eq(api(raw, &v), CUDA_SUCCESS, "the borrowed context is still alive");
+    if (sim())
+        cr_assert_eq(calls("cuCtxDestroy"), 0);
+    cr_assert_eq(destroy(raw), CUDA_SUCCESS);
+    cr_assert_eq(cuctx_ctx_borrow(&b, NULL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuctx_ctx_borrow(NULL, raw), CUDA_ERROR_INVALID_VALUE);
+}
+
+Test(context, borrowing_a_destroyed_context_is_refused)
+{
+    NEED_SIM();     /* handing the real driver a destroyed context is what cuctx avoids */
+    cuctx_ctx c = fresh(), b = {0};
+    CUcontext raw = cuctx_ctx_raw(c);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(cuctx_ctx_borrow(&b, raw), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    cr_assert_eq(b.id, 0);
+    cr_assert_eq(misuses(), 0);
+}
+
+Test(context, borrow_of_an_owned_context_shares_its_generation)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = fresh(), b = {0};
+    CHECK_OK(cuctx_ctx_borrow(&b, cuctx_ctx_raw(c)));
+    cr_assert_eq(stats().contexts, 1, "one entry for both handles");
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_null(cuctx_ctx_raw(b));
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    cuctx_event ev = {0};
+    cr_assert_eq(cuctx_event_create(&ev, b, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+}
+
+Test(context, a_context_made_elsewhere_gets_an_entry_when_used)
+{
+    PFN_cuCtxCreate_v3020 create;
+    PFN_cuCtxDestroy_v4000 destroy;
+    CUcontext raw = NULL;
+    cuctx_event ev = {0};
+    NEED_DRIVER();
+    create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+    cr_assert_eq(create(&raw, 0, 0), CUDA_SUCCESS);
+    cr_assert_eq(stats().contexts, 0);
+    CHECK_OK(cuctx_event_create(&ev, (cuctx_ctx){0}, 0));
+    cr_assert_eq(stats().contexts, 1, "the current context was registered");
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_eq(stats().stale_skips, 0);
+    cr_assert_eq(destroy(raw), CUDA_SUCCESS);
+}
+
+/* A borrowed context's death is invisible, but the driver handing its address
+ * to a context cuctx creates proves it: the old entry ends there. */
+Test(context, address_reuse_ends_a_borrowed_generation)
+{
+    PFN_cuCtxCreate_v3020 create;
+    PFN_cuCtxDestroy_v4000 destroy;
+    CUcontext raw = NULL;
+    cuctx_ctx b = {0}, c = {0};
+    cuctx_event ev = {0};
+    NEED_SIM();
+    create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+    cr_assert_eq(create(&raw, 0, 0), CUDA_SUCCESS);
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    CHECK_OK(cuctx_event_create(&ev, b, 0));
+    cr_assert_eq(destroy(raw), CUDA_SUCCESS);
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    cr_assert_eq(cuctx_ctx_raw(c), raw, "the simulator recycles the address");
+    unsigned long before = calls("cuEventDestroy");
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_eq(calls("cuEventDestroy"), before, "the dead borrowed context's child is skipped");
+    cr_assert_null(cuctx_ctx_raw(b), "the borrowed handle's context is gone");
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(misuses(), 0);
+}
+
+Test(context, device_of_a_context_on_the_second_device)
+{
+    cuctx_ctx c = {0};
+    NEED_SIM();
+    CHECK_OK(cuctx_ctx_create(&c, 1, 0));
+    cr_assert_eq(cuctx_ctx_device(c), 1);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+Test(context, failed_driver_create_leaves_nothing_behind)
+{
+    cuctx_ctx c = {3};
+    NEED_SIM();
+    sim()->fail_call("cuCtxCreate", 1, CUDA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(cuctx_ctx_create(&c, 0, 0), CUDA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(c.id, 0);
+    cr_assert_eq(stats().contexts, 0);
+    cr_assert_eq(stats().ctx_handles, 0);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "CUDA_ERROR_OUT_OF_MEMORY"));
+}

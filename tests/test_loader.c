@@ -1,0 +1,228 @@
+/* test_loader.c - loading the driver, cuctx_init, errors and their names.
+ * Each test runs in its own process, so each sees a first cuctx_init. */
+#include "testlib.h"
+
+#include <criterion/redirect.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void use_driver(const char *path)
+{
+    cr_assert_eq(setenv("CUCTX_DRIVER", path, 1), 0);
+}
+
+Test(loader, init_succeeds_with_the_configured_driver)
+{
+    CUresult rc = cuctx_init();
+    if (!sim() && rc != CUDA_SUCCESS)
+        cr_skip_test("no usable real driver here: %s", cuctx_last_error_message());
+    cr_assert_eq(rc, CUDA_SUCCESS, "%s", cuctx_last_error_message());
+    cr_assert_eq(cuctx_init(), CUDA_SUCCESS, "a second init gives the same result");
+    if (sim())
+        cr_assert_eq(calls("cuInit"), 1, "cuInit once per process");
+}
+
+Test(loader, driver_version_reports_the_driver)
+{
+    int v = -1;
+    NEED_DRIVER();
+    CHECK_OK(cuctx_driver_version(&v));
+    cr_assert_geq(v, 12000, "version %d", v);
+    if (sim())
+        cr_assert_eq(v, 13000);
+    else
+        fprintf(stderr, "real driver version: %d\n", v);
+    cr_assert_eq(cuctx_driver_version(NULL), CUDA_ERROR_INVALID_VALUE);
+}
+
+Test(loader, every_pinned_entry_point_resolves_without_misuse)
+{
+    NEED_SIM();
+    CHECK_OK(cuctx_init());
+    /* The simulator records a misuse when an entry point is resolved at an
+     * ABI version other than the one implemented for its typedef. */
+    cr_assert_eq(misuses(), 0);
+}
+
+static void *init_from_thread(void *arg)
+{
+    *(CUresult *)arg = cuctx_init();
+    return NULL;
+}
+
+Test(loader, concurrent_first_init_calls_cuInit_once)
+{
+    pthread_t t[8];
+    CUresult rc[8];
+    NEED_SIM();
+    for (int i = 0; i < 8; i++)
+        cr_assert_eq(pthread_create(&t[i], NULL, init_from_thread, &rc[i]), 0);
+    for (int i = 0; i < 8; i++) {
+        pthread_join(t[i], NULL);
+        cr_assert_eq(rc[i], CUDA_SUCCESS);
+    }
+    cr_assert_eq(calls("cuInit"), 1);
+}
+
+Test(loader, missing_library_is_not_initialized_and_names_the_path)
+{
+    use_driver("/nonexistent/libcuda-missing.so.1");
+    cr_assert_eq(cuctx_init(), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "/nonexistent/libcuda-missing.so.1"), "%s",
+                       cuctx_last_error_message());
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "No such file"), "dlerror text: %s",
+                       cuctx_last_error_message());
+}
+
+Test(loader, every_function_fails_cleanly_without_a_driver)
+{
+    cuctx_ctx ctx = {7};
+    cuctx_event ev = {7};
+    int v = 0;
+    use_driver("/nonexistent/libcuda-missing.so.1");
+    cr_assert_eq(cuctx_ctx_create(&ctx, 0, 0), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_eq(ctx.id, 0, "failed create leaves {0}");
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "cuctx_ctx_create"), "%s", cuctx_last_error_message());
+    cr_assert_eq(cuctx_event_create(&ev, ctx, 0), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_eq(ev.id, 0);
+    cr_assert_eq(cuctx_driver_version(&v), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_eq(cuctx_ctx_raw(ctx), NULL);
+    cr_assert_eq(cuctx_destroy(&ev), CUDA_SUCCESS, "a {0} handle is a no-op even without a driver");
+}
+
+Test(loader, stub_library_reports_stub)
+{
+    char path[1024];
+    const char *dir = getenv("CUCTX_CUDA_DIR");
+    snprintf(path, sizeof path, "%s/lib64/stubs/libcuda.so", dir ? dir : "/usr/local/cuda");
+    FILE *f = fopen(path, "r");
+    if (!f)
+        cr_skip_test("no toolkit stub at %s", path);
+    fclose(f);
+    use_driver(path);
+    cr_assert_eq(cuctx_init(), CUDA_ERROR_STUB_LIBRARY);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "stub"), "%s", cuctx_last_error_message());
+    cr_assert_not_null(strstr(cuctx_last_error_message(), path), "%s", cuctx_last_error_message());
+}
+
+Test(loader, no_device_reports_no_device)
+{
+    NEED_SIM();
+    cr_assert_eq(setenv("CUSIM_DEVICES", "0", 1), 0);
+    cr_assert_eq(cuctx_init(), CUDA_ERROR_NO_DEVICE);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "no CUDA device"), "%s", cuctx_last_error_message());
+    cr_assert_not_null(strstr(cuctx_last_error_message(), getenv("CUCTX_DRIVER")), "names the library: %s",
+                       cuctx_last_error_message());
+}
+
+Test(loader, library_without_cuGetProcAddress_is_refused)
+{
+    use_driver("libm.so.6");
+    cr_assert_eq(cuctx_init(), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "cuGetProcAddress"), "%s", cuctx_last_error_message());
+}
+
+Test(loader, missing_required_entry_point_is_named)
+{
+    const char *dir = getenv("CUCTX_TEST_LIBS");
+    char path[1024];
+    if (!dir)
+        cr_skip_test("CUCTX_TEST_LIBS not set (run under make check)");
+    snprintf(path, sizeof path, "%s/libpartialdrv.so", dir);
+    use_driver(path);
+    cr_assert_eq(cuctx_init(), CUDA_ERROR_NOT_FOUND);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "cuDriverGetVersion"), "first required one missing: %s",
+                       cuctx_last_error_message());
+}
+
+Test(loader, driver_symbol_resolves_other_entry_points)
+{
+    void *p = (void *)1;
+    NEED_DRIVER();
+    CHECK_OK(cuctx_driver_symbol("cuMemsetD8", 3020, &p));
+    cr_assert_not_null(p);
+    cr_assert_neq(cuctx_driver_symbol("cuNoSuchEntryPoint", 3020, &p), CUDA_SUCCESS);
+    cr_assert_null(p, "cleared on failure");
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "cuNoSuchEntryPoint"));
+    cr_assert_eq(cuctx_driver_symbol(NULL, 3020, &p), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuctx_driver_symbol("cuInit", 2000, NULL), CUDA_ERROR_INVALID_VALUE);
+}
+
+Test(errors, result_names_work_without_a_driver)
+{
+    use_driver("/nonexistent/libcuda-missing.so.1");
+    cr_assert_str_eq(cuctx_result_name(CUDA_SUCCESS), "CUDA_SUCCESS");
+    cr_assert_str_eq(cuctx_result_name(CUDA_ERROR_INVALID_HANDLE), "CUDA_ERROR_INVALID_HANDLE");
+    cr_assert_str_eq(cuctx_result_name(CUDA_ERROR_CONTEXT_IS_DESTROYED), "CUDA_ERROR_CONTEXT_IS_DESTROYED");
+    cr_assert_str_eq(cuctx_result_name(CUDA_ERROR_STUB_LIBRARY), "CUDA_ERROR_STUB_LIBRARY");
+    cr_assert_str_eq(cuctx_result_name(CUDA_ERROR_UNKNOWN), "CUDA_ERROR_UNKNOWN");
+    cr_assert_not_null(strstr(cuctx_result_name((CUresult)12345), "unrecognised"));
+}
+
+Test(errors, last_error_starts_clear_and_is_per_thread)
+{
+    cr_assert_eq(cuctx_last_error(), CUDA_SUCCESS);
+    cr_assert_str_eq(cuctx_last_error_message(), "");
+    cr_assert_eq(cuctx_driver_version(NULL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "cuctx_driver_version"));
+}
+
+static void *other_thread_error(void *arg)
+{
+    *(CUresult *)arg = cuctx_last_error();
+    return NULL;
+}
+
+Test(errors, another_thread_does_not_see_this_threads_error)
+{
+    pthread_t t;
+    CUresult seen = CUDA_ERROR_UNKNOWN;
+    cr_assert_eq(cuctx_driver_version(NULL), CUDA_ERROR_INVALID_VALUE);
+    pthread_create(&t, NULL, other_thread_error, &seen);
+    pthread_join(t, NULL);
+    cr_assert_eq(seen, CUDA_SUCCESS);
+}
+
+Test(errors, cleanup_failure_goes_to_the_handler_and_default_is_restorable)
+{
+    struct handler_count hc;
+    cuctx_event bogus = {((uint64_t)2 << 56) | 12345};   /* an event-kind id that was never made */
+    NEED_DRIVER();
+    count_handler_install(&hc);
+    cuctx_cleanup(&bogus);
+    cr_assert_eq(hc.calls, 1);
+    cr_assert_eq(hc.last_rc, CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_not_null(strstr(hc.last_msg, "automatic cleanup"), "%s", hc.last_msg);
+    cuctx_set_error_handler(NULL, NULL);
+    cuctx_cleanup(&bogus);
+    cr_assert_eq(hc.calls, 1, "default handler back in place");
+}
+
+Test(errors, quiet_log_level_silences_the_default_handler, .init = cr_redirect_stderr)
+{
+    cuctx_event bogus = {((uint64_t)2 << 56) | 12345};
+    cr_assert_eq(setenv("CUCTX_LOG", "quiet", 1), 0);
+    NEED_DRIVER();
+    cuctx_cleanup(&bogus);
+    fflush(stderr);
+    cr_assert_stderr_eq_str("");
+}
+
+Test(errors, warn_log_level_writes_one_line, .init = cr_redirect_stderr)
+{
+    cuctx_event bogus = {((uint64_t)2 << 56) | 12345};
+    NEED_DRIVER();
+    cuctx_cleanup(&bogus);
+    fflush(stderr);
+    char buf[1024] = {0};
+    FILE *f = cr_get_redirected_stderr();
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    cr_assert_gt(n, 0);
+    cr_assert_eq(strncmp(buf, "cuctx: ", 7), 0, "%s", buf);
+    cr_assert_eq(strchr(buf, '\n'), buf + n - 1, "exactly one line: %s", buf);
+}

@@ -1,0 +1,219 @@
+/* test_registry.c - the slot table, generations, pins and the close/drain
+ * protocol that the tether is built on, tested directly (no driver). */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static uint64_t make(enum cuctx_kind kind, uint64_t payload)
+{
+    struct cuctx_slot *s = cuctx__slot_alloc();
+    cr_assert_not_null(s);
+    s->u.child.raw = payload;
+    return cuctx__slot_publish(s, kind);
+}
+
+static void destroy(uint64_t id, enum cuctx_kind kind)
+{
+    struct cuctx_slot *s = cuctx__close(id, kind);
+    cr_assert_not_null(s, "close of %#llx", (unsigned long long)id);
+    cuctx__drain(s);
+    cuctx__slot_free(s);
+}
+
+Test(registry, published_id_carries_kind_and_pins)
+{
+    uint64_t id = make(KIND_EVENT, 42);
+    cr_assert_neq(id, 0);
+    cr_assert_eq(cuctx__id_kind(id), KIND_EVENT);
+    struct cuctx_slot *s = cuctx__pin(id, KIND_EVENT);
+    cr_assert_not_null(s);
+    cr_assert_eq(s->u.child.raw, 42);
+    cuctx__unpin(s);
+    cr_assert(cuctx__alive(id, KIND_EVENT));
+}
+
+Test(registry, wrong_kind_does_not_pin_or_close)
+{
+    uint64_t id = make(KIND_EVENT, 1);
+    uint64_t as_stream = (id & ~(UINT64_C(0xff) << 56)) | (uint64_t)KIND_STREAM << 56;
+    cr_assert_null(cuctx__pin(as_stream, KIND_STREAM));
+    cr_assert_null(cuctx__pin(id, KIND_STREAM));
+    cr_assert_null(cuctx__close(id, KIND_MEM));
+    cr_assert(cuctx__alive(id, KIND_EVENT), "still alive after refused calls");
+}
+
+Test(registry, freed_id_is_stale_and_slot_reused_with_new_generation)
+{
+    uint64_t a = make(KIND_STREAM, 1);
+    destroy(a, KIND_STREAM);
+    cr_assert_null(cuctx__pin(a, KIND_STREAM));
+    cr_assert_null(cuctx__close(a, KIND_STREAM), "double destroy refused");
+    cr_assert_not(cuctx__alive(a, KIND_STREAM));
+    uint64_t b = make(KIND_STREAM, 2);
+    cr_assert_eq((uint32_t)a, (uint32_t)b, "LIFO free list reuses the slot");
+    cr_assert_neq(a, b, "with another generation");
+    cr_assert_null(cuctx__pin(a, KIND_STREAM), "the old id does not reach the new object");
+    struct cuctx_slot *s = cuctx__pin(b, KIND_STREAM);
+    cr_assert_not_null(s);
+    cr_assert_eq(s->u.child.raw, 2);
+    cuctx__unpin(s);
+}
+
+Test(registry, garbage_ids_are_rejected)
+{
+    make(KIND_EVENT, 1);
+    cr_assert_null(cuctx__pin((uint64_t)KIND_EVENT << 56 | 0xfffffff0u, KIND_EVENT), "index never handed out");
+    cr_assert_null(cuctx__pin((uint64_t)KIND_EVENT << 56 | (uint64_t)0x123456 << 32, KIND_EVENT), "generation never used");
+    cr_assert_null(cuctx__pin(0, KIND_EVENT));
+    cr_assert_null(cuctx__pin(UINT64_MAX, KIND_EVENT));
+}
+
+Test(registry, close_wins_once_and_stops_new_pins)
+{
+    uint64_t id = make(KIND_ENTRY, 0);
+    struct cuctx_slot *s = cuctx__close(id, KIND_ENTRY);
+    cr_assert_not_null(s);
+    cr_assert_null(cuctx__close(id, KIND_ENTRY), "only one closer");
+    cr_assert_null(cuctx__pin(id, KIND_ENTRY), "no pins once closing");
+    cr_assert_not(cuctx__alive(id, KIND_ENTRY), "closing is not alive");
+    cuctx__drain(s);
+    cuctx__slot_free(s);
+}
+
+struct drain_arg {
+    uint64_t id;
+    _Atomic int closed, drained;
+};
+
+static void *closer(void *p)
+{
+    struct drain_arg *a = p;
+    struct cuctx_slot *s = cuctx__close(a->id, KIND_ENTRY);
+    atomic_store(&a->closed, 1);
+    cuctx__drain(s);
+    atomic_store(&a->drained, 1);
+    cuctx__slot_free(s);
+    return NULL;
+}
+
+/* The context side of the tether: a context destroy waits out a child
+ * destroy already under way (a pin on the context's entry). */
+Test(registry, context_close_waits_for_child_calls_under_way)
+{
+    struct drain_arg a = {.id = make(KIND_ENTRY, 0)};
+    struct cuctx_slot *child_call = cuctx__pin(a.id, KIND_ENTRY);
+    pthread_t t;
+    cr_assert_not_null(child_call);
+    pthread_create(&t, NULL, closer, &a);
+    while (!atomic_load(&a.closed))
+        sched_yield();
+    usleep(20000);
+    cr_assert_eq(atomic_load(&a.drained), 0, "the close must wait while a pin is held");
+    cr_assert_null(cuctx__pin(a.id, KIND_ENTRY), "a child call starting now is refused");
+    cuctx__unpin(child_call);
+    pthread_join(t, NULL);
+    cr_assert_eq(atomic_load(&a.drained), 1);
+    cr_assert_not(cuctx__alive(a.id, KIND_ENTRY));
+}
+
+Test(registry, holds_a_million_live_objects_without_moving_them)
+{
+    enum { N = 1 << 20 };
+    uint64_t *ids = malloc(N * sizeof *ids);
+    cr_assert_not_null(ids);
+    uint64_t first = make(KIND_MEM, 0);
+    struct cuctx_slot *first_slot = cuctx__pin(first, KIND_MEM);
+    cuctx__unpin(first_slot);
+    for (uint64_t i = 0; i < N; i++)
+        ids[i] = make(KIND_MEM, i + 1);
+    struct cuctx_slot *again = cuctx__pin(first, KIND_MEM);
+    cr_assert_eq(again, first_slot, "growing the table did not move a live slot");
+    cuctx__unpin(again);
+    for (uint64_t i = 0; i < N; i += 4099) {
+        struct cuctx_slot *s = cuctx__pin(ids[i], KIND_MEM);
+        cr_assert_not_null(s);
+        cr_assert_eq(s->u.child.raw, i + 1);
+        cuctx__unpin(s);
+    }
+    struct cuctx_stats st;
+    cuctx_stats_get(&st);
+    cr_assert_eq(st.mems, N + 1);
+    for (uint64_t i = 0; i < N; i++)
+        destroy(ids[i], KIND_MEM);
+    cuctx_stats_get(&st);
+    cr_assert_eq(st.mems, 1);
+    free(ids);
+}
+
+#define THREADS 8
+#define PER_THREAD 20000
+
+static void *churn(void *p)
+{
+    uintptr_t me = (uintptr_t)p;
+    uint64_t *ids = malloc(64 * sizeof *ids);
+    for (int round = 0; round < PER_THREAD / 64; round++) {
+        for (int i = 0; i < 64; i++)
+            ids[i] = make(KIND_EVENT, me << 32 | (uint64_t)i);
+        for (int i = 0; i < 64; i++) {
+            struct cuctx_slot *s = cuctx__pin(ids[i], KIND_EVENT);
+            if (!s || s->u.child.raw != (me << 32 | (uint64_t)i))
+                return (void *)1;   /* another thread's object behind my id */
+            cuctx__unpin(s);
+        }
+        for (int i = 0; i < 64; i++)
+            destroy(ids[i], KIND_EVENT);
+    }
+    free(ids);
+    return NULL;
+}
+
+Test(registry, concurrent_alloc_and_free_never_share_a_slot)
+{
+    pthread_t t[THREADS];
+    for (uintptr_t i = 0; i < THREADS; i++)
+        pthread_create(&t[i], NULL, churn, (void *)(i + 1));
+    for (int i = 0; i < THREADS; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        cr_assert_null(r, "thread %d saw a foreign object", i);
+    }
+    struct cuctx_stats st;
+    cuctx_stats_get(&st);
+    cr_assert_eq(st.events, 0);
+}
+
+struct race { uint64_t id; _Atomic int go; _Atomic int wins; };
+
+static void *race_close(void *p)
+{
+    struct race *r = p;
+    while (!atomic_load(&r->go))
+        ;
+    struct cuctx_slot *s = cuctx__close(r->id, KIND_STREAM);
+    if (s) {
+        atomic_fetch_add(&r->wins, 1);
+        cuctx__drain(s);
+        cuctx__slot_free(s);
+    }
+    return NULL;
+}
+
+Test(registry, racing_closes_have_exactly_one_winner)
+{
+    for (int round = 0; round < 200; round++) {
+        struct race r = {.id = make(KIND_STREAM, 0)};
+        pthread_t t[4];
+        for (int i = 0; i < 4; i++)
+            pthread_create(&t[i], NULL, race_close, &r);
+        atomic_store(&r.go, 1);
+        for (int i = 0; i < 4; i++)
+            pthread_join(t[i], NULL);
+        cr_assert_eq(atomic_load(&r.wins), 1, "round %d", round);
+    }
+}
