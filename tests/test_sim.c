@@ -1,0 +1,1298 @@
+/*
+ * test_sim.c - the simulated driver checked against DRIVER-FACTS.md.
+ *
+ * Everything is reached the way cuctx reaches a driver: dlopen the file named
+ * by CUCTX_DRIVER, then cuGetProcAddress_v2 at the pinned ABI versions.  The
+ * control API comes through dlsym.  Against the real driver (no cusim_reset)
+ * every test skips.
+ */
+#include <criterion/criterion.h>
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cudasim.h"
+
+#define H(x) ((uint64_t)(uintptr_t)(x))
+#define OK(call) cr_assert_eq((call), CUDA_SUCCESS, "%s failed", #call)
+#define RC(call, want) cr_assert_eq((call), (want), "%s: expected %d", #call, (int)(want))
+
+/* Entry points at the versions cuctx pins; member names drop "cu" so cuda.h's renames stay out of the way. */
+static struct {
+	void *lib;
+	PFN_cuGetProcAddress_v12000 GetProcAddress;
+	PFN_cuInit_v2000 Init;
+	PFN_cuDriverGetVersion_v2020 DriverGetVersion;
+	PFN_cuDeviceGet_v2000 DeviceGet;
+	PFN_cuDeviceGetCount_v2000 DeviceGetCount;
+	PFN_cuDeviceGetName_v2000 DeviceGetName;
+	PFN_cuGetErrorName_v6000 GetErrorName;
+	PFN_cuGetErrorString_v6000 GetErrorString;
+	PFN_cuCtxCreate_v3020 CtxCreate;
+	PFN_cuCtxDestroy_v4000 CtxDestroy;
+	PFN_cuCtxPushCurrent_v4000 CtxPushCurrent;
+	PFN_cuCtxPopCurrent_v4000 CtxPopCurrent;
+	PFN_cuCtxSetCurrent_v4000 CtxSetCurrent;
+	PFN_cuCtxGetCurrent_v4000 CtxGetCurrent;
+	PFN_cuCtxGetDevice_v2000 CtxGetDevice;
+	PFN_cuCtxSynchronize_v2000 CtxSynchronize;
+	PFN_cuCtxGetApiVersion_v3020 CtxGetApiVersion;
+	PFN_cuDevicePrimaryCtxRetain_v7000 PrimaryRetain;
+	PFN_cuDevicePrimaryCtxRelease_v11000 PrimaryRelease;
+	PFN_cuDevicePrimaryCtxGetState_v7000 PrimaryGetState;
+	PFN_cuDevicePrimaryCtxReset_v11000 PrimaryReset;
+	PFN_cuEventCreate_v2000 EventCreate;
+	PFN_cuEventDestroy_v4000 EventDestroy;
+	PFN_cuEventRecord_v2000 EventRecord;
+	PFN_cuEventQuery_v2000 EventQuery;
+	PFN_cuEventSynchronize_v2000 EventSynchronize;
+	PFN_cuEventElapsedTime_v2000 EventElapsedTime;
+	PFN_cuEventElapsedTime_v12080 EventElapsedTime2;
+	PFN_cuStreamCreate_v2000 StreamCreate;
+	PFN_cuStreamCreateWithPriority_v5050 StreamCreateWithPriority;
+	PFN_cuStreamDestroy_v4000 StreamDestroy;
+	PFN_cuStreamSynchronize_v2000 StreamSynchronize;
+	PFN_cuStreamWaitEvent_v3020 StreamWaitEvent;
+	PFN_cuStreamQuery_v2000 StreamQuery;
+	PFN_cuModuleLoad_v2000 ModuleLoad;
+	PFN_cuModuleLoadData_v2000 ModuleLoadData;
+	PFN_cuModuleUnload_v2000 ModuleUnload;
+	PFN_cuModuleGetFunction_v2000 ModuleGetFunction;
+	PFN_cuLaunchKernel_v4000 LaunchKernel;
+	PFN_cuMemAlloc_v3020 MemAlloc;
+	PFN_cuMemFree_v3020 MemFree;
+	PFN_cuMemAllocHost_v3020 MemAllocHost;
+	PFN_cuMemHostAlloc_v2020 MemHostAlloc;
+	PFN_cuMemFreeHost_v2000 MemFreeHost;
+	PFN_cuMemsetD8_v3020 MemsetD8;
+	PFN_cuMemcpyHtoD_v3020 MemcpyHtoD;
+	PFN_cuMemcpyDtoH_v3020 MemcpyDtoH;
+	PFN_cuGraphCreate_v10000 GraphCreate;
+	PFN_cuGraphAddEmptyNode_v10000 GraphAddEmptyNode;
+	PFN_cuGraphDestroy_v10000 GraphDestroy;
+	PFN_cuGraphInstantiateWithFlags_v11040 GraphInstantiateWithFlags;
+	PFN_cuGraphExecDestroy_v10000 GraphExecDestroy;
+	PFN_cuGraphLaunch_v10000 GraphLaunch;
+
+	__typeof__(cusim_reset) *reset;
+	__typeof__(cusim_set_recycling) *set_recycling;
+	__typeof__(cusim_log_count) *log_count;
+	__typeof__(cusim_log_get) *log_get;
+	__typeof__(cusim_calls) *calls;
+	__typeof__(cusim_misuse_count) *misuse_count;
+	__typeof__(cusim_misuse_text) *misuse_text;
+	__typeof__(cusim_live) *live;
+	__typeof__(cusim_is_live) *is_live;
+	__typeof__(cusim_fail_call) *fail_call;
+} D;
+
+static void *control(const char *name)
+{
+	void *p = dlsym(D.lib, name);
+	cr_assert_not_null(p, "simulator lacks %s", name);
+	return p;
+}
+
+static void resolve(void *slot, const char *symbol, int version)
+{
+	CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	void *fn = NULL;
+	CUresult rc = D.GetProcAddress(symbol, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &status);
+	cr_assert_eq(rc, CUDA_SUCCESS, "cuGetProcAddress(%s, %d) = %d", symbol, version, rc);
+	cr_assert_eq(status, CU_GET_PROC_ADDRESS_SUCCESS);
+	cr_assert_not_null(fn);
+	memcpy(slot, &fn, sizeof fn);
+}
+
+#define RESOLVE(field, symbol, version) resolve(&D.field, symbol, version)
+
+/* Opens the simulator and resolves everything; skips the test against anything else. */
+static void load(void)
+{
+	const char *path = getenv("CUCTX_DRIVER");
+	if (!path || !*path)
+		cr_skip_test("needs the simulated driver");
+	D.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!D.lib || !dlsym(D.lib, "cusim_reset"))
+		cr_skip_test("needs the simulated driver");
+
+	/* Tests that want another device count set it themselves; an inherited one would skew the rest. */
+	unsetenv("CUSIM_DEVICES");
+	D.reset = control("cusim_reset");
+	D.set_recycling = control("cusim_set_recycling");
+	D.log_count = control("cusim_log_count");
+	D.log_get = control("cusim_log_get");
+	D.calls = control("cusim_calls");
+	D.misuse_count = control("cusim_misuse_count");
+	D.misuse_text = control("cusim_misuse_text");
+	D.live = control("cusim_live");
+	D.is_live = control("cusim_is_live");
+	D.fail_call = control("cusim_fail_call");
+	void *gpa = control("cuGetProcAddress_v2");
+	memcpy(&D.GetProcAddress, &gpa, sizeof gpa);
+
+	RESOLVE(Init, "cuInit", 2000);
+	RESOLVE(DriverGetVersion, "cuDriverGetVersion", 2020);
+	RESOLVE(DeviceGet, "cuDeviceGet", 2000);
+	RESOLVE(DeviceGetCount, "cuDeviceGetCount", 2000);
+	RESOLVE(DeviceGetName, "cuDeviceGetName", 2000);
+	RESOLVE(GetErrorName, "cuGetErrorName", 6000);
+	RESOLVE(GetErrorString, "cuGetErrorString", 6000);
+	RESOLVE(CtxCreate, "cuCtxCreate", 3020);
+	RESOLVE(CtxDestroy, "cuCtxDestroy", 4000);
+	RESOLVE(CtxPushCurrent, "cuCtxPushCurrent", 4000);
+	RESOLVE(CtxPopCurrent, "cuCtxPopCurrent", 4000);
+	RESOLVE(CtxSetCurrent, "cuCtxSetCurrent", 4000);
+	RESOLVE(CtxGetCurrent, "cuCtxGetCurrent", 4000);
+	RESOLVE(CtxGetDevice, "cuCtxGetDevice", 2000);
+	RESOLVE(CtxSynchronize, "cuCtxSynchronize", 2000);
+	RESOLVE(CtxGetApiVersion, "cuCtxGetApiVersion", 3020);
+	RESOLVE(PrimaryRetain, "cuDevicePrimaryCtxRetain", 7000);
+	RESOLVE(PrimaryRelease, "cuDevicePrimaryCtxRelease", 11000);
+	RESOLVE(PrimaryGetState, "cuDevicePrimaryCtxGetState", 7000);
+	RESOLVE(PrimaryReset, "cuDevicePrimaryCtxReset", 11000);
+	RESOLVE(EventCreate, "cuEventCreate", 2000);
+	RESOLVE(EventDestroy, "cuEventDestroy", 4000);
+	RESOLVE(EventRecord, "cuEventRecord", 2000);
+	RESOLVE(EventQuery, "cuEventQuery", 2000);
+	RESOLVE(EventSynchronize, "cuEventSynchronize", 2000);
+	RESOLVE(EventElapsedTime, "cuEventElapsedTime", 2000);
+	RESOLVE(EventElapsedTime2, "cuEventElapsedTime", 12080);
+	RESOLVE(StreamCreate, "cuStreamCreate", 2000);
+	RESOLVE(StreamCreateWithPriority, "cuStreamCreateWithPriority", 5050);
+	RESOLVE(StreamDestroy, "cuStreamDestroy", 4000);
+	RESOLVE(StreamSynchronize, "cuStreamSynchronize", 2000);
+	RESOLVE(StreamWaitEvent, "cuStreamWaitEvent", 3020);
+	RESOLVE(StreamQuery, "cuStreamQuery", 2000);
+	RESOLVE(ModuleLoad, "cuModuleLoad", 2000);
+	RESOLVE(ModuleLoadData, "cuModuleLoadData", 2000);
+	RESOLVE(ModuleUnload, "cuModuleUnload", 2000);
+	RESOLVE(ModuleGetFunction, "cuModuleGetFunction", 2000);
+	RESOLVE(LaunchKernel, "cuLaunchKernel", 4000);
+	RESOLVE(MemAlloc, "cuMemAlloc", 3020);
+	RESOLVE(MemFree, "cuMemFree", 3020);
+	RESOLVE(MemAllocHost, "cuMemAllocHost", 3020);
+	RESOLVE(MemHostAlloc, "cuMemHostAlloc", 2020);
+	RESOLVE(MemFreeHost, "cuMemFreeHost", 2000);
+	RESOLVE(MemsetD8, "cuMemsetD8", 3020);
+	RESOLVE(MemcpyHtoD, "cuMemcpyHtoD", 3020);
+	RESOLVE(MemcpyDtoH, "cuMemcpyDtoH", 3020);
+	RESOLVE(GraphCreate, "cuGraphCreate", 10000);
+	RESOLVE(GraphAddEmptyNode, "cuGraphAddEmptyNode", 10000);
+	RESOLVE(GraphDestroy, "cuGraphDestroy", 10000);
+	RESOLVE(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 11040);
+	RESOLVE(GraphExecDestroy, "cuGraphExecDestroy", 10000);
+	RESOLVE(GraphLaunch, "cuGraphLaunch", 10000);
+	D.reset();
+}
+
+static void setup(void)
+{
+	load();
+	OK(D.Init(0));
+	D.reset();
+}
+
+static void teardown(void)
+{
+	if (D.reset)
+		D.reset();
+}
+
+static CUcontext new_ctx(CUdevice dev)
+{
+	CUcontext c = NULL;
+	OK(D.CtxCreate(&c, 0, dev));
+	return c;
+}
+
+static CUcontext current(void)
+{
+	CUcontext c = (CUcontext)(uintptr_t)0xdead;
+	OK(D.CtxGetCurrent(&c));
+	return c;
+}
+
+static void assert_misuse(size_t i, const char *fn, const char *why)
+{
+	const char *text = D.misuse_text(i);
+	cr_assert_not_null(text, "no misuse #%zu", i);
+	cr_assert(strncmp(text, fn, strlen(fn)) == 0 && text[strlen(fn)] == '(',
+		  "misuse #%zu is \"%s\", expected one from %s", i, text, fn);
+	cr_assert(strstr(text, why) != NULL, "misuse #%zu is \"%s\", expected \"%s\"", i, text, why);
+}
+
+/* The last log record, which must be a call of fn. */
+static struct cusim_call last_call(const char *fn)
+{
+	struct cusim_call rec;
+	size_t n = D.log_count();
+	cr_assert_gt(n, 0);
+	cr_assert_eq(D.log_get(n - 1, &rec), 0);
+	cr_assert_str_eq(rec.fn, fn);
+	return rec;
+}
+
+static const char vadd_ptx[] =
+	".version 8.0\n.target sm_90\n.address_size 64\n\n"
+	".visible .entry vadd(\n\t.param .u64 a\n)\n{\n\tret;\n}\n\n"
+	".visible .entry scale(\n\t.param .u64 a\n)\n{\n\tret;\n}\n";
+
+TestSuite(sim_init, .init = load, .fini = teardown);
+TestSuite(sim_procaddress, .init = load, .fini = teardown);
+TestSuite(sim_contexts, .init = setup, .fini = teardown);
+TestSuite(sim_lifetimes, .init = setup, .fini = teardown);
+TestSuite(sim_events, .init = setup, .fini = teardown);
+TestSuite(sim_streams, .init = setup, .fini = teardown);
+TestSuite(sim_modules, .init = setup, .fini = teardown);
+TestSuite(sim_memory, .init = setup, .fini = teardown);
+TestSuite(sim_graphs, .init = setup, .fini = teardown);
+TestSuite(sim_primary, .init = setup, .fini = teardown);
+TestSuite(sim_recycling, .init = setup, .fini = teardown);
+TestSuite(sim_faults, .init = setup, .fini = teardown);
+TestSuite(sim_threads, .init = setup, .fini = teardown);
+TestSuite(sim_log, .init = setup, .fini = teardown);
+
+/* --- initialisation --------------------------------------------------------- */
+
+Test(sim_init, calls_before_cuinit_return_not_initialized)
+{
+	CUcontext c = NULL;
+	CUevent e = NULL;
+	int n = -1;
+	RC(D.CtxCreate(&c, 0, 0), CUDA_ERROR_NOT_INITIALIZED);
+	RC(D.EventCreate(&e, 0), CUDA_ERROR_NOT_INITIALIZED);
+	RC(D.DeviceGetCount(&n), CUDA_ERROR_NOT_INITIALIZED);
+	cr_assert_null(c);
+	cr_assert_eq(n, -1);
+	cr_assert_eq(last_call("cuDeviceGetCount").rc, CUDA_ERROR_NOT_INITIALIZED);
+	cr_assert_eq(D.misuse_count(), 0);
+	cr_assert_eq(D.live("all"), 0);
+
+	OK(D.Init(0));
+	OK(D.DeviceGetCount(&n));
+	cr_assert_eq(n, 2, "default device count is 2");
+}
+
+Test(sim_init, cuinit_with_nonzero_flags_is_invalid_value)
+{
+	int n;
+	RC(D.Init(1), CUDA_ERROR_INVALID_VALUE);
+	RC(D.DeviceGetCount(&n), CUDA_ERROR_NOT_INITIALIZED);
+	OK(D.Init(0));
+	OK(D.Init(0));
+	cr_assert_eq(D.calls("cuInit"), 3);
+}
+
+Test(sim_init, no_device_when_cusim_devices_is_zero)
+{
+	int n;
+	setenv("CUSIM_DEVICES", "0", 1);
+	RC(D.Init(0), CUDA_ERROR_NO_DEVICE);
+	RC(D.DeviceGetCount(&n), CUDA_ERROR_NOT_INITIALIZED);
+	cr_assert_eq(last_call("cuDeviceGetCount").rc, CUDA_ERROR_NOT_INITIALIZED);
+}
+
+Test(sim_init, device_count_follows_cusim_devices_and_bad_ordinal_is_invalid_device)
+{
+	int n = 0;
+	CUdevice dev = -1;
+	CUcontext c = NULL;
+	char name[64];
+	setenv("CUSIM_DEVICES", "3", 1);
+	OK(D.Init(0));
+	OK(D.DeviceGetCount(&n));
+	cr_assert_eq(n, 3);
+	OK(D.DeviceGet(&dev, 2));
+	cr_assert_eq(dev, 2);
+	RC(D.DeviceGet(&dev, 3), CUDA_ERROR_INVALID_DEVICE);
+	RC(D.DeviceGet(&dev, -1), CUDA_ERROR_INVALID_DEVICE);
+	RC(D.CtxCreate(&c, 0, 3), CUDA_ERROR_INVALID_DEVICE);
+	OK(D.DeviceGetName(name, sizeof name, 1));
+	cr_assert(strlen(name) > 0);
+	cr_assert_eq(D.live("all"), 0);
+}
+
+Test(sim_init, driver_version_and_error_names_need_no_cuinit)
+{
+	int v = 0;
+	const char *s = NULL;
+	OK(D.DriverGetVersion(&v));
+	cr_assert_eq(v, 13000);
+	OK(D.GetErrorName(CUDA_ERROR_CONTEXT_IS_DESTROYED, &s));
+	cr_assert_str_eq(s, "CUDA_ERROR_CONTEXT_IS_DESTROYED");
+	OK(D.GetErrorString(CUDA_ERROR_INVALID_CONTEXT, &s));
+	cr_assert_not_null(s);
+	RC(D.GetErrorName((CUresult)99999, &s), CUDA_ERROR_INVALID_VALUE);
+}
+
+/* --- cuGetProcAddress --------------------------------------------------------- */
+
+Test(sim_procaddress, pinned_versions_resolve_to_the_abi_symbols)
+{
+	static const struct { const char *base; int version; const char *abi; } cases[] = {
+		{ "cuCtxCreate", 3020, "cuCtxCreate_v2" },
+		{ "cuCtxCreate", 11039, "cuCtxCreate_v2" },
+		{ "cuCtxDestroy", 4000, "cuCtxDestroy_v2" },
+		{ "cuMemAlloc", 3020, "cuMemAlloc_v2" },
+		{ "cuMemAlloc", 13000, "cuMemAlloc_v2" },
+		{ "cuEventDestroy", 4000, "cuEventDestroy_v2" },
+		{ "cuDevicePrimaryCtxRelease", 11000, "cuDevicePrimaryCtxRelease_v2" },
+		{ "cuEventElapsedTime", 2000, "cuEventElapsedTime" },
+		{ "cuEventElapsedTime", 12080, "cuEventElapsedTime_v2" },
+		{ "cuCtxSynchronize", 12090, "cuCtxSynchronize" },
+		{ "cuGetProcAddress", 12000, "cuGetProcAddress_v2" },
+		{ "cuGetProcAddress", 11030, "cuGetProcAddress" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		void *fn = NULL;
+		CUdriverProcAddressQueryResult st;
+		OK(D.GetProcAddress(cases[i].base, &fn, cases[i].version, CU_GET_PROC_ADDRESS_DEFAULT, &st));
+		cr_assert_eq(st, CU_GET_PROC_ADDRESS_SUCCESS);
+		cr_assert_eq(fn, dlsym(D.lib, cases[i].abi), "%s at %d is not %s",
+			     cases[i].base, cases[i].version, cases[i].abi);
+	}
+}
+
+Test(sim_procaddress, asking_with_cuda_version_gets_the_v4_ctx_create_and_it_is_a_misuse)
+{
+	void *fn = NULL;
+	CUcontext c = NULL;
+	OK(D.Init(0));
+	OK(D.GetProcAddress("cuCtxCreate", &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+	cr_assert_eq(fn, dlsym(D.lib, "cuCtxCreate_v4"));
+	PFN_cuCtxCreate_v12050 create_v4;
+	memcpy(&create_v4, &fn, sizeof fn);
+	RC(create_v4(&c, NULL, 0, 0), CUDA_ERROR_NOT_SUPPORTED);
+	cr_assert_eq(D.live("context"), 0);
+	cr_assert_eq(D.misuse_count(), 1);
+	assert_misuse(0, "cuCtxCreate", "unpinned/unsupported ABI version");
+	cr_assert_eq(D.calls("cuCtxCreate"), 1);
+}
+
+Test(sim_procaddress, old_32bit_abi_is_a_misuse_through_lookup_and_plain_dlsym)
+{
+	void *fn = NULL;
+	CUdeviceptr p = 0;
+	OK(D.Init(0));
+	OK(D.GetProcAddress("cuMemAlloc", &fn, 2000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+	cr_assert_eq(fn, dlsym(D.lib, "cuMemAlloc"), "plain cuMemAlloc is the 32-bit ABI");
+	/* cuda.h only declares the 32-bit ABI for the driver's own build, so spell it out. */
+	CUresult (*alloc32)(unsigned int *dptr, unsigned int bytesize);
+	memcpy(&alloc32, &fn, sizeof fn);
+	unsigned int p32 = 0;
+	RC(alloc32(&p32, 64), CUDA_ERROR_NOT_SUPPORTED);
+	OK(D.GetProcAddress("cuCtxSynchronize", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+	PFN_cuCtxSynchronize_v13000 sync_v2;
+	memcpy(&sync_v2, &fn, sizeof fn);
+	RC(sync_v2(NULL), CUDA_ERROR_NOT_SUPPORTED);
+	cr_assert_eq(D.misuse_count(), 2);
+	assert_misuse(0, "cuMemAlloc", "ABI version 2000");
+	assert_misuse(1, "cuCtxSynchronize", "ABI version 13000");
+	cr_assert_eq(p, 0);
+	cr_assert_eq(D.live("mem"), 0);
+}
+
+Test(sim_procaddress, unknown_symbol_is_not_found_with_null_pointer)
+{
+	void *fn = (void *)&fn;
+	CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
+	RC(D.GetProcAddress("cuNoSuchThing", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_ERROR_NOT_FOUND);
+	cr_assert_null(fn);
+	cr_assert_eq(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+}
+
+Test(sim_procaddress, version_below_the_first_is_version_not_sufficient)
+{
+	void *fn = (void *)&fn;
+	CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
+	RC(D.GetProcAddress("cuGraphCreate", &fn, 9020, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_ERROR_NOT_FOUND);
+	cr_assert_null(fn);
+	cr_assert_eq(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+}
+
+Test(sim_procaddress, version_newer_than_the_driver_is_an_error_and_null)
+{
+	void *fn = (void *)&fn;
+	RC(D.GetProcAddress("cuInit", &fn, 13010, CU_GET_PROC_ADDRESS_DEFAULT, NULL), CUDA_ERROR_INVALID_VALUE);
+	cr_assert_null(fn);
+}
+
+Test(sim_procaddress, stream_flags_are_accepted_and_unknown_flags_rejected)
+{
+	void *fn = NULL;
+	OK(D.GetProcAddress("cuEventRecord", &fn, 12000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, NULL));
+	cr_assert_eq(fn, dlsym(D.lib, "cuEventRecord"));
+	OK(D.GetProcAddress("cuEventRecord", &fn, 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL));
+	cr_assert_not_null(fn);
+	RC(D.GetProcAddress("cuEventRecord", &fn, 12000, 4, NULL), CUDA_ERROR_INVALID_VALUE);
+	cr_assert_null(fn);
+	cr_assert_eq(D.calls("cuGetProcAddress"), 3);
+}
+
+Test(sim_procaddress, four_argument_lookup_works_before_cuinit)
+{
+	PFN_cuGetProcAddress_v11030 gpa4;
+	void *sym = dlsym(D.lib, "cuGetProcAddress");
+	cr_assert_not_null(sym);
+	memcpy(&gpa4, &sym, sizeof sym);
+	void *fn = NULL;
+	OK(gpa4("cuInit", &fn, 2000, CU_GET_PROC_ADDRESS_DEFAULT));
+	cr_assert_eq(fn, dlsym(D.lib, "cuInit"));
+	RC(gpa4("cuInit", &fn, 1000, CU_GET_PROC_ADDRESS_DEFAULT), CUDA_ERROR_NOT_FOUND);
+	cr_assert_null(fn);
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+/* --- contexts (lifetimes table, context rows) ---------------------------------- */
+
+Test(sim_contexts, create_pushes_and_pop_returns_it_leaving_none_current)
+{
+	CUcontext c = new_ctx(0), popped = NULL;
+	cr_assert_eq(current(), c);
+	CUdevice dev = -1;
+	OK(D.CtxGetDevice(&dev));
+	cr_assert_eq(dev, 0);
+	OK(D.CtxPopCurrent(&popped));
+	cr_assert_eq(popped, c);
+	cr_assert_null(current());
+	RC(D.CtxPopCurrent(&popped), CUDA_ERROR_INVALID_CONTEXT);
+	OK(D.CtxDestroy(c));
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+Test(sim_contexts, destroying_a_floating_context_succeeds)
+{
+	CUcontext c = new_ctx(1), popped;
+	OK(D.CtxPopCurrent(&popped));
+	OK(D.CtxDestroy(c));
+	cr_assert_null(current());
+	cr_assert_eq(D.live("context"), 0);
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+Test(sim_contexts, destroying_the_top_of_two_makes_the_one_below_current)
+{
+	CUcontext a = new_ctx(0), b = new_ctx(1);
+	cr_assert_eq(current(), b);
+	OK(D.CtxDestroy(b));
+	cr_assert_eq(current(), a);
+	CUdevice dev;
+	OK(D.CtxGetDevice(&dev));
+	cr_assert_eq(dev, 0);
+	cr_assert_eq(D.live("context"), 1);
+}
+
+Test(sim_contexts, set_current_replaces_the_top_and_its_destroy_leaves_none_current)
+{
+	CUcontext a = new_ctx(0), b = new_ctx(0), popped;
+	OK(D.CtxPopCurrent(&popped));
+	cr_assert_eq(current(), a);
+	OK(D.CtxSetCurrent(b));
+	cr_assert_eq(current(), b);
+	OK(D.CtxDestroy(b));
+	cr_assert_null(current(), "a was replaced, not stacked");
+	OK(D.CtxSetCurrent(NULL));
+	cr_assert_null(current());
+	OK(D.CtxDestroy(a));
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+Test(sim_contexts, binding_a_destroyed_context_is_a_misuse_and_leaves_the_stack_alone)
+{
+	CUcontext live = new_ctx(0), dead = new_ctx(0);
+	OK(D.CtxDestroy(dead));
+	cr_assert_eq(current(), live);
+	RC(D.CtxSetCurrent(dead), CUDA_ERROR_INVALID_CONTEXT);
+	RC(D.CtxPushCurrent(dead), CUDA_ERROR_INVALID_CONTEXT);
+	cr_assert_eq(current(), live);
+	cr_assert_eq(D.misuse_count(), 2);
+	assert_misuse(0, "cuCtxSetCurrent", "already destroyed");
+	assert_misuse(1, "cuCtxPushCurrent", "already destroyed");
+}
+
+Test(sim_contexts, destroyed_current_context_gives_709_on_create_and_getcurrent_returns_it)
+{
+	CUcontext below = new_ctx(0), top = new_ctx(0), popped;
+	CUevent e = NULL;
+	OK(D.CtxDestroy(below));
+	cr_assert_eq(current(), top);
+	OK(D.CtxPopCurrent(&popped));
+	cr_assert_eq(current(), below, "the stale one is current");
+	RC(D.EventCreate(&e, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	RC(D.CtxSynchronize(), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	cr_assert_eq(D.misuse_count(), 0, "709 from a create is the real driver's answer, not a misuse");
+	OK(D.CtxSetCurrent(top));
+	cr_assert_eq(current(), top);
+	OK(D.CtxDestroy(top));
+	cr_assert_eq(D.live("all"), 0);
+}
+
+Test(sim_contexts, popping_a_destroyed_context_is_a_misuse_709_and_removes_it)
+{
+	CUcontext below = new_ctx(0), top = new_ctx(0), popped = NULL;
+	OK(D.CtxDestroy(below));
+	OK(D.CtxPopCurrent(&popped));
+	RC(D.CtxPopCurrent(&popped), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	cr_assert_eq(popped, below);
+	cr_assert_null(current());
+	cr_assert_eq(D.misuse_count(), 1);
+	assert_misuse(0, "cuCtxPopCurrent", "already destroyed");
+	OK(D.CtxDestroy(top));
+}
+
+Test(sim_contexts, api_version_and_second_destroy_on_a_destroyed_context_are_201)
+{
+	CUcontext c = new_ctx(0);
+	unsigned int v = 0;
+	OK(D.CtxGetApiVersion(c, &v));
+	cr_assert_eq(v, 3020);
+	OK(D.CtxDestroy(c));
+	RC(D.CtxGetApiVersion(c, &v), CUDA_ERROR_INVALID_CONTEXT);
+	cr_assert_eq(D.misuse_count(), 0, "asking whether a context is alive is safe");
+	RC(D.CtxDestroy(c), CUDA_ERROR_INVALID_CONTEXT);
+	cr_assert_eq(D.misuse_count(), 1);
+	assert_misuse(0, "cuCtxDestroy", "context not live: already destroyed");
+	cr_assert_eq(last_call("cuCtxDestroy").rc, CUDA_ERROR_INVALID_CONTEXT);
+}
+
+Test(sim_contexts, context_calls_without_a_current_context_are_201)
+{
+	CUdevice dev;
+	CUevent e;
+	CUdeviceptr p;
+	RC(D.CtxSynchronize(), CUDA_ERROR_INVALID_CONTEXT);
+	RC(D.CtxGetDevice(&dev), CUDA_ERROR_INVALID_CONTEXT);
+	RC(D.EventCreate(&e, 0), CUDA_ERROR_INVALID_CONTEXT);
+	RC(D.MemAlloc(&p, 16), CUDA_ERROR_INVALID_CONTEXT);
+	cr_assert_eq(D.misuse_count(), 0);
+	cr_assert_eq(D.live("all"), 0);
+}
+
+struct destroyer {
+	CUcontext victim;
+	CUresult rc;
+};
+
+static void *destroy_on_other_thread(void *arg)
+{
+	struct destroyer *d = arg;
+	d->rc = D.CtxDestroy(d->victim);
+	return NULL;
+}
+
+Test(sim_contexts, destroying_a_context_current_on_another_thread_leaves_it_stale_there)
+{
+	CUcontext c = new_ctx(0), other = new_ctx(1), popped;
+	OK(D.CtxPopCurrent(&popped));
+	cr_assert_eq(current(), c);
+	struct destroyer d = { c, CUDA_ERROR_UNKNOWN };
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, destroy_on_other_thread, &d), 0);
+	pthread_join(t, NULL);
+	cr_assert_eq(d.rc, CUDA_SUCCESS);
+	cr_assert_eq(current(), c, "this thread still names the dead context");
+	CUevent e;
+	RC(D.EventCreate(&e, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	OK(D.CtxSetCurrent(other));
+	cr_assert_eq(current(), other);
+	OK(D.CtxSetCurrent(NULL));
+	cr_assert_null(current());
+	cr_assert_eq(D.misuse_count(), 0);
+	OK(D.CtxDestroy(other));
+}
+
+/* --- children whose context died (lifetimes table, child rows) ------------------ */
+
+Test(sim_lifetimes, event_destroy_after_context_destroy_is_709_and_a_misuse)
+{
+	CUcontext c = new_ctx(0);
+	CUevent e;
+	OK(D.EventCreate(&e, CU_EVENT_DISABLE_TIMING));
+	OK(D.CtxDestroy(c));
+	cr_assert_eq(D.live("event"), 0, "the context took its event with it");
+	RC(D.EventDestroy(e), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	cr_assert_eq(D.misuse_count(), 1);
+	assert_misuse(0, "cuEventDestroy", "event not live: its context was destroyed");
+}
+
+Test(sim_lifetimes, stream_destroy_after_context_destroy_is_misuse_not_crash)
+{
+	CUcontext c = new_ctx(0);
+	CUstream s;
+	OK(D.StreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	OK(D.CtxDestroy(c));
+	RC(D.StreamDestroy(s), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	cr_assert_eq(D.misuse_count(), 1);
+	assert_misuse(0, "cuStreamDestroy", "stream not live: its context was destroyed");
+	cr_assert_eq(last_call("cuStreamDestroy").handle, H(s));
+}
+
+Test(sim_lifetimes, module_unload_after_context_destroy_is_400_and_a_misuse)
+{
+	CUcontext c = new_ctx(0);
+	CUmodule m;
+	OK(D.ModuleLoadData(&m, vadd_ptx));
+	OK(D.CtxDestroy(c));
+	RC(D.ModuleUnload(m), CUDA_ERROR_INVALID_HANDLE);
+	cr_assert_eq(D.misuse_count(), 1);
+	assert_misuse(0, "cuModuleUnload", "its context was destroyed");
+}
+
+Test(sim_lifetimes, graph_exec_dies_with_its_context_but_the_graph_does_not)
+{
+	CUcontext c = new_ctx(0);
+	CUgraph g;
+	CUgraphExec x;
+	OK(D.GraphCreate(&g, 0));
+	OK(D.GraphInstantiateWithFlags(&x, g, 0));
+	OK(D.CtxDestroy(c));
+	cr_assert(D.is_live("graph", H(g)));
+	cr_assert_not(D.is_live("graph_exec", H(x)));
+	RC(D.GraphExecDestroy(x), CUDA_ERROR_INVALID_HANDLE);
+	OK(D.GraphDestroy(g));
+	cr_assert_eq(D.misuse_count(), 1);
+	assert_misuse(0, "cuGraphExecDestroy", "its context was destroyed");
+}
+
+Test(sim_lifetimes, memory_frees_after_context_destroy_are_invalid_value)
+{
+	D.set_recycling(0);
+	CUcontext c = new_ctx(0);
+	CUdeviceptr p;
+	void *h;
+	OK(D.MemAlloc(&p, 4096));
+	OK(D.MemAllocHost(&h, 4096));
+	memset(h, 0x5a, 4096);
+	OK(D.CtxDestroy(c));
+	cr_assert_eq(D.live("mem") + D.live("host_mem"), 0);
+	RC(D.MemFree(p), CUDA_ERROR_INVALID_VALUE);
+	RC(D.MemFreeHost(h), CUDA_ERROR_INVALID_VALUE);
+	cr_assert_eq(D.misuse_count(), 2);
+	assert_misuse(0, "cuMemFree", "mem not live: its context was destroyed");
+	assert_misuse(1, "cuMemFreeHost", "host_mem not live: its context was destroyed");
+}
+
+Test(sim_lifetimes, double_destroys_are_misuses_not_crashes)
+{
+	new_ctx(0);
+	CUevent e;
+	CUstream s;
+	OK(D.EventCreate(&e, 0));
+	OK(D.StreamCreate(&s, 0));
+	OK(D.EventDestroy(e));
+	OK(D.StreamDestroy(s));
+	D.set_recycling(0);
+	RC(D.EventDestroy(e), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	RC(D.StreamDestroy(s), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	cr_assert_eq(D.misuse_count(), 2);
+	assert_misuse(0, "cuEventDestroy", "already destroyed");
+	assert_misuse(1, "cuStreamDestroy", "already destroyed");
+}
+
+Test(sim_lifetimes, values_never_handed_out_are_misuses)
+{
+	new_ctx(0);
+	RC(D.EventDestroy((CUevent)(uintptr_t)0x1234560), CUDA_ERROR_INVALID_HANDLE);
+	RC(D.StreamDestroy((CUstream)(uintptr_t)0x1234560), CUDA_ERROR_INVALID_HANDLE);
+	RC(D.MemFree(0x1234560), CUDA_ERROR_INVALID_VALUE);
+	RC(D.CtxDestroy((CUcontext)(uintptr_t)0x1234560), CUDA_ERROR_INVALID_CONTEXT);
+	cr_assert_eq(D.misuse_count(), 4);
+	for (size_t i = 0; i < 4; i++)
+		cr_assert(strstr(D.misuse_text(i), "never created") != NULL, "%s", D.misuse_text(i));
+	cr_assert_eq(D.live("all"), 1);
+}
+
+/* --- events ---------------------------------------------------------------------- */
+
+Test(sim_events, elapsed_time_is_400_without_timing_or_before_the_end_is_recorded)
+{
+	new_ctx(0);
+	CUevent a, b, quiet;
+	float ms = -1;
+	OK(D.EventCreate(&a, 0));
+	OK(D.EventCreate(&b, CU_EVENT_BLOCKING_SYNC));
+	OK(D.EventCreate(&quiet, CU_EVENT_DISABLE_TIMING));
+	OK(D.EventRecord(a, NULL));
+	RC(D.EventElapsedTime(&ms, a, b), CUDA_ERROR_INVALID_HANDLE);
+	OK(D.EventRecord(quiet, NULL));
+	RC(D.EventElapsedTime(&ms, a, quiet), CUDA_ERROR_INVALID_HANDLE);
+	RC(D.EventElapsedTime2(&ms, quiet, a), CUDA_ERROR_INVALID_HANDLE);
+	cr_assert_eq(ms, -1);
+	cr_assert_eq(D.misuse_count(), 0, "400 here is the real driver's answer");
+}
+
+Test(sim_events, elapsed_time_measures_between_two_records_through_both_abis)
+{
+	new_ctx(0);
+	CUevent a, b;
+	CUstream s;
+	float ms = -1, ms2 = -1;
+	OK(D.EventCreate(&a, 0));
+	OK(D.EventCreate(&b, 0));
+	OK(D.StreamCreate(&s, 0));
+	OK(D.EventRecord(a, s));
+	usleep(2000);
+	OK(D.EventRecord(b, NULL));
+	OK(D.EventQuery(b));
+	OK(D.EventSynchronize(b));
+	OK(D.EventElapsedTime(&ms, a, b));
+	OK(D.EventElapsedTime2(&ms2, a, b));
+	cr_assert_geq(ms, 1.5f);
+	cr_assert_lt(ms, 1000.0f);
+	cr_assert_eq(ms, ms2);
+	cr_assert_eq(D.calls("cuEventElapsedTime"), 2);
+}
+
+Test(sim_events, event_flags_are_validated)
+{
+	new_ctx(0);
+	CUevent e = NULL;
+	RC(D.EventCreate(&e, CU_EVENT_INTERPROCESS), CUDA_ERROR_INVALID_VALUE);
+	RC(D.EventCreate(&e, 0x100), CUDA_ERROR_INVALID_VALUE);
+	OK(D.EventCreate(&e, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+	cr_assert_eq(D.live("event"), 1);
+}
+
+Test(sim_events, recording_outside_the_events_context_is_400_and_a_misuse)
+{
+	CUcontext a = new_ctx(0);
+	CUevent e;
+	OK(D.EventCreate(&e, 0));
+	new_ctx(1);
+	CUstream other;
+	OK(D.StreamCreate(&other, 0));
+	RC(D.EventRecord(e, other), CUDA_ERROR_INVALID_HANDLE);
+	RC(D.EventRecord(e, NULL), CUDA_ERROR_INVALID_HANDLE);
+	cr_assert_eq(D.misuse_count(), 2);
+	assert_misuse(0, "cuEventRecord", "stream of another context");
+	assert_misuse(1, "cuEventRecord", "default stream of a context other than its own");
+	OK(D.CtxSetCurrent(a));
+	OK(D.EventRecord(e, NULL));
+	OK(D.StreamWaitEvent(other, e, 0));
+}
+
+/* --- streams ----------------------------------------------------------------------- */
+
+Test(sim_streams, stream_flags_priorities_and_waits)
+{
+	new_ctx(0);
+	CUstream s, hi, lo;
+	CUevent e;
+	RC(D.StreamCreate(&s, 2), CUDA_ERROR_INVALID_VALUE);
+	OK(D.StreamCreateWithPriority(&hi, CU_STREAM_NON_BLOCKING, -100));
+	OK(D.StreamCreateWithPriority(&lo, 0, 100));
+	OK(D.EventCreate(&e, CU_EVENT_DISABLE_TIMING));
+	RC(D.StreamWaitEvent(hi, e, 1), CUDA_ERROR_INVALID_VALUE);
+	OK(D.StreamWaitEvent(hi, e, 0));
+	OK(D.StreamWaitEvent(NULL, e, 0));
+	OK(D.StreamSynchronize(lo));
+	OK(D.StreamQuery(NULL));
+	RC(D.StreamDestroy(NULL), CUDA_ERROR_INVALID_HANDLE);
+	cr_assert_eq(D.live("stream"), 2);
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+Test(sim_streams, a_stream_waits_on_an_event_of_another_device)
+{
+	new_ctx(0);
+	CUevent e;
+	OK(D.EventCreate(&e, CU_EVENT_DISABLE_TIMING));
+	OK(D.EventRecord(e, NULL));
+	new_ctx(1);
+	CUstream s;
+	OK(D.StreamCreate(&s, 0));
+	OK(D.StreamWaitEvent(s, e, 0));
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+/* --- modules and launches --------------------------------------------------------- */
+
+Test(sim_modules, loads_ptx_from_file_and_image_and_finds_entry_functions)
+{
+	new_ctx(0);
+	char path[] = "/tmp/cudasim-test-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, vadd_ptx, sizeof vadd_ptx - 1), (ssize_t)(sizeof vadd_ptx - 1));
+	close(fd);
+	CUmodule from_file, from_image;
+	CUfunction f1, f2, again;
+	CUresult rc = D.ModuleLoad(&from_file, path);
+	unlink(path);
+	OK(rc);
+	OK(D.ModuleLoadData(&from_image, vadd_ptx));
+	OK(D.ModuleGetFunction(&f1, from_file, "vadd"));
+	OK(D.ModuleGetFunction(&f2, from_image, "scale"));
+	OK(D.ModuleGetFunction(&again, from_file, "vadd"));
+	cr_assert_eq(f1, again);
+	RC(D.ModuleGetFunction(&f2, from_image, "missing"), CUDA_ERROR_NOT_FOUND);
+	OK(D.LaunchKernel(f1, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+	cr_assert_eq(D.live("module"), 2);
+	OK(D.ModuleUnload(from_file));
+	OK(D.ModuleUnload(from_image));
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+Test(sim_modules, bad_images_and_missing_files_fail_as_the_driver_does)
+{
+	new_ctx(0);
+	CUmodule m;
+	static const char binary[] = "\x7f" "ELF\x02\x01\x01";
+	RC(D.ModuleLoad(&m, "/nonexistent/cudasim/kernel.ptx"), CUDA_ERROR_FILE_NOT_FOUND);
+	RC(D.ModuleLoadData(&m, ".version 8.0\n.target sm_90\n"), CUDA_ERROR_INVALID_IMAGE);
+	RC(D.ModuleLoadData(&m, binary), CUDA_ERROR_INVALID_IMAGE);
+	cr_assert_eq(D.live("module"), 0);
+}
+
+Test(sim_modules, launch_checks_the_functions_context_stream_and_module)
+{
+	CUcontext a = new_ctx(0);
+	CUmodule m;
+	CUfunction f;
+	OK(D.ModuleLoadData(&m, vadd_ptx));
+	OK(D.ModuleGetFunction(&f, m, "vadd"));
+	CUstream sa;
+	OK(D.StreamCreate(&sa, 0));
+	new_ctx(0);
+	RC(D.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
+	OK(D.CtxSetCurrent(a));
+	OK(D.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, sa, NULL, NULL));
+	RC(D.LaunchKernel(f, 0, 1, 1, 1, 1, 1, 0, sa, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+	OK(D.ModuleUnload(m));
+	RC(D.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, sa, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
+	cr_assert_eq(D.misuse_count(), 2);
+	assert_misuse(0, "cuLaunchKernel", "another context");
+	assert_misuse(1, "cuLaunchKernel", "function not live: its module was unloaded");
+}
+
+/* --- memory ------------------------------------------------------------------------ */
+
+Test(sim_memory, device_memory_round_trips_and_ranges_are_bounds_checked)
+{
+	new_ctx(0);
+	CUdeviceptr p;
+	unsigned char in[256], out[256];
+	OK(D.MemAlloc(&p, sizeof in));
+	cr_assert_eq(p % 256, 0);
+	for (size_t i = 0; i < sizeof in; i++)
+		in[i] = (unsigned char)i;
+	OK(D.MemcpyHtoD(p, in, sizeof in));
+	OK(D.MemsetD8(p + 16, 0xab, 16));
+	OK(D.MemcpyDtoH(out, p, sizeof out));
+	cr_assert_eq(out[15], 15);
+	cr_assert_eq(out[16], 0xab);
+	cr_assert_eq(out[31], 0xab);
+	cr_assert_eq(out[32], 32);
+	RC(D.MemsetD8(p + 1, 0, sizeof in), CUDA_ERROR_INVALID_VALUE);
+	RC(D.MemcpyDtoH(out, p + sizeof in, 1), CUDA_ERROR_INVALID_VALUE);
+	RC(D.MemFree(p + 8), CUDA_ERROR_INVALID_VALUE);
+	cr_assert_eq(D.misuse_count(), 3);
+	assert_misuse(0, "cuMemsetD8", "outside every live allocation");
+	assert_misuse(2, "cuMemFree", "not at its start");
+	OK(D.MemFree(p));
+	cr_assert_eq(D.live("mem"), 0);
+}
+
+Test(sim_memory, zero_sized_and_oversized_allocations_fail)
+{
+	new_ctx(0);
+	CUdeviceptr p = 0;
+	void *h = NULL;
+	RC(D.MemAlloc(&p, 0), CUDA_ERROR_INVALID_VALUE);
+	RC(D.MemAlloc(&p, ((size_t)1 << 30) + 1), CUDA_ERROR_OUT_OF_MEMORY);
+	RC(D.MemAllocHost(&h, 0), CUDA_ERROR_INVALID_VALUE);
+	RC(D.MemHostAlloc(&h, 64, 0x80), CUDA_ERROR_INVALID_VALUE);
+	OK(D.MemHostAlloc(&h, 64, CU_MEMHOSTALLOC_PORTABLE));
+	memset(h, 1, 64);
+	cr_assert_eq(p, 0);
+	cr_assert_eq(D.live("mem"), 0);
+	cr_assert_eq(D.live("host_mem"), 1);
+	OK(D.MemFreeHost(h));
+}
+
+/* --- graphs --------------------------------------------------------------------------- */
+
+Test(sim_graphs, graphs_instantiate_into_the_current_context_and_launch_there)
+{
+	CUcontext a = new_ctx(0);
+	CUgraph g;
+	CUgraphNode n1, n2;
+	CUgraphExec x;
+	RC(D.GraphCreate(&g, 1), CUDA_ERROR_INVALID_VALUE);
+	OK(D.GraphCreate(&g, 0));
+	OK(D.GraphAddEmptyNode(&n1, g, NULL, 0));
+	OK(D.GraphAddEmptyNode(&n2, g, &n1, 1));
+	OK(D.GraphInstantiateWithFlags(&x, g, 0));
+	OK(D.GraphLaunch(x, NULL));
+	new_ctx(1);
+	CUstream other;
+	OK(D.StreamCreate(&other, 0));
+	RC(D.GraphLaunch(x, other), CUDA_ERROR_INVALID_HANDLE);
+	OK(D.CtxSetCurrent(a));
+	OK(D.GraphExecDestroy(x));
+	OK(D.GraphDestroy(g));
+	RC(D.GraphDestroy(g), CUDA_ERROR_INVALID_HANDLE);
+	RC(D.GraphInstantiateWithFlags(&x, g, 0), CUDA_ERROR_INVALID_HANDLE);
+	cr_assert_eq(D.misuse_count(), 3);
+	assert_misuse(0, "cuGraphLaunch", "another context");
+	assert_misuse(1, "cuGraphDestroy", "already destroyed");
+	cr_assert_eq(D.live("graph") + D.live("graph_exec"), 0);
+}
+
+/* --- primary contexts (primary table) ------------------------------------------------- */
+
+Test(sim_primary, last_release_deactivates_and_takes_the_children_with_it)
+{
+	CUcontext p, p2;
+	unsigned int flags;
+	int active = -1;
+	OK(D.PrimaryRetain(&p, 0));
+	OK(D.PrimaryRetain(&p2, 0));
+	cr_assert_eq(p, p2);
+	cr_assert_null(current(), "retain does not make it current");
+	OK(D.PrimaryGetState(0, &flags, &active));
+	cr_assert_eq(active, 1);
+	OK(D.CtxPushCurrent(p));
+	CUevent e;
+	OK(D.EventCreate(&e, 0));
+	OK(D.PrimaryRelease(0));
+	cr_assert(D.is_live("event", H(e)), "one retain still holds it");
+	OK(D.PrimaryRelease(0));
+	OK(D.PrimaryGetState(0, &flags, &active));
+	cr_assert_eq(active, 0);
+	cr_assert_eq(D.live("primary"), 0);
+	RC(D.EventDestroy(e), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	cr_assert_eq(D.misuse_count(), 1);
+	assert_misuse(0, "cuEventDestroy", "primary context was released");
+}
+
+Test(sim_primary, retaining_again_returns_the_same_address)
+{
+	CUcontext first, again, other;
+	OK(D.PrimaryRetain(&first, 1));
+	OK(D.PrimaryRelease(1));
+	OK(D.PrimaryRetain(&again, 1));
+	cr_assert_eq(first, again);
+	OK(D.PrimaryRetain(&other, 0));
+	cr_assert_neq(first, other, "each device has its own");
+	cr_assert_eq(D.live("primary"), 2);
+	cr_assert_eq(D.live("context"), 0, "primaries are not counted as contexts");
+	cr_assert(D.is_live("primary", H(first)));
+	cr_assert_not(D.is_live("context", H(first)));
+}
+
+Test(sim_primary, destroying_a_primary_or_over_releasing_is_201_and_a_misuse)
+{
+	CUcontext p;
+	OK(D.PrimaryRetain(&p, 0));
+	RC(D.CtxDestroy(p), CUDA_ERROR_INVALID_CONTEXT);
+	cr_assert(D.is_live("primary", H(p)));
+	OK(D.PrimaryRelease(0));
+	RC(D.PrimaryRelease(0), CUDA_ERROR_INVALID_CONTEXT);
+	cr_assert_eq(D.misuse_count(), 2);
+	assert_misuse(0, "cuCtxDestroy", "primary context");
+	assert_misuse(1, "cuDevicePrimaryCtxRelease", "released more often than retained");
+}
+
+Test(sim_primary, reset_destroys_children_and_deactivates)
+{
+	CUcontext p;
+	CUstream s;
+	OK(D.PrimaryRetain(&p, 0));
+	OK(D.CtxSetCurrent(p));
+	OK(D.StreamCreate(&s, 0));
+	OK(D.PrimaryReset(0));
+	cr_assert_eq(D.live("all"), 0);
+	CUevent e;
+	RC(D.EventCreate(&e, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	RC(D.CtxPushCurrent(p), CUDA_ERROR_INVALID_CONTEXT);
+	cr_assert_eq(D.misuse_count(), 1);
+	assert_misuse(0, "cuCtxPushCurrent", "inactive");
+}
+
+/* --- address recycling ------------------------------------------------------------------ */
+
+Test(sim_recycling, a_new_context_takes_the_most_recently_destroyed_address)
+{
+	CUcontext a = new_ctx(0), b = new_ctx(0);
+	OK(D.CtxDestroy(a));
+	OK(D.CtxDestroy(b));
+	CUcontext c = new_ctx(1), d = new_ctx(1);
+	cr_assert_eq(c, b, "LIFO: the last destroyed comes back first");
+	cr_assert_eq(d, a);
+	cr_assert_eq(D.live("context"), 2);
+}
+
+Test(sim_recycling, a_stale_free_lands_on_the_new_owners_allocation_and_is_caught_after)
+{
+	new_ctx(0);
+	CUdeviceptr old, fresh;
+	OK(D.MemAlloc(&old, 4096));
+	CUcontext gen1;
+	OK(D.CtxGetCurrent(&gen1));
+	OK(D.CtxDestroy(gen1));
+	new_ctx(0);
+	OK(D.MemAlloc(&fresh, 4096));
+	cr_assert_eq(fresh, old, "the new context's allocation reuses the address");
+	OK(D.MemFree(old));
+	cr_assert_eq(D.misuse_count(), 0, "the stale free itself is indistinguishable, as on the real driver");
+	RC(D.MemsetD8(fresh, 0, 16), CUDA_ERROR_INVALID_VALUE);
+	RC(D.MemFree(fresh), CUDA_ERROR_INVALID_VALUE);
+	cr_assert_eq(D.misuse_count(), 2);
+	assert_misuse(0, "cuMemsetD8", "mem not live: already freed");
+	assert_misuse(1, "cuMemFree", "mem not live: already freed");
+}
+
+Test(sim_recycling, each_kind_takes_back_its_most_recently_freed_value)
+{
+	new_ctx(0);
+	CUevent e1, e2, e3;
+	CUstream s1, s2;
+	CUmodule m1, m2;
+	void *h1, *h2;
+	CUgraph g;
+	CUgraphExec x1, x2;
+	OK(D.EventCreate(&e1, 0));
+	OK(D.EventCreate(&e2, 0));
+	OK(D.EventDestroy(e1));
+	OK(D.EventDestroy(e2));
+	OK(D.EventCreate(&e3, 0));
+	cr_assert_eq(e3, e2);
+	OK(D.StreamCreate(&s1, 0));
+	OK(D.StreamDestroy(s1));
+	OK(D.StreamCreate(&s2, 0));
+	cr_assert_eq(s2, s1);
+	OK(D.ModuleLoadData(&m1, vadd_ptx));
+	OK(D.ModuleUnload(m1));
+	OK(D.ModuleLoadData(&m2, vadd_ptx));
+	cr_assert_eq(m2, m1);
+	OK(D.MemAllocHost(&h1, 1024));
+	OK(D.MemFreeHost(h1));
+	OK(D.MemAllocHost(&h2, 512));
+	cr_assert_eq(h2, h1, "a smaller request fits the freed block");
+	OK(D.GraphCreate(&g, 0));
+	OK(D.GraphInstantiateWithFlags(&x1, g, 0));
+	OK(D.GraphExecDestroy(x1));
+	OK(D.GraphInstantiateWithFlags(&x2, g, 0));
+	cr_assert_eq(x2, x1);
+	cr_assert_neq(H(e3), H(s2), "kinds never share values");
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+Test(sim_recycling, children_freed_by_a_context_death_come_back_in_creation_order)
+{
+	new_ctx(0);
+	CUdeviceptr a1, a2, b1, b2;
+	OK(D.MemAlloc(&a1, 1024));
+	OK(D.MemAlloc(&a2, 1024));
+	CUcontext c;
+	OK(D.CtxGetCurrent(&c));
+	OK(D.CtxDestroy(c));
+	new_ctx(0);
+	OK(D.MemAlloc(&b1, 1024));
+	OK(D.MemAlloc(&b2, 1024));
+	cr_assert_eq(b1, a1);
+	cr_assert_eq(b2, a2);
+}
+
+Test(sim_recycling, with_recycling_off_values_are_never_reused)
+{
+	D.set_recycling(0);
+	CUcontext a = new_ctx(0);
+	CUevent e1, e2;
+	CUdeviceptr p1, p2;
+	void *h1, *h2;
+	OK(D.EventCreate(&e1, 0));
+	OK(D.EventDestroy(e1));
+	OK(D.EventCreate(&e2, 0));
+	OK(D.MemAlloc(&p1, 64));
+	OK(D.MemFree(p1));
+	OK(D.MemAlloc(&p2, 64));
+	OK(D.MemAllocHost(&h1, 64));
+	OK(D.MemFreeHost(h1));
+	OK(D.MemAllocHost(&h2, 64));
+	OK(D.CtxDestroy(a));
+	CUcontext b = new_ctx(0);
+	cr_assert_neq(e1, e2);
+	cr_assert_neq(p1, p2);
+	cr_assert_neq(h1, h2);
+	cr_assert_neq(a, b);
+	RC(D.EventDestroy(e1), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	assert_misuse(0, "cuEventDestroy", "already destroyed");
+}
+
+/* --- fault injection ----------------------------------------------------------------- */
+
+Test(sim_faults, the_nth_call_fails_with_the_chosen_code_and_does_nothing_else)
+{
+	new_ctx(0);
+	CUevent e1, e2 = NULL, e3;
+	D.fail_call("cuEventCreate", 2, CUDA_ERROR_OUT_OF_MEMORY);
+	OK(D.EventCreate(&e1, 0));
+	RC(D.EventCreate(&e2, 0), CUDA_ERROR_OUT_OF_MEMORY);
+	cr_assert_null(e2);
+	struct cusim_call rec = last_call("cuEventCreate");
+	cr_assert_eq(rec.rc, CUDA_ERROR_OUT_OF_MEMORY);
+	cr_assert_eq(rec.handle, 0);
+	OK(D.EventCreate(&e3, 0));
+	cr_assert_eq(D.calls("cuEventCreate"), 3);
+	cr_assert_eq(D.live("event"), 2);
+}
+
+Test(sim_faults, several_plans_may_be_pending_and_a_failed_destroy_keeps_the_object)
+{
+	CUcontext c = new_ctx(0);
+	CUstream s;
+	D.fail_call("cuStreamDestroy", 1, CUDA_ERROR_UNKNOWN);
+	D.fail_call("cuCtxDestroy", 1, CUDA_ERROR_INVALID_VALUE);
+	D.fail_call("cuStreamCreate", 1, CUDA_ERROR_NOT_READY);
+	RC(D.StreamCreate(&s, 0), CUDA_ERROR_NOT_READY);
+	OK(D.StreamCreate(&s, 0));
+	RC(D.StreamDestroy(s), CUDA_ERROR_UNKNOWN);
+	cr_assert(D.is_live("stream", H(s)));
+	cr_assert_eq(last_call("cuStreamDestroy").handle, H(s));
+	RC(D.CtxDestroy(c), CUDA_ERROR_INVALID_VALUE);
+	OK(D.StreamDestroy(s));
+	OK(D.CtxDestroy(c));
+	cr_assert_eq(D.live("all"), 0);
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+/* --- threads ------------------------------------------------------------------------- */
+
+#define HAMMER_THREADS 8
+#define HAMMER_ROUNDS 4000
+
+struct hammer {
+	int index;
+	unsigned long failures;
+	CUcontext mine;
+	CUcontext seen;
+};
+
+/* Each round is three create/destroy pairs, so 8 threads make 96,000 creates plus 96,000 destroys. */
+static void *hammer(void *arg)
+{
+	struct hammer *h = arg;
+	if (D.CtxCreate(&h->mine, 0, h->index % 2) != CUDA_SUCCESS) {
+		h->failures++;
+		return NULL;
+	}
+	for (int i = 0; i < HAMMER_ROUNDS; i++) {
+		CUevent e;
+		CUstream s;
+		CUdeviceptr p;
+		h->failures += D.EventCreate(&e, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS;
+		h->failures += D.StreamCreate(&s, 0) != CUDA_SUCCESS;
+		h->failures += D.MemAlloc(&p, 256) != CUDA_SUCCESS;
+		h->failures += D.EventRecord(e, s) != CUDA_SUCCESS;
+		h->failures += D.EventDestroy(e) != CUDA_SUCCESS;
+		h->failures += D.StreamDestroy(s) != CUDA_SUCCESS;
+		h->failures += D.MemFree(p) != CUDA_SUCCESS;
+	}
+	h->failures += D.CtxGetCurrent(&h->seen) != CUDA_SUCCESS;
+	h->failures += D.CtxDestroy(h->mine) != CUDA_SUCCESS;
+	return NULL;
+}
+
+Test(sim_threads, eight_threads_hammering_create_and_destroy_keep_exact_counts)
+{
+	pthread_t t[HAMMER_THREADS];
+	struct hammer h[HAMMER_THREADS];
+	for (int i = 0; i < HAMMER_THREADS; i++) {
+		h[i] = (struct hammer){ .index = i };
+		cr_assert_eq(pthread_create(&t[i], NULL, hammer, &h[i]), 0);
+	}
+	for (int i = 0; i < HAMMER_THREADS; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < HAMMER_THREADS; i++) {
+		cr_assert_eq(h[i].failures, 0, "thread %d had %lu failures", i, h[i].failures);
+		cr_assert_eq(h[i].seen, h[i].mine, "thread %d saw another thread's context", i);
+	}
+	cr_assert_eq(D.misuse_count(), 0);
+	cr_assert_eq(D.live("all"), 0);
+	cr_assert_eq(D.calls("cuEventCreate"), HAMMER_THREADS * HAMMER_ROUNDS);
+	cr_assert_eq(D.calls("cuMemFree"), HAMMER_THREADS * HAMMER_ROUNDS);
+	cr_assert_eq(D.calls("cuCtxDestroy"), HAMMER_THREADS);
+	cr_assert_eq(D.log_count(), HAMMER_THREADS * (7 * HAMMER_ROUNDS + 3));
+	cr_assert_null(current(), "other threads' creates never touch this thread's stack");
+}
+
+/* --- the call log ---------------------------------------------------------------------- */
+
+Test(sim_log, records_name_handle_current_context_and_result)
+{
+	CUcontext c = new_ctx(0);
+	CUevent e;
+	OK(D.EventCreate(&e, 0));
+	RC(D.EventCreate(NULL, 0), CUDA_ERROR_INVALID_VALUE);
+	OK(D.EventDestroy(e));
+	cr_assert_eq(D.log_count(), 4);
+	struct cusim_call r;
+	cr_assert_eq(D.log_get(0, &r), 0);
+	cr_assert_str_eq(r.fn, "cuCtxCreate");
+	cr_assert_eq(r.handle, H(c));
+	cr_assert_eq(r.ctx, 0, "no context was current when it began");
+	cr_assert_eq(D.log_get(1, &r), 0);
+	cr_assert_str_eq(r.fn, "cuEventCreate");
+	cr_assert_eq(r.handle, H(e));
+	cr_assert_eq(r.ctx, H(c));
+	cr_assert_eq(r.rc, CUDA_SUCCESS);
+	cr_assert_eq(D.log_get(2, &r), 0);
+	cr_assert_eq(r.rc, CUDA_ERROR_INVALID_VALUE);
+	cr_assert_eq(D.log_get(3, &r), 0);
+	cr_assert_str_eq(r.fn, "cuEventDestroy", "the _v2 suffix is not part of the name");
+	cr_assert_eq(r.handle, H(e));
+	cr_assert_eq(D.log_get(4, &r), -1);
+	cr_assert_eq(D.calls("cuEventCreate"), 2);
+	cr_assert_eq(D.calls("cuNoSuchThing"), 0);
+}
+
+Test(sim_log, the_log_keeps_the_last_million_records_and_counters_stay_exact)
+{
+	CUcontext c;
+	int n;
+	for (int i = 0; i < 10; i++)
+		OK(D.DeviceGetCount(&n));
+	for (int i = 0; i < 1000000; i++)
+		D.CtxGetCurrent(&c);
+	OK(D.DeviceGetCount(&n));
+	cr_assert_eq(D.log_count(), 1000000);
+	cr_assert_eq(D.calls("cuDeviceGetCount"), 11);
+	cr_assert_eq(D.calls("cuCtxGetCurrent"), 1000000);
+	struct cusim_call r;
+	cr_assert_eq(D.log_get(0, &r), 0);
+	cr_assert_str_eq(r.fn, "cuCtxGetCurrent", "the oldest records were dropped");
+	last_call("cuDeviceGetCount");
+}
+
+Test(sim_log, reset_clears_objects_logs_misuses_plans_and_this_threads_stack)
+{
+	new_ctx(0);
+	CUevent e;
+	OK(D.EventCreate(&e, 0));
+	RC(D.CtxDestroy((CUcontext)(uintptr_t)0x99), CUDA_ERROR_INVALID_CONTEXT);
+	D.fail_call("cuEventCreate", 1, CUDA_ERROR_UNKNOWN);
+	D.set_recycling(0);
+	D.reset();
+	cr_assert_eq(D.live("all"), 0);
+	cr_assert_eq(D.log_count(), 0);
+	cr_assert_eq(D.misuse_count(), 0);
+	cr_assert_null(D.misuse_text(0));
+	cr_assert_eq(D.calls("cuEventCreate"), 0);
+	cr_assert_null(current());
+	CUcontext a = new_ctx(0);
+	OK(D.EventCreate(&e, 0));
+	OK(D.CtxDestroy(a));
+	CUcontext b = new_ctx(0);
+	cr_assert_eq(a, b, "recycling is back on");
+}
