@@ -53,13 +53,25 @@ enum cuctx_kind {
     KIND_COUNT
 };
 
-static inline enum cuctx_kind cuctx__id_kind(uint64_t id) { return (enum cuctx_kind)(id >> 56); }
+/* A handle id: kind (6 bits) | slot index (26 bits) | generation (32 bits).
+ * 2^26 slots is 67 million live objects; a slot whose generation would wrap
+ * is retired, so a stale id can never name a later object. */
+#define CUCTX_ID_KIND_SHIFT 58
+#define CUCTX_ID_INDEX_SHIFT 32
+#define CUCTX_ID_INDEX_LIMIT (UINT32_C(1) << 26)
+static inline enum cuctx_kind cuctx__id_kind(uint64_t id) { return (enum cuctx_kind)(id >> CUCTX_ID_KIND_SHIFT); }
+static inline uint32_t cuctx__id_index(uint64_t id) { return (uint32_t)(id >> CUCTX_ID_INDEX_SHIFT) & (CUCTX_ID_INDEX_LIMIT - 1); }
+static inline uint32_t cuctx__id_gen(uint64_t id) { return (uint32_t)id; }
+static inline uint64_t cuctx__id_make(enum cuctx_kind kind, uint32_t index, uint32_t gen)
+{
+    return (uint64_t)kind << CUCTX_ID_KIND_SHIFT | (uint64_t)index << CUCTX_ID_INDEX_SHIFT | gen;
+}
 
 enum cuctx_ownership { OWN_OWNED = 1, OWN_PRIMARY, OWN_FOREIGN };
 enum cuctx_role { ROLE_OWNED = 1, ROLE_PRIMARY, ROLE_BORROWED };
 
 /* One table slot. `word` packs what every reader checks atomically:
- * generation (bits 40-63), kind (33-39), closing (32) and pins (0-31).
+ * generation (bits 32-63), kind (26-31), closing (25) and pins (0-24).
  * The payload is written before the slot is published and read only by
  * holders of a pin, or by the one closer after the pins drained. */
 struct cuctx_slot {

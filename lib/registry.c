@@ -1,9 +1,9 @@
 /* registry.c - the table of slots behind every handle.
  *
- * A handle id is kind (8 bits) | generation (24 bits) | slot index (32 bits).
- * Each slot has one atomic word holding its generation, its kind while
- * live, a closing flag and a count of pins. Everything that checks a handle
- * does it with one atomic operation on that word:
+ * A handle id is kind | slot index | generation (internal.h). Each slot has
+ * one atomic word holding its generation, its kind while live, a closing
+ * flag and a count of pins. Everything that checks a handle does it with one
+ * atomic operation on that word:
  *
  *   pin     CAS pins+1, only if generation and kind match and not closing;
  *   close   CAS the closing flag on, same conditions: exactly one destroy wins;
@@ -12,23 +12,25 @@
  *
  * No lock is taken. The table grows in segments that never move (segment k
  * holds 1024 << k slots), so a reader holding a stale id reads a slot that
- * still exists and sees that its generation moved on. Free slots form a
- * lock-free stack whose head carries a tag against ABA.
+ * still exists and sees that its generation moved on. Freed slots go to a
+ * small per-thread cache first, else to a lock-free stack whose head carries
+ * a tag against ABA: threads creating and destroying in their own contexts
+ * share no hot cache line.
  */
 #include "internal.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 
-#define GEN_SHIFT 40
-#define GEN_MASK 0xffffffu
-#define KIND_SHIFT 33
-#define KIND_MASK 0x7fu
-#define CLOSING (UINT64_C(1) << 32)
-#define PINS_MASK UINT64_C(0xffffffff)
+#define GEN_SHIFT 32
+#define KIND_SHIFT 26
+#define KIND_MASK 0x3fu
+#define CLOSING (UINT64_C(1) << 25)
+#define PINS_MASK ((UINT64_C(1) << 25) - 1)
 
 #define SEG_BASE_BITS 10
-#define SEG_COUNT 22        /* 1024 * (2^22 - 1) slots: about four billion */
+#define SEG_COUNT 17        /* 1024 * (2^17 - 1) slots: more than the 2^26 ids can name */
 
 static _Atomic(struct cuctx_slot *) segments[SEG_COUNT];
 static _Atomic uint32_t next_index;     /* slots below this were handed out once */
@@ -37,10 +39,8 @@ static _Atomic uint64_t free_head;      /* tag (high 32) | index + 1 (low 32) */
 _Atomic uint64_t cuctx__stale_skips;
 _Atomic uint64_t cuctx__failed_destroys;
 
-static inline uint32_t word_gen(uint64_t w) { return (uint32_t)(w >> GEN_SHIFT) & GEN_MASK; }
+static inline uint32_t word_gen(uint64_t w) { return (uint32_t)(w >> GEN_SHIFT); }
 static inline unsigned word_kind(uint64_t w) { return (unsigned)(w >> KIND_SHIFT) & KIND_MASK; }
-static inline uint32_t id_gen(uint64_t id) { return (uint32_t)(id >> 32) & GEN_MASK; }
-static inline uint32_t id_index(uint64_t id) { return (uint32_t)id; }
 
 static inline void seg_of(uint32_t index, unsigned *seg, uint64_t *off)
 {
@@ -62,19 +62,12 @@ static struct cuctx_slot *slot_at(uint32_t index)
     return base ? &base[off] : NULL;
 }
 
-static uint32_t index_of(const struct cuctx_slot *s, uint32_t *gen)
-{
-    
-    *gen = word_gen(atomic_load_explicit(&s->word, memory_order_relaxed));
-    return s->index;
-}
-
 static struct cuctx_slot *fresh_slot(void)
 {
     uint32_t index = atomic_fetch_add(&next_index, 1);
     unsigned seg;
     uint64_t off;
-    if (index >= UINT32_MAX - 1) {
+    if (index >= CUCTX_ID_INDEX_LIMIT) {
         atomic_fetch_sub(&next_index, 1);
         return NULL;
     }
@@ -98,7 +91,7 @@ static struct cuctx_slot *fresh_slot(void)
     return s;
 }
 
-struct cuctx_slot *cuctx__slot_alloc(void)
+static struct cuctx_slot *pop_global(void)
 {
     uint64_t head = atomic_load_explicit(&free_head, memory_order_acquire);
     for (;;) {
@@ -114,43 +107,80 @@ struct cuctx_slot *cuctx__slot_alloc(void)
     }
 }
 
-static void push_free(struct cuctx_slot *s)
+static void push_global(struct cuctx_slot *s)
 {
-    uint32_t gen;
-    uint32_t index = index_of(s, &gen);
     uint64_t head = atomic_load_explicit(&free_head, memory_order_relaxed);
     for (;;) {
         atomic_store_explicit(&s->next_free, (uint32_t)head, memory_order_relaxed);
-        uint64_t want = ((head >> 32) + 1) << 32 | (uint64_t)(index + 1);
+        uint64_t want = ((head >> 32) + 1) << 32 | (uint64_t)(s->index + 1);
         if (atomic_compare_exchange_weak_explicit(&free_head, &head, want,
                                                   memory_order_release, memory_order_relaxed))
             return;
     }
 }
 
+/* The per-thread cache of free slots; handed back when the thread ends. */
+#define CACHE_SIZE 32
+struct slot_cache {
+    unsigned n;
+    int registered;     /* its destructor is set for this thread */
+    struct cuctx_slot *slots[CACHE_SIZE];
+};
+static _Thread_local struct slot_cache cache;
+static pthread_key_t cache_key;
+static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
+
+static void cache_flush(void *arg)
+{
+    struct slot_cache *c = arg;
+    while (c->n)
+        push_global(c->slots[--c->n]);
+}
+
+static void cache_key_make(void)
+{
+    pthread_key_create(&cache_key, cache_flush);
+}
+
+struct cuctx_slot *cuctx__slot_alloc(void)
+{
+    return cache.n ? cache.slots[--cache.n] : pop_global();
+}
+
+static void push_free(struct cuctx_slot *s)
+{
+    if (!cache.registered && cache.n < CACHE_SIZE) {
+        pthread_once(&cache_key_once, cache_key_make);
+        cache.registered = pthread_setspecific(cache_key, &cache) == 0 ? 1 : -1;
+    }
+    if (cache.registered > 0 && cache.n < CACHE_SIZE)
+        cache.slots[cache.n++] = s;
+    else
+        push_global(s);
+}
+
 uint64_t cuctx__slot_publish(struct cuctx_slot *s, enum cuctx_kind kind)
 {
-    uint32_t gen;
-    uint32_t index = index_of(s, &gen);
+    uint32_t gen = word_gen(atomic_load_explicit(&s->word, memory_order_relaxed));
     atomic_store_explicit(&s->word, (uint64_t)gen << GEN_SHIFT | (uint64_t)kind << KIND_SHIFT,
                           memory_order_release);
-    return (uint64_t)kind << 56 | (uint64_t)gen << 32 | index;
+    return cuctx__id_make(kind, s->index, gen);
 }
 
 void cuctx__slot_discard(struct cuctx_slot *s)
 {
-    push_free(s);
+    push_free(s);   /* never published: its generation was not used */
 }
 
 static inline int matches(uint64_t w, uint64_t id, enum cuctx_kind kind)
 {
     return cuctx__id_kind(id) == kind && word_kind(w) == (unsigned)kind
-        && word_gen(w) == id_gen(id) && !(w & CLOSING);
+        && word_gen(w) == cuctx__id_gen(id) && !(w & CLOSING);
 }
 
 struct cuctx_slot *cuctx__pin(uint64_t id, enum cuctx_kind kind)
 {
-    struct cuctx_slot *s = slot_at(id_index(id));
+    struct cuctx_slot *s = slot_at(cuctx__id_index(id));
     if (!s)
         return NULL;
     uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
@@ -169,7 +199,7 @@ void cuctx__unpin(struct cuctx_slot *s)
 
 struct cuctx_slot *cuctx__close(uint64_t id, enum cuctx_kind kind)
 {
-    struct cuctx_slot *s = slot_at(id_index(id));
+    struct cuctx_slot *s = slot_at(cuctx__id_index(id));
     if (!s)
         return NULL;
     uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
@@ -190,15 +220,15 @@ void cuctx__drain(struct cuctx_slot *s)
 void cuctx__slot_free(struct cuctx_slot *s)
 {
     uint32_t gen = word_gen(atomic_load_explicit(&s->word, memory_order_relaxed)) + 1;
-    if ((gen & GEN_MASK) == 0)
-        gen = 1;    /* generation 0 never names a live object */
-    atomic_store_explicit(&s->word, (uint64_t)(gen & GEN_MASK) << GEN_SHIFT, memory_order_release);
-    push_free(s);
+    atomic_store_explicit(&s->word, (uint64_t)gen << GEN_SHIFT, memory_order_release);
+    if (gen != UINT32_MAX)
+        push_free(s);
+    /* else retired for good: reusing it would bring its old ids back to life */
 }
 
 int cuctx__alive(uint64_t id, enum cuctx_kind kind)
 {
-    struct cuctx_slot *s = slot_at(id_index(id));
+    struct cuctx_slot *s = slot_at(cuctx__id_index(id));
     return s && matches(atomic_load_explicit(&s->word, memory_order_acquire), id, kind);
 }
 

@@ -191,7 +191,7 @@ Test(errors, another_thread_does_not_see_this_threads_error)
 Test(errors, cleanup_failure_goes_to_the_handler_and_default_is_restorable)
 {
     struct handler_count hc;
-    cuctx_event bogus = {((uint64_t)2 << 56) | 12345};   /* an event-kind id that was never made */
+    cuctx_event bogus = {0x0123456789abcdefull};   /* names no object */
     NEED_DRIVER();
     count_handler_install(&hc);
     cuctx_cleanup(&bogus);
@@ -205,7 +205,7 @@ Test(errors, cleanup_failure_goes_to_the_handler_and_default_is_restorable)
 
 Test(errors, quiet_log_level_silences_the_default_handler, .init = cr_redirect_stderr)
 {
-    cuctx_event bogus = {((uint64_t)2 << 56) | 12345};
+    cuctx_event bogus = {0x0123456789abcdefull};
     cr_assert_eq(setenv("CUCTX_LOG", "quiet", 1), 0);
     NEED_DRIVER();
     cuctx_cleanup(&bogus);
@@ -215,7 +215,7 @@ Test(errors, quiet_log_level_silences_the_default_handler, .init = cr_redirect_s
 
 Test(errors, warn_log_level_writes_one_line, .init = cr_redirect_stderr)
 {
-    cuctx_event bogus = {((uint64_t)2 << 56) | 12345};
+    cuctx_event bogus = {0x0123456789abcdefull};
     NEED_DRIVER();
     cuctx_cleanup(&bogus);
     fflush(stderr);
