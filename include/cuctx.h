@@ -339,9 +339,15 @@ CUCTX_API void cuctx_stats_get(struct cuctx_stats *out);
 /* unused: clang before 17 warns on variables only a cleanup reads. */
 #define CUCTX_AUTO __attribute__((cleanup(cuctx_cleanup), unused))
 
-/* __extension__: statement expressions are a GNU extension; this keeps
- * -Wpedantic quiet while still evaluating var once for its value. */
-#define CUCTX_MOVE(var) __extension__({ __typeof__(var) cuctx__moved = (var); (var).id = 0; cuctx__moved; })
+/* A statement expression (hence __extension__, for -Wpedantic) that goes
+ * through one pointer, so var is evaluated once: CUCTX_MOVE(arr[i++]) works. */
+#define CUCTX_MOVE(var)                                                     \
+    __extension__({                                                         \
+        __typeof__(var) *cuctx__from = &(var);                              \
+        __typeof__(var) cuctx__moved = *cuctx__from;                        \
+        cuctx__from->id = 0;                                                \
+        cuctx__moved;                                                       \
+    })
 
 static inline cuctx_scope cuctx__scope_begin(cuctx_ctx ctx)
 {

@@ -1,0 +1,191 @@
+/* uses_every_macro.c - compiled, never run, by tests/compile_check.sh: every
+ * macro and the API as documented, which must build without a single warning
+ * with gcc and clang (C11, C17, C23), g++ and clang++, and as the host code
+ * of a .cu file under nvcc. */
+#include <cuctx.h>
+
+#include <stdio.h>
+
+#ifdef __CUDACC__
+/* Device code next to the macros: the header must not get in its way. */
+__global__ void scale(float *x, float by)
+{
+    x[threadIdx.x] *= by;
+}
+#endif
+
+/* CUCTX_MOVE hands an object out of the function that made it. */
+static cuctx_event make_event(cuctx_ctx ctx)
+{
+    CUCTX_AUTO cuctx_event ev = {0};
+    if (cuctx_event_create(&ev, ctx, 0) != CUDA_SUCCESS)
+        fprintf(stderr, "%s\n", cuctx_last_error_message());
+    return CUCTX_MOVE(ev);
+}
+
+static cuctx_stream make_stream(cuctx_ctx ctx)
+{
+    CUCTX_AUTO cuctx_stream s = {0};
+    if (cuctx_stream_create(&s, ctx, 0, 0) != CUDA_SUCCESS)
+        return s;
+    return CUCTX_MOVE(s);
+}
+
+/* A guard in a non-void function that ends with a return (-Wreturn-type),
+ * and a guard variable nothing else reads (-Wunused-variable). */
+static int is_current_under_guard(cuctx_ctx ctx)
+{
+    CUCTX_GUARD(ctx);
+    int is = 0;
+    if (cuctx_ctx_is_current(ctx, &is) != CUDA_SUCCESS)
+        return -1;
+    return is;
+}
+
+/* Two guards in one block. */
+static CUresult sync_both(cuctx_ctx a, cuctx_ctx b)
+{
+    CUCTX_GUARD(a);
+    CUresult rc = cuctx_ctx_synchronize(a);
+    CUCTX_GUARD(b);
+    return rc != CUDA_SUCCESS ? rc : cuctx_ctx_synchronize(b);
+}
+
+/* A guard as the only statement of a void function. */
+static void just_a_guard(cuctx_ctx ctx)
+{
+    CUCTX_GUARD(ctx);
+}
+
+/* break and continue inside CUCTX_SCOPED in a loop; nested scopes; a scope
+ * in a switch; return from inside a scope. */
+static int scopes_in_loops(cuctx_ctx a, cuctx_ctx b, int n)
+{
+    int count = 0;
+    for (int i = 0; i < n; i++) {
+        CUCTX_SCOPED(a) {
+            if (i == 0)
+                continue;
+            CUCTX_SCOPED(b) {
+                if (i == 1)
+                    break;
+                count++;
+            }
+            if (i == 2)
+                break;
+            CUCTX_SCOPED(a) CUCTX_SCOPED(b) {
+                count++;
+            }
+        }
+        switch (i) {
+        case 3:
+            CUCTX_SCOPED(b) {
+                CUCTX_AUTO cuctx_event ev = make_event(b);
+                if (cuctx_event_query(ev) == CUDA_SUCCESS)
+                    break;
+                count--;
+            }
+            break;
+        case 4: {
+            CUCTX_GUARD(a);
+            count += 2;
+            break;
+        }
+        default:
+            break;
+        }
+        if (i == 5)
+            CUCTX_SCOPED(a) {
+                return count;
+            }
+    }
+    return count;
+}
+
+/* Every kind under CUCTX_AUTO, children declared after their context. */
+static int every_kind(void)
+{
+    CUCTX_AUTO cuctx_ctx ctx = {0};
+    if (cuctx_ctx_create(&ctx, 0, CUCTX_SCHED_AUTO | CUCTX_MAP_HOST) != CUDA_SUCCESS) {
+        fprintf(stderr, "%s: %s\n", cuctx_result_name(cuctx_last_error()), cuctx_last_error_message());
+        return 1;
+    }
+    cuctx_pop_current();
+
+    CUCTX_AUTO cuctx_ctx primary = {0};
+    CUCTX_AUTO cuctx_ctx borrowed = {0};
+    if (cuctx_ctx_primary(&primary, cuctx_ctx_device(ctx)) == CUDA_SUCCESS)
+        cuctx_ctx_borrow(&borrowed, cuctx_ctx_raw(primary));
+
+    CUCTX_SCOPED(ctx) {
+        CUCTX_AUTO cuctx_event start = make_event(ctx), stop = make_event(ctx);
+        CUCTX_AUTO cuctx_stream s = make_stream(ctx);
+        CUCTX_AUTO cuctx_mem m = {0};
+        CUCTX_AUTO cuctx_host_mem h = {0};
+        CUCTX_AUTO cuctx_module mod = {0};
+        CUCTX_AUTO cuctx_graph_exec ge = {0};
+        CUfunction f = NULL;
+        float ms = 0;
+
+        if (cuctx_mem_alloc(&m, ctx, 1 << 20) != CUDA_SUCCESS)
+            return 1;
+        if (cuctx_host_mem_alloc(&h, ctx, 1 << 20, 0) != CUDA_SUCCESS)
+            return 1;
+        if (cuctx_module_load_data(&mod, ctx, ".visible .entry k() { ret; }") == CUDA_SUCCESS)
+            cuctx_module_function(mod, "k", &f);
+        cuctx_event_record(start, s);
+        cuctx_stream_wait_event(s, start);
+        cuctx_event_record(stop, s);
+        cuctx_stream_synchronize(s);
+        cuctx_event_synchronize(stop);
+        if (cuctx_event_elapsed_ms(start, stop, &ms) == CUDA_SUCCESS)
+            printf("%.3f ms, %zu bytes at %llu, host %p\n", (double)ms, cuctx_mem_size(m),
+                   (unsigned long long)cuctx_mem_ptr(m), cuctx_host_mem_ptr(h));
+        printf("%p %p %p %p %zu\n", (void *)cuctx_event_raw(start), (void *)cuctx_stream_raw(s),
+               (void *)cuctx_module_raw(mod), (void *)cuctx_graph_exec_raw(ge), cuctx_host_mem_size(h));
+        if (cuctx_graph_exec_raw(ge))
+            cuctx_graph_exec_launch(ge, s);
+    }
+
+    struct cuctx_stats st;
+    cuctx_stats_get(&st);
+    printf("%zu contexts, %llu stale skips\n", st.contexts, (unsigned long long)st.stale_skips);
+    return 0;
+}
+
+static void on_error(CUresult rc, const char *message, void *user)
+{
+    (void)user;
+    fprintf(stderr, "cuctx: %s: %s\n", cuctx_result_name(rc), message);
+}
+
+int main(void)
+{
+    int version = 0;
+    cuctx_set_error_handler(on_error, NULL);
+    if (cuctx_init() != CUDA_SUCCESS || cuctx_driver_version(&version) != CUDA_SUCCESS)
+        return 1;
+    void *sym = NULL;
+    cuctx_driver_symbol("cuCtxGetCurrent", 2000, &sym);
+
+    CUCTX_AUTO cuctx_ctx a = {0};
+    CUCTX_AUTO cuctx_ctx b = {0};
+    if (cuctx_ctx_create(&a, 0, CUCTX_SCHED_BLOCKING_SYNC) != CUDA_SUCCESS
+        || cuctx_ctx_create(&b, 0, CUCTX_SCHED_SPIN | CUCTX_LMEM_RESIZE_TO_MAX) != CUDA_SUCCESS)
+        return 1;
+    CUcontext cur = NULL;
+    cuctx_current_raw(&cur);
+    cuctx_ctx_set_current(a);
+
+    cuctx_scope by_hand;
+    if (cuctx_scope_enter(&by_hand, b) == CUDA_SUCCESS)
+        cuctx_scope_exit(&by_hand);
+
+    just_a_guard(a);
+    printf("%d %d %d\n", is_current_under_guard(a), (int)sync_both(a, b), scopes_in_loops(a, b, 8));
+
+    cuctx_ctx moved = CUCTX_MOVE(b);
+    cuctx_destroy(&moved);
+    cuctx_cleanup(&moved);
+    return every_kind();
+}

@@ -1,0 +1,1567 @@
+/* test_macros.c - every exit path of CUCTX_AUTO, CUCTX_SCOPED and CUCTX_GUARD,
+ * and CUCTX_MOVE: which context is current at each point, and (against the
+ * simulated driver) exactly which destroys and context switches reached the
+ * driver, in which order.
+ *
+ * The call log is read as "fn(name)" lines: each test names the driver
+ * handles it made (contexts A and B, events ev, ...), so an expected trace
+ * reads like "cuCtxSetCurrent(B),cuEventDestroy(ev),cuCtxSetCurrent(A)";
+ * "0" is a NULL handle. Address recycling is turned off so that one value
+ * names one object for the whole test. */
+#include "testlib.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- naming driver handles ------------------------------------------------ */
+
+struct named { char kind; uint64_t h; char name[16]; };
+static struct named names[64];
+static int n_names;
+
+static void name_handle(char kind, uint64_t h, const char *name)
+{
+    cr_assert_lt(n_names, 64, "too many named handles");
+    names[n_names].kind = kind;
+    names[n_names].h = h;
+    snprintf(names[n_names].name, sizeof names[n_names].name, "%s", name);
+    n_names++;
+}
+
+/* "ev0", "ev1", ...: names for objects made in a loop. */
+static const char *nth(char *buf, size_t n, const char *base, int i)
+{
+    snprintf(buf, n, "%s%d", base, i);
+    return buf;
+}
+#define NTH(base, i) nth((char[16]){0}, 16, (base), (i))
+
+static const char *name_of(char kind, uint64_t h)
+{
+    if (h == 0)
+        return "0";
+    for (int i = n_names - 1; i >= 0; i--)
+        if (names[i].kind == kind && names[i].h == h)
+            return names[i].name;
+    return "unnamed";
+}
+
+#define H(p) ((uint64_t)(uintptr_t)(p))
+
+/* The driver calls a trace shows, with the kind of handle each names. */
+static const struct { const char *fn; char kind; } traced[] = {
+    {"cuCtxSetCurrent", 'c'}, {"cuCtxPushCurrent", 'c'}, {"cuCtxPopCurrent", 'c'},
+    {"cuCtxDestroy", 'c'}, {"cuEventDestroy", 'e'}, {"cuStreamDestroy", 's'},
+    {"cuMemFree", 'm'}, {"cuMemFreeHost", 'h'}, {"cuModuleUnload", 'M'},
+    {"cuGraphExecDestroy", 'g'},
+};
+
+/* The traced calls from log position `from` on, as "fn(name),fn(name)". */
+static const char *trace(size_t from, char *buf, size_t n)
+{
+    struct cusim_call c;
+    size_t len = 0;
+    buf[0] = 0;
+    for (size_t i = from; sim() && sim()->log_get(i, &c) == 0; i++)
+        for (size_t t = 0; t < sizeof traced / sizeof traced[0]; t++)
+            if (strcmp(c.fn, traced[t].fn) == 0 && len < n)
+                len += (size_t)snprintf(buf + len, n - len, "%s%s(%s)", len ? "," : "", c.fn,
+                                        name_of(traced[t].kind, c.handle));
+    return buf;
+}
+
+/* Against the simulator: the traced calls since `mark` are exactly `want`. */
+#define EXPECT_TRACE(mark, want)                                                            \
+    do {                                                                                    \
+        if (sim()) {                                                                        \
+            char trace_buf_[4096];                                                          \
+            const char *got_ = trace((mark), trace_buf_, sizeof trace_buf_);                \
+            cr_assert_str_eq(got_, (want), "line %d: driver calls\n  got  %s\n  want %s",   \
+                             __LINE__, got_, (want));                                       \
+            cr_assert_eq(misuses(), 0, "the simulator recorded driver misuse");             \
+        }                                                                                   \
+    } while (0)
+
+#define EXPECT_CURRENT(want)                                                                \
+    do {                                                                                    \
+        CUcontext cur_ = current(), want_ = (want);                                         \
+        cr_assert_eq(cur_, want_, "line %d: current context is %s, want %s", __LINE__,      \
+                     name_of('c', H(cur_)), name_of('c', H(want_)));                        \
+    } while (0)
+
+/* ---- setup ---------------------------------------------------------------- */
+
+/* One value names one object for the whole test (see the top). */
+static void unique_addresses(void)
+{
+    if (sim())
+        sim()->set_recycling(0);
+}
+
+/* A new owned context, popped: nothing is current afterwards. */
+static CUcontext ctx_new(cuctx_ctx *c, const char *name)
+{
+    CHECK_OK(cuctx_ctx_create(c, 0, CUCTX_SCHED_AUTO));
+    CHECK_OK(cuctx_pop_current());
+    CUcontext raw = cuctx_ctx_raw(*c);
+    cr_assert_not_null(raw);
+    name_handle('c', H(raw), name);
+    return raw;
+}
+
+static struct cuctx_stats stats(void)
+{
+    struct cuctx_stats st;
+    cuctx_stats_get(&st);
+    return st;
+}
+
+static size_t live_children(void)
+{
+    struct cuctx_stats st = stats();
+    return st.events + st.streams + st.modules + st.mems + st.host_mems + st.graph_execs;
+}
+
+static cuctx_event event_new(cuctx_ctx c, const char *name)
+{
+    cuctx_event ev = {0};
+    CHECK_OK(cuctx_event_create(&ev, c, 0));
+    name_handle('e', H(cuctx_event_raw(ev)), name);
+    return ev;
+}
+
+static cuctx_stream stream_new(cuctx_ctx c, const char *name)
+{
+    cuctx_stream s = {0};
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    name_handle('s', H(cuctx_stream_raw(s)), name);
+    return s;
+}
+
+static cuctx_mem mem_new(cuctx_ctx c, const char *name)
+{
+    cuctx_mem m = {0};
+    CHECK_OK(cuctx_mem_alloc(&m, c, 4096));
+    name_handle('m', (uint64_t)cuctx_mem_ptr(m), name);
+    return m;
+}
+
+static cuctx_host_mem host_mem_new(cuctx_ctx c, const char *name)
+{
+    cuctx_host_mem h = {0};
+    CHECK_OK(cuctx_host_mem_alloc(&h, c, 4096, 0));
+    name_handle('h', H(cuctx_host_mem_ptr(h)), name);
+    return h;
+}
+
+/* Valid PTX for the real driver's JIT; the simulator looks for ".entry k". */
+static const char ptx[] =
+    ".version 7.0\n"
+    ".target sm_75\n"
+    ".address_size 64\n"
+    "\n"
+    ".visible .entry k(\n"
+    ")\n"
+    "{\n"
+    "\tret;\n"
+    "}\n";
+
+static cuctx_module module_new(cuctx_ctx c, const char *name)
+{
+    cuctx_module mod = {0};
+    CUfunction f = NULL;
+    CHECK_OK(cuctx_module_load_data(&mod, c, ptx));
+    CHECK_OK(cuctx_module_function(mod, "k", &f));
+    name_handle('M', H(cuctx_module_raw(mod)), name);
+    return mod;
+}
+
+typedef CUresult (*graph_create_fn)(CUgraph *, unsigned int);
+typedef CUresult (*graph_add_empty_fn)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t);
+typedef CUresult (*graph_destroy_fn)(CUgraph);
+
+/* A graph exec of a one-node graph; the graph itself is destroyed here. */
+static cuctx_graph_exec graph_exec_new(cuctx_ctx c, const char *name)
+{
+    graph_create_fn create = (graph_create_fn)drv_sym("cuGraphCreate", 10000);
+    graph_add_empty_fn add = (graph_add_empty_fn)drv_sym("cuGraphAddEmptyNode", 10000);
+    graph_destroy_fn destroy = (graph_destroy_fn)drv_sym("cuGraphDestroy", 10000);
+    cuctx_graph_exec ge = {0};
+    CUgraph g = NULL;
+    CUgraphNode node = NULL;
+    CUresult rc;
+    CUCTX_SCOPED(c) {
+        CHECK_OK(create(&g, 0));
+        CHECK_OK(add(&node, g, NULL, 0));
+    }
+    rc = cuctx_graph_exec_instantiate(&ge, c, g, 0);
+    CHECK_OK(destroy(g));
+    CHECK_OK(rc);
+    name_handle('g', H(cuctx_graph_exec_raw(ge)), name);
+    return ge;
+}
+
+/* ======================================================================== */
+/*  CUCTX_AUTO                                                              */
+/* ======================================================================== */
+
+Test(auto, context_destroyed_when_the_block_falls_off_the_end)
+{
+    NEED_DRIVER();
+    unique_addresses();
+    size_t mark = log_mark();
+    CUcontext A;
+    {
+        CUCTX_AUTO cuctx_ctx a = {0};
+        CHECK_OK(cuctx_ctx_create(&a, 0, CUCTX_SCHED_AUTO));
+        A = cuctx_ctx_raw(a);
+        name_handle('c', H(A), "A");
+        EXPECT_CURRENT(A);
+        cr_assert_eq(stats().contexts, 1);
+    }
+    EXPECT_CURRENT(NULL);      /* destroying the current context pops it */
+    cr_assert_eq(stats().contexts, 0);
+    cr_assert_eq(stats().ctx_handles, 0);
+    EXPECT_TRACE(mark, "cuCtxDestroy(A)");
+}
+
+Test(auto, event_destroyed_at_block_exit)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    ctx_new(&a, "A");
+    size_t mark = log_mark();
+    {
+        CUCTX_AUTO cuctx_event ev = event_new(a, "ev");
+        cr_assert_eq(stats().events, 1);
+    }
+    cr_assert_eq(stats().events, 0);
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(A),cuCtxPopCurrent(A),cuEventDestroy(ev)");
+}
+
+Test(auto, stream_destroyed_at_block_exit)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    {
+        CUCTX_AUTO cuctx_stream s = stream_new(a, "s");
+        cr_assert_eq(stats().streams, 1);
+    }
+    cr_assert_eq(stats().streams, 0);
+    EXPECT_CURRENT(A);
+    /* the owner was current: no push/pop around the create */
+    EXPECT_TRACE(mark, "cuStreamDestroy(s)");
+}
+
+Test(auto, device_memory_freed_at_block_exit)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    {
+        CUCTX_AUTO cuctx_mem m = mem_new(a, "m");
+        cr_assert_eq(cuctx_mem_size(m), 4096);
+        cr_assert_eq(stats().mems, 1);
+    }
+    cr_assert_eq(stats().mems, 0);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuMemFree(m)");
+}
+
+Test(auto, host_memory_freed_at_block_exit)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    {
+        CUCTX_AUTO cuctx_host_mem h = host_mem_new(a, "h");
+        memset(cuctx_host_mem_ptr(h), 0xab, 4096);
+        cr_assert_eq(stats().host_mems, 1);
+    }
+    cr_assert_eq(stats().host_mems, 0);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuMemFreeHost(h)");
+}
+
+Test(auto, module_unloaded_at_block_exit)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    {
+        CUCTX_AUTO cuctx_module mod = module_new(a, "mod");
+        cr_assert_eq(stats().modules, 1);
+    }
+    cr_assert_eq(stats().modules, 0);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuModuleUnload(mod)");
+}
+
+Test(auto, graph_exec_destroyed_at_block_exit)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    {
+        CUCTX_AUTO cuctx_graph_exec ge = graph_exec_new(a, "ge");
+        cr_assert_eq(stats().graph_execs, 1);
+    }
+    cr_assert_eq(stats().graph_execs, 0);
+    EXPECT_CURRENT(A);
+    /* the scope inside graph_exec_new found A current: no switch */
+    EXPECT_TRACE(mark, "cuGraphExecDestroy(ge)");
+}
+
+Test(auto, every_kind_destroyed_in_reverse_declaration_order_children_first)
+{
+    NEED_DRIVER();
+    unique_addresses();
+    size_t mark = 0;
+    {
+        CUCTX_AUTO cuctx_ctx a = {0};
+        CUcontext A = ctx_new(&a, "A");
+        CUCTX_AUTO cuctx_event ev = event_new(a, "ev");
+        CUCTX_AUTO cuctx_stream s = stream_new(a, "s");
+        CUCTX_AUTO cuctx_mem m = mem_new(a, "m");
+        CUCTX_AUTO cuctx_host_mem h = host_mem_new(a, "h");
+        CUCTX_AUTO cuctx_module mod = module_new(a, "mod");
+        CUCTX_AUTO cuctx_graph_exec ge = graph_exec_new(a, "ge");
+        cr_assert_eq(live_children(), 6);
+        (void)A;
+        EXPECT_CURRENT(NULL);
+        mark = log_mark();
+    }
+    EXPECT_CURRENT(NULL);
+    struct cuctx_stats st = stats();
+    cr_assert_eq(st.stale_skips, 0, "children declared after their context are destroyed while it lives");
+    cr_assert_eq(st.failed_destroys, 0);
+    cr_assert_eq(live_children(), 0);
+    cr_assert_eq(st.contexts, 0);
+    /* the memory frees need their context current: pushed around each */
+    EXPECT_TRACE(mark, "cuGraphExecDestroy(ge),cuModuleUnload(mod),"
+                       "cuCtxPushCurrent(A),cuMemFreeHost(h),cuCtxPopCurrent(A),"
+                       "cuCtxPushCurrent(A),cuMemFree(m),cuCtxPopCurrent(A),"
+                       "cuStreamDestroy(s),cuEventDestroy(ev),cuCtxDestroy(A)");
+}
+
+Test(auto, child_declared_before_its_context_is_a_stale_skip_not_a_driver_call)
+{
+    NEED_DRIVER();
+    unique_addresses();
+    size_t mark = 0;
+    {
+        CUCTX_AUTO cuctx_event ev = {0};   /* WRONG order on purpose (rule 2) */
+        CUCTX_AUTO cuctx_ctx a = {0};
+        ctx_new(&a, "A");
+        ev = event_new(a, "ev");
+        mark = log_mark();
+    }
+    cr_assert_eq(stats().stale_skips, 1);
+    cr_assert_eq(stats().events, 0);
+    cr_assert_eq(stats().failed_destroys, 0);
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark, "cuCtxDestroy(A)");
+}
+
+Test(auto, cleanup_of_zero_handles_calls_nothing)
+{
+    struct handler_count hc;
+    NEED_DRIVER();
+    count_handler_install(&hc);
+    size_t before = sim() ? sim()->log_count() : 0;
+    {
+        CUCTX_AUTO cuctx_ctx c = {0};
+        CUCTX_AUTO cuctx_event ev = {0};
+        CUCTX_AUTO cuctx_stream s = {0};
+        CUCTX_AUTO cuctx_module mod = {0};
+        CUCTX_AUTO cuctx_mem m = {0};
+        CUCTX_AUTO cuctx_host_mem h = {0};
+        CUCTX_AUTO cuctx_graph_exec ge = {0};
+    }
+    if (sim())
+        cr_assert_eq(sim()->log_count(), before, "a {0} cleanup made driver calls");
+    cr_assert_eq(hc.calls, 0);
+    cr_assert_eq(stats().failed_destroys, 0);
+    cuctx_set_error_handler(NULL, NULL);
+}
+
+/* Returns the event's driver handle, read through the AUTO variable. */
+static CUevent auto_return_one_level(cuctx_ctx a, cuctx_event *copy)
+{
+    CUCTX_AUTO cuctx_event ev = event_new(a, "ev");
+    *copy = ev;
+    return cuctx_event_raw(ev);
+}
+
+Test(auto, return_value_computed_before_cleanup)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    cuctx_event copy = {0};
+    CUevent raw = auto_return_one_level(a, &copy);
+    cr_assert_not_null(raw, "the return value read the handle before it was destroyed");
+    cr_assert_null(cuctx_event_raw(copy), "after the return the event is destroyed");
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(stats().events, 0);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuEventDestroy(ev)");
+    if (sim())
+        cr_assert_eq(calls_on("cuEventDestroy", H(raw), mark), 1);
+}
+
+/* Returns how many children were alive when the return value was computed. */
+static size_t auto_return_two_levels(cuctx_ctx a)
+{
+    CUCTX_AUTO cuctx_event ev = event_new(a, "ev");
+    {
+        CUCTX_AUTO cuctx_stream s = stream_new(a, "s");
+        return live_children() + (ev.id != 0) + (s.id != 0);
+    }
+}
+
+Test(auto, return_from_two_nested_blocks_destroys_inner_then_outer)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    cr_assert_eq(auto_return_two_levels(a), 4);
+    cr_assert_eq(live_children(), 0);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuStreamDestroy(s),cuEventDestroy(ev)");
+}
+
+static size_t auto_return_three_levels(cuctx_ctx a, int go)
+{
+    CUCTX_AUTO cuctx_event ev = event_new(a, "ev");
+    for (int i = 0; i < 1; i++) {
+        CUCTX_AUTO cuctx_stream s = stream_new(a, "s");
+        if (go) {
+            CUCTX_AUTO cuctx_mem m = mem_new(a, "m");
+            return live_children();
+        }
+    }
+    return 0;
+}
+
+Test(auto, return_from_three_nested_levels_destroys_innermost_first)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    cr_assert_eq(auto_return_three_levels(a, 1), 3, "all three alive when the value was computed");
+    cr_assert_eq(live_children(), 0);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuMemFree(m),cuStreamDestroy(s),cuEventDestroy(ev)");
+}
+
+Test(auto, break_destroys_the_iteration_handle_and_leaves_the_loop)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    int i, iterations = 0;
+    for (i = 0; i < 5; i++) {
+        CUCTX_AUTO cuctx_event ev = event_new(a, NTH("ev", i));
+        cr_assert_eq(stats().events, 1, "the previous iteration's event is gone");
+        iterations++;
+        if (i == 1)
+            break;
+    }
+    cr_assert_eq(i, 1);
+    cr_assert_eq(iterations, 2);
+    cr_assert_eq(stats().events, 0);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuEventDestroy(ev0),cuEventDestroy(ev1)");
+}
+
+Test(auto, continue_destroys_the_iteration_handle_and_the_loop_goes_on)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    int after_continue = 0, iterations = 0;
+    for (int i = 0; i < 3; i++) {
+        CUCTX_AUTO cuctx_event ev = event_new(a, NTH("ev", i));
+        iterations++;
+        cr_assert_eq(stats().events, 1);
+        if (i != 1)
+            continue;
+        after_continue++;
+    }
+    cr_assert_eq(iterations, 3);
+    cr_assert_eq(after_continue, 1);
+    cr_assert_eq(stats().events, 0);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuEventDestroy(ev0),cuEventDestroy(ev1),cuEventDestroy(ev2)");
+}
+
+Test(auto, goto_out_of_nested_blocks_destroys_inner_then_outer)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    int skipped = 0, jump = 1;
+    {
+        CUCTX_AUTO cuctx_event ev = event_new(a, "ev");
+        {
+            CUCTX_AUTO cuctx_stream s = stream_new(a, "s");
+            {
+                CUCTX_AUTO cuctx_mem m = mem_new(a, "m");
+                if (jump)
+                    goto out;
+                skipped++;
+            }
+            skipped++;
+        }
+        skipped++;
+    }
+    skipped++;
+out:
+    cr_assert_eq(skipped, 0);
+    cr_assert_eq(live_children(), 0);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuMemFree(m),cuStreamDestroy(s),cuEventDestroy(ev)");
+}
+
+Test(auto, switch_case_bodies_destroy_their_handles_on_break)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    int hits[3] = {0}, not_reached = 0;
+    for (int k = 0; k < 3; k++) {
+        switch (k) {
+        case 0: {
+            CUCTX_AUTO cuctx_event ev = event_new(a, "ev");
+            hits[0]++;
+            break;
+        }
+        case 1: {
+            CUCTX_AUTO cuctx_stream s = stream_new(a, "s");
+            hits[1]++;
+            if (k == 1)
+                break;
+            not_reached++;
+            break;
+        }
+        default:
+            hits[2]++;
+            cr_assert_eq(live_children(), 0, "case bodies destroyed their handles at break");
+            break;
+        }
+    }
+    cr_assert_eq(hits[0] + hits[1] + hits[2], 3);
+    cr_assert_eq(not_reached, 0);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuEventDestroy(ev),cuStreamDestroy(s)");
+}
+
+/* Hands a new event out of its scope. */
+static cuctx_event make_event(cuctx_ctx a)
+{
+    CUCTX_AUTO cuctx_event ev = event_new(a, "ev");
+    return CUCTX_MOVE(ev);
+}
+
+Test(auto, move_hands_the_object_out_and_the_receiver_destroys_it)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    {
+        CUCTX_AUTO cuctx_event got = make_event(a);
+        cr_assert_neq(got.id, 0);
+        EXPECT_TRACE(mark, "");     /* the moved-from variable's cleanup did nothing */
+        cr_assert_eq(stats().events, 1);
+        CHECK_OK(cuctx_event_query(got));   /* still alive and usable */
+    }
+    cr_assert_eq(stats().events, 0);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuEventDestroy(ev)");
+}
+
+Test(auto, move_leaves_zero_behind_and_yields_the_handle)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    ctx_new(&a, "A");
+    size_t mark = 0;
+    {
+        CUCTX_AUTO cuctx_mem outer = {0};
+        {
+            CUCTX_AUTO cuctx_mem inner = mem_new(a, "m");
+            uint64_t id = inner.id;
+            outer = CUCTX_MOVE(inner);
+            cr_assert_eq(inner.id, 0, "CUCTX_MOVE leaves {0} behind");
+            cr_assert_eq(outer.id, id, "CUCTX_MOVE yields the handle");
+            mark = log_mark();
+        }
+        EXPECT_TRACE(mark, "");
+        cr_assert_eq(stats().mems, 1);
+        cr_assert_eq(cuctx_mem_size(outer), 4096);
+    }
+    cr_assert_eq(stats().mems, 0);
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(A),cuMemFree(m),cuCtxPopCurrent(A)");
+}
+
+Test(auto, move_evaluates_its_argument_once)
+{
+    NEED_DRIVER();
+    cuctx_event list[3] = {{0}};
+    int i = 0;
+    list[0].id = 11;    /* never destroyed: MOVE only reads and resets */
+    list[1].id = 22;
+    cuctx_event got = CUCTX_MOVE(list[i++]);
+    cr_assert_eq(i, 1, "the argument was evaluated %d times", i);
+    cr_assert_eq(got.id, 11);
+    cr_assert_eq(list[0].id, 0, "the moved-from element is reset");
+    cr_assert_eq(list[1].id, 22, "no other element is touched");
+}
+
+Test(auto, move_of_a_context_out_of_an_inner_block_destroys_it_later)
+{
+    NEED_DRIVER();
+    unique_addresses();
+    size_t mark = 0;
+    {
+        CUCTX_AUTO cuctx_ctx keep = {0};
+        {
+            CUCTX_AUTO cuctx_ctx a = {0};
+            ctx_new(&a, "A");
+            mark = log_mark();
+            keep = CUCTX_MOVE(a);
+        }
+        EXPECT_TRACE(mark, "");
+        cr_assert_eq(stats().contexts, 1);
+        cr_assert_not_null(cuctx_ctx_raw(keep));
+    }
+    cr_assert_eq(stats().contexts, 0);
+    EXPECT_TRACE(mark, "cuCtxDestroy(A)");
+}
+
+Test(auto, cleanup_of_a_handle_destroyed_through_a_copy_reports_and_goes_on)
+{
+    struct handler_count hc;
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    count_handler_install(&hc);
+    size_t mark = log_mark();
+    int went_on = 0;
+    {
+        CUCTX_AUTO cuctx_event ev = event_new(a, "ev");
+        cuctx_event copy = ev;
+        CHECK_OK(cuctx_event_destroy(&copy));
+        cr_assert_eq(copy.id, 0);
+        cr_assert_neq(ev.id, 0);
+    }
+    went_on = 1;
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(went_on, 1);
+    cr_assert_eq(hc.calls, 1, "the failed cleanup went to the error handler once");
+    cr_assert_eq(hc.last_rc, CUDA_ERROR_INVALID_HANDLE, "got %s", cuctx_result_name(hc.last_rc));
+    cr_assert_not_null(strstr(hc.last_msg, "automatic cleanup"), "message: %s", hc.last_msg);
+    cr_assert_eq(stats().events, 0);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuEventDestroy(ev)");     /* once, through the copy */
+}
+
+Test(auto, cleanup_of_a_context_destroyed_through_a_copy_reports_and_goes_on)
+{
+    struct handler_count hc;
+    NEED_DRIVER();
+    unique_addresses();
+    count_handler_install(&hc);
+    size_t mark = 0;
+    {
+        CUCTX_AUTO cuctx_ctx a = {0};
+        ctx_new(&a, "A");
+        mark = log_mark();
+        cuctx_ctx copy = a;
+        CHECK_OK(cuctx_ctx_destroy(&copy));
+    }
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(hc.calls, 1);
+    cr_assert_eq(hc.last_rc, CUDA_ERROR_INVALID_HANDLE, "got %s", cuctx_result_name(hc.last_rc));
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark, "cuCtxDestroy(A)");
+}
+
+Test(auto, cleanup_the_driver_refuses_reports_and_counts_a_failed_destroy)
+{
+    struct handler_count hc;
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    count_handler_install(&hc);
+    size_t mark = log_mark();
+    {
+        CUCTX_AUTO cuctx_stream s = stream_new(a, "s");
+        sim()->fail_call("cuStreamDestroy", 1, CUDA_ERROR_UNKNOWN);
+    }
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(hc.calls, 1);
+    cr_assert_eq(hc.last_rc, CUDA_ERROR_UNKNOWN, "got %s", cuctx_result_name(hc.last_rc));
+    cr_assert_eq(stats().failed_destroys, 1);
+    cr_assert_eq(stats().streams, 0, "the handle is released even so");
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuStreamDestroy(s)");
+}
+
+/* ======================================================================== */
+/*  CUCTX_SCOPED                                                            */
+/* ======================================================================== */
+
+Test(scoped, falls_off_the_end_and_leaves_no_context_when_none_was_current)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    size_t mark = log_mark();
+    int ran = 0;
+    CUCTX_SCOPED(a) {
+        EXPECT_CURRENT(A);
+        ran++;
+    }
+    cr_assert_eq(ran, 1, "the block runs exactly once");
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(A),cuCtxSetCurrent(0)");
+}
+
+Test(scoped, falls_off_the_end_and_restores_the_previous_context)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    CUCTX_SCOPED(b) {
+        EXPECT_CURRENT(B);
+    }
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(B),cuCtxSetCurrent(A)");
+}
+
+Test(scoped, entering_the_current_context_changes_nothing_at_the_driver)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    int ran = 0;
+    CUCTX_SCOPED(a) {
+        EXPECT_CURRENT(A);
+        ran++;
+    }
+    cr_assert_eq(ran, 1);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "");
+}
+
+Test(scoped, nested_on_the_same_context_switches_only_once)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        CUCTX_SCOPED(a) {
+            EXPECT_CURRENT(A);
+            CUCTX_SCOPED(a) {
+                EXPECT_CURRENT(A);
+            }
+        }
+        EXPECT_CURRENT(A);
+    }
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(A),cuCtxSetCurrent(0)");
+}
+
+Test(scoped, nested_on_different_contexts_restores_each_level)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        EXPECT_CURRENT(A);
+        CUCTX_SCOPED(b) {
+            EXPECT_CURRENT(B);
+            CUCTX_SCOPED(a) {
+                EXPECT_CURRENT(A);
+            }
+            EXPECT_CURRENT(B);
+        }
+        EXPECT_CURRENT(A);
+    }
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(A),cuCtxSetCurrent(B),cuCtxSetCurrent(A),"
+                       "cuCtxSetCurrent(B),cuCtxSetCurrent(A),cuCtxSetCurrent(0)");
+}
+
+Test(scoped, two_scopes_on_one_line_nest)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext B = ctx_new(&b, "B");
+    ctx_new(&a, "A");
+    size_t mark = log_mark();
+    int ran = 0;
+    CUCTX_SCOPED(a) CUCTX_SCOPED(b) { EXPECT_CURRENT(B); ran++; }
+    cr_assert_eq(ran, 1);
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(A),cuCtxSetCurrent(B),cuCtxSetCurrent(A),cuCtxSetCurrent(0)");
+}
+
+Test(scoped, evaluates_its_context_expression_once)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    cuctx_ctx list[2] = {a, {0}};
+    int i = 0, ran = 0;
+    CUCTX_SCOPED(list[i++]) {
+        EXPECT_CURRENT(A);
+        ran++;
+    }
+    cr_assert_eq(i, 1);
+    cr_assert_eq(ran, 1);
+    EXPECT_CURRENT(NULL);
+}
+
+static CUcontext scoped_return_one_level(cuctx_ctx b)
+{
+    CUCTX_SCOPED(b) {
+        return current();
+    }
+    return (CUcontext)(uintptr_t)1;   /* enter failed */
+}
+
+Test(scoped, return_from_one_level_computes_the_value_before_the_restore)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    CUcontext got = scoped_return_one_level(b);
+    cr_assert_eq(got, B, "the value was computed with B current, got %s", name_of('c', H(got)));
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(B),cuCtxSetCurrent(A)");
+}
+
+static CUcontext scoped_return_two_levels(cuctx_ctx a, cuctx_ctx b)
+{
+    CUCTX_SCOPED(a) {
+        CUCTX_SCOPED(b) {
+            return current();
+        }
+    }
+    return (CUcontext)(uintptr_t)1;
+}
+
+Test(scoped, return_from_two_nested_levels_restores_both)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    ctx_new(&a, "A");
+    CUcontext B = ctx_new(&b, "B");
+    size_t mark = log_mark();
+    CUcontext got = scoped_return_two_levels(a, b);
+    cr_assert_eq(got, B, "got %s", name_of('c', H(got)));
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(A),cuCtxSetCurrent(B),cuCtxSetCurrent(A),cuCtxSetCurrent(0)");
+}
+
+static CUcontext scoped_return_three_levels(cuctx_ctx a, cuctx_ctx b)
+{
+    CUCTX_SCOPED(a) {
+        CUCTX_SCOPED(b) {
+            CUCTX_SCOPED(a) {
+                return current();
+            }
+        }
+    }
+    return (CUcontext)(uintptr_t)1;
+}
+
+Test(scoped, return_from_three_nested_levels_restores_every_level)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CHECK_OK(cuctx_ctx_set_current(b));
+    size_t mark = log_mark();
+    CUcontext got = scoped_return_three_levels(a, b);
+    cr_assert_eq(got, A, "got %s", name_of('c', H(got)));
+    EXPECT_CURRENT(B);
+    /* B, then A, B, A entered; unwound as B, A, and B again */
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(A),cuCtxSetCurrent(B),cuCtxSetCurrent(A),"
+                       "cuCtxSetCurrent(B),cuCtxSetCurrent(A),cuCtxSetCurrent(B)");
+}
+
+Test(scoped, break_leaves_only_the_scope_and_restores)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    size_t mark = log_mark();
+    int iterations = 0, after_break = 0, after_scope = 0;
+    for (int i = 0; i < 3; i++) {
+        iterations++;
+        CUCTX_SCOPED(a) {
+            EXPECT_CURRENT(A);
+            if (i >= 0)
+                break;              /* leaves the scope, not the loop */
+            after_break++;
+        }
+        EXPECT_CURRENT(NULL);
+        after_scope++;
+    }
+    cr_assert_eq(iterations, 3, "the loop went on");
+    cr_assert_eq(after_scope, 3);
+    cr_assert_eq(after_break, 0);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(A),cuCtxSetCurrent(0),cuCtxSetCurrent(A),cuCtxSetCurrent(0),"
+                       "cuCtxSetCurrent(A),cuCtxSetCurrent(0)");
+}
+
+Test(scoped, continue_leaves_only_the_scope_and_the_loop_goes_on)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    int after_continue = 0, after_scope = 0, i = 0;
+    while (i < 2) {
+        i++;
+        CUCTX_SCOPED(b) {
+            EXPECT_CURRENT(B);
+            if (i > 0)
+                continue;           /* ends the run-once loop: leaves the scope */
+            after_continue++;
+        }
+        EXPECT_CURRENT(A);
+        after_scope++;
+    }
+    cr_assert_eq(after_continue, 0);
+    cr_assert_eq(after_scope, 2, "the statement after the scope ran in every iteration");
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(B),cuCtxSetCurrent(A),cuCtxSetCurrent(B),cuCtxSetCurrent(A)");
+}
+
+Test(scoped, goto_out_of_nested_blocks_restores_every_level)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    ctx_new(&a, "A");
+    CUcontext B = ctx_new(&b, "B");
+    size_t mark = log_mark();
+    int skipped = 0, jump = 1;
+    CUCTX_SCOPED(a) {
+        {
+            CUCTX_SCOPED(b) {
+                {
+                    EXPECT_CURRENT(B);
+                    if (jump)
+                        goto out;
+                    skipped++;
+                }
+            }
+            skipped++;
+        }
+        skipped++;
+    }
+    skipped++;
+out:
+    cr_assert_eq(skipped, 0);
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(A),cuCtxSetCurrent(B),cuCtxSetCurrent(A),cuCtxSetCurrent(0)");
+}
+
+Test(scoped, break_in_a_switch_case_leaves_the_scope_not_the_switch)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    size_t mark = log_mark();
+    int after_scope = 0, other = 0, not_reached = 0;
+    for (int k = 0; k < 2; k++) {
+        switch (k) {
+        case 1:
+            CUCTX_SCOPED(a) {
+                CUCTX_AUTO cuctx_event ev = event_new(a, "ev");
+                EXPECT_CURRENT(A);
+                if (k == 1)
+                    break;          /* leaves the scope only */
+                not_reached++;
+            }
+            EXPECT_CURRENT(NULL);
+            after_scope++;
+            break;                  /* leaves the switch */
+        default:
+            other++;
+            break;
+        }
+    }
+    cr_assert_eq(after_scope, 1);
+    cr_assert_eq(other, 1);
+    cr_assert_eq(not_reached, 0);
+    cr_assert_eq(stats().events, 0);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(A),cuEventDestroy(ev),cuCtxSetCurrent(0)");
+}
+
+Test(scoped, auto_children_inside_are_destroyed_before_the_restore)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    ctx_new(&b, "B");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    CUCTX_SCOPED(b) {
+        CUCTX_AUTO cuctx_event ev = event_new(b, "ev");
+        CUCTX_AUTO cuctx_stream s = stream_new(b, "s");
+    }
+    EXPECT_CURRENT(A);
+    cr_assert_eq(live_children(), 0);
+    cr_assert_eq(stats().stale_skips, 0);
+    /* created with B current: no push/pop; destroyed before A comes back */
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(B),cuStreamDestroy(s),cuEventDestroy(ev),cuCtxSetCurrent(A)");
+}
+
+Test(scoped, failed_enter_on_a_destroyed_context_skips_the_block)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    ctx_new(&b, "B");
+    cuctx_ctx stale = b;
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    int ran = 0;
+    CUCTX_SCOPED(stale) {
+        ran++;
+    }
+    cr_assert_eq(ran, 0, "the block was skipped");
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_HANDLE, "last error %s",
+                 cuctx_result_name(cuctx_last_error()));
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "cuctx_scope_enter"), "message: %s",
+                       cuctx_last_error_message());
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "");
+    if (sim())
+        cr_assert_eq(calls_on("cuCtxSetCurrent", H(A), mark) + calls_on("cuCtxSetCurrent", 0, mark), 0);
+}
+
+Test(scoped, failed_enter_on_a_zero_handle_skips_the_block)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    cuctx_ctx none = {0};
+    size_t mark = log_mark();
+    int ran = 0;
+    CUCTX_SCOPED(none) {
+        ran++;
+    }
+    cr_assert_eq(ran, 0);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "");
+}
+
+Test(scoped, previous_context_destroyed_inside_leaves_no_current_context)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    CUCTX_SCOPED(b) {
+        EXPECT_CURRENT(B);
+        CHECK_OK(cuctx_ctx_destroy(&a));
+        EXPECT_CURRENT(B);
+    }
+    EXPECT_CURRENT(NULL);
+    (void)A;
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(B),cuCtxDestroy(A),cuCtxSetCurrent(0)");
+}
+
+Test(scoped, entered_context_destroyed_inside_restores_the_previous_one)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    ctx_new(&b, "B");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    CUCTX_SCOPED(b) {
+        CHECK_OK(cuctx_ctx_destroy(&b));
+        EXPECT_CURRENT(NULL);          /* the driver popped it */
+    }
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(B),cuCtxDestroy(B),cuCtxSetCurrent(A)");
+}
+
+/* ======================================================================== */
+/*  CUCTX_GUARD                                                             */
+/* ======================================================================== */
+
+Test(guard, lasts_to_the_end_of_the_enclosing_block)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    size_t mark = log_mark();
+    {
+        CUCTX_GUARD(a);
+        EXPECT_CURRENT(A);
+        {
+            EXPECT_CURRENT(A);
+        }
+        EXPECT_CURRENT(A);
+    }
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(A),cuCtxSetCurrent(0)");
+}
+
+Test(guard, restores_the_previous_context)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CHECK_OK(cuctx_ctx_set_current(b));
+    size_t mark = log_mark();
+    {
+        CUCTX_GUARD(a);
+        EXPECT_CURRENT(A);
+    }
+    EXPECT_CURRENT(B);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(A),cuCtxSetCurrent(B)");
+}
+
+Test(guard, two_guards_in_one_block_restore_in_reverse_order)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    size_t mark = log_mark();
+    {
+        CUCTX_GUARD(a);
+        EXPECT_CURRENT(A);
+        CUCTX_GUARD(b);
+        EXPECT_CURRENT(B);
+    }
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(A),cuCtxSetCurrent(B),cuCtxSetCurrent(A),cuCtxSetCurrent(0)");
+}
+
+Test(guard, entering_the_current_context_changes_nothing_at_the_driver)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    {
+        CUCTX_GUARD(a);
+        EXPECT_CURRENT(A);
+        {
+            CUCTX_GUARD(a);
+            EXPECT_CURRENT(A);
+        }
+    }
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "");
+}
+
+Test(guard, break_keeps_its_meaning_and_leaves_the_loop)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    size_t mark = log_mark();
+    int i, iterations = 0;
+    for (i = 0; i < 5; i++) {
+        CUCTX_GUARD(a);
+        EXPECT_CURRENT(A);
+        iterations++;
+        if (i == 1)
+            break;                  /* leaves the loop */
+    }
+    cr_assert_eq(i, 1);
+    cr_assert_eq(iterations, 2);
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(A),cuCtxSetCurrent(0),cuCtxSetCurrent(A),cuCtxSetCurrent(0)");
+}
+
+Test(guard, continue_keeps_its_meaning_and_goes_to_the_next_iteration)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    int iterations = 0, after_continue = 0;
+    for (int i = 0; i < 3; i++) {
+        CUCTX_GUARD(b);
+        EXPECT_CURRENT(B);
+        iterations++;
+        if (i != 2)
+            continue;               /* skips the rest of this iteration */
+        after_continue++;
+    }
+    cr_assert_eq(iterations, 3);
+    cr_assert_eq(after_continue, 1);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(B),cuCtxSetCurrent(A),cuCtxSetCurrent(B),cuCtxSetCurrent(A),"
+                       "cuCtxSetCurrent(B),cuCtxSetCurrent(A)");
+}
+
+static CUcontext guard_return_one_level(cuctx_ctx b)
+{
+    CUCTX_GUARD(b);
+    return current();
+}
+
+Test(guard, return_from_one_level_computes_the_value_before_the_restore)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    CUcontext got = guard_return_one_level(b);
+    cr_assert_eq(got, B, "got %s", name_of('c', H(got)));
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(B),cuCtxSetCurrent(A)");
+}
+
+static CUcontext guard_return_two_levels(cuctx_ctx a, cuctx_ctx b)
+{
+    CUCTX_GUARD(a);
+    {
+        CUCTX_GUARD(b);
+        return current();
+    }
+}
+
+Test(guard, return_from_two_nested_levels_restores_both)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    ctx_new(&a, "A");
+    CUcontext B = ctx_new(&b, "B");
+    size_t mark = log_mark();
+    CUcontext got = guard_return_two_levels(a, b);
+    cr_assert_eq(got, B, "got %s", name_of('c', H(got)));
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(A),cuCtxSetCurrent(B),cuCtxSetCurrent(A),cuCtxSetCurrent(0)");
+}
+
+static CUcontext guard_return_three_levels(cuctx_ctx a, cuctx_ctx b)
+{
+    CUCTX_GUARD(a);
+    for (int i = 0; i < 2; i++) {
+        CUCTX_GUARD(b);
+        if (i == 1) {
+            CUCTX_GUARD(a);
+            return current();
+        }
+    }
+    return NULL;
+}
+
+Test(guard, return_from_three_nested_levels_restores_every_level)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CHECK_OK(cuctx_ctx_set_current(b));
+    size_t mark = log_mark();
+    CUcontext got = guard_return_three_levels(a, b);
+    cr_assert_eq(got, A, "got %s", name_of('c', H(got)));
+    EXPECT_CURRENT(B);
+    EXPECT_TRACE(mark,
+                 "cuCtxSetCurrent(A),"                              /* outer guard */
+                 "cuCtxSetCurrent(B),cuCtxSetCurrent(A),"           /* i = 0 */
+                 "cuCtxSetCurrent(B),cuCtxSetCurrent(A),"           /* i = 1, inner guard */
+                 "cuCtxSetCurrent(B),cuCtxSetCurrent(A),"           /* return: inner, loop guard */
+                 "cuCtxSetCurrent(B)");                             /* outer guard */
+}
+
+Test(guard, goto_out_of_nested_blocks_restores_every_level)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    ctx_new(&a, "A");
+    CUcontext B = ctx_new(&b, "B");
+    size_t mark = log_mark();
+    int skipped = 0, jump = 1;
+    {
+        CUCTX_GUARD(a);
+        {
+            CUCTX_GUARD(b);
+            {
+                EXPECT_CURRENT(B);
+                if (jump)
+                    goto out;
+                skipped++;
+            }
+        }
+        skipped++;
+    }
+    skipped++;
+out:
+    cr_assert_eq(skipped, 0);
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(A),cuCtxSetCurrent(B),cuCtxSetCurrent(A),cuCtxSetCurrent(0)");
+}
+
+Test(guard, break_in_a_switch_case_leaves_the_switch_and_restores)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    size_t mark = log_mark();
+    int inside = 0, after_block = 0, not_reached = 0;
+    for (int k = 0; k < 2; k++) {
+        switch (k) {
+        case 1: {
+            CUCTX_GUARD(a);
+            CUCTX_AUTO cuctx_event ev = event_new(a, "ev");
+            EXPECT_CURRENT(A);
+            inside++;
+            if (k == 1)
+                break;              /* leaves the switch */
+            not_reached++;
+        }
+            after_block++;
+            break;
+        default:
+            EXPECT_CURRENT(NULL);
+            break;
+        }
+        EXPECT_CURRENT(NULL);
+    }
+    cr_assert_eq(inside, 1);
+    cr_assert_eq(after_block, 0, "break left the switch, not just the block");
+    cr_assert_eq(not_reached, 0);
+    cr_assert_eq(stats().events, 0);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(A),cuEventDestroy(ev),cuCtxSetCurrent(0)");
+}
+
+Test(guard, failed_enter_runs_the_block_unswitched_and_reports)
+{
+    struct handler_count hc;
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    ctx_new(&b, "B");
+    cuctx_ctx stale = b;
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_set_current(a));
+    count_handler_install(&hc);
+    size_t mark = log_mark();
+    int ran = 0;
+    {
+        CUCTX_GUARD(stale);
+        ran++;
+        EXPECT_CURRENT(A);
+    }
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(ran, 1, "the rest of the block runs");
+    cr_assert_eq(hc.calls, 1, "the failure went to the error handler");
+    cr_assert_eq(hc.last_rc, CUDA_ERROR_INVALID_HANDLE, "got %s", cuctx_result_name(hc.last_rc));
+    cr_assert_not_null(strstr(hc.last_msg, "CUCTX_GUARD"), "message: %s", hc.last_msg);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "");
+}
+
+Test(guard, previous_context_destroyed_inside_leaves_no_current_context)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    ctx_new(&a, "A");
+    CUcontext B = ctx_new(&b, "B");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    {
+        CUCTX_GUARD(b);
+        CHECK_OK(cuctx_ctx_destroy(&a));
+        EXPECT_CURRENT(B);
+    }
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(B),cuCtxDestroy(A),cuCtxSetCurrent(0)");
+}
+
+Test(guard, auto_declared_after_the_guard_is_destroyed_before_the_restore)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    ctx_new(&b, "B");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    {
+        CUCTX_GUARD(b);
+        CUCTX_AUTO cuctx_mem m = mem_new(b, "m");
+        CUCTX_AUTO cuctx_event ev = event_new(b, "ev");
+    }
+    EXPECT_CURRENT(A);
+    cr_assert_eq(live_children(), 0);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(B),cuEventDestroy(ev),cuMemFree(m),cuCtxSetCurrent(A)");
+}
+
+/* ======================================================================== */
+/*  The three together                                                      */
+/* ======================================================================== */
+
+static CUcontext mixed_return(cuctx_ctx a, cuctx_ctx b, size_t *events_then)
+{
+    CUCTX_GUARD(a);
+    for (int i = 0; i < 3; i++) {
+        CUCTX_AUTO cuctx_event ev = event_new(a, NTH("ev", i));
+        CUCTX_SCOPED(b) {
+            if (i == 1) {
+                *events_then = stats().events;
+                return current();
+            }
+        }
+    }
+    return NULL;
+}
+
+Test(mixed, return_through_scoped_auto_and_guard_unwinds_in_order)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    ctx_new(&a, "A");
+    CUcontext B = ctx_new(&b, "B");
+    size_t mark = log_mark();
+    size_t events_then = 0;
+    CUcontext got = mixed_return(a, b, &events_then);
+    cr_assert_eq(got, B, "got %s", name_of('c', H(got)));
+    cr_assert_eq(events_then, 1);
+    cr_assert_eq(stats().events, 0);
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark,
+                 "cuCtxSetCurrent(A),"
+                 "cuCtxSetCurrent(B),cuCtxSetCurrent(A),cuEventDestroy(ev0),"
+                 "cuCtxSetCurrent(B),cuCtxSetCurrent(A),cuEventDestroy(ev1),"
+                 "cuCtxSetCurrent(0)");
+}
+
+Test(mixed, scoped_inside_a_guard_loop_break_leaves_the_scope_then_the_loop)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    size_t mark = log_mark();
+    int i, after_scope = 0;
+    for (i = 0; i < 4; i++) {
+        CUCTX_GUARD(a);
+        CUCTX_SCOPED(b) {
+            EXPECT_CURRENT(B);
+            break;                  /* the scope */
+        }
+        EXPECT_CURRENT(A);
+        after_scope++;
+        if (i == 1)
+            break;                  /* the loop */
+    }
+    cr_assert_eq(i, 1);
+    cr_assert_eq(after_scope, 2);
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(A),cuCtxSetCurrent(B),cuCtxSetCurrent(A),cuCtxSetCurrent(0),"
+                       "cuCtxSetCurrent(A),cuCtxSetCurrent(B),cuCtxSetCurrent(A),cuCtxSetCurrent(0)");
+}
