@@ -147,10 +147,19 @@ void cuctx__owner_release(struct cuctx_owner *o)
     o->slot = NULL;
 }
 
-/* The entry a live ctx handle names, and its role. */
+/* The entry a live ctx handle names, and its role: read without a pin (this
+ * is on every child create), so the fields are read atomically and kept only
+ * if the handle was still live after the reads. */
 static CUresult handle_entry(cuctx_ctx ctx, const char *fn, uint64_t *entry, int *role)
 {
-    struct cuctx_slot *h = cuctx__pin(ctx.id, KIND_CTX);
+    struct cuctx_slot *h = cuctx__peek(ctx.id, KIND_CTX);
+    if (h) {
+        *entry = __atomic_load_n(&h->u.ctx.entry, __ATOMIC_RELAXED);
+        if (role)
+            *role = __atomic_load_n(&h->u.ctx.role, __ATOMIC_RELAXED);
+        if (!cuctx__peek_valid(h, ctx.id, KIND_CTX))
+            h = NULL;
+    }
     if (!h) {
         if (ctx.id && cuctx__id_kind(ctx.id) != KIND_CTX)
             return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: handle %#llx is not a context handle", fn,
@@ -158,10 +167,6 @@ static CUresult handle_entry(cuctx_ctx ctx, const char *fn, uint64_t *entry, int
         return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: context handle %#llx is stale or invalid", fn,
                            (unsigned long long)ctx.id);
     }
-    *entry = h->u.ctx.entry;
-    if (role)
-        *role = h->u.ctx.role;
-    cuctx__unpin(h);
     return CUDA_SUCCESS;
 }
 
@@ -218,8 +223,8 @@ static CUresult handle_new(cuctx_ctx *out, uint64_t entry, enum cuctx_role role,
     struct cuctx_slot *h = cuctx__slot_alloc();
     if (!h)
         return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
-    h->u.ctx.entry = entry;
-    h->u.ctx.role = (int)role;
+    __atomic_store_n(&h->u.ctx.entry, entry, __ATOMIC_RELAXED);    /* peeked at by handle_entry */
+    __atomic_store_n(&h->u.ctx.role, (int)role, __ATOMIC_RELAXED);
     out->id = cuctx__slot_publish(h, KIND_CTX);
     return CUDA_SUCCESS;
 }

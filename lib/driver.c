@@ -126,9 +126,13 @@ static void load_once(void)
 {
     load();
     atomic_store_explicit(&init_done, 1, memory_order_release);
+    if (init_rc == CUDA_SUCCESS)
+        atomic_store_explicit(&cuctx__init_ok, 1, memory_order_release);
 }
 
-CUresult cuctx__ensure_init(const char *fn)
+_Atomic int cuctx__init_ok;
+
+CUresult cuctx__init_slow(const char *fn)
 {
     if (!atomic_load_explicit(&init_done, memory_order_acquire))
         pthread_once(&init_once, load_once);
@@ -141,7 +145,7 @@ CUresult cuctx__ensure_init(const char *fn)
 
 CUCTX_API CUresult cuctx_init(void)
 {
-    return cuctx__ensure_init("cuctx_init");
+    return cuctx__init_slow("cuctx_init");
 }
 
 CUCTX_API CUresult cuctx_driver_version(int *out)

@@ -6,6 +6,7 @@
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
+#include <stdatomic.h>
 #include <stddef.h>
 
 /* X(name, version, required): PFN_<name>_v<version> is the type called through. */
@@ -68,7 +69,15 @@ extern const size_t cuctx__drv_entry_count;
 /* The call: DRV(cuEventCreate)(&ev, flags). */
 #define DRV(name) (cuctx__drv.f_##name)
 
-/* Loads and initialises the driver once; the result on every call. */
-CUresult cuctx__ensure_init(const char *fn);
+/* Loads and initialises the driver once; the result on every call. The
+ * check after the first success is one load, inlined into every entry point. */
+CUresult cuctx__init_slow(const char *fn);
+extern _Atomic int cuctx__init_ok;
+static inline CUresult cuctx__ensure_init(const char *fn)
+{
+    if (__builtin_expect(atomic_load_explicit(&cuctx__init_ok, memory_order_acquire), 1))
+        return CUDA_SUCCESS;
+    return cuctx__init_slow(fn);
+}
 
 #endif

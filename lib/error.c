@@ -9,8 +9,8 @@
 
 enum { LOG_QUIET, LOG_WARN, LOG_DEBUG };
 
-static _Thread_local CUresult last_rc;
-static _Thread_local char last_msg[512];
+static CUCTX_TLS CUresult last_rc;
+static CUCTX_TLS char last_msg[512];
 
 static _Atomic int log_level = LOG_WARN;
 

@@ -11,6 +11,14 @@
 #include "cuctx.h"
 #include "driver.h"
 
+/* Thread-locals of the library: initial-exec avoids a __tls_get_addr call on
+ * every access (cuctx is linked, not dlopen()ed, so static TLS is there). */
+#if defined(__GNUC__)
+#  define CUCTX_TLS _Thread_local __attribute__((tls_model("initial-exec")))
+#else
+#  define CUCTX_TLS _Thread_local
+#endif
+
 /* ---- errors (error.c) ---------------------------------------------------- */
 
 #if defined(__GNUC__)
@@ -117,6 +125,11 @@ void cuctx__drain(struct cuctx_slot *s);
 void cuctx__slot_free(struct cuctx_slot *s);
 /* Whether id names a live slot (not closing), without pinning. */
 int cuctx__alive(uint64_t id, enum cuctx_kind kind);
+/* Reads without a pin, as a seqlock reader: cuctx__peek gives the slot if
+ * id is live; read its fields with relaxed atomic loads; the values hold if
+ * cuctx__peek_valid then says id is still live (the slot was not reused). */
+struct cuctx_slot *cuctx__peek(uint64_t id, enum cuctx_kind kind);
+int cuctx__peek_valid(struct cuctx_slot *s, uint64_t id, enum cuctx_kind kind);
 
 /* Calls fn for each published slot; used by diagnostics. */
 void cuctx__slot_foreach(void (*fn)(enum cuctx_kind kind, struct cuctx_slot *s, void *arg), void *arg);

@@ -50,14 +50,15 @@ static inline void seg_of(uint32_t index, unsigned *seg, uint64_t *off)
     *off = j - (UINT64_C(1) << bits);
 }
 
-/* The slot for an index, or NULL if it was never handed out. */
-static struct cuctx_slot *slot_at(uint32_t index)
+/* The slot for an index, or NULL where no segment holds it yet. A slot in a
+ * segment that was never handed out is zero: kind NONE, matching no id. */
+static inline struct cuctx_slot *slot_at(uint32_t index)
 {
     unsigned seg;
     uint64_t off;
-    if (index >= atomic_load_explicit(&next_index, memory_order_acquire))
-        return NULL;
     seg_of(index, &seg, &off);
+    if (seg >= SEG_COUNT)
+        return NULL;
     struct cuctx_slot *base = atomic_load_explicit(&segments[seg], memory_order_acquire);
     return base ? &base[off] : NULL;
 }
@@ -126,7 +127,7 @@ struct slot_cache {
     int registered;     /* its destructor is set for this thread */
     struct cuctx_slot *slots[CACHE_SIZE];
 };
-static _Thread_local struct slot_cache cache;
+static CUCTX_TLS struct slot_cache cache;
 static pthread_key_t cache_key;
 static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 
@@ -230,6 +231,18 @@ int cuctx__alive(uint64_t id, enum cuctx_kind kind)
 {
     struct cuctx_slot *s = slot_at(cuctx__id_index(id));
     return s && matches(atomic_load_explicit(&s->word, memory_order_acquire), id, kind);
+}
+
+struct cuctx_slot *cuctx__peek(uint64_t id, enum cuctx_kind kind)
+{
+    struct cuctx_slot *s = slot_at(cuctx__id_index(id));
+    return s && matches(atomic_load_explicit(&s->word, memory_order_acquire), id, kind) ? s : NULL;
+}
+
+int cuctx__peek_valid(struct cuctx_slot *s, uint64_t id, enum cuctx_kind kind)
+{
+    atomic_thread_fence(memory_order_acquire);  /* the field reads happen before this check */
+    return matches(atomic_load_explicit(&s->word, memory_order_relaxed), id, kind);
 }
 
 void cuctx__slot_foreach(void (*fn)(enum cuctx_kind kind, struct cuctx_slot *s, void *arg), void *arg)

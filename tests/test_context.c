@@ -218,9 +218,12 @@ Test(context, pop_current_undoes_the_push_of_create)
     cr_assert_eq(cuctx_current_raw(NULL), CUDA_ERROR_INVALID_VALUE);
 }
 
+struct destroy_job { cuctx_ctx c; CUresult rc; };
+
 static void *destroy_in_thread(void *p)
 {
-    *(CUresult *)p = cuctx_ctx_destroy((cuctx_ctx *)((CUresult *)p + 2));
+    struct destroy_job *j = p;
+    j->rc = cuctx_ctx_destroy(&j->c);
     return NULL;
 }
 
@@ -228,7 +231,7 @@ static void *destroy_in_thread(void *p)
 Test(context, pop_refuses_a_context_destroyed_on_another_thread)
 {
     NEED_SIM();
-    struct { CUresult rc; CUresult pad; cuctx_ctx c; } arg = {0};
+    struct destroy_job arg = {{0}, CUDA_SUCCESS};
     CHECK_OK(cuctx_ctx_create(&arg.c, 0, 0));
     CUcontext raw = cuctx_ctx_raw(arg.c);
     pthread_t t;
