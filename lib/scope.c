@@ -28,19 +28,19 @@ CUCTX_API CUresult cuctx_scope_enter(cuctx_scope *scope, cuctx_ctx ctx)
     CUCTX_INIT_OR_RETURN(fn);
     if (ctx.id == 0)
         return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: the context handle is {0}", fn);
-    CUresult rc = cuctx__owner_acquire(ctx, fn, &o);
+    /* The previous context is looked up (maybe registered, under the
+     * context lock) before ctx's entry is pinned: never hold a pin while
+     * waiting for that lock. */
+    CUresult rc = DRV(cuCtxGetCurrent)(&prev);
     if (rc != CUDA_SUCCESS)
-        return rc;
-    rc = DRV(cuCtxGetCurrent)(&prev);
-    if (rc != CUDA_SUCCESS) {
-        cuctx__owner_release(&o);
         return cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, RN(rc));
-    }
+    if (prev && cuctx__entry_for_raw(prev, fn, &prev_entry) != CUDA_SUCCESS)
+        prev_entry = PREV_DEAD;
+    if ((rc = cuctx__owner_acquire(ctx, fn, &o)) != CUDA_SUCCESS)
+        return rc;
     if (prev == o.raw) {
         prev_entry = o.id;              /* already current: nothing to do either way */
     } else {
-        if (prev && cuctx__entry_for_raw(prev, fn, &prev_entry) != CUDA_SUCCESS)
-            prev_entry = PREV_DEAD;
         rc = DRV(cuCtxSetCurrent)(o.raw);
         if (rc != CUDA_SUCCESS) {
             cuctx__owner_release(&o);

@@ -1,0 +1,1237 @@
+/* test_children.c - the six child kinds and their tether to the owning
+ * context's generation.
+ *
+ * One table describes each kind (its create, use and destroy through cuctx,
+ * and the driver entry points they should reach); one set of test bodies
+ * runs for every kind, so each (kind, behaviour) pair is its own test.
+ *
+ * Against the simulated driver the tests assert on its call log (which
+ * entry point, on which handle value, with which context current), its
+ * misuse log (must stay empty) and its live-object counts. Against the real
+ * driver (sim() NULL) the same bodies run with those asserts skipped: what
+ * is left (return codes, stats, data read back) must hold there too, and
+ * the hazards the real driver crashes on must not crash.
+ */
+#include "testlib.h"
+
+#include <criterion/logging.h>
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cudaTypedefs.h>
+
+/* Every cuctx handle is a struct of one uint64_t; the generic cleanup takes
+ * any of them, so one type serves the kind-independent bodies. */
+typedef struct any_handle { uint64_t id; } any_handle;
+
+/* ------------------------------------------------------------------------
+ *  Small helpers
+ * ------------------------------------------------------------------------ */
+
+static struct cuctx_stats stats(void)
+{
+    struct cuctx_stats st;
+    memset(&st, 0, sizeof st);
+    cuctx_stats_get(&st);
+    return st;
+}
+
+#define ASSERT_NO_MISUSE() cr_assert_eq(misuses(), 0, "the simulated driver recorded misuses (listed above)")
+
+/* The first log record from `from` on of fn with rc SUCCESS naming handle h
+ * (h == 0: any handle); 0 if found, -1 if not. */
+static int find_call(const char *fn, uint64_t h, size_t from, struct cusim_call *out)
+{
+    struct cusim_call c;
+    for (size_t i = from; sim() && sim()->log_get(i, &c) == 0; i++) {
+        if (strcmp(c.fn, fn) == 0 && (h == 0 || c.handle == h)) {
+            if (out)
+                *out = c;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static const char *data_path(const char *file)
+{
+    static char buf[4096];
+    const char *dir = getenv("CUCTX_TEST_DATA");
+    snprintf(buf, sizeof buf, "%s/%s", dir && *dir ? dir : "tests/data", file);
+    return buf;
+}
+
+static CUcontext new_ctx(cuctx_ctx *out, CUdevice dev)
+{
+    CHECK_OK(cuctx_ctx_create(out, dev, CUCTX_SCHED_AUTO));
+    CUcontext raw = cuctx_ctx_raw(*out);
+    cr_assert_not_null(raw);
+    return raw;
+}
+
+static int device_count(void)
+{
+    CUresult (*get_count)(int *) = (CUresult (*)(int *))drv_sym("cuDeviceGetCount", 2000);
+    int n = 0;
+    CHECK_OK(get_count(&n));
+    return n;
+}
+
+/* Device memory at p: set to v, read back, and check every byte. */
+static void mem_roundtrip(CUdeviceptr p, size_t n, unsigned char v)
+{
+    PFN_cuMemsetD8_v3020 memset_d8 = (PFN_cuMemsetD8_v3020)drv_sym("cuMemsetD8", 3020);
+    PFN_cuMemcpyDtoH_v3020 dtoh = (PFN_cuMemcpyDtoH_v3020)drv_sym("cuMemcpyDtoH", 3020);
+    unsigned char *back = malloc(n);
+    cr_assert_not_null(back);
+    memset(back, (unsigned char)~v, n);
+    CHECK_OK(memset_d8(p, v, n));
+    CHECK_OK(dtoh(back, p, n));
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(back[i], v, "byte %zu of device memory %#llx reads %#x, wrote %#x", i,
+                     (unsigned long long)p, back[i], v);
+    free(back);
+}
+
+/* ------------------------------------------------------------------------
+ *  The graph a graph exec is instantiated from: one per test process,
+ *  made on first use with the owner current, destroyed by the test's fini.
+ * ------------------------------------------------------------------------ */
+
+static CUgraph the_graph;
+
+static CUgraph test_graph(cuctx_ctx ctx)
+{
+    if (the_graph)
+        return the_graph;
+    PFN_cuGraphCreate_v10000 create = (PFN_cuGraphCreate_v10000)drv_sym("cuGraphCreate", 10000);
+    PFN_cuGraphAddEmptyNode_v10000 add = (PFN_cuGraphAddEmptyNode_v10000)drv_sym("cuGraphAddEmptyNode", 10000);
+    cuctx_scope sc;
+    int entered = ctx.id && cuctx_scope_enter(&sc, ctx) == CUDA_SUCCESS;
+    CUgraph g = NULL;
+    CUgraphNode node = NULL;
+    CUresult rc = create(&g, 0);
+    if (rc == CUDA_SUCCESS)
+        rc = add(&node, g, NULL, 0);
+    if (entered)
+        cuctx_scope_exit(&sc);
+    cr_assert_eq(rc, CUDA_SUCCESS, "making the test graph: %s", cuctx_result_name(rc));
+    the_graph = g;
+    return g;
+}
+
+static void graph_fini(void)
+{
+    if (!the_graph)
+        return;
+    PFN_cuGraphDestroy_v10000 destroy = (PFN_cuGraphDestroy_v10000)drv_sym("cuGraphDestroy", 10000);
+    CUresult rc = destroy(the_graph);
+    the_graph = NULL;
+    cr_expect_eq(rc, CUDA_SUCCESS, "cuGraphDestroy of the test graph: %s", cuctx_result_name(rc));
+}
+
+/* ------------------------------------------------------------------------
+ *  The kind table
+ * ------------------------------------------------------------------------ */
+
+struct kind {
+    const char *name;           /* for messages */
+    const char *sim_kind;       /* cusim_live / cusim_is_live name */
+    const char *create_fn;      /* driver entry point of the create */
+    const char *create_api;     /* cuctx function of the create */
+    const char *destroy_fn;     /* driver entry point of the destroy */
+    const char *use_fn;         /* driver entry point of use(), NULL if none */
+    int destroy_needs_current;  /* the owner must be current at the driver destroy */
+    size_t stats_off;           /* offsetof(struct cuctx_stats, <kind count>) */
+    CUresult (*create)(uint64_t *id, cuctx_ctx ctx);
+    CUresult (*destroy)(uint64_t *id);
+    /* One use of a live object; owner is its context (for memory copies). */
+    void (*use)(uint64_t id, cuctx_ctx owner);
+    /* Use through a possibly stale handle: returns what cuctx returned. */
+    CUresult (*try_use)(uint64_t id);
+    uint64_t (*raw)(uint64_t id);
+};
+
+static size_t kind_count(const struct kind *k, const struct cuctx_stats *st)
+{
+    size_t n;
+    memcpy(&n, (const char *)st + k->stats_off, sizeof n);
+    return n;
+}
+
+/* event */
+static CUresult ev_create(uint64_t *id, cuctx_ctx ctx) { return cuctx_event_create((cuctx_event *)id, ctx, 0); }
+static CUresult ev_destroy(uint64_t *id) { return cuctx_event_destroy((cuctx_event *)id); }
+static CUresult ev_try_use(uint64_t id) { return cuctx_event_record((cuctx_event){id}, (cuctx_stream){0}); }
+static void ev_use(uint64_t id, cuctx_ctx owner)
+{
+    (void)owner;
+    CHECK_OK(ev_try_use(id));
+    CHECK_OK(cuctx_event_synchronize((cuctx_event){id}));
+}
+static uint64_t ev_raw(uint64_t id) { return (uint64_t)(uintptr_t)cuctx_event_raw((cuctx_event){id}); }
+
+/* stream */
+static CUresult st_create(uint64_t *id, cuctx_ctx ctx) { return cuctx_stream_create((cuctx_stream *)id, ctx, 0, 0); }
+static CUresult st_destroy(uint64_t *id) { return cuctx_stream_destroy((cuctx_stream *)id); }
+static CUresult st_try_use(uint64_t id) { return cuctx_stream_synchronize((cuctx_stream){id}); }
+static void st_use(uint64_t id, cuctx_ctx owner) { (void)owner; CHECK_OK(st_try_use(id)); }
+static uint64_t st_raw(uint64_t id) { return (uint64_t)(uintptr_t)cuctx_stream_raw((cuctx_stream){id}); }
+
+/* module */
+static CUresult mod_create(uint64_t *id, cuctx_ctx ctx) { return cuctx_module_load((cuctx_module *)id, ctx, data_path("vadd.ptx")); }
+static CUresult mod_destroy(uint64_t *id) { return cuctx_module_destroy((cuctx_module *)id); }
+static CUresult mod_try_use(uint64_t id)
+{
+    CUfunction f = NULL;
+    return cuctx_module_function((cuctx_module){id}, "vadd", &f);
+}
+static void mod_use(uint64_t id, cuctx_ctx owner)
+{
+    (void)owner;
+    CUfunction f = NULL;
+    CHECK_OK(cuctx_module_function((cuctx_module){id}, "vadd", &f));
+    cr_assert_not_null(f);
+}
+static uint64_t mod_raw(uint64_t id) { return (uint64_t)(uintptr_t)cuctx_module_raw((cuctx_module){id}); }
+
+/* device memory */
+#define MEM_BYTES 4096
+static CUresult mem_create(uint64_t *id, cuctx_ctx ctx) { return cuctx_mem_alloc((cuctx_mem *)id, ctx, MEM_BYTES); }
+static CUresult mem_destroy(uint64_t *id) { return cuctx_mem_destroy((cuctx_mem *)id); }
+static CUresult mem_try_use(uint64_t id) { return cuctx_mem_size((cuctx_mem){id}) == MEM_BYTES ? CUDA_SUCCESS : cuctx_last_error(); }
+static void mem_use(uint64_t id, cuctx_ctx owner)
+{
+    cuctx_mem m = {id};
+    cr_assert_eq(cuctx_mem_size(m), MEM_BYTES);
+    CUdeviceptr p = cuctx_mem_ptr(m);
+    cr_assert_neq(p, 0);
+    if (!owner.id) {
+        mem_roundtrip(p, MEM_BYTES, 0x5a);      /* the owner is current */
+        return;
+    }
+    int ran = 0;
+    CUCTX_SCOPED(owner) { mem_roundtrip(p, MEM_BYTES, 0x5a); ran = 1; }
+    cr_assert(ran, "could not make the owner current: %s", cuctx_last_error_message());
+}
+static uint64_t mem_raw(uint64_t id) { return (uint64_t)cuctx_mem_ptr((cuctx_mem){id}); }
+
+/* page-locked host memory */
+#define HOST_BYTES 8192
+static CUresult host_create(uint64_t *id, cuctx_ctx ctx) { return cuctx_host_mem_alloc((cuctx_host_mem *)id, ctx, HOST_BYTES, 0); }
+static CUresult host_destroy(uint64_t *id) { return cuctx_host_mem_destroy((cuctx_host_mem *)id); }
+static CUresult host_try_use(uint64_t id) { return cuctx_host_mem_ptr((cuctx_host_mem){id}) ? CUDA_SUCCESS : cuctx_last_error(); }
+static void host_use(uint64_t id, cuctx_ctx owner)
+{
+    (void)owner;
+    cuctx_host_mem h = {id};
+    cr_assert_eq(cuctx_host_mem_size(h), HOST_BYTES);
+    unsigned char *p = cuctx_host_mem_ptr(h);
+    cr_assert_not_null(p);
+    memset(p, 0xa5, HOST_BYTES);
+    for (size_t i = 0; i < HOST_BYTES; i += 511)
+        cr_assert_eq(p[i], 0xa5);
+}
+static uint64_t host_raw(uint64_t id) { return (uint64_t)(uintptr_t)cuctx_host_mem_ptr((cuctx_host_mem){id}); }
+
+/* graph exec */
+static CUresult ge_create(uint64_t *id, cuctx_ctx ctx)
+{
+    return cuctx_graph_exec_instantiate((cuctx_graph_exec *)id, ctx, test_graph(ctx), 0);
+}
+static CUresult ge_destroy(uint64_t *id) { return cuctx_graph_exec_destroy((cuctx_graph_exec *)id); }
+static CUresult ge_try_use(uint64_t id) { return cuctx_graph_exec_launch((cuctx_graph_exec){id}, (cuctx_stream){0}); }
+static void ge_use(uint64_t id, cuctx_ctx owner) { (void)owner; CHECK_OK(ge_try_use(id)); }
+static uint64_t ge_raw(uint64_t id) { return (uint64_t)(uintptr_t)cuctx_graph_exec_raw((cuctx_graph_exec){id}); }
+
+static const struct kind K_EVENT = {
+    "event", "event", "cuEventCreate", "cuctx_event_create", "cuEventDestroy", "cuEventRecord", 0,
+    offsetof(struct cuctx_stats, events), ev_create, ev_destroy, ev_use, ev_try_use, ev_raw,
+};
+static const struct kind K_STREAM = {
+    "stream", "stream", "cuStreamCreateWithPriority", "cuctx_stream_create", "cuStreamDestroy",
+    "cuStreamSynchronize", 0, offsetof(struct cuctx_stats, streams), st_create, st_destroy, st_use,
+    st_try_use, st_raw,
+};
+static const struct kind K_MODULE = {
+    "module", "module", "cuModuleLoad", "cuctx_module_load", "cuModuleUnload", "cuModuleGetFunction", 0,
+    offsetof(struct cuctx_stats, modules), mod_create, mod_destroy, mod_use, mod_try_use, mod_raw,
+};
+static const struct kind K_MEM = {
+    "device memory", "mem", "cuMemAlloc", "cuctx_mem_alloc", "cuMemFree", "cuMemsetD8", 1,
+    offsetof(struct cuctx_stats, mems), mem_create, mem_destroy, mem_use, mem_try_use, mem_raw,
+};
+static const struct kind K_HOST_MEM = {
+    "page-locked host memory", "host_mem", "cuMemHostAlloc", "cuctx_host_mem_alloc", "cuMemFreeHost", NULL, 1,
+    offsetof(struct cuctx_stats, host_mems), host_create, host_destroy, host_use, host_try_use, host_raw,
+};
+static const struct kind K_GRAPH_EXEC = {
+    "graph exec", "graph_exec", "cuGraphInstantiateWithFlags", "cuctx_graph_exec_instantiate",
+    "cuGraphExecDestroy", "cuGraphLaunch", 0, offsetof(struct cuctx_stats, graph_execs), ge_create,
+    ge_destroy, ge_use, ge_try_use, ge_raw,
+};
+
+/* Creates a child of kind k in ctx, checks it, returns its raw value. */
+static uint64_t make(const struct kind *k, uint64_t *id, cuctx_ctx ctx)
+{
+    CUresult rc = k->create(id, ctx);
+    cr_assert_eq(rc, CUDA_SUCCESS, "%s create: %s: %s", k->name, cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_neq(*id, 0, "%s create left the handle {0}", k->name);
+    uint64_t raw = k->raw(*id);
+    cr_assert_neq(raw, 0, "%s raw accessor gave 0 for a live handle", k->name);
+    return raw;
+}
+
+/* ------------------------------------------------------------------------
+ *  The behaviours, one body each, for every kind
+ * ------------------------------------------------------------------------ */
+
+/* 1. Create, use, destroy: the driver create runs with the owner current,
+ * whether or not it was current, and the current context is left as found;
+ * use and destroy reach the driver on the same handle value. */
+static void t_create_use_destroy(const struct kind *k)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0}, b = {0};
+    struct cusim_call c;
+    struct cuctx_stats st0 = stats();
+    CUcontext ra = new_ctx(&a, 0);
+    cr_assert_eq(current(), ra);
+
+    /* the owner is current */
+    size_t m1 = log_mark();
+    any_handle h1 = {0};
+    uint64_t r1 = make(k, &h1.id, a);
+    cr_assert_eq(current(), ra, "the create changed the current context");
+    if (sim()) {
+        cr_assert_eq(find_call(k->create_fn, r1, m1, &c), 0, "no %s returning %#llx in the log", k->create_fn,
+                     (unsigned long long)r1);
+        cr_assert_eq(c.rc, CUDA_SUCCESS);
+        cr_assert_eq(c.ctx, (uint64_t)(uintptr_t)ra, "%s ran with %#llx current, not the owner %p", k->create_fn,
+                     (unsigned long long)c.ctx, (void *)ra);
+    }
+
+    /* the owner is not current: another context is */
+    CUcontext rb = new_ctx(&b, 0);
+    cr_assert_eq(current(), rb);
+    size_t m2 = log_mark();
+    any_handle h2 = {0};
+    uint64_t r2 = make(k, &h2.id, a);
+    cr_assert_neq(r1, r2);
+    cr_assert_eq(current(), rb, "the create did not restore the current context");
+    if (sim()) {
+        cr_assert_eq(find_call(k->create_fn, r2, m2, &c), 0);
+        cr_assert_eq(c.ctx, (uint64_t)(uintptr_t)ra, "%s ran with %#llx current, not the owner %p", k->create_fn,
+                     (unsigned long long)c.ctx, (void *)ra);
+    }
+    struct cuctx_stats st1 = stats();
+    cr_assert_eq(kind_count(k, &st1), kind_count(k, &st0) + 2, "stats count of %s", k->name);
+
+    /* use */
+    size_t m3 = log_mark();
+    k->use(h1.id, a);
+    k->use(h2.id, a);
+    cr_assert_eq(current(), rb);
+    if (sim() && k->use_fn) {
+        cr_assert_eq(calls_on(k->use_fn, r1, m3), 1);
+        cr_assert_eq(calls_on(k->use_fn, r2, m3), 1);
+    }
+
+    /* destroy: one driver call each, on the same value */
+    size_t m4 = log_mark();
+    CHECK_OK(k->destroy(&h1.id));
+    cr_assert_eq(h1.id, 0, "destroy did not reset the handle");
+    CHECK_OK(k->destroy(&h2.id));
+    cr_assert_eq(current(), rb, "the destroy changed the current context");
+    if (sim()) {
+        cr_assert_eq(calls_on(k->destroy_fn, r1, m4), 1);
+        cr_assert_eq(calls_on(k->destroy_fn, r2, m4), 1);
+        cr_assert_eq(find_call(k->destroy_fn, r2, m4, &c), 0);
+        cr_assert_eq(c.rc, CUDA_SUCCESS);
+        if (k->destroy_needs_current)
+            cr_assert_eq(c.ctx, (uint64_t)(uintptr_t)ra, "%s ran without its owner current", k->destroy_fn);
+        cr_assert_eq(sim()->is_live(k->sim_kind, r1), 0);
+        cr_assert_eq(sim()->is_live(k->sim_kind, r2), 0);
+    }
+    struct cuctx_stats st2 = stats();
+    cr_assert_eq(kind_count(k, &st2), kind_count(k, &st0));
+    cr_assert_eq(st2.stale_skips, st0.stale_skips);
+
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    graph_fini();
+    ASSERT_NO_MISUSE();
+}
+
+/* 2. Destroy after the context was destroyed: skipped, counted, SUCCESS. */
+static void t_destroy_after_ctx_destroy(const struct kind *k)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    new_ctx(&a, 0);
+    any_handle h = {0};
+    uint64_t r = make(k, &h.id, a);
+    struct cuctx_stats st0 = stats();
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    if (sim())
+        cr_assert_eq(sim()->is_live(k->sim_kind, r), 0, "the simulator should have freed the child with its context");
+
+    size_t m = log_mark();
+    unsigned long before = calls(k->destroy_fn);
+    CUresult rc = k->destroy(&h.id);
+    cr_assert_eq(rc, CUDA_SUCCESS, "stale destroy of %s: %s: %s", k->name, cuctx_result_name(rc),
+                 cuctx_last_error_message());
+    cr_assert_eq(h.id, 0, "the stale destroy did not reset the handle");
+    cr_assert_eq(calls(k->destroy_fn), before, "%s reached the driver for a child of a destroyed context", k->destroy_fn);
+    cr_assert_eq(calls_on(k->destroy_fn, r, m), 0);
+    struct cuctx_stats st1 = stats();
+    cr_assert_eq(st1.stale_skips, st0.stale_skips + 1, "stale skips: %llu -> %llu",
+                 (unsigned long long)st0.stale_skips, (unsigned long long)st1.stale_skips);
+    cr_assert_eq(kind_count(k, &st1), kind_count(k, &st0) - 1, "the skipped %s is still counted live", k->name);
+    cr_assert_eq(st1.failed_destroys, st0.failed_destroys);
+    graph_fini();
+    ASSERT_NO_MISUSE();
+}
+
+/* 3. Destroy after the context died and a new context took its address, and
+ * a new object of the kind took the child's value: the stale destroy must
+ * not free the new object. */
+static void t_destroy_after_address_reuse(const struct kind *k)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0}, b = {0};
+    CUcontext ra = new_ctx(&a, 0);
+    any_handle old = {0}, fresh = {0};
+    uint64_t r_old = make(k, &old.id, a);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+
+    CUcontext rb = new_ctx(&b, 0);
+    uint64_t r_new = make(k, &fresh.id, b);
+    if (sim()) {
+        cr_assert_eq(rb, ra, "recycling: the new context should have the dead one's address");
+        cr_assert_eq(r_new, r_old, "recycling: the new %s should have the dead one's value", k->name);
+    } else if (rb != ra || r_new != r_old) {
+        cr_log_info("real driver: context %s, %s %s", rb == ra ? "reused" : "not reused", k->name,
+                    r_new == r_old ? "reused" : "not reused");
+    }
+
+    struct cuctx_stats st0 = stats();
+    size_t m = log_mark();
+    unsigned long before = calls(k->destroy_fn);
+    CHECK_OK(k->destroy(&old.id));
+    cr_assert_eq(old.id, 0);
+    cr_assert_eq(calls(k->destroy_fn), before, "the stale %s destroy reached the driver", k->name);
+    cr_assert_eq(calls_on(k->destroy_fn, r_old, m), 0);
+    struct cuctx_stats st1 = stats();
+    cr_assert_eq(st1.stale_skips, st0.stale_skips + 1);
+
+    /* the new object is untouched and still works */
+    if (sim())
+        cr_assert_eq(sim()->is_live(k->sim_kind, r_new), 1, "the new %s was freed by a stale destroy", k->name);
+    cr_assert_eq(k->raw(fresh.id), r_new);
+    k->use(fresh.id, b);
+    if (k == &K_MEM) {
+        /* the hazard in DRIVER-FACTS: a stale cuMemFree frees the new owner's memory */
+        CUCTX_SCOPED(b) { mem_roundtrip((CUdeviceptr)r_new, MEM_BYTES, 0xc3); }
+    }
+
+    size_t m2 = log_mark();
+    CHECK_OK(k->destroy(&fresh.id));
+    if (sim())
+        cr_assert_eq(calls_on(k->destroy_fn, r_new, m2), 1, "the new %s's own destroy must reach the driver", k->name);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    graph_fini();
+    ASSERT_NO_MISUSE();
+}
+
+/* 4. The same through the primary context: after the last release, the
+ * children are stale although a re-retain gives the same address. */
+static void t_primary_released(const struct kind *k)
+{
+    NEED_DRIVER();
+    cuctx_ctx p = {0}, p2 = {0};
+    CUcontext before_cur = current();
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CUcontext rp = cuctx_ctx_raw(p);
+    cr_assert_not_null(rp);
+    cr_assert_eq(current(), before_cur, "retaining the primary context changed the current context");
+
+    size_t m0 = log_mark();
+    any_handle old = {0};
+    uint64_t r_old = make(k, &old.id, p);
+    cr_assert_eq(current(), before_cur);
+    struct cusim_call c;
+    if (sim()) {
+        cr_assert_eq(find_call(k->create_fn, r_old, m0, &c), 0);
+        cr_assert_eq(c.ctx, (uint64_t)(uintptr_t)rp, "%s did not run in the primary context", k->create_fn);
+    }
+    CHECK_OK(cuctx_ctx_destroy(&p));     /* the last release */
+    if (sim())
+        cr_assert_eq(sim()->live("primary"), 0, "the primary context should be inactive after the last release");
+
+    CHECK_OK(cuctx_ctx_primary(&p2, 0));
+    CUcontext rp2 = cuctx_ctx_raw(p2);
+    if (sim())
+        cr_assert_eq(rp2, rp, "a re-retained primary context has the same address");
+    else if (rp2 != rp)
+        cr_log_info("real driver: the re-retained primary context moved (%p -> %p)", (void *)rp, (void *)rp2);
+
+    any_handle fresh = {0};
+    uint64_t r_new = make(k, &fresh.id, p2);
+    if (sim())
+        cr_assert_eq(r_new, r_old, "recycling: the new %s should have the old value", k->name);
+
+    struct cuctx_stats st0 = stats();
+    size_t m = log_mark();
+    unsigned long dcalls = calls(k->destroy_fn);
+    CHECK_OK(k->destroy(&old.id));
+    cr_assert_eq(old.id, 0);
+    cr_assert_eq(calls(k->destroy_fn), dcalls, "a child of the released primary reached %s", k->destroy_fn);
+    cr_assert_eq(calls_on(k->destroy_fn, r_old, m), 0);
+    struct cuctx_stats st1 = stats();
+    cr_assert_eq(st1.stale_skips, st0.stale_skips + 1);
+    if (sim())
+        cr_assert_eq(sim()->is_live(k->sim_kind, r_new), 1);
+    k->use(fresh.id, p2);
+
+    size_t m2 = log_mark();
+    CHECK_OK(k->destroy(&fresh.id));
+    if (sim())
+        cr_assert_eq(calls_on(k->destroy_fn, r_new, m2), 1);
+    CHECK_OK(cuctx_ctx_destroy(&p2));
+    cr_assert_eq(current(), before_cur);
+    graph_fini();
+    ASSERT_NO_MISUSE();
+}
+
+/* 5a. Double destroy through a stale copy, and use after destroy. */
+static void t_double_destroy(const struct kind *k)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    new_ctx(&a, 0);
+    any_handle h = {0};
+    uint64_t r = make(k, &h.id, a);
+    any_handle copy = h, copy2 = h;
+    CHECK_OK(k->destroy(&h.id));
+    cr_assert_eq(h.id, 0);
+
+    /* destroying the reset variable again is the {0} no-op */
+    CHECK_OK(k->destroy(&h.id));
+
+    struct cuctx_stats st0 = stats();
+    size_t m = log_mark();
+    unsigned long before = calls(k->destroy_fn);
+    CUresult rc = k->destroy(&copy.id);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_HANDLE, "destroy through a stale copy: %s", cuctx_result_name(rc));
+    cr_assert_eq(copy.id, 0, "destroys leave the handle {0}, also when they fail");
+    uint64_t stale_id = copy2.id;
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_neq(strstr(cuctx_last_error_message(), "stale"), NULL, "message: %s", cuctx_last_error_message());
+    rc = cuctx_destroy(&copy2);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_HANDLE, "cuctx_destroy through a stale copy: %s", cuctx_result_name(rc));
+    cr_assert_eq(calls(k->destroy_fn), before, "a double destroy reached the driver");
+
+    /* use after destroy */
+    rc = k->try_use(stale_id);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_HANDLE, "use after destroy: %s", cuctx_result_name(rc));
+    cr_assert_eq(k->raw(stale_id), 0, "raw accessor of a destroyed %s", k->name);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_HANDLE);
+    if (sim()) {
+        cr_assert_eq(calls_on(k->destroy_fn, r, m), 0);
+        if (k->use_fn)
+            cr_assert_eq(calls_on(k->use_fn, r, m), 0);
+    }
+    struct cuctx_stats st1 = stats();
+    cr_assert_eq(st1.stale_skips, st0.stale_skips, "a double destroy is an error, not a stale skip");
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    graph_fini();
+    ASSERT_NO_MISUSE();
+}
+
+/* 5b. A handle of this kind passed as another kind: INVALID_HANDLE, the
+ * object untouched. */
+static void t_wrong_kind(const struct kind *k)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    new_ctx(&a, 0);
+    any_handle h = {0};
+    uint64_t r = make(k, &h.id, a);
+    size_t m = log_mark();
+    unsigned long ev_d = calls("cuEventDestroy"), st_d = calls("cuStreamDestroy"), own_d = calls(k->destroy_fn);
+
+    if (k != &K_STREAM) {
+        cuctx_stream as_stream = {h.id};
+        cr_assert_eq(cuctx_stream_destroy(&as_stream), CUDA_ERROR_INVALID_HANDLE);
+        cr_assert_eq(as_stream.id, 0, "destroys leave the handle {0}, also when they fail");
+        cr_assert_neq(strstr(cuctx_last_error_message(), "not a"), NULL, "message: %s", cuctx_last_error_message());
+        cr_assert_eq(cuctx_stream_synchronize((cuctx_stream){h.id}), CUDA_ERROR_INVALID_HANDLE);
+    }
+    if (k != &K_EVENT) {
+        cuctx_event as_event = {h.id};
+        cr_assert_eq(cuctx_event_destroy(&as_event), CUDA_ERROR_INVALID_HANDLE);
+        cr_assert_eq(as_event.id, 0);
+        cr_assert_eq(cuctx_event_query((cuctx_event){h.id}), CUDA_ERROR_INVALID_HANDLE);
+    }
+    cuctx_ctx as_ctx = {h.id};
+    cr_assert_eq(cuctx_ctx_destroy(&as_ctx), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(calls("cuEventDestroy"), ev_d);
+    cr_assert_eq(calls("cuStreamDestroy"), st_d);
+    cr_assert_eq(calls(k->destroy_fn), own_d);
+    if (sim())
+        cr_assert_eq(calls_on("cuCtxDestroy", 0, m), 0);
+
+    /* the object survived all that */
+    cr_assert_eq(k->raw(h.id), r);
+    k->use(h.id, a);
+    CHECK_OK(k->destroy(&h.id));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    graph_fini();
+    ASSERT_NO_MISUSE();
+}
+
+/* 6. CUCTX_AUTO, child declared after its context: the child's destroy
+ * reaches the driver before the context's, with no stale skip. */
+static void t_auto_children_first(const struct kind *k)
+{
+    NEED_DRIVER();
+    struct cuctx_stats st0 = stats();
+    uint64_t r = 0;
+    CUcontext rc_ = NULL;
+    size_t m = 0;
+    {
+        CUCTX_AUTO cuctx_ctx ctx = {0};
+        rc_ = new_ctx(&ctx, 0);
+        CUCTX_AUTO any_handle h = {0};
+        r = make(k, &h.id, ctx);
+        m = log_mark();
+    }
+    struct cuctx_stats st1 = stats();
+    cr_assert_eq(st1.stale_skips, st0.stale_skips, "automatic cleanup in declaration order made a stale skip");
+    cr_assert_eq(kind_count(k, &st1), kind_count(k, &st0));
+    cr_assert_eq(st1.contexts, st0.contexts);
+    if (sim()) {
+        const char *only[] = {k->destroy_fn, "cuCtxDestroy", NULL};
+        char seq[256], want[256];
+        snprintf(want, sizeof want, "%s,cuCtxDestroy", k->destroy_fn);
+        cr_assert_str_eq(log_seq(m, only, seq, sizeof seq), want);
+        cr_assert_eq(calls_on(k->destroy_fn, r, m), 1);
+        cr_assert_eq(calls_on("cuCtxDestroy", (uint64_t)(uintptr_t)rc_, m), 1);
+        cr_assert_eq(sim()->live("all") - (the_graph ? 1 : 0), 0, "something leaked");
+    }
+    graph_fini();
+    ASSERT_NO_MISUSE();
+}
+
+/* 6b. The wrong order (rule 2): works, every child a counted stale skip. */
+static void t_auto_wrong_order(const struct kind *k)
+{
+    NEED_DRIVER();
+    struct cuctx_stats st0 = stats();
+    size_t m = 0;
+    {
+        CUCTX_AUTO any_handle h = {0};
+        CUCTX_AUTO cuctx_ctx ctx = {0};
+        new_ctx(&ctx, 0);
+        make(k, &h.id, ctx);
+        m = log_mark();
+    }
+    struct cuctx_stats st1 = stats();
+    cr_assert_eq(st1.stale_skips, st0.stale_skips + 1);
+    cr_assert_eq(kind_count(k, &st1), kind_count(k, &st0));
+    if (sim())
+        cr_assert_eq(calls_on(k->destroy_fn, 0, m), 0);
+    graph_fini();
+    ASSERT_NO_MISUSE();
+}
+
+/* 7. ctx {0}: the owner is the calling thread's current context (made by
+ * cuctx), and it stays current. */
+static void t_null_ctx_uses_current(const struct kind *k)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0}, b = {0};
+    new_ctx(&a, 0);
+    CUcontext rb = new_ctx(&b, 0);    /* b current, a below it */
+    size_t m = log_mark();
+    any_handle h = {0};
+    uint64_t r = make(k, &h.id, (cuctx_ctx){0});
+    cr_assert_eq(current(), rb);
+    if (sim()) {
+        struct cusim_call c;
+        cr_assert_eq(find_call(k->create_fn, r, m, &c), 0);
+        cr_assert_eq(c.ctx, (uint64_t)(uintptr_t)rb);
+    }
+    /* tethered to b: b's death makes it stale, a is unaffected */
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    struct cuctx_stats st0 = stats();
+    unsigned long before = calls(k->destroy_fn);
+    CHECK_OK(k->destroy(&h.id));
+    cr_assert_eq(calls(k->destroy_fn), before);
+    cr_assert_eq(stats().stale_skips, st0.stale_skips + 1, "a child made with {0} was not tethered to the current context");
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    graph_fini();
+    ASSERT_NO_MISUSE();
+}
+
+/* 7b. ctx {0} with a context made by the raw driver (not through cuctx): it
+ * is the owner and stays current. cuctx cannot see the raw context's death,
+ * so the children are destroyed while it lives. */
+static void t_null_ctx_raw_driver_context(const struct kind *k)
+{
+    NEED_DRIVER();
+    PFN_cuCtxCreate_v3020 raw_create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    PFN_cuCtxDestroy_v4000 raw_destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+    CUcontext raw = NULL;
+    CHECK_OK(raw_create(&raw, 0, 0));
+    cr_assert_eq(current(), raw);
+    struct cuctx_stats st0 = stats();
+    size_t m = log_mark();
+    any_handle h = {0};
+    uint64_t r = make(k, &h.id, (cuctx_ctx){0});
+    cr_assert_eq(current(), raw, "the create changed the current context");
+    if (sim()) {
+        struct cusim_call c;
+        cr_assert_eq(find_call(k->create_fn, r, m, &c), 0);
+        cr_assert_eq(c.ctx, (uint64_t)(uintptr_t)raw);
+    }
+    struct cuctx_stats st1 = stats();
+    cr_assert_eq(kind_count(k, &st1), kind_count(k, &st0) + 1);
+    cr_assert_geq(st1.contexts, st0.contexts + 1, "the raw context got no registry entry");
+    k->use(h.id, (cuctx_ctx){0});
+    size_t m2 = log_mark();
+    CHECK_OK(k->destroy(&h.id));
+    if (sim())
+        cr_assert_eq(calls_on(k->destroy_fn, r, m2), 1);
+    cr_assert_eq(current(), raw);
+    CHECK_OK(raw_destroy(raw));
+    graph_fini();
+    ASSERT_NO_MISUSE();
+}
+
+/* 8. No context given and none current: INVALID_CONTEXT, handle {0}. */
+static void t_no_context(const struct kind *k)
+{
+    NEED_DRIVER();
+    cr_assert_null(current());
+    any_handle h = {0x1234};
+    if (k == &K_GRAPH_EXEC) {
+        /* needs a graph: make it with a context current, then leave none current */
+        cuctx_ctx a = {0};
+        new_ctx(&a, 0);
+        test_graph(a);
+        CHECK_OK(cuctx_pop_current());
+        CUresult rc = k->create(&h.id, (cuctx_ctx){0});
+        cr_assert_eq(rc, CUDA_ERROR_INVALID_CONTEXT, "%s", cuctx_result_name(rc));
+        cr_assert_eq(h.id, 0);
+        CHECK_OK(cuctx_ctx_destroy(&a));
+    } else {
+        CUresult rc = k->create(&h.id, (cuctx_ctx){0});
+        cr_assert_eq(rc, CUDA_ERROR_INVALID_CONTEXT, "%s", cuctx_result_name(rc));
+        cr_assert_eq(h.id, 0, "a failed create must leave the handle {0}");
+    }
+    cr_assert_eq(calls(k->create_fn), 0);
+    graph_fini();
+    ASSERT_NO_MISUSE();
+}
+
+/* 9. The driver's create fails: its code, handle {0}, a message naming the
+ * function, nothing leaked, current context unchanged. */
+static void t_create_fault(const struct kind *k)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx a = {0}, b = {0};
+    new_ctx(&a, 0);
+    CUcontext rb = new_ctx(&b, 0);
+    if (k == &K_GRAPH_EXEC)
+        test_graph(a);
+    struct cuctx_stats st0 = stats();
+    size_t live0 = sim()->live(k->sim_kind);
+    sim()->fail_call(k->create_fn, 1, CUDA_ERROR_OUT_OF_MEMORY);
+    any_handle h = {0x77};
+    CUresult rc = k->create(&h.id, a);
+    cr_assert_eq(rc, CUDA_ERROR_OUT_OF_MEMORY, "%s", cuctx_result_name(rc));
+    cr_assert_eq(h.id, 0, "a failed create must leave the handle {0}");
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_OUT_OF_MEMORY);
+    const char *msg = cuctx_last_error_message();
+    cr_assert_neq(strstr(msg, k->create_fn), NULL, "the message should name %s: %s", k->create_fn, msg);
+    cr_assert_neq(strstr(msg, k->create_api), NULL, "the message should name %s: %s", k->create_api, msg);
+    cr_assert_neq(strstr(msg, "CUDA_ERROR_OUT_OF_MEMORY"), NULL, "message: %s", msg);
+    struct cuctx_stats st1 = stats();
+    cr_assert_eq(kind_count(k, &st1), kind_count(k, &st0), "a failed create left a handle in the registry");
+    cr_assert_eq(sim()->live(k->sim_kind), live0);
+    cr_assert_eq(current(), rb, "a failed create changed the current context");
+
+    /* and the next create works */
+    any_handle ok = {0};
+    make(k, &ok.id, a);
+    CHECK_OK(k->destroy(&ok.id));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    graph_fini();
+    ASSERT_NO_MISUSE();
+}
+
+/* 10. Stats count live objects of the kind. */
+static void t_stats_count(const struct kind *k)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    new_ctx(&a, 0);
+    struct cuctx_stats st0 = stats();
+    any_handle h[3] = {{0}, {0}, {0}};
+    for (int i = 0; i < 3; i++)
+        make(k, &h[i].id, a);
+    struct cuctx_stats st1 = stats();
+    cr_assert_eq(kind_count(k, &st1), kind_count(k, &st0) + 3);
+    if (sim())
+        cr_assert_eq(sim()->live(k->sim_kind), 3);
+    CHECK_OK(k->destroy(&h[0].id));
+    struct cuctx_stats st2 = stats();
+    cr_assert_eq(kind_count(k, &st2), kind_count(k, &st0) + 2);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(k->destroy(&h[1].id));
+    CHECK_OK(k->destroy(&h[2].id));
+    struct cuctx_stats st3 = stats();
+    cr_assert_eq(kind_count(k, &st3), kind_count(k, &st0));
+    cr_assert_eq(st3.stale_skips, st0.stale_skips + 2);
+    cr_assert_eq(st3.contexts, st0.contexts - 1);
+    if (sim())
+        cr_assert_eq(sim()->live(k->sim_kind), 0);
+    graph_fini();
+    ASSERT_NO_MISUSE();
+}
+
+/* 11. Concurrency in cuctx_destroy / CUCTX_MOVE: a moved handle is owned by
+ * the receiver; cleanup of the emptied variable is a no-op. */
+static uint64_t moved_out(const struct kind *k, cuctx_ctx ctx)
+{
+    CUCTX_AUTO any_handle h = {0};
+    make(k, &h.id, ctx);
+    return CUCTX_MOVE(h).id;
+}
+
+static void t_move_out_of_scope(const struct kind *k)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    new_ctx(&a, 0);
+    struct cuctx_stats st0 = stats();
+    any_handle h = {moved_out(k, a)};
+    cr_assert_neq(h.id, 0);
+    struct cuctx_stats st1 = stats();
+    cr_assert_eq(kind_count(k, &st1), kind_count(k, &st0) + 1, "the moved %s was destroyed at scope exit", k->name);
+    k->use(h.id, a);
+    size_t m = log_mark();
+    uint64_t r = k->raw(h.id);
+    CHECK_OK(cuctx_destroy(&h));
+    cr_assert_eq(h.id, 0);
+    if (sim())
+        cr_assert_eq(calls_on(k->destroy_fn, r, m), 1);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    graph_fini();
+    ASSERT_NO_MISUSE();
+}
+
+/* One Test per (kind, behaviour). */
+#define KIND_TESTS(suite, K)                                                                        \
+    Test(suite, create_use_destroy_runs_with_owner_current) { t_create_use_destroy(&K); }            \
+    Test(suite, destroy_after_context_destroy_skips_driver) { t_destroy_after_ctx_destroy(&K); }     \
+    Test(suite, destroy_after_address_reuse_spares_new_object) { t_destroy_after_address_reuse(&K); } \
+    Test(suite, primary_released_children_are_skipped) { t_primary_released(&K); }                  \
+    Test(suite, double_destroy_and_stale_copy_are_invalid_handle) { t_double_destroy(&K); }          \
+    Test(suite, wrong_kind_handle_is_invalid_handle) { t_wrong_kind(&K); }                           \
+    Test(suite, auto_after_context_destroys_children_first) { t_auto_children_first(&K); }           \
+    Test(suite, auto_before_context_is_counted_stale_skip) { t_auto_wrong_order(&K); }               \
+    Test(suite, null_ctx_takes_current_context_as_owner) { t_null_ctx_uses_current(&K); }            \
+    Test(suite, null_ctx_takes_raw_driver_context_as_owner) { t_null_ctx_raw_driver_context(&K); }   \
+    Test(suite, null_ctx_without_current_is_invalid_context) { t_no_context(&K); }                   \
+    Test(suite, create_failure_returns_driver_error_and_leaks_nothing) { t_create_fault(&K); }       \
+    Test(suite, stats_count_live_objects) { t_stats_count(&K); }                                     \
+    Test(suite, move_hands_object_out_of_scope) { t_move_out_of_scope(&K); }
+
+KIND_TESTS(event, K_EVENT)
+KIND_TESTS(stream, K_STREAM)
+KIND_TESTS(module, K_MODULE)
+KIND_TESTS(mem, K_MEM)
+KIND_TESTS(host_mem, K_HOST_MEM)
+KIND_TESTS(graph_exec, K_GRAPH_EXEC)
+
+/* ------------------------------------------------------------------------
+ *  Kind-specific behaviours
+ * ------------------------------------------------------------------------ */
+
+Test(event, elapsed_ms_of_untimed_events_is_driver_error)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    new_ctx(&a, 0);
+    cuctx_event e0 = {0}, e1 = {0};
+    CHECK_OK(cuctx_event_create(&e0, a, CU_EVENT_DISABLE_TIMING));
+    CHECK_OK(cuctx_event_create(&e1, a, CU_EVENT_DISABLE_TIMING));
+    CHECK_OK(cuctx_event_record(e0, (cuctx_stream){0}));
+    CHECK_OK(cuctx_event_record(e1, (cuctx_stream){0}));
+    CHECK_OK(cuctx_event_synchronize(e1));
+    float ms = -7.0f;
+    CUresult rc = cuctx_event_elapsed_ms(e0, e1, &ms);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_HANDLE, "%s", cuctx_result_name(rc));
+    cr_assert_eq(ms, -7.0f, "*ms was written on failure");
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_neq(strstr(cuctx_last_error_message(), "cuEventElapsedTime"), NULL, "%s", cuctx_last_error_message());
+    CHECK_OK(cuctx_event_destroy(&e0));
+    CHECK_OK(cuctx_event_destroy(&e1));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
+
+Test(event, elapsed_ms_of_unrecorded_events_is_driver_error)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    new_ctx(&a, 0);
+    cuctx_event e0 = {0}, e1 = {0};
+    CHECK_OK(cuctx_event_create(&e0, a, 0));
+    CHECK_OK(cuctx_event_create(&e1, a, 0));
+    float ms = -7.0f;
+    CUresult rc = cuctx_event_elapsed_ms(e0, e1, &ms);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_HANDLE, "neither recorded: %s", cuctx_result_name(rc));
+    cr_assert_eq(ms, -7.0f);
+    CHECK_OK(cuctx_event_record(e0, (cuctx_stream){0}));
+    CHECK_OK(cuctx_event_synchronize(e0));
+    rc = cuctx_event_elapsed_ms(e0, e1, &ms);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_HANDLE, "end not recorded: %s", cuctx_result_name(rc));
+    cr_assert_eq(ms, -7.0f);
+    /* recorded both: a time */
+    CHECK_OK(cuctx_event_record(e1, (cuctx_stream){0}));
+    CHECK_OK(cuctx_event_synchronize(e1));
+    CHECK_OK(cuctx_event_elapsed_ms(e0, e1, &ms));
+    cr_assert_geq(ms, 0.0f);
+    cr_assert_eq(cuctx_event_elapsed_ms(e0, e1, NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_OK(cuctx_event_destroy(&e0));
+    CHECK_OK(cuctx_event_destroy(&e1));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
+
+Test(event, record_on_stream_of_other_context_is_invalid_context)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0}, b = {0};
+    new_ctx(&a, 0);
+    new_ctx(&b, 0);
+    cuctx_event ev = {0};
+    cuctx_stream s = {0};
+    CHECK_OK(cuctx_event_create(&ev, a, 0));
+    CHECK_OK(cuctx_stream_create(&s, b, 0, 0));
+    unsigned long rec = calls("cuEventRecord");
+    CUresult rc = cuctx_event_record(ev, s);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_CONTEXT, "%s", cuctx_result_name(rc));
+    cr_assert_eq(calls("cuEventRecord"), rec, "the mismatched record reached the driver");
+    cr_assert_neq(strstr(cuctx_last_error_message(), "context"), NULL, "%s", cuctx_last_error_message());
+    /* a stream of its own context works */
+    cuctx_stream s_a = {0};
+    CHECK_OK(cuctx_stream_create(&s_a, a, 0, 0));
+    CHECK_OK(cuctx_event_record(ev, s_a));
+    if (sim())
+        cr_assert_eq(calls("cuEventRecord"), rec + 1);
+    CHECK_OK(cuctx_stream_destroy(&s_a));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
+
+Test(event, record_on_null_stream_uses_owner_default_stream)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0}, b = {0};
+    CUcontext ra = new_ctx(&a, 0);
+    CUcontext rb = new_ctx(&b, 0);     /* b is current, the event is a's */
+    cuctx_event ev = {0};
+    CHECK_OK(cuctx_event_create(&ev, a, 0));
+    uint64_t r = (uint64_t)(uintptr_t)cuctx_event_raw(ev);
+    size_t m = log_mark();
+    CHECK_OK(cuctx_event_record(ev, (cuctx_stream){0}));
+    cr_assert_eq(current(), rb, "recording changed the current context");
+    if (sim()) {
+        struct cusim_call c;
+        cr_assert_eq(find_call("cuEventRecord", r, m, &c), 0);
+        cr_assert_eq(c.rc, CUDA_SUCCESS);
+        cr_assert_eq(c.ctx, (uint64_t)(uintptr_t)ra, "recorded on the default stream of %#llx, not the owner's",
+                     (unsigned long long)c.ctx);
+    }
+    CHECK_OK(cuctx_event_synchronize(ev));
+    CHECK_OK(cuctx_event_query(ev));
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
+
+Test(stream, wait_event_of_other_context_and_device)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0}, b = {0};
+    new_ctx(&a, 0);
+    new_ctx(&b, 0);
+    cuctx_stream s = {0};
+    cuctx_event ev = {0};
+    CHECK_OK(cuctx_stream_create(&s, a, 0, 0));
+    CHECK_OK(cuctx_event_create(&ev, b, 0));
+    CHECK_OK(cuctx_event_record(ev, (cuctx_stream){0}));
+    unsigned long w = calls("cuStreamWaitEvent");
+    CHECK_OK(cuctx_stream_wait_event(s, ev));
+    if (sim())
+        cr_assert_eq(calls("cuStreamWaitEvent"), w + 1);
+    CHECK_OK(cuctx_stream_synchronize(s));
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+
+    if (device_count() >= 2) {
+        cuctx_ctx d1 = {0};
+        new_ctx(&d1, 1);
+        cr_assert_eq(cuctx_ctx_device(d1), 1);
+        cuctx_event ev1 = {0};
+        CHECK_OK(cuctx_event_create(&ev1, d1, 0));
+        CHECK_OK(cuctx_event_record(ev1, (cuctx_stream){0}));
+        CHECK_OK(cuctx_stream_wait_event(s, ev1));
+        if (sim())
+            cr_assert_eq(calls("cuStreamWaitEvent"), w + 2);
+        CHECK_OK(cuctx_event_destroy(&ev1));
+        CHECK_OK(cuctx_ctx_destroy(&d1));
+    } else {
+        cr_log_info("one device: the other-device wait was not tried");
+    }
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
+
+Test(stream, flags_and_priority_reach_driver)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    new_ctx(&a, 0);
+    cuctx_stream s = {0};
+    CHECK_OK(cuctx_stream_create(&s, a, CU_STREAM_NON_BLOCKING, -1));
+    cr_assert_not_null(cuctx_stream_raw(s));
+    cuctx_stream bad = {0x55};
+    CUresult rc = cuctx_stream_create(&bad, a, 0x80, 0);
+    cr_assert_neq(rc, CUDA_SUCCESS, "unknown stream flags accepted");
+    cr_assert_eq(bad.id, 0);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
+
+Test(module, function_lookup)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    new_ctx(&a, 0);
+    cuctx_module mod = {0};
+    CHECK_OK(cuctx_module_load(&mod, a, data_path("vadd.ptx")));
+    CUfunction f = NULL;
+    CHECK_OK(cuctx_module_function(mod, "vadd", &f));
+    cr_assert_not_null(f);
+    CUfunction g = (CUfunction)(uintptr_t)1;
+    CUresult rc = cuctx_module_function(mod, "nope", &g);
+    cr_assert_eq(rc, CUDA_ERROR_NOT_FOUND, "%s", cuctx_result_name(rc));
+    cr_assert_null(g);
+    cr_assert_neq(strstr(cuctx_last_error_message(), "nope"), NULL, "%s", cuctx_last_error_message());
+    cr_assert_eq(cuctx_module_function(mod, NULL, &g), CUDA_ERROR_INVALID_VALUE);
+    CHECK_OK(cuctx_module_destroy(&mod));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
+
+Test(module, load_data_from_image_and_missing_file)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    new_ctx(&a, 0);
+    FILE *f = fopen(data_path("vadd.ptx"), "rb");
+    cr_assert_not_null(f, "cannot open %s", data_path("vadd.ptx"));
+    static char image[1 << 16];
+    size_t n = fread(image, 1, sizeof image - 1, f);
+    fclose(f);
+    cr_assert_gt(n, 0);
+    image[n] = 0;
+    cr_assert_neq(strstr(image, ".entry vadd("), NULL);
+
+    cuctx_module mod = {0};
+    CHECK_OK(cuctx_module_load_data(&mod, a, image));
+    CUfunction fn = NULL;
+    CHECK_OK(cuctx_module_function(mod, "vadd", &fn));
+    CHECK_OK(cuctx_module_destroy(&mod));
+
+    cuctx_module missing = {0x99};
+    CUresult rc = cuctx_module_load(&missing, a, data_path("no-such-module.ptx"));
+    cr_assert_eq(rc, CUDA_ERROR_FILE_NOT_FOUND, "%s", cuctx_result_name(rc));
+    cr_assert_eq(missing.id, 0);
+    cr_assert_neq(strstr(cuctx_last_error_message(), "no-such-module.ptx"), NULL, "%s", cuctx_last_error_message());
+    cr_assert_eq(cuctx_module_load(&missing, a, NULL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuctx_module_load_data(&missing, a, NULL), CUDA_ERROR_INVALID_VALUE);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
+
+Test(mem, size_pointer_and_contents)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    new_ctx(&a, 0);
+    cuctx_mem m = {0};
+    CHECK_OK(cuctx_mem_alloc(&m, a, 12345));
+    cr_assert_eq(cuctx_mem_size(m), 12345);
+    CUdeviceptr p = cuctx_mem_ptr(m);
+    cr_assert_neq(p, 0);
+    mem_roundtrip(p, 12345, 0x3c);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    cr_assert_eq(cuctx_mem_size(m), 0);
+    cr_assert_eq(cuctx_mem_ptr(m), 0);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
+
+Test(host_mem, size_and_writable_pointer)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    new_ctx(&a, 0);
+    cuctx_host_mem h = {0};
+    CHECK_OK(cuctx_host_mem_alloc(&h, a, 3000, CU_MEMHOSTALLOC_PORTABLE));
+    cr_assert_eq(cuctx_host_mem_size(h), 3000);
+    unsigned char *p = cuctx_host_mem_ptr(h);
+    cr_assert_not_null(p);
+    for (size_t i = 0; i < 3000; i++)
+        p[i] = (unsigned char)i;
+    for (size_t i = 0; i < 3000; i++)
+        cr_assert_eq(p[i], (unsigned char)i);
+    /* a copy from device memory lands in it */
+    cuctx_mem m = {0};
+    CHECK_OK(cuctx_mem_alloc(&m, a, 3000));
+    PFN_cuMemsetD8_v3020 memset_d8 = (PFN_cuMemsetD8_v3020)drv_sym("cuMemsetD8", 3020);
+    PFN_cuMemcpyDtoH_v3020 dtoh = (PFN_cuMemcpyDtoH_v3020)drv_sym("cuMemcpyDtoH", 3020);
+    CHECK_OK(memset_d8(cuctx_mem_ptr(m), 0x11, 3000));
+    CHECK_OK(dtoh(p, cuctx_mem_ptr(m), 3000));
+    cr_assert_eq(p[0], 0x11);
+    cr_assert_eq(p[2999], 0x11);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_host_mem_destroy(&h));
+    cr_assert_null(cuctx_host_mem_ptr(h));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
+
+Test(graph_exec, launch_on_stream_and_default_stream)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0}, b = {0};
+    CUcontext ra = new_ctx(&a, 0);
+    CUgraph g = test_graph(a);
+    cuctx_graph_exec ge = {0};
+    CHECK_OK(cuctx_graph_exec_instantiate(&ge, a, g, 0));
+    uint64_t r = (uint64_t)(uintptr_t)cuctx_graph_exec_raw(ge);
+    cr_assert_neq(r, 0);
+    cuctx_stream s = {0};
+    CHECK_OK(cuctx_stream_create(&s, a, 0, 0));
+    unsigned long l = calls("cuGraphLaunch");
+    CHECK_OK(cuctx_graph_exec_launch(ge, s));
+    CHECK_OK(cuctx_stream_synchronize(s));
+
+    /* {0}: the owner's default stream, also with another context current */
+    CUcontext rb = new_ctx(&b, 0);
+    size_t m = log_mark();
+    CHECK_OK(cuctx_graph_exec_launch(ge, (cuctx_stream){0}));
+    cr_assert_eq(current(), rb);
+    if (sim()) {
+        cr_assert_eq(calls("cuGraphLaunch"), l + 2);
+        struct cusim_call c;
+        cr_assert_eq(find_call("cuGraphLaunch", r, m, &c), 0);
+        cr_assert_eq(c.ctx, (uint64_t)(uintptr_t)ra);
+    }
+    CHECK_OK(cuctx_ctx_synchronize(a));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_graph_exec_destroy(&ge));
+    cr_assert_eq(cuctx_graph_exec_instantiate(&ge, a, NULL, 0), CUDA_ERROR_INVALID_VALUE);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    graph_fini();     /* the CUgraph outlives its execs */
+    if (sim())
+        cr_assert_eq(sim()->live("all"), 0);
+    ASSERT_NO_MISUSE();
+}
+
+Test(children, stats_count_every_kind_at_once)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    new_ctx(&a, 0);
+    struct cuctx_stats st0 = stats();
+    const struct kind *all[] = {&K_EVENT, &K_STREAM, &K_MODULE, &K_MEM, &K_HOST_MEM, &K_GRAPH_EXEC};
+    any_handle h[6][2];
+    memset(h, 0, sizeof h);
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j <= i % 2; j++)
+            make(all[i], &h[i][j].id, a);
+    struct cuctx_stats st1 = stats();
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(kind_count(all[i], &st1), kind_count(all[i], &st0) + 1 + (size_t)(i % 2), "%s", all[i]->name);
+    cr_assert_eq(st1.contexts, st0.contexts);
+    cr_assert_eq(st1.ctx_handles, st0.ctx_handles);
+    /* generic destroy of each */
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 2; j++)
+            CHECK_OK(cuctx_destroy(&h[i][j]));
+    struct cuctx_stats st2 = stats();
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(kind_count(all[i], &st2), kind_count(all[i], &st0), "%s", all[i]->name);
+    cr_assert_eq(st2.stale_skips, st0.stale_skips);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    graph_fini();
+    if (sim())
+        cr_assert_eq(sim()->live("all"), 0);
+    ASSERT_NO_MISUSE();
+}
+
+Test(children, null_handle_destroy_is_noop_and_null_pointer_is_invalid_value)
+{
+    NEED_DRIVER();
+    cuctx_event ev = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    unsigned long n = sim() ? sim()->log_count() : 0;
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_destroy(&ev));
+    if (sim())
+        cr_assert_eq(sim()->log_count(), n, "a {0} destroy called the driver");
+    cr_assert_eq(cuctx_event_destroy(NULL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuctx_event_create(NULL, (cuctx_ctx){0}, 0), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuctx_destroy(NULL), CUDA_ERROR_INVALID_VALUE);
+    ASSERT_NO_MISUSE();
+}
+
+Test(children, create_with_stale_context_handle_fails)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    new_ctx(&a, 0);
+    cuctx_ctx stale = a;
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    unsigned long before = calls("cuEventCreate");
+    cuctx_event ev = {0x42};
+    CUresult rc = cuctx_event_create(&ev, stale, 0);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_HANDLE, "%s", cuctx_result_name(rc));
+    cr_assert_eq(ev.id, 0);
+    cr_assert_eq(calls("cuEventCreate"), before);
+    ASSERT_NO_MISUSE();
+}
