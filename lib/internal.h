@@ -78,12 +78,16 @@ static inline uint64_t cuctx__id_make(enum cuctx_kind kind, uint32_t index, uint
 enum cuctx_ownership { OWN_OWNED = 1, OWN_PRIMARY, OWN_FOREIGN };
 enum cuctx_role { ROLE_OWNED = 1, ROLE_PRIMARY, ROLE_BORROWED };
 
-/* One table slot. `word` packs what every reader checks atomically:
+/* One table slot, one cache line: threads working on their own objects must
+ * not bounce a line between them with their pins (measured: 0.6 of the raw
+ * driver's rate at 2-8 threads with 40-byte slots, on an H200 host).
+ * `word` packs what every reader checks atomically:
  * generation (bits 32-63), kind (26-31), closing (25) and pins (0-24).
  * The payload is written before the slot is published and read only by
  * holders of a pin, or by the one closer after the pins drained. */
+#define CUCTX_CACHE_LINE 64
 struct cuctx_slot {
-    _Atomic uint64_t word;
+    _Alignas(CUCTX_CACHE_LINE) _Atomic uint64_t word;
     _Atomic uint32_t next_free;     /* free-list link: index + 1, 0 = end */
     uint32_t index;                 /* fixed when the slot is first handed out */
     union {

@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define GEN_SHIFT 32
 #define KIND_SHIFT 26
@@ -75,10 +76,12 @@ static struct cuctx_slot *fresh_slot(void)
     seg_of(index, &seg, &off);
     struct cuctx_slot *base = atomic_load_explicit(&segments[seg], memory_order_acquire);
     if (!base) {
-        struct cuctx_slot *mine = calloc((size_t)1 << (seg + SEG_BASE_BITS), sizeof *mine);
+        size_t bytes = ((size_t)1 << (seg + SEG_BASE_BITS)) * sizeof(struct cuctx_slot);
+        struct cuctx_slot *mine = aligned_alloc(CUCTX_CACHE_LINE, bytes);
         struct cuctx_slot *expected = NULL;
         if (!mine)
             return NULL;    /* the index is lost; slot_at() sees no segment for it */
+        memset(mine, 0, bytes);
         if (atomic_compare_exchange_strong(&segments[seg], &expected, mine))
             base = mine;
         else {
