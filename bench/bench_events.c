@@ -2,7 +2,9 @@
  * (CU_EVENT_DISABLE_TIMING) through the raw driver and through cuctx, in one
  * run, on 1..T threads each in its own context and all in one shared context.
  * Prints millions of pairs per second and the ratio cuctx / raw (1.00 = as
- * fast as the raw calls). Usage: bench_events [seconds-per-run] [max-threads] */
+ * fast as the raw calls). The device machines are noisy from run to run, so
+ * the ratio is the median of paired runs, not a ratio of bests.
+ * Usage: bench_events [seconds-per-run] [max-threads] */
 #include <cuctx.h>
 #include <cudaTypedefs.h>
 #include <pthread.h>
@@ -23,6 +25,14 @@ struct worker {
     unsigned long pairs;
     int failed;
 };
+
+#define ROUNDS 9
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
 
 static double now(void)
 {
@@ -107,18 +117,30 @@ int main(int argc, char **argv)
         cuctx_pop_current();
         shared[i] = own[0];
     }
-    printf("event create+destroy pairs, millions per second (best of 3, %.2f s each)\n", seconds);
+    printf("event create+destroy pairs, millions per second: best of %d runs of %.2f s each;\n"
+           "ratio = median over the runs of cuctx / raw, each cuctx run next to a raw run\n", ROUNDS, seconds);
     printf("%-8s %-7s %10s %10s %7s\n", "threads", "context", "raw", "cuctx", "ratio");
     for (int threads = 1; threads <= max_threads; threads *= 2) {
         for (int mode = 0; mode < 2; mode++) {
             cuctx_ctx *ctxs = mode == 0 ? own : shared;
-            double raw = 0, mine = 0;
-            for (int round = 0; round < 3; round++) {   /* interleaved, so drift hits both */
-                double r = run(ctxs, threads, 0, seconds), c = run(ctxs, threads, 1, seconds);
+            double raw = 0, mine = 0, ratio[ROUNDS];
+            for (int round = 0; round < ROUNDS; round++) {
+                /* alternate which goes first, so that drift hits both alike */
+                double r, c;
+                if (round & 1) {
+                    c = run(ctxs, threads, 1, seconds);
+                    r = run(ctxs, threads, 0, seconds);
+                } else {
+                    r = run(ctxs, threads, 0, seconds);
+                    c = run(ctxs, threads, 1, seconds);
+                }
                 raw = r > raw ? r : raw;
                 mine = c > mine ? c : mine;
+                ratio[round] = c / r;
             }
-            printf("%-8d %-7s %10.2f %10.2f %7.2f\n", threads, mode == 0 ? "own" : "shared", raw, mine, mine / raw);
+            qsort(ratio, ROUNDS, sizeof ratio[0], by_value);
+            printf("%-8d %-7s %10.2f %10.2f %7.2f\n", threads, mode == 0 ? "own" : "shared", raw, mine,
+                   ratio[ROUNDS / 2]);
             fflush(stdout);
         }
     }
