@@ -23,21 +23,9 @@
 
 #include <cudaTypedefs.h>
 
-/* Every cuctx handle is a struct of one uint64_t; the generic cleanup takes
- * any of them, so one type serves the kind-independent bodies. */
-typedef struct any_handle { uint64_t id; } any_handle;
-
 /* ------------------------------------------------------------------------
  *  Small helpers
  * ------------------------------------------------------------------------ */
-
-static struct cuctx_stats stats(void)
-{
-    struct cuctx_stats st;
-    memset(&st, 0, sizeof st);
-    cuctx_stats_get(&st);
-    return st;
-}
 
 #define ASSERT_NO_MISUSE() cr_assert_eq(misuses(), 0, "the simulated driver recorded misuses (listed above)")
 

@@ -6,13 +6,6 @@
 #include <pthread.h>
 #include <string.h>
 
-static struct cuctx_stats stats(void)
-{
-    struct cuctx_stats st;
-    cuctx_stats_get(&st);
-    return st;
-}
-
 /* A new owned context on device 0, popped so that nothing is current. */
 static cuctx_ctx fresh(void)
 {

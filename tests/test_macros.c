@@ -109,13 +109,6 @@ static CUcontext ctx_new(cuctx_ctx *c, const char *name)
     return raw;
 }
 
-static struct cuctx_stats stats(void)
-{
-    struct cuctx_stats st;
-    cuctx_stats_get(&st);
-    return st;
-}
-
 static size_t live_children(void)
 {
     struct cuctx_stats st = stats();

@@ -23,15 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 
-typedef struct any_handle { uint64_t id; } any_handle;
-
-static struct cuctx_stats stats(void)
-{
-    struct cuctx_stats st;
-    memset(&st, 0, sizeof st);
-    cuctx_stats_get(&st);
-    return st;
-}
 
 static double now_s(void)
 {

@@ -75,6 +75,13 @@ const char *log_seq(size_t from, const char *const *only, char *buf, size_t n)
     return buf;
 }
 
+struct cuctx_stats stats(void)
+{
+    struct cuctx_stats st;
+    cuctx_stats_get(&st);
+    return st;
+}
+
 CUcontext current(void)
 {
     CUcontext c = NULL;

@@ -60,6 +60,13 @@ size_t log_mark(void);
  * context switches only when filter is non-zero). */
 const char *log_seq(size_t from, const char *const *only, char *buf, size_t n);
 
+/* Every cuctx handle is a struct of one uint64_t: kind-independent test
+ * bodies use this one type. */
+typedef struct any_handle { uint64_t id; } any_handle;
+
+/* cuctx_stats_get, as a value. */
+struct cuctx_stats stats(void);
+
 /* The calling thread's current context (NULL if none), through cuctx. */
 CUcontext current(void);
 
