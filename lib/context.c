@@ -103,10 +103,14 @@ CUresult cuctx__entry_for_raw(CUcontext raw, const char *fn, uint64_t *out)
         *out = id;
         return CUDA_SUCCESS;
     }
+    if (id && cuctx__closing(id, KIND_ENTRY))    /* being destroyed: not a new context */
+        return cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: context %p is being destroyed", fn, (void *)raw);
     pthread_mutex_lock(&ctx_lock);
     id = map_get(raw);
     CUresult rc = CUDA_SUCCESS;
-    if (!(id && cuctx__alive(id, KIND_ENTRY))) {
+    if (id && cuctx__closing(id, KIND_ENTRY)) {
+        rc = cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: context %p is being destroyed", fn, (void *)raw);
+    } else if (!(id && cuctx__alive(id, KIND_ENTRY))) {
         /* Unknown or seen dead. The driver answers safely for a destroyed
          * context (CUDA_ERROR_INVALID_CONTEXT), so ask it which. */
         unsigned version = 0;

@@ -129,6 +129,8 @@ void cuctx__drain(struct cuctx_slot *s);
 void cuctx__slot_free(struct cuctx_slot *s);
 /* Whether id names a live slot (not closing), without pinning. */
 int cuctx__alive(uint64_t id, enum cuctx_kind kind);
+/* Whether id names a slot whose destroy has begun but not finished. */
+int cuctx__closing(uint64_t id, enum cuctx_kind kind);
 /* Reads without a pin, as a seqlock reader: cuctx__peek gives the slot if
  * id is live; read its fields with relaxed atomic loads; the values hold if
  * cuctx__peek_valid then says id is still live (the slot was not reused). */

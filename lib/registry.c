@@ -236,6 +236,13 @@ int cuctx__alive(uint64_t id, enum cuctx_kind kind)
     return s && matches(atomic_load_explicit(&s->word, memory_order_acquire), id, kind);
 }
 
+int cuctx__closing(uint64_t id, enum cuctx_kind kind)
+{
+    struct cuctx_slot *s = slot_at(cuctx__id_index(id));
+    uint64_t w = s ? atomic_load_explicit(&s->word, memory_order_acquire) : 0;
+    return s && (w & CLOSING) && matches(w & ~CLOSING, id, kind);
+}
+
 struct cuctx_slot *cuctx__peek(uint64_t id, enum cuctx_kind kind)
 {
     struct cuctx_slot *s = slot_at(cuctx__id_index(id));

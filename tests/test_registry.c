@@ -81,8 +81,12 @@ Test(registry, close_wins_once_and_stops_new_pins)
     cr_assert_null(cuctx__close(id, KIND_ENTRY), "only one closer");
     cr_assert_null(cuctx__pin(id, KIND_ENTRY), "no pins once closing");
     cr_assert_not(cuctx__alive(id, KIND_ENTRY), "closing is not alive");
+    cr_assert(cuctx__closing(id, KIND_ENTRY));
     cuctx__drain(s);
     cuctx__slot_free(s);
+    cr_assert_not(cuctx__closing(id, KIND_ENTRY), "freed is neither alive nor closing");
+    uint64_t live = make(KIND_ENTRY, 0);
+    cr_assert_not(cuctx__closing(live, KIND_ENTRY));
 }
 
 struct drain_arg {
