@@ -275,7 +275,8 @@ CUCTX_API void *cuctx_host_mem_ptr(cuctx_host_mem h);
 
 CUCTX_API CUresult cuctx_graph_exec_instantiate(cuctx_graph_exec *out, cuctx_ctx ctx, CUgraph graph, unsigned long long flags);
 CUCTX_API CUresult cuctx_graph_exec_destroy(cuctx_graph_exec *ge);
-/* s = {0}: the owner's default stream. */
+/* s = {0}: the owner's default stream. Graph exec and stream must share a
+ * context (CUDA_ERROR_INVALID_CONTEXT otherwise). */
 CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s);
 CUCTX_API CUgraphExec cuctx_graph_exec_raw(cuctx_graph_exec ge);
 

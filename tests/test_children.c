@@ -1146,6 +1146,15 @@ Test(graph_exec, launch_on_stream_and_default_stream)
         cr_assert_eq(c.ctx, (uint64_t)(uintptr_t)ra);
     }
     CHECK_OK(cuctx_ctx_synchronize(a));
+
+    /* a stream of another context is refused before the driver sees it */
+    cuctx_stream sb = {0};
+    CHECK_OK(cuctx_stream_create(&sb, b, 0, 0));
+    unsigned long before = calls("cuGraphLaunch");
+    cr_assert_eq(cuctx_graph_exec_launch(ge, sb), CUDA_ERROR_INVALID_CONTEXT);
+    cr_assert_eq(calls("cuGraphLaunch"), before);
+    CHECK_OK(cuctx_stream_destroy(&sb));
+
     CHECK_OK(cuctx_stream_destroy(&s));
     CHECK_OK(cuctx_graph_exec_destroy(&ge));
     cr_assert_eq(cuctx_graph_exec_instantiate(&ge, a, NULL, 0), CUDA_ERROR_INVALID_VALUE);

@@ -226,3 +226,26 @@ Test(errors, warn_log_level_writes_one_line, .init = cr_redirect_stderr)
     cr_assert_eq(strncmp(buf, "cuctx: ", 7), 0, "%s", buf);
     cr_assert_eq(strchr(buf, '\n'), buf + n - 1, "exactly one line: %s", buf);
 }
+
+static void keep_notes(CUresult rc, const char *message, void *user)
+{
+    if (rc == CUDA_SUCCESS)
+        snprintf(user, 512, "%s", message);
+}
+
+Test(errors, debug_log_level_reports_each_stale_skip)
+{
+    char note[512] = "";
+    cuctx_ctx c = {0};
+    cuctx_event ev = {0};
+    cr_assert_eq(setenv("CUCTX_LOG", "debug", 1), 0);
+    NEED_DRIVER();
+    cuctx_set_error_handler(keep_notes, note);
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_event_create(&ev, c, 0));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_str_eq(note, "", "nothing to note yet");
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_not_null(strstr(note, "outlived its context"), "%s", note);
+    cr_assert_not_null(strstr(note, "cuctx_event_destroy"), "%s", note);
+}
