@@ -135,9 +135,11 @@ CUresult cuctx__entry_for_raw(CUcontext raw, const char *fn, uint64_t *out)
 
 CUresult cuctx__owner_pin(uint64_t entry, const char *fn, struct cuctx_owner *out)
 {
-    struct cuctx_slot *s = cuctx__pin(entry, KIND_ENTRY);
+    struct cuctx_slot *s = cuctx__hold(entry, KIND_ENTRY, &out->stripe);
+    out->slot = NULL;
     if (!s)
-        return cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: the context has been destroyed", fn);
+        return fn ? cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: the context has been destroyed", fn)
+                  : CUDA_ERROR_CONTEXT_IS_DESTROYED;
     out->slot = s;
     out->id = entry;
     out->raw = s->u.entry.raw;
@@ -147,7 +149,7 @@ CUresult cuctx__owner_pin(uint64_t entry, const char *fn, struct cuctx_owner *ou
 void cuctx__owner_release(struct cuctx_owner *o)
 {
     if (o->slot)
-        cuctx__unpin(o->slot);
+        cuctx__unhold(o->slot, o->stripe);
     o->slot = NULL;
 }
 

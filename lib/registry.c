@@ -163,8 +163,12 @@ static void push_free(struct cuctx_slot *s)
         push_global(s);
 }
 
+static void stripes_ensure(struct cuctx_slot *s);
+
 uint64_t cuctx__slot_publish(struct cuctx_slot *s, enum cuctx_kind kind)
 {
+    if (kind == KIND_ENTRY)
+        stripes_ensure(s);
     uint32_t gen = word_gen(atomic_load_explicit(&s->word, memory_order_relaxed));
     atomic_store_explicit(&s->word, (uint64_t)gen << GEN_SHIFT | (uint64_t)kind << KIND_SHIFT,
                           memory_order_release);
@@ -180,6 +184,70 @@ static inline int matches(uint64_t w, uint64_t id, enum cuctx_kind kind)
 {
     return cuctx__id_kind(id) == kind && word_kind(w) == (unsigned)kind
         && word_gen(w) == cuctx__id_gen(id) && !(w & CLOSING);
+}
+
+/* ---- striped holds ---------------------------------------------------------
+ * hold:  count +1 in this thread's stripe, then read the word: if the slot is
+ *        closing or reused, count -1 and fail.
+ * close: set closing in the word (above), then drain reads every stripe.
+ * Both sides are sequentially consistent, so either the holder sees closing
+ * or the closer sees the count: a hold never overlaps the destroy. A stale
+ * holder may count briefly in a later occupant's stripes; it takes the count
+ * back at once, so at worst a drain waits a moment longer. */
+#define STRIPES 16
+#define NO_STRIPE UINT32_MAX
+struct cuctx_stripe {
+    _Alignas(CUCTX_CACHE_LINE) _Atomic uint64_t n;
+};
+static _Atomic unsigned stripe_next;
+static CUCTX_TLS unsigned my_stripe;    /* stripe + 1; 0: not chosen yet */
+
+static inline unsigned stripe_of_thread(void)
+{
+    if (!my_stripe)
+        my_stripe = atomic_fetch_add_explicit(&stripe_next, 1, memory_order_relaxed) % STRIPES + 1;
+    return my_stripe - 1;
+}
+
+struct cuctx_slot *cuctx__hold(uint64_t id, enum cuctx_kind kind, unsigned *stripe)
+{
+    struct cuctx_slot *s = slot_at(cuctx__id_index(id));
+    struct cuctx_stripe *st = s ? atomic_load_explicit(&s->stripes, memory_order_acquire) : NULL;
+    if (!st) {
+        *stripe = NO_STRIPE;
+        return s ? cuctx__pin(id, kind) : NULL;
+    }
+    if (!matches(atomic_load_explicit(&s->word, memory_order_relaxed), id, kind))
+        return NULL;
+    unsigned i = stripe_of_thread();
+    atomic_fetch_add_explicit(&st[i].n, 1, memory_order_seq_cst);
+    if (!matches(atomic_load_explicit(&s->word, memory_order_seq_cst), id, kind)) {
+        atomic_fetch_sub_explicit(&st[i].n, 1, memory_order_release);
+        return NULL;
+    }
+    *stripe = i;
+    return s;
+}
+
+void cuctx__unhold(struct cuctx_slot *s, unsigned stripe)
+{
+    if (stripe == NO_STRIPE)
+        cuctx__unpin(s);
+    else
+        atomic_fetch_sub_explicit(&atomic_load_explicit(&s->stripes, memory_order_relaxed)[stripe].n, 1,
+                                  memory_order_release);
+}
+
+/* Entries are few and each gets its stripes once; ordinary slots have none. */
+static void stripes_ensure(struct cuctx_slot *s)
+{
+    if (atomic_load_explicit(&s->stripes, memory_order_relaxed))
+        return;
+    struct cuctx_stripe *st = aligned_alloc(CUCTX_CACHE_LINE, STRIPES * sizeof *st);
+    if (!st)
+        return;     /* holds fall back to the word's pins */
+    memset(st, 0, STRIPES * sizeof *st);
+    atomic_store_explicit(&s->stripes, st, memory_order_release);
 }
 
 struct cuctx_slot *cuctx__pin(uint64_t id, enum cuctx_kind kind)
@@ -211,14 +279,18 @@ struct cuctx_slot *cuctx__close(uint64_t id, enum cuctx_kind kind)
         if (!matches(w, id, kind))
             return NULL;
     } while (!atomic_compare_exchange_weak_explicit(&s->word, &w, w | CLOSING,
-                                                    memory_order_acq_rel, memory_order_acquire));
+                                                    memory_order_seq_cst, memory_order_acquire));
     return s;
 }
 
 void cuctx__drain(struct cuctx_slot *s)
 {
-    while (atomic_load_explicit(&s->word, memory_order_acquire) & PINS_MASK)
+    struct cuctx_stripe *st = atomic_load_explicit(&s->stripes, memory_order_acquire);
+    while (atomic_load_explicit(&s->word, memory_order_seq_cst) & PINS_MASK)
         sched_yield();
+    for (unsigned i = 0; st && i < STRIPES; i++)
+        while (atomic_load_explicit(&st[i].n, memory_order_seq_cst))
+            sched_yield();
 }
 
 void cuctx__slot_free(struct cuctx_slot *s)

@@ -87,15 +87,13 @@ CUresult cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn
         return bad_handle(mine, kind, fn);
     cuctx__drain(s);
     uint64_t raw = s->u.child.raw;
-    o.slot = cuctx__pin(s->u.child.owner, KIND_ENTRY);
-    if (!o.slot) {
+    if (cuctx__owner_pin(s->u.child.owner, NULL, &o) != CUDA_SUCCESS) {
         atomic_fetch_add_explicit(&cuctx__stale_skips, 1, memory_order_relaxed);
         cuctx__debug("%s: %s %#llx outlived its context; the driver freed it with the context, not called again",
                      fn, k->name, (unsigned long long)raw);
         cuctx__slot_free(s);
         return CUDA_SUCCESS;
     }
-    o.raw = o.slot->u.entry.raw;
     CUresult rc = CUDA_SUCCESS;
     if (k->destroy_needs_current)
         rc = cuctx__switch_to(o.raw, fn, &sw);

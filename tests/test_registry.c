@@ -125,6 +125,64 @@ Test(registry, context_close_waits_for_child_calls_under_way)
     cr_assert_not(cuctx__alive(a.id, KIND_ENTRY));
 }
 
+/* The same with the striped holds that child calls take on their context. */
+Test(registry, context_close_waits_for_striped_holds)
+{
+    struct drain_arg a = {.id = make(KIND_ENTRY, 0)};
+    unsigned stripe;
+    struct cuctx_slot *child_call = cuctx__hold(a.id, KIND_ENTRY, &stripe);
+    pthread_t t;
+    cr_assert_not_null(child_call);
+    pthread_create(&t, NULL, closer, &a);
+    while (!atomic_load(&a.closed))
+        sched_yield();
+    usleep(20000);
+    cr_assert_eq(atomic_load(&a.drained), 0, "the close must wait while a hold is taken");
+    cr_assert_null(cuctx__hold(a.id, KIND_ENTRY, &stripe), "a child call starting now is refused");
+    cuctx__unhold(child_call, stripe);
+    pthread_join(t, NULL);
+    cr_assert_eq(atomic_load(&a.drained), 1);
+    cr_assert_null(cuctx__hold(a.id, KIND_ENTRY, &stripe), "and after the free");
+}
+
+struct holder_arg { uint64_t id; _Atomic int stop; _Atomic long inside; _Atomic long overlaps; };
+
+static void *holder(void *p)
+{
+    struct holder_arg *h = p;
+    unsigned stripe;
+    while (!atomic_load(&h->stop)) {
+        struct cuctx_slot *s = cuctx__hold(h->id, KIND_ENTRY, &stripe);
+        if (!s)
+            break;
+        atomic_fetch_add(&h->inside, 1);
+        atomic_fetch_sub(&h->inside, 1);
+        cuctx__unhold(s, stripe);
+    }
+    return NULL;
+}
+
+/* Many threads hold while one closes: once the drain returns, no hold is
+ * inside and none can start. */
+Test(registry, no_hold_overlaps_the_end_of_a_drain)
+{
+    for (int round = 0; round < 50; round++) {
+        struct holder_arg h = {.id = make(KIND_ENTRY, 0)};
+        pthread_t t[6];
+        for (int i = 0; i < 6; i++)
+            pthread_create(&t[i], NULL, holder, &h);
+        usleep(200);
+        struct cuctx_slot *s = cuctx__close(h.id, KIND_ENTRY);
+        cr_assert_not_null(s);
+        cuctx__drain(s);
+        cr_assert_eq(atomic_load(&h.inside), 0, "round %d: a hold was inside after the drain", round);
+        cuctx__slot_free(s);
+        atomic_store(&h.stop, 1);
+        for (int i = 0; i < 6; i++)
+            pthread_join(t[i], NULL);
+    }
+}
+
 Test(registry, holds_a_million_live_objects_without_moving_them)
 {
     enum { N = 1 << 20 };
