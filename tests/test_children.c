@@ -422,7 +422,7 @@ static void t_destroy_after_address_reuse(const struct kind *k)
     cr_assert_eq(k->raw(fresh.id), r_new);
     k->use(fresh.id, b);
     if (k == &K_MEM) {
-        /* the hazard in DRIVER-FACTS: a stale cuMemFree frees the new owner's memory */
+        /* the real driver's hazard: a stale cuMemFree frees the new owner's memory */
         CUCTX_SCOPED(b) { mem_roundtrip((CUdeviceptr)r_new, MEM_BYTES, 0xc3); }
     }
 

@@ -1,5 +1,6 @@
 /*
- * test_sim.c - the simulated driver checked against DRIVER-FACTS.md.
+ * test_sim.c - the simulated driver checked against each measured behaviour
+ * of the real driver that it models.
  *
  * Everything is reached the way cuctx reaches a driver: dlopen the file named
  * by CUCTX_DRIVER, then cuGetProcAddress_v2 at the pinned ABI versions.  The

@@ -1,8 +1,9 @@
 /*
  * cudasim.c - a simulated CUDA driver for running cuctx's tests without a GPU.
  *
- * It behaves as ../shared/design/DRIVER-FACTS.md measured the real driver,
- * with one deliberate difference: where the real driver crashes or silently
+ * It behaves as the real driver was measured to behave (an H200, driver
+ * 580.159.04, CUDA 13.0: context stacks, stale handles, address reuse,
+ * primary contexts, event timing errors), with one deliberate difference: where the real driver crashes or silently
  * corrupts another owner's object, this one records a misuse and returns an
  * error.  Every handle it gives out is a value it looks up in its own tables;
  * it never dereferences a handle a caller passes in.

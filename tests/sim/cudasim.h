@@ -3,8 +3,8 @@
  *
  * The simulator (tests/sim/cudasim.c, built as libcudasim.so) exports
  * cuGetProcAddress, cuGetProcAddress_v2 and the ABI symbols of every driver
- * entry point cuctx calls, behaving as ../shared/design/DRIVER-FACTS.md
- * records.  Where the real driver crashes or silently corrupts another
+ * entry point cuctx calls, behaving as the real driver was measured to
+ * behave (an H200, driver 580.159.04).  Where the real driver crashes or silently corrupts another
  * owner's object, the simulator instead records a *misuse* and returns an
  * error, so a test can assert that cuctx never triggered one.
  *
