@@ -135,7 +135,7 @@ CUresult cuctx__entry_for_raw(CUcontext raw, const char *fn, uint64_t *out)
 
 CUresult cuctx__owner_pin(uint64_t entry, const char *fn, struct cuctx_owner *out)
 {
-    struct cuctx_slot *s = cuctx__hold(entry, KIND_ENTRY, &out->stripe);
+    struct cuctx_slot *s = cuctx__hold(entry, KIND_ENTRY, &out->hazard);
     out->slot = NULL;
     if (!s)
         return fn ? cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: the context has been destroyed", fn)
@@ -149,7 +149,7 @@ CUresult cuctx__owner_pin(uint64_t entry, const char *fn, struct cuctx_owner *ou
 void cuctx__owner_release(struct cuctx_owner *o)
 {
     if (o->slot)
-        cuctx__unhold(o->slot, o->stripe);
+        cuctx__unhold(o->slot, o->hazard);
     o->slot = NULL;
 }
 

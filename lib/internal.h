@@ -86,15 +86,10 @@ enum cuctx_role { ROLE_OWNED = 1, ROLE_PRIMARY, ROLE_BORROWED };
  * The payload is written before the slot is published and read only by
  * holders of a pin, or by the one closer after the pins drained. */
 #define CUCTX_CACHE_LINE 64
-struct cuctx_stripe;
 struct cuctx_slot {
     _Alignas(CUCTX_CACHE_LINE) _Atomic uint64_t word;
     _Atomic uint32_t next_free;     /* free-list link: index + 1, 0 = end */
     uint32_t index;                 /* fixed when the slot is first handed out */
-    /* Context entries' in-flight counts, one cache line per stripe of
-     * threads (see cuctx__hold); made when the slot first holds an entry,
-     * kept for the life of the process. */
-    _Atomic(struct cuctx_stripe *) stripes;
     union {
         struct {                    /* KIND_ENTRY */
             CUcontext raw;
@@ -125,12 +120,13 @@ void cuctx__slot_discard(struct cuctx_slot *s);
  * stale, of another kind, or closing. Cheap: one CAS on the slot's word. */
 struct cuctx_slot *cuctx__pin(uint64_t id, enum cuctx_kind kind);
 void cuctx__unpin(struct cuctx_slot *s);
-/* The pin of a context entry, for the tether's hot path: each thread counts
- * in its own stripe, so threads sharing one context do not bounce a cache
- * line; the cost is a load of the shared word. *stripe is for cuctx__unhold.
+/* The pin of a context entry on the tether's hot path: the id goes into one
+ * of the calling thread's hazard slots with plain stores, so a hold costs no
+ * atomic read-modify-write and threads sharing a context share no written
+ * cache line. Released on the same thread; *hazard is for cuctx__unhold.
  * cuctx__drain waits for holds as for pins. */
-struct cuctx_slot *cuctx__hold(uint64_t id, enum cuctx_kind kind, unsigned *stripe);
-void cuctx__unhold(struct cuctx_slot *s, unsigned stripe);
+struct cuctx_slot *cuctx__hold(uint64_t id, enum cuctx_kind kind, unsigned *hazard);
+void cuctx__unhold(struct cuctx_slot *s, unsigned hazard);
 /* Claims the one destroy of id (NULL if stale, wrong kind or already
  * closing); new pins fail from here on. */
 struct cuctx_slot *cuctx__close(uint64_t id, enum cuctx_kind kind);
@@ -162,7 +158,7 @@ struct cuctx_owner {
     struct cuctx_slot *slot;
     uint64_t id;
     CUcontext raw;
-    unsigned stripe;
+    unsigned hazard;
 };
 
 /* Resolves ctx ({0}: the current context, registered on first sight) to

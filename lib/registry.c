@@ -21,6 +21,11 @@
 
 #include <pthread.h>
 #include <sched.h>
+#ifdef __linux__
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -163,12 +168,8 @@ static void push_free(struct cuctx_slot *s)
         push_global(s);
 }
 
-static void stripes_ensure(struct cuctx_slot *s);
-
 uint64_t cuctx__slot_publish(struct cuctx_slot *s, enum cuctx_kind kind)
 {
-    if (kind == KIND_ENTRY)
-        stripes_ensure(s);
     uint32_t gen = word_gen(atomic_load_explicit(&s->word, memory_order_relaxed));
     atomic_store_explicit(&s->word, (uint64_t)gen << GEN_SHIFT | (uint64_t)kind << KIND_SHIFT,
                           memory_order_release);
@@ -184,70 +185,6 @@ static inline int matches(uint64_t w, uint64_t id, enum cuctx_kind kind)
 {
     return cuctx__id_kind(id) == kind && word_kind(w) == (unsigned)kind
         && word_gen(w) == cuctx__id_gen(id) && !(w & CLOSING);
-}
-
-/* ---- striped holds ---------------------------------------------------------
- * hold:  count +1 in this thread's stripe, then read the word: if the slot is
- *        closing or reused, count -1 and fail.
- * close: set closing in the word (above), then drain reads every stripe.
- * Both sides are sequentially consistent, so either the holder sees closing
- * or the closer sees the count: a hold never overlaps the destroy. A stale
- * holder may count briefly in a later occupant's stripes; it takes the count
- * back at once, so at worst a drain waits a moment longer. */
-#define STRIPES 16
-#define NO_STRIPE UINT32_MAX
-struct cuctx_stripe {
-    _Alignas(CUCTX_CACHE_LINE) _Atomic uint64_t n;
-};
-static _Atomic unsigned stripe_next;
-static CUCTX_TLS unsigned my_stripe;    /* stripe + 1; 0: not chosen yet */
-
-static inline unsigned stripe_of_thread(void)
-{
-    if (!my_stripe)
-        my_stripe = atomic_fetch_add_explicit(&stripe_next, 1, memory_order_relaxed) % STRIPES + 1;
-    return my_stripe - 1;
-}
-
-struct cuctx_slot *cuctx__hold(uint64_t id, enum cuctx_kind kind, unsigned *stripe)
-{
-    struct cuctx_slot *s = slot_at(cuctx__id_index(id));
-    struct cuctx_stripe *st = s ? atomic_load_explicit(&s->stripes, memory_order_acquire) : NULL;
-    if (!st) {
-        *stripe = NO_STRIPE;
-        return s ? cuctx__pin(id, kind) : NULL;
-    }
-    if (!matches(atomic_load_explicit(&s->word, memory_order_relaxed), id, kind))
-        return NULL;
-    unsigned i = stripe_of_thread();
-    atomic_fetch_add_explicit(&st[i].n, 1, memory_order_seq_cst);
-    if (!matches(atomic_load_explicit(&s->word, memory_order_seq_cst), id, kind)) {
-        atomic_fetch_sub_explicit(&st[i].n, 1, memory_order_release);
-        return NULL;
-    }
-    *stripe = i;
-    return s;
-}
-
-void cuctx__unhold(struct cuctx_slot *s, unsigned stripe)
-{
-    if (stripe == NO_STRIPE)
-        cuctx__unpin(s);
-    else
-        atomic_fetch_sub_explicit(&atomic_load_explicit(&s->stripes, memory_order_relaxed)[stripe].n, 1,
-                                  memory_order_release);
-}
-
-/* Entries are few and each gets its stripes once; ordinary slots have none. */
-static void stripes_ensure(struct cuctx_slot *s)
-{
-    if (atomic_load_explicit(&s->stripes, memory_order_relaxed))
-        return;
-    struct cuctx_stripe *st = aligned_alloc(CUCTX_CACHE_LINE, STRIPES * sizeof *st);
-    if (!st)
-        return;     /* holds fall back to the word's pins */
-    memset(st, 0, STRIPES * sizeof *st);
-    atomic_store_explicit(&s->stripes, st, memory_order_release);
 }
 
 struct cuctx_slot *cuctx__pin(uint64_t id, enum cuctx_kind kind)
@@ -269,6 +206,142 @@ void cuctx__unpin(struct cuctx_slot *s)
     atomic_fetch_sub_explicit(&s->word, 1, memory_order_release);
 }
 
+/* ---- holds: hazard slots -----------------------------------------------------
+ * Each thread that holds context entries owns a record of HAZARDS slots.
+ *   hold:  write the id into a free slot of my record, fence, read the
+ *          entry's word: if closing or reused, clear the slot and fail.
+ *   drain: (after close set the closing flag) fence, then wait while any
+ *          record's slot names this id.
+ * Either the holder's read sees closing, or the closer's scan sees the id:
+ * a hold never overlaps the destroy. The fence is asymmetric where Linux
+ * offers membarrier(2): the holder's side is only a compiler barrier, and
+ * the closer, about to spend milliseconds in cuCtxDestroy anyway, makes
+ * every running thread of the process execute a full barrier. Otherwise the
+ * holder pays a full fence. A thread holding more than HAZARDS entries at
+ * once falls back to pinning the word. */
+#define HAZARDS 4
+#define NO_HAZARD UINT32_MAX
+struct hazard_rec {
+    _Alignas(CUCTX_CACHE_LINE) _Atomic uint64_t ids[HAZARDS];
+    struct hazard_rec *next;        /* the list only grows: records are reused, never freed */
+    _Atomic int taken;              /* a live thread owns it */
+};
+static _Atomic(struct hazard_rec *) hazard_list;
+static CUCTX_TLS struct hazard_rec *my_rec;
+static CUCTX_TLS unsigned my_used;  /* bit i: ids[i] in use; only this thread writes them */
+static pthread_key_t hazard_key;
+static pthread_once_t hazard_once = PTHREAD_ONCE_INIT;
+static int asymmetric;              /* membarrier registered: holders skip the fence */
+
+static void hazard_release(void *arg)
+{
+    struct hazard_rec *r = arg;
+    for (unsigned i = 0; i < HAZARDS; i++)
+        atomic_store_explicit(&r->ids[i], 0, memory_order_release);
+    atomic_store_explicit(&r->taken, 0, memory_order_release);
+}
+
+static void hazard_init(void)
+{
+    pthread_key_create(&hazard_key, hazard_release);
+#ifdef __linux__
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+        && syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
+        asymmetric = 1;
+#endif
+}
+
+static struct hazard_rec *hazard_rec(void)
+{
+    struct hazard_rec *r;
+    if (my_rec)
+        return my_rec;
+    pthread_once(&hazard_once, hazard_init);
+    for (r = atomic_load_explicit(&hazard_list, memory_order_acquire); r; r = r->next) {
+        int unowned = 0;
+        if (atomic_compare_exchange_strong(&r->taken, &unowned, 1))
+            break;
+    }
+    if (!r) {
+        r = aligned_alloc(CUCTX_CACHE_LINE, sizeof *r);
+        if (!r)
+            return NULL;
+        memset(r, 0, sizeof *r);
+        atomic_store_explicit(&r->taken, 1, memory_order_relaxed);
+        r->next = atomic_load_explicit(&hazard_list, memory_order_relaxed);
+        while (!atomic_compare_exchange_weak_explicit(&hazard_list, &r->next, r, memory_order_release,
+                                                      memory_order_relaxed))
+            ;
+    }
+    if (pthread_setspecific(hazard_key, r) != 0) {
+        atomic_store(&r->taken, 0);
+        return NULL;
+    }
+    return my_rec = r;
+}
+
+static inline void holder_fence(void)
+{
+    if (asymmetric)
+        atomic_signal_fence(memory_order_seq_cst);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+}
+
+static void closer_fence(void)
+{
+#ifdef __linux__
+    if (asymmetric && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+        return;
+#endif
+    atomic_thread_fence(memory_order_seq_cst);
+}
+
+static void hazards_wait(uint64_t id)
+{
+    pthread_once(&hazard_once, hazard_init);    /* so that `asymmetric` is settled */
+    closer_fence();
+    for (struct hazard_rec *r = atomic_load_explicit(&hazard_list, memory_order_acquire); r; r = r->next)
+        for (unsigned i = 0; i < HAZARDS; i++)
+            while (atomic_load_explicit(&r->ids[i], memory_order_acquire) == id)
+                sched_yield();
+}
+
+struct cuctx_slot *cuctx__hold(uint64_t id, enum cuctx_kind kind, unsigned *hazard)
+{
+    struct hazard_rec *r = hazard_rec();
+    if (!r || my_used == (1u << HAZARDS) - 1) {
+        struct cuctx_slot *s = cuctx__pin(id, kind);
+        if (s)
+            *hazard = NO_HAZARD;
+        return s;
+    }
+    struct cuctx_slot *s = slot_at(cuctx__id_index(id));
+    if (!s || !matches(atomic_load_explicit(&s->word, memory_order_relaxed), id, kind))
+        return NULL;
+    unsigned i = (unsigned)__builtin_ctz(~my_used);
+    atomic_store_explicit(&r->ids[i], id, memory_order_relaxed);
+    holder_fence();
+    if (!matches(atomic_load_explicit(&s->word, memory_order_acquire), id, kind)) {
+        atomic_store_explicit(&r->ids[i], 0, memory_order_release);
+        return NULL;
+    }
+    my_used |= 1u << i;
+    *hazard = i;
+    return s;
+}
+
+void cuctx__unhold(struct cuctx_slot *s, unsigned hazard)
+{
+    if (hazard == NO_HAZARD) {
+        cuctx__unpin(s);
+        return;
+    }
+    atomic_store_explicit(&my_rec->ids[hazard], 0, memory_order_release);
+    my_used &= ~(1u << hazard);
+}
+
 struct cuctx_slot *cuctx__close(uint64_t id, enum cuctx_kind kind)
 {
     struct cuctx_slot *s = slot_at(cuctx__id_index(id));
@@ -285,12 +358,11 @@ struct cuctx_slot *cuctx__close(uint64_t id, enum cuctx_kind kind)
 
 void cuctx__drain(struct cuctx_slot *s)
 {
-    struct cuctx_stripe *st = atomic_load_explicit(&s->stripes, memory_order_acquire);
+    uint64_t w = atomic_load_explicit(&s->word, memory_order_seq_cst);
+    if (word_kind(w) == KIND_ENTRY)
+        hazards_wait(cuctx__id_make(KIND_ENTRY, s->index, word_gen(w)));
     while (atomic_load_explicit(&s->word, memory_order_seq_cst) & PINS_MASK)
         sched_yield();
-    for (unsigned i = 0; st && i < STRIPES; i++)
-        while (atomic_load_explicit(&st[i].n, memory_order_seq_cst))
-            sched_yield();
 }
 
 void cuctx__slot_free(struct cuctx_slot *s)

@@ -125,12 +125,12 @@ Test(registry, context_close_waits_for_child_calls_under_way)
     cr_assert_not(cuctx__alive(a.id, KIND_ENTRY));
 }
 
-/* The same with the striped holds that child calls take on their context. */
-Test(registry, context_close_waits_for_striped_holds)
+/* The same with the holds (hazard slots) that child calls take on their context. */
+Test(registry, context_close_waits_for_holds)
 {
     struct drain_arg a = {.id = make(KIND_ENTRY, 0)};
-    unsigned stripe;
-    struct cuctx_slot *child_call = cuctx__hold(a.id, KIND_ENTRY, &stripe);
+    unsigned hazard;
+    struct cuctx_slot *child_call = cuctx__hold(a.id, KIND_ENTRY, &hazard);
     pthread_t t;
     cr_assert_not_null(child_call);
     pthread_create(&t, NULL, closer, &a);
@@ -138,11 +138,12 @@ Test(registry, context_close_waits_for_striped_holds)
         sched_yield();
     usleep(20000);
     cr_assert_eq(atomic_load(&a.drained), 0, "the close must wait while a hold is taken");
-    cr_assert_null(cuctx__hold(a.id, KIND_ENTRY, &stripe), "a child call starting now is refused");
-    cuctx__unhold(child_call, stripe);
+    unsigned late;
+    cr_assert_null(cuctx__hold(a.id, KIND_ENTRY, &late), "a child call starting now is refused");
+    cuctx__unhold(child_call, hazard);
     pthread_join(t, NULL);
     cr_assert_eq(atomic_load(&a.drained), 1);
-    cr_assert_null(cuctx__hold(a.id, KIND_ENTRY, &stripe), "and after the free");
+    cr_assert_null(cuctx__hold(a.id, KIND_ENTRY, &late), "and after the free");
 }
 
 struct holder_arg { uint64_t id; _Atomic int stop; _Atomic long inside; _Atomic long overlaps; };
@@ -150,14 +151,14 @@ struct holder_arg { uint64_t id; _Atomic int stop; _Atomic long inside; _Atomic 
 static void *holder(void *p)
 {
     struct holder_arg *h = p;
-    unsigned stripe;
+    unsigned hazard;
     while (!atomic_load(&h->stop)) {
-        struct cuctx_slot *s = cuctx__hold(h->id, KIND_ENTRY, &stripe);
+        struct cuctx_slot *s = cuctx__hold(h->id, KIND_ENTRY, &hazard);
         if (!s)
             break;
         atomic_fetch_add(&h->inside, 1);
         atomic_fetch_sub(&h->inside, 1);
-        cuctx__unhold(s, stripe);
+        cuctx__unhold(s, hazard);
     }
     return NULL;
 }
