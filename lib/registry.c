@@ -241,15 +241,34 @@ static void hazard_release(void *arg)
     atomic_store_explicit(&r->taken, 0, memory_order_release);
 }
 
+static int membarrier_register(void)
+{
+#ifdef __linux__
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    return cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED)
+        && syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+#else
+    return 0;
+#endif
+}
+
+/* In a forked child only the forking thread lives on: the other threads'
+ * holds are gone with them, and the membarrier registration is made anew
+ * for the child's process (holders fence for themselves if it fails). */
+static void hazard_after_fork(void)
+{
+    for (struct hazard_rec *r = atomic_load(&hazard_list); r; r = r->next)
+        if (r != my_rec)
+            hazard_release(r);
+    if (asymmetric && !membarrier_register())
+        asymmetric = 0;
+}
+
 static void hazard_init(void)
 {
     pthread_key_create(&hazard_key, hazard_release);
-#ifdef __linux__
-    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-    if (cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED)
-        && syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0)
-        asymmetric = 1;
-#endif
+    asymmetric = membarrier_register();
+    pthread_atfork(NULL, NULL, hazard_after_fork);
 }
 
 static struct hazard_rec *hazard_rec(void)
