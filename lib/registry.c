@@ -7,8 +7,12 @@
  *
  *   pin     CAS pins+1, only if generation and kind match and not closing;
  *   close   CAS the closing flag on, same conditions: exactly one destroy wins;
- *   drain   wait until the pins taken before the close are gone;
+ *   drain   wait until the pins (and holds) taken before the close are gone;
  *   free    generation+1, kind 0: every copy of the old id is now stale.
+ *
+ * Context entries, which every child call touches, are held rather than
+ * pinned: through per-thread hazard slots, with no read-modify-write at all
+ * (see "holds" below).
  *
  * No lock is taken. The table grows in segments that never move (segment k
  * holds 1024 << k slots), so a reader holding a stale id reads a slot that

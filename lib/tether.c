@@ -1,9 +1,10 @@
 /* tether.c - the one mechanism every child kind uses.
  *
  * A child records its owner's registry entry id (slot and generation) at
- * create. Every later driver call on the child pins that entry first; the
- * pin fails once the context's destroy has begun or its generation has
- * ended, and a context destroy waits for the pins already held. So:
+ * create. Every later driver call on the child holds that entry first
+ * (cuctx__owner_pin); the hold fails once the context's destroy has begun
+ * or its generation has ended, and a context destroy waits for the holds
+ * already taken. So:
  *   - a child destroy reaches the driver only while its context is alive,
  *     never concurrently with the context's destroy, and never for a new
  *     context that took a dead one's address (its entry id differs);
