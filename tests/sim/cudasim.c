@@ -1107,19 +1107,26 @@ CUresult sim_cuEventCreate(CUevent *ev, unsigned int flags)
 	return leave(&c, CUDA_SUCCESS);
 }
 
-CUresult sim_cuEventDestroy(CUevent ev)
+/* The destroys that differ only in their entry point and kind: a NULL (or
+ * default-stream) handle is an error, a dead one a misuse, a live one dies. */
+static CUresult destroy_plain(enum fn fn, enum kind k, uint64_t h, bool null_handle)
 {
 	struct call c;
-	if (enter(&c, F_cuEventDestroy, H(ev)))
+	if (enter(&c, fn, h))
 		return leave(&c, c.rc);
-	if (!ev)
+	if (null_handle)
 		return leave(&c, CUDA_ERROR_INVALID_HANDLE);
 	struct obj *o;
-	CUresult rc = need_live(&c, K_EVENT, H(ev), &o);
+	CUresult rc = need_live(&c, k, h, &o);
 	if (rc)
 		return leave(&c, rc);
 	obj_kill(o, "already destroyed");
 	return leave(&c, CUDA_SUCCESS);
+}
+
+CUresult sim_cuEventDestroy(CUevent ev)
+{
+	return destroy_plain(F_cuEventDestroy, K_EVENT, H(ev), !ev);
 }
 
 CUresult sim_cuEventRecord(CUevent ev, CUstream s)
@@ -1234,17 +1241,7 @@ CUresult sim_cuStreamCreateWithPriority(CUstream *ps, unsigned int flags, int pr
 
 CUresult sim_cuStreamDestroy(CUstream s)
 {
-	struct call c;
-	if (enter(&c, F_cuStreamDestroy, H(s)))
-		return leave(&c, c.rc);
-	if (is_default_stream(s))
-		return leave(&c, CUDA_ERROR_INVALID_HANDLE);
-	struct obj *o;
-	CUresult rc = need_live(&c, K_STREAM, H(s), &o);
-	if (rc)
-		return leave(&c, rc);
-	obj_kill(o, "already destroyed");
-	return leave(&c, CUDA_SUCCESS);
+	return destroy_plain(F_cuStreamDestroy, K_STREAM, H(s), is_default_stream(s));
 }
 
 CUresult sim_cuStreamSynchronize(CUstream s)
@@ -1666,17 +1663,7 @@ CUresult sim_cuGraphAddEmptyNode(CUgraphNode *pn, CUgraph g, const CUgraphNode *
 
 CUresult sim_cuGraphDestroy(CUgraph g)
 {
-	struct call c;
-	if (enter(&c, F_cuGraphDestroy, H(g)))
-		return leave(&c, c.rc);
-	if (!g)
-		return leave(&c, CUDA_ERROR_INVALID_HANDLE);
-	struct obj *o;
-	CUresult rc = need_live(&c, K_GRAPH, H(g), &o);
-	if (rc)
-		return leave(&c, rc);
-	obj_kill(o, "already destroyed");
-	return leave(&c, CUDA_SUCCESS);
+	return destroy_plain(F_cuGraphDestroy, K_GRAPH, H(g), !g);
 }
 
 CUresult sim_cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g, unsigned long long flags)
@@ -1701,17 +1688,7 @@ CUresult sim_cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g, unsigned lo
 
 CUresult sim_cuGraphExecDestroy(CUgraphExec e)
 {
-	struct call c;
-	if (enter(&c, F_cuGraphExecDestroy, H(e)))
-		return leave(&c, c.rc);
-	if (!e)
-		return leave(&c, CUDA_ERROR_INVALID_HANDLE);
-	struct obj *o;
-	CUresult rc = need_live(&c, K_EXEC, H(e), &o);
-	if (rc)
-		return leave(&c, rc);
-	obj_kill(o, "already destroyed");
-	return leave(&c, CUDA_SUCCESS);
+	return destroy_plain(F_cuGraphExecDestroy, K_EXEC, H(e), !e);
 }
 
 CUresult sim_cuGraphLaunch(CUgraphExec e, CUstream s)
