@@ -212,7 +212,9 @@ CUCTX_API CUresult cuctx_ctx_primary(cuctx_ctx *out, CUdevice dev);
 /* A non-owning handle for a live context owned elsewhere (rule 9). */
 CUCTX_API CUresult cuctx_ctx_borrow(cuctx_ctx *out, CUcontext raw);
 /* Destroys an owned context, releases a primary retain, or drops a borrow;
- * resets *ctx to {0}. A stale handle gives CUDA_ERROR_INVALID_HANDLE. */
+ * resets *ctx to {0}. A stale handle gives CUDA_ERROR_INVALID_HANDLE. If
+ * the driver refuses, its error is returned and counted, and the generation
+ * ends all the same: the children are not sent to the driver afterwards. */
 CUCTX_API CUresult cuctx_ctx_destroy(cuctx_ctx *ctx);
 CUCTX_API CUresult cuctx_ctx_set_current(cuctx_ctx ctx);
 CUCTX_API CUresult cuctx_ctx_is_current(cuctx_ctx ctx, int *out);

@@ -423,3 +423,24 @@ Test(context, failed_driver_create_leaves_nothing_behind)
     cr_assert_eq(stats().ctx_handles, 0);
     cr_assert_not_null(strstr(cuctx_last_error_message(), "CUDA_ERROR_OUT_OF_MEMORY"));
 }
+
+/* A refused cuCtxDestroy still ends the generation: the handle is gone, the
+ * failure is counted, and children are not sent to the driver afterwards. */
+Test(context, refused_destroy_is_reported_and_still_ends_the_generation)
+{
+    cuctx_ctx c = {0};
+    cuctx_event ev = {0};
+    NEED_SIM();
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_event_create(&ev, c, 0));
+    sim()->fail_call("cuCtxDestroy", 1, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(cuctx_ctx_destroy(&c), CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(c.id, 0);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "cuCtxDestroy"), "%s", cuctx_last_error_message());
+    cr_assert_eq(stats().failed_destroys, 1);
+    cr_assert_eq(stats().contexts, 0);
+    unsigned long before = calls("cuEventDestroy");
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_eq(calls("cuEventDestroy"), before);
+    cr_assert_eq(stats().stale_skips, 1);
+}
