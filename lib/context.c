@@ -103,12 +103,10 @@ CUresult cuctx__entry_for_raw(CUcontext raw, const char *fn, uint64_t *out)
         *out = id;
         return CUDA_SUCCESS;
     }
-    if (id && cuctx__closing(id, KIND_ENTRY))    /* being destroyed: not a new context */
-        return cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: context %p is being destroyed", fn, (void *)raw);
     pthread_mutex_lock(&ctx_lock);
     id = map_get(raw);
     CUresult rc = CUDA_SUCCESS;
-    if (id && cuctx__closing(id, KIND_ENTRY)) {
+    if (id && cuctx__closing(id, KIND_ENTRY)) {     /* being destroyed: not a new context */
         rc = cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: context %p is being destroyed", fn, (void *)raw);
     } else if (!(id && cuctx__alive(id, KIND_ENTRY))) {
         /* Unknown or seen dead. The driver answers safely for a destroyed
@@ -153,16 +151,14 @@ void cuctx__owner_release(struct cuctx_owner *o)
     o->slot = NULL;
 }
 
-/* The entry a live ctx handle names, and its role: read without a pin (this
- * is on every child create), so the fields are read atomically and kept only
- * if the handle was still live after the reads. */
-static CUresult handle_entry(cuctx_ctx ctx, const char *fn, uint64_t *entry, int *role)
+/* The entry a live ctx handle names: read without a pin (this is on every
+ * child create), so the field is read atomically and kept only if the
+ * handle was still live after the read. */
+static CUresult handle_entry(cuctx_ctx ctx, const char *fn, uint64_t *entry)
 {
     struct cuctx_slot *h = cuctx__peek(ctx.id, KIND_CTX);
     if (h) {
         *entry = __atomic_load_n(&h->u.ctx.entry, __ATOMIC_RELAXED);
-        if (role)
-            *role = __atomic_load_n(&h->u.ctx.role, __ATOMIC_RELAXED);
         if (!cuctx__peek_valid(h, ctx.id, KIND_CTX))
             h = NULL;
     }
@@ -190,7 +186,7 @@ CUresult cuctx__owner_acquire(cuctx_ctx ctx, const char *fn, struct cuctx_owner 
             return cuctx__fail(CUDA_ERROR_INVALID_CONTEXT, "%s: no context given and none is current", fn);
         rc = cuctx__entry_for_raw(cur, fn, &entry);
     } else {
-        rc = handle_entry(ctx, fn, &entry, NULL);
+        rc = handle_entry(ctx, fn, &entry);
     }
     return rc == CUDA_SUCCESS ? cuctx__owner_pin(entry, fn, out) : rc;
 }
@@ -230,7 +226,7 @@ static CUresult handle_new(cuctx_ctx *out, uint64_t entry, enum cuctx_role role,
     if (!h)
         return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
     __atomic_store_n(&h->u.ctx.entry, entry, __ATOMIC_RELAXED);    /* peeked at by handle_entry */
-    __atomic_store_n(&h->u.ctx.role, (int)role, __ATOMIC_RELAXED);
+    h->u.ctx.role = (int)role;
     out->id = cuctx__slot_publish(h, KIND_CTX);
     return CUDA_SUCCESS;
 }

@@ -20,7 +20,6 @@ const struct cuctx_driver_entry cuctx__drv_entries[] = {
 const size_t cuctx__drv_entry_count = sizeof cuctx__drv_entries / sizeof cuctx__drv_entries[0];
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static _Atomic int init_done;
 static CUresult init_rc = CUDA_ERROR_NOT_INITIALIZED;
 static char init_msg[768];
 static void *lib;
@@ -125,7 +124,6 @@ static void load(void)
 static void load_once(void)
 {
     load();
-    atomic_store_explicit(&init_done, 1, memory_order_release);
     if (init_rc == CUDA_SUCCESS)
         atomic_store_explicit(&cuctx__init_ok, 1, memory_order_release);
 }
@@ -134,8 +132,7 @@ _Atomic int cuctx__init_ok;
 
 CUresult cuctx__init_slow(const char *fn)
 {
-    if (!atomic_load_explicit(&init_done, memory_order_acquire))
-        pthread_once(&init_once, load_once);
+    pthread_once(&init_once, load_once);   /* after a success, ensure_init never gets here */
     if (init_rc == CUDA_SUCCESS)
         return CUDA_SUCCESS;
     if (fn && strcmp(fn, "cuctx_init") != 0)

@@ -58,7 +58,7 @@ CUCTX_API CUresult cuctx_scope_enter(cuctx_scope *scope, cuctx_ctx ctx)
 CUCTX_API void cuctx_scope_exit(cuctx_scope *scope)
 {
     static const char fn[] = "cuctx_scope_exit";
-    struct cuctx_slot *prev;
+    struct cuctx_owner prev;
     CUresult rc;
     if (!scope || (scope->state != CUCTX__SCOPE_ENTERED && scope->state != CUCTX__SCOPE_RAN))
         return;
@@ -67,10 +67,10 @@ CUCTX_API void cuctx_scope_exit(cuctx_scope *scope)
         return;
     if (scope->prev_entry == 0 || scope->prev_entry == PREV_DEAD) {
         rc = DRV(cuCtxSetCurrent)(NULL);
-    } else if ((prev = cuctx__pin(scope->prev_entry, KIND_ENTRY)) != NULL) {
-        /* pinned so that it cannot be destroyed during the call */
+    } else if (cuctx__owner_pin(scope->prev_entry, NULL, &prev) == CUDA_SUCCESS) {
+        /* held so that it cannot be destroyed during the call */
         rc = DRV(cuCtxSetCurrent)(scope->prev_raw);
-        cuctx__unpin(prev);
+        cuctx__owner_release(&prev);
     } else {
         cuctx__debug("%s: the previous context %p was destroyed inside the scope; leaving no context current",
                      fn, (void *)scope->prev_raw);
