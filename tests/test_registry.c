@@ -105,6 +105,17 @@ static void *closer(void *p)
     return NULL;
 }
 
+/* Starts a close of a->id on another thread and checks that it has begun
+ * but not finished: something the caller took on the entry holds it up. */
+static void close_elsewhere_and_see_it_wait(struct drain_arg *a, pthread_t *t)
+{
+    pthread_create(t, NULL, closer, a);
+    while (!atomic_load(&a->closed))
+        sched_yield();
+    usleep(20000);
+    cr_assert_eq(atomic_load(&a->drained), 0, "the close must wait while the entry is taken");
+}
+
 /* The context side of the tether: a context destroy waits out a child
  * destroy already under way (a pin on the context's entry). */
 Test(registry, context_close_waits_for_child_calls_under_way)
@@ -113,11 +124,7 @@ Test(registry, context_close_waits_for_child_calls_under_way)
     struct cuctx_slot *child_call = cuctx__pin(a.id, KIND_ENTRY);
     pthread_t t;
     cr_assert_not_null(child_call);
-    pthread_create(&t, NULL, closer, &a);
-    while (!atomic_load(&a.closed))
-        sched_yield();
-    usleep(20000);
-    cr_assert_eq(atomic_load(&a.drained), 0, "the close must wait while a pin is held");
+    close_elsewhere_and_see_it_wait(&a, &t);
     cr_assert_null(cuctx__pin(a.id, KIND_ENTRY), "a child call starting now is refused");
     cuctx__unpin(child_call);
     pthread_join(t, NULL);
@@ -133,11 +140,7 @@ Test(registry, context_close_waits_for_holds)
     struct cuctx_slot *child_call = cuctx__hold(a.id, KIND_ENTRY, &hazard);
     pthread_t t;
     cr_assert_not_null(child_call);
-    pthread_create(&t, NULL, closer, &a);
-    while (!atomic_load(&a.closed))
-        sched_yield();
-    usleep(20000);
-    cr_assert_eq(atomic_load(&a.drained), 0, "the close must wait while a hold is taken");
+    close_elsewhere_and_see_it_wait(&a, &t);
     unsigned late;
     cr_assert_null(cuctx__hold(a.id, KIND_ENTRY, &late), "a child call starting now is refused");
     cuctx__unhold(child_call, hazard);
@@ -146,7 +149,7 @@ Test(registry, context_close_waits_for_holds)
     cr_assert_null(cuctx__hold(a.id, KIND_ENTRY, &late), "and after the free");
 }
 
-struct holder_arg { uint64_t id; _Atomic int stop; _Atomic long inside; _Atomic long overlaps; };
+struct holder_arg { uint64_t id; _Atomic int stop; _Atomic long inside; };
 
 static void *holder(void *p)
 {

@@ -612,6 +612,22 @@ static CUresult stream_context(const struct call *c, CUstream s, struct obj **ct
 	return rc;
 }
 
+/* Work on stream s for object o (what: "event recorded", "graph exec
+ * launched") must stay in o's context; anything else is a misuse. */
+static CUresult need_stream_of(const struct call *c, const struct obj *o, CUstream s, const char *what)
+{
+	struct obj *sctx;
+	CUresult rc = stream_context(c, s, &sctx);
+	if (rc)
+		return rc;
+	if (sctx != o->owner) {
+		misuse(c, o->value, is_default_stream(s) ? "%s on the default stream of a context other than its own"
+							  : "%s on a stream of another context", what);
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	return CUDA_SUCCESS;
+}
+
 static bool valid_device(CUdevice dev)
 {
 	return dev >= 0 && dev < S.devices;
@@ -1134,19 +1150,13 @@ CUresult sim_cuEventRecord(CUevent ev, CUstream s)
 	struct call c;
 	if (enter(&c, F_cuEventRecord, H(ev)))
 		return leave(&c, c.rc);
-	struct obj *o, *sctx;
+	struct obj *o;
 	CUresult rc = need_live(&c, K_EVENT, H(ev), &o);
 	if (rc)
 		return leave(&c, rc);
-	rc = stream_context(&c, s, &sctx);
+	rc = need_stream_of(&c, o, s, "event recorded");
 	if (rc)
 		return leave(&c, rc);
-	if (sctx != o->owner) {
-		misuse(&c, o->value, is_default_stream(s)
-			       ? "event recorded on the default stream of a context other than its own"
-			       : "event recorded on a stream of another context");
-		return leave(&c, CUDA_ERROR_INVALID_HANDLE);
-	}
 	o->recorded = true;
 	o->stamp_ms = now_ms();
 	return leave(&c, CUDA_SUCCESS);
@@ -1696,18 +1706,11 @@ CUresult sim_cuGraphLaunch(CUgraphExec e, CUstream s)
 	struct call c;
 	if (enter(&c, F_cuGraphLaunch, H(e)))
 		return leave(&c, c.rc);
-	struct obj *o, *sctx;
+	struct obj *o;
 	CUresult rc = need_live(&c, K_EXEC, H(e), &o);
 	if (rc)
 		return leave(&c, rc);
-	rc = stream_context(&c, s, &sctx);
-	if (rc)
-		return leave(&c, rc);
-	if (sctx != o->owner) {
-		misuse(&c, o->value, "graph exec launched on a stream of another context");
-		return leave(&c, CUDA_ERROR_INVALID_HANDLE);
-	}
-	return leave(&c, CUDA_SUCCESS);
+	return leave(&c, need_stream_of(&c, o, s, "graph exec launched"));
 }
 
 /* ---------------------------------------------------------------------------
