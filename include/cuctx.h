@@ -99,15 +99,28 @@
  *    the error handler (cuctx_set_error_handler), by default one line on
  *    stderr; CUCTX_LOG=quiet|warn|debug sets how much it says.
  *
- * 9. Borrowed contexts (cuctx_ctx_borrow, or the current context when a
- *    create is given {0} and the context was not made through cuctx) are
- *    owned by someone else. cuctx never destroys them and cannot see them
- *    destroyed. What it can promise: children of a borrowed context are
- *    skipped once cuctx sees the address reused by a context it creates or
- *    retains, and a context cuctx knows to be dead is never handed to the
- *    driver. What it cannot promise: a child destroyed after its borrowed
- *    context was destroyed behind cuctx's back reaches the driver; keep
- *    such children inside the owner's lifetime.
+ * 9. Contexts others can end. A primary context is shared with the CUDA
+ *    runtime and every library built on it; a borrowed one (cuctx_ctx_borrow,
+ *    or the current context when a create is given {0} and cuctx did not
+ *    make it) is owned by someone else. cuctx names each context by the
+ *    driver's own id for it (cuCtxGetId, CUDA 12.0 and later: unique in the
+ *    process, never reused), recorded when cuctx first meets the context,
+ *    and checks that id - one cuCtxGetId - before a child call on such a
+ *    context reaches the driver. So a child whose primary or borrowed
+ *    context was released by its last holder, reset, or destroyed by its
+ *    owner - also when a new context has since taken the address - is never
+ *    sent to the driver: its destroy is a counted stale skip, its other calls
+ *    fail with CUDA_ERROR_CONTEXT_IS_DESTROYED. cuctx's own last release of a
+ *    primary context ends cuctx's retain, not the context: while the runtime
+ *    still holds it, children made through cuctx keep working and are freed
+ *    by their destroys. Contexts cuctx created are decided by cuctx alone,
+ *    with no driver call. What no check can exclude: an owner ending the
+ *    context at the same moment as a child call on it, between the check and
+ *    the call. With a driver that lacks cuCtxGetId, cuctx knows only what it
+ *    did itself: a primary context ends with cuctx's last release, and a
+ *    borrowed context's children are skipped once cuctx sees its address
+ *    taken by a context cuctx creates or retains; keep such children within
+ *    their owner's lifetime there.
  *
  * 10. All functions are thread-safe. A handle may be used from several
  *    threads at once; its destroy waits for uses already under way and
@@ -206,10 +219,21 @@ typedef struct cuctx_graph_exec { uint64_t id; } cuctx_graph_exec;
  * pushed on the calling thread's stack and current. */
 CUCTX_API CUresult cuctx_ctx_create(cuctx_ctx *out, CUdevice dev, unsigned flags);
 /* Retains dev's primary context (not made current). Each handle holds one
- * retain; the generation ends when the last handle from cuctx is destroyed,
- * and a later retain gets a new one although the address is the same. */
+ * retain, released by its destroy. The generation is the driver's (rule 9):
+ * it ends when the primary context really ends - its last retain by anyone
+ * released, or a reset - not when cuctx's last handle goes while the CUDA
+ * runtime or other code still holds it. A later retain of an ended primary
+ * context gets a new generation although the address is the same. */
 CUCTX_API CUresult cuctx_ctx_primary(cuctx_ctx *out, CUdevice dev);
-/* A non-owning handle for a live context owned elsewhere (rule 9). */
+/* Resets dev's primary context through the driver (cuDevicePrimaryCtxReset:
+ * every allocation and object in it is freed) and ends its generation, after
+ * child calls under way on it: its children are skipped from then on. A
+ * reset does not release retains; primary handles are still destroyed as
+ * usual. A reset by anyone else is seen through the context's id. */
+CUCTX_API CUresult cuctx_ctx_primary_reset(CUdevice dev);
+/* A non-owning handle for a live context owned elsewhere; destroying it
+ * never destroys the context. Children made in it are skipped once the
+ * owner destroys it (rule 9). */
 CUCTX_API CUresult cuctx_ctx_borrow(cuctx_ctx *out, CUcontext raw);
 /* Destroys an owned context, releases a primary retain, or drops a borrow;
  * resets *ctx to {0}. A stale handle gives CUDA_ERROR_INVALID_HANDLE. If
@@ -296,8 +320,8 @@ CUCTX_API void cuctx_cleanup(void *handle);
  * functions only. */
 typedef struct cuctx_scope {
     CUcontext prev_raw;     /* current context at enter */
-    uint64_t prev_entry;    /* its registry entry, to check it is still alive */
-    uint64_t entry;         /* the entered context's registry entry */
+    uint64_t prev_entry;    /* its registry entry (0: none, or dead at enter) */
+    unsigned depth;         /* stack levels cuctx had pushed on this thread at enter */
     int state;              /* CUCTX__SCOPE_* */
 } cuctx_scope;
 #define CUCTX__SCOPE_FAILED  0  /* enter failed: block skipped, nothing to undo */
@@ -305,11 +329,21 @@ typedef struct cuctx_scope {
 #define CUCTX__SCOPE_RAN     2  /* block ran (run-once loop is done) */
 #define CUCTX__SCOPE_EXITED  3
 
-/* Makes ctx current, remembering the previous current context. On failure
- * returns the error, sets the last error, and leaves state FAILED. */
+/* Makes ctx current by pushing it on the calling thread's context stack
+ * (nothing is pushed when it is current already). On failure returns the
+ * error, sets the last error, and leaves state FAILED; a success leaves the
+ * last error alone. */
 CUCTX_API CUresult cuctx_scope_enter(cuctx_scope *scope, cuctx_ctx ctx);
-/* Restores the previous context if it is alive, else leaves no context
- * current; a no-op when the enter failed, changed nothing, or already exited. */
+/* Pops what cuctx pushed on the thread's stack since the enter - the
+ * scope's own push, and contexts created inside and still pushed - so the
+ * stack below the scope is as it was at enter and the previous context is
+ * current again. cuctx never hands the previous context to the driver: if
+ * it was destroyed inside the block it stays on the stack where it was,
+ * dead (creates given {0} then fail with CUDA_ERROR_CONTEXT_IS_DESTROYED);
+ * if a new context has meanwhile taken its address (seen by the driver's
+ * id), that slot is popped too rather than leave an unrelated context
+ * current. Raw pushes and pops inside the scope must be balanced. A no-op
+ * when the enter failed or the scope was exited already. */
 CUCTX_API void cuctx_scope_exit(cuctx_scope *scope);
 
 /* ------------------------------------------------------------------------
@@ -374,8 +408,9 @@ static inline int cuctx__scope_once(cuctx_scope *s)
              = cuctx__scope_begin(ctx);                                     \
          cuctx__scope_once(&var);)
 
-/* CUCTX_SCOPED(ctx) { ... }: the block runs once with ctx current; the
- * previous context is restored at every exit. */
+/* CUCTX_SCOPED(ctx) { ... }: the block runs once with ctx current; at every
+ * exit the thread's context stack is as it was at entry (see
+ * cuctx_scope_exit for what that means when contexts die inside). */
 #define CUCTX_SCOPED(ctx) CUCTX__SCOPED(ctx, CUCTX__UNIQUE(cuctx__scope_))
 
 /* CUCTX_GUARD(ctx);: ctx is current to the end of the enclosing block. If it

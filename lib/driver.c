@@ -152,7 +152,7 @@ CUCTX_API CUresult cuctx_driver_version(int *out)
     CUCTX_INIT_OR_RETURN("cuctx_driver_version");
     CUresult rc = DRV(cuDriverGetVersion)(out);
     if (rc != CUDA_SUCCESS)
-        return cuctx__fail(rc, "cuctx_driver_version: cuDriverGetVersion failed: %s", RN(rc));
+        return cuctx__fail(rc, "cuctx_driver_version: cuDriverGetVersion failed: %s", cuctx_result_name(rc));
     return rc;
 }
 
@@ -164,6 +164,6 @@ CUCTX_API CUresult cuctx_driver_symbol(const char *name, int version, void **out
     CUCTX_INIT_OR_RETURN("cuctx_driver_symbol");
     CUresult rc = lookup(name, version, out);
     if (rc != CUDA_SUCCESS)
-        return cuctx__fail(rc, "cuctx_driver_symbol: the driver has no %s at ABI version %d: %s", name, version, RN(rc));
+        return cuctx__fail(rc, "cuctx_driver_symbol: the driver has no %s at ABI version %d: %s", name, version, cuctx_result_name(rc));
     return rc;
 }

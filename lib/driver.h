@@ -25,6 +25,8 @@
     X(cuCtxGetApiVersion, 3020, 1)              \
     X(cuDevicePrimaryCtxRetain, 7000, 1)        \
     X(cuDevicePrimaryCtxRelease, 11000, 1)      \
+    X(cuDevicePrimaryCtxReset, 11000, 1)        \
+    X(cuCtxGetId, 12000, 0)                     \
     X(cuEventCreate, 2000, 1)                   \
     X(cuEventDestroy, 4000, 1)                  \
     X(cuEventRecord, 2000, 1)                   \

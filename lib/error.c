@@ -11,6 +11,12 @@ enum { LOG_QUIET, LOG_WARN, LOG_DEBUG };
 
 static CUCTX_TLS CUresult last_rc;
 static CUCTX_TLS char last_msg[512];
+static CUCTX_TLS int quiet;
+
+void cuctx__quiet(int on)
+{
+    quiet += on ? 1 : -1;
+}
 
 static _Atomic int log_level = LOG_WARN;
 
@@ -70,6 +76,8 @@ static void vrecord(CUresult rc, const char *fmt, va_list ap)
 CUresult cuctx__fail(CUresult rc, const char *fmt, ...)
 {
     va_list ap;
+    if (quiet)
+        return rc;
     va_start(ap, fmt);
     vrecord(rc, fmt, ap);
     va_end(ap);

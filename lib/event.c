@@ -11,7 +11,7 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
     *raw = (uint64_t)(uintptr_t)ev;
     *size = 0;
     return rc == CUDA_SUCCESS ? rc
-         : cuctx__fail(rc, "cuctx_event_create: cuEventCreate(flags %#x) failed: %s", *(unsigned *)arg, RN(rc));
+         : cuctx__fail(rc, "cuctx_event_create: cuEventCreate(flags %#x) failed: %s", *(unsigned *)arg, cuctx_result_name(rc));
 }
 
 CUCTX_API CUresult cuctx_event_create(cuctx_event *out, cuctx_ctx ctx, unsigned flags)
@@ -34,7 +34,7 @@ static CUresult event_call(cuctx_event ev, const char *fn, const char *call, CUr
     rc = op((CUevent)(uintptr_t)u.raw);
     cuctx__child_done(&u);
     if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_NOT_READY)
-        cuctx__fail(rc, "%s: %s failed: %s", fn, call, RN(rc));
+        cuctx__fail(rc, "%s: %s failed: %s", fn, call, cuctx_result_name(rc));
     return rc;
 }
 
@@ -77,7 +77,7 @@ CUCTX_API CUresult cuctx_event_record(cuctx_event ev, cuctx_stream s)
         goto out;
     }
     if (rc != CUDA_SUCCESS)
-        cuctx__fail(rc, "%s: cuEventRecord failed: %s", fn, RN(rc));
+        cuctx__fail(rc, "%s: cuEventRecord failed: %s", fn, cuctx_result_name(rc));
 out:
     cuctx__child_done(&st);
     cuctx__child_done(&e);
@@ -101,7 +101,7 @@ CUCTX_API CUresult cuctx_event_elapsed_ms(cuctx_event start, cuctx_event end, fl
             *ms = v;
         else
             cuctx__fail(rc, "%s: cuEventElapsedTime failed: %s (events made with CU_EVENT_DISABLE_TIMING, or not both recorded and complete?)",
-                        fn, RN(rc));
+                        fn, cuctx_result_name(rc));
     }
     cuctx__child_done(&a);
     return rc;

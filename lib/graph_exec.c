@@ -12,7 +12,7 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
     CUgraphExec ge = NULL;
     CUresult rc = DRV(cuGraphInstantiateWithFlags)(&ge, a->graph, a->flags);
     if (rc != CUDA_SUCCESS)
-        return cuctx__fail(rc, "cuctx_graph_exec_instantiate: cuGraphInstantiateWithFlags failed: %s", RN(rc));
+        return cuctx__fail(rc, "cuctx_graph_exec_instantiate: cuGraphInstantiateWithFlags failed: %s", cuctx_result_name(rc));
     *raw = (uint64_t)(uintptr_t)ge;
     *size = 0;
     return CUDA_SUCCESS;
@@ -68,7 +68,7 @@ CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s)
         goto out;
     }
     if (rc != CUDA_SUCCESS)
-        cuctx__fail(rc, "%s: cuGraphLaunch failed: %s", fn, RN(rc));
+        cuctx__fail(rc, "%s: cuGraphLaunch failed: %s", fn, cuctx_result_name(rc));
 out:
     cuctx__child_done(&st);
     cuctx__child_done(&g);

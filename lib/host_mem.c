@@ -13,7 +13,7 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
     CUresult rc = DRV(cuMemHostAlloc)(&p, a->bytes, a->flags);
     if (rc != CUDA_SUCCESS)
         return cuctx__fail(rc, "cuctx_host_mem_alloc: cuMemHostAlloc(%zu bytes, flags %#x) failed: %s",
-                           a->bytes, a->flags, RN(rc));
+                           a->bytes, a->flags, cuctx_result_name(rc));
     *raw = (uint64_t)(uintptr_t)p;
     *size = a->bytes;
     return CUDA_SUCCESS;

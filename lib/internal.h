@@ -75,8 +75,13 @@ static inline uint64_t cuctx__id_make(enum cuctx_kind kind, uint32_t index, uint
     return (uint64_t)kind << CUCTX_ID_KIND_SHIFT | (uint64_t)index << CUCTX_ID_INDEX_SHIFT | gen;
 }
 
-enum cuctx_ownership { OWN_OWNED = 1, OWN_PRIMARY, OWN_FOREIGN };
-enum cuctx_role { ROLE_OWNED = 1, ROLE_PRIMARY, ROLE_BORROWED };
+/* Who decides a context's life. An owned context was created by cuctx and
+ * ends only through it, so the registry alone says whether it lives. A
+ * primary context (retained through cuctx) and a borrowed one (handed in,
+ * or met as some thread's current context) can be ended by anyone - the
+ * CUDA runtime, other libraries, a reset - so the driver's context id says.
+ * A handle's role is the same word: what destroying the handle undoes. */
+enum cuctx_owner_kind { OWNER_OWNED = 1, OWNER_PRIMARY, OWNER_BORROWED };
 
 /* One table slot, one cache line: threads working on their own objects must
  * not bounce a line between them with their pins (measured: 0.6 of the raw
@@ -91,15 +96,18 @@ struct cuctx_slot {
     _Atomic uint32_t next_free;     /* free-list link: index + 1, 0 = end */
     uint32_t index;                 /* fixed when the slot is first handed out */
     union {
-        struct {                    /* KIND_ENTRY */
+        struct {                    /* KIND_ENTRY; fixed once published except as noted */
             CUcontext raw;
+            unsigned long long ctx_id;  /* the driver's id (cuCtxGetId); 0: the driver has none */
             CUdevice dev;
-            int ownership;          /* enum cuctx_ownership */
-            int handles;            /* primary retains held, under the context lock */
+            int checked;            /* life decided by the driver's id: every hold checks it */
+            int owner;              /* enum cuctx_owner_kind; borrowed -> primary under the lock */
+            int retains;            /* primary retains held by cuctx handles, under the lock */
         } entry;
         struct {                    /* KIND_CTX */
             uint64_t entry;
-            int role;               /* enum cuctx_role */
+            int role;               /* enum cuctx_owner_kind */
+            CUdevice dev;           /* a primary handle's device, for its release */
         } ctx;
         struct {                    /* children */
             uint64_t owner;         /* the owning context's entry id */
@@ -130,8 +138,15 @@ void cuctx__unhold(struct cuctx_slot *s, unsigned hazard);
 /* Claims the one destroy of id (NULL if stale, wrong kind or already
  * closing); new pins fail from here on. */
 struct cuctx_slot *cuctx__close(uint64_t id, enum cuctx_kind kind);
-/* Waits until the pins taken before the close are released. */
+/* Waits until the pins taken before the close are released; sleeps, with
+ * backoff, when they last. */
 void cuctx__drain(struct cuctx_slot *s);
+/* Abandons a close: the slot is live again with the same generation. */
+void cuctx__reopen(struct cuctx_slot *s);
+/* Waits until id is no longer closing (freed, or reopened). */
+void cuctx__wait_closed(uint64_t id, enum cuctx_kind kind);
+/* Whether the calling thread holds id in one of its hazard slots. */
+int cuctx__holding(uint64_t id);
 /* Ends the slot's generation and frees it. */
 void cuctx__slot_free(struct cuctx_slot *s);
 /* Whether id names a live slot (not closing), without pinning. */
@@ -150,10 +165,17 @@ void cuctx__slot_foreach(void (*fn)(enum cuctx_kind kind, struct cuctx_slot *s, 
 extern _Atomic uint64_t cuctx__stale_skips;
 extern _Atomic uint64_t cuctx__failed_destroys;
 
-/* ---- contexts (context.c) ----------------------------------------------- */
+/* ---- context entries (entry.c, ctxmap.c) -------------------------------- */
 
-/* A pinned context entry: children's creates, uses and destroys hold one
- * for the duration of their driver call, and a context destroy waits them out. */
+/* Registering, retaining, releasing and ending entries take this lock
+ * (driver calls on those paths cost milliseconds anyway); holding an
+ * entry and every child operation never do. Never take it while holding
+ * an entry: an entry's end drains holds under it. */
+void cuctx__ctx_lock(void);
+void cuctx__ctx_unlock(void);
+
+/* A held context entry: children's creates, uses and destroys hold one for
+ * the duration of their driver call, and a context's end waits them out. */
 struct cuctx_owner {
     struct cuctx_slot *slot;
     uint64_t id;
@@ -161,26 +183,66 @@ struct cuctx_owner {
     unsigned hazard;
 };
 
-/* Resolves ctx ({0}: the current context, registered on first sight) to
- * its pinned entry. Errors: INVALID_HANDLE for a bad handle, INVALID_CONTEXT
- * when nothing is current, CONTEXT_IS_DESTROYED when the context is gone. */
-CUresult cuctx__owner_acquire(cuctx_ctx ctx, const char *fn, struct cuctx_owner *out);
-/* Holds an entry by id; CONTEXT_IS_DESTROYED when its generation ended
- * (fn NULL: no error recorded, for callers to whom that is no failure). */
-CUresult cuctx__owner_pin(uint64_t entry, const char *fn, struct cuctx_owner *out);
+/* Holds an entry by id and, where the driver decides its life, checks its
+ * id (one cuCtxGetId): an entry whose context is gone ends here.
+ * CONTEXT_IS_DESTROYED when it has ended; the driver's error if the check
+ * itself failed. fn NULL: nothing recorded, for callers to whom an ended
+ * context is no failure. */
+CUresult cuctx__owner_hold(uint64_t entry, const char *fn, struct cuctx_owner *out);
 void cuctx__owner_release(struct cuctx_owner *o);
+/* Resolves ctx ({0}: the current context) to its held entry. Errors:
+ * INVALID_HANDLE for a bad handle, INVALID_CONTEXT when nothing is current,
+ * CONTEXT_IS_DESTROYED when the context is gone. */
+CUresult cuctx__owner_acquire(cuctx_ctx ctx, const char *fn, struct cuctx_owner *out);
+/* The held entry of a raw context, registering it as borrowed when cuctx
+ * has not met it (its id and device asked of the driver). */
+CUresult cuctx__owner_of_raw(CUcontext raw, const char *fn, struct cuctx_owner *out);
+/* The entry id for raw without holding it, registering as above; 0 when
+ * the context is dead or cannot be identified. Records no error. */
+uint64_t cuctx__entry_quiet(CUcontext raw, const char *fn);
 
-/* The live entry for a raw context, registering a foreign one if needed;
- * CONTEXT_IS_DESTROYED if the driver says it is dead. */
-CUresult cuctx__entry_for_raw(CUcontext raw, const char *fn, uint64_t *out);
+/* Under the lock: a new entry for raw, ending whatever entry the address had
+ * (the driver gave it to a new context). */
+CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev, enum cuctx_owner_kind owner,
+                          const char *fn, uint64_t *out);
+/* Under the lock: ends a live entry now (close, drain, forget, free). */
+void cuctx__entry_end_locked(uint64_t id);
+/* Ends an entry that was closed by its caller (without the lock). */
+void cuctx__entry_finish(struct cuctx_slot *s, uint64_t id);
+/* The driver's id of a context; *id 0 and CUDA_SUCCESS without cuCtxGetId. */
+CUresult cuctx__ctx_id(CUcontext raw, unsigned long long *id);
+/* Whether a driver answer means the context is gone. */
+static inline int cuctx__gone(CUresult rc)
+{
+    return rc == CUDA_ERROR_CONTEXT_IS_DESTROYED || rc == CUDA_ERROR_INVALID_CONTEXT;
+}
+
+/* The address -> entry map (ctxmap.c), under the lock. It holds live
+ * contexts only: an entry leaves it when it ends. */
+uint64_t cuctx__map_find(CUcontext raw);
+int cuctx__map_put(CUcontext raw, uint64_t entry);
+void cuctx__map_remove(CUcontext raw, uint64_t entry);
+size_t cuctx__map_count(void);
+void cuctx__map_foreach(void (*fn)(CUcontext raw, uint64_t entry, void *arg), void *arg);
+
+/* ---- the calling thread's current context (current.c) -------------------- */
 
 /* Makes raw current for one driver call and puts the old one back, with
  * push/pop, so the previous context is never handed to the driver. */
 struct cuctx_switch { int pushed; };
 CUresult cuctx__switch_to(CUcontext raw, const char *fn, struct cuctx_switch *sw);
 void cuctx__switch_back(struct cuctx_switch *sw, const char *fn);
+/* Levels cuctx left pushed on the calling thread's stack (creates, scopes):
+ * a scope pops those pushed inside it. */
+unsigned cuctx__pushes(void);
+void cuctx__pushed(void);
+void cuctx__popped(void);
 
-/* ---- children (child.c) ------------------------------------------------- */
+/* While a quiet section is open on the calling thread, failures are not
+ * recorded as its last error (scope enter's look at the previous context). */
+void cuctx__quiet(int on);
+
+/* ---- children (tether.c) ------------------------------------------------- */
 
 /* What is particular to a child kind: its names and its driver destroy. */
 struct cuctx_child_kind {
@@ -212,8 +274,5 @@ CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, str
 void cuctx__child_done(struct cuctx_use *u);
 /* Accessor helper: the payload of a live child, or 0 with the last error set. */
 int cuctx__child_peek(uint64_t id, enum cuctx_kind kind, const char *fn, uint64_t *raw, size_t *size);
-
-/* "CUDA_ERROR_X" for messages. */
-#define RN(rc) cuctx_result_name(rc)
 
 #endif

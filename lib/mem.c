@@ -12,7 +12,7 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
     CUdeviceptr p = 0;
     CUresult rc = DRV(cuMemAlloc)(&p, bytes);
     if (rc != CUDA_SUCCESS)
-        return cuctx__fail(rc, "cuctx_mem_alloc: cuMemAlloc(%zu bytes) failed: %s", bytes, RN(rc));
+        return cuctx__fail(rc, "cuctx_mem_alloc: cuMemAlloc(%zu bytes) failed: %s", bytes, cuctx_result_name(rc));
     *raw = (uint64_t)p;
     *size = bytes;
     return CUDA_SUCCESS;

@@ -14,11 +14,11 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
     if (a->path) {
         rc = DRV(cuModuleLoad)(&m, a->path);
         if (rc != CUDA_SUCCESS)
-            return cuctx__fail(rc, "cuctx_module_load: cuModuleLoad(\"%s\") failed: %s", a->path, RN(rc));
+            return cuctx__fail(rc, "cuctx_module_load: cuModuleLoad(\"%s\") failed: %s", a->path, cuctx_result_name(rc));
     } else {
         rc = DRV(cuModuleLoadData)(&m, a->image);
         if (rc != CUDA_SUCCESS)
-            return cuctx__fail(rc, "cuctx_module_load_data: cuModuleLoadData failed: %s", RN(rc));
+            return cuctx__fail(rc, "cuctx_module_load_data: cuModuleLoadData failed: %s", cuctx_result_name(rc));
     }
     *raw = (uint64_t)(uintptr_t)m;
     *size = 0;
@@ -64,7 +64,7 @@ CUCTX_API CUresult cuctx_module_function(cuctx_module mod, const char *name, CUf
         return rc;
     rc = DRV(cuModuleGetFunction)(out, (CUmodule)(uintptr_t)u.raw, name);
     cuctx__child_done(&u);
-    return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuModuleGetFunction(\"%s\") failed: %s", fn, name, RN(rc));
+    return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuModuleGetFunction(\"%s\") failed: %s", fn, name, cuctx_result_name(rc));
 }
 
 CUCTX_API CUmodule cuctx_module_raw(cuctx_module mod)

@@ -25,6 +25,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
 #ifdef __linux__
 #include <linux/membarrier.h>
 #include <sys/syscall.h>
@@ -48,6 +49,21 @@ static _Atomic uint64_t free_head;      /* tag (high 32) | index + 1 (low 32) */
 
 _Atomic uint64_t cuctx__stale_skips;
 _Atomic uint64_t cuctx__failed_destroys;
+
+/* One round of waiting for another thread: a few yields, then sleeps that
+ * double up to a millisecond, so a wait that lasts (a hold across a whole
+ * cuCtxSynchronize) does not burn a core. */
+static void backoff(unsigned *round)
+{
+    if (*round < 16) {
+        sched_yield();
+    } else {
+        unsigned shift = *round - 16 < 10 ? *round - 16 : 10;
+        struct timespec ts = {0, 1000L << shift};      /* 1 us .. ~1 ms */
+        nanosleep(&ts, NULL);
+    }
+    (*round)++;
+}
 
 static inline uint32_t word_gen(uint64_t w) { return (uint32_t)(w >> GEN_SHIFT); }
 static inline unsigned word_kind(uint64_t w) { return (unsigned)(w >> KIND_SHIFT) & KIND_MASK; }
@@ -326,9 +342,19 @@ static void hazards_wait(uint64_t id)
     pthread_once(&hazard_once, hazard_init);    /* so that `asymmetric` is settled */
     closer_fence();
     for (struct hazard_rec *r = atomic_load_explicit(&hazard_list, memory_order_acquire); r; r = r->next)
-        for (unsigned i = 0; i < HAZARDS; i++)
+        for (unsigned i = 0, round = 0; i < HAZARDS; i++)
             while (atomic_load_explicit(&r->ids[i], memory_order_acquire) == id)
-                sched_yield();
+                backoff(&round);
+}
+
+int cuctx__holding(uint64_t id)
+{
+    if (!my_rec)
+        return 0;
+    for (unsigned i = 0; i < HAZARDS; i++)
+        if ((my_used & (1u << i)) && atomic_load_explicit(&my_rec->ids[i], memory_order_relaxed) == id)
+            return 1;
+    return 0;
 }
 
 struct cuctx_slot *cuctx__hold(uint64_t id, enum cuctx_kind kind, unsigned *hazard)
@@ -384,8 +410,19 @@ void cuctx__drain(struct cuctx_slot *s)
     uint64_t w = atomic_load_explicit(&s->word, memory_order_seq_cst);
     if (word_kind(w) == KIND_ENTRY)
         hazards_wait(cuctx__id_make(KIND_ENTRY, s->index, word_gen(w)));
-    while (atomic_load_explicit(&s->word, memory_order_seq_cst) & PINS_MASK)
-        sched_yield();
+    for (unsigned round = 0; atomic_load_explicit(&s->word, memory_order_seq_cst) & PINS_MASK;)
+        backoff(&round);
+}
+
+void cuctx__reopen(struct cuctx_slot *s)
+{
+    atomic_fetch_and_explicit(&s->word, ~CLOSING, memory_order_release);
+}
+
+void cuctx__wait_closed(uint64_t id, enum cuctx_kind kind)
+{
+    for (unsigned round = 0; cuctx__closing(id, kind);)
+        backoff(&round);
 }
 
 void cuctx__slot_free(struct cuctx_slot *s)

@@ -1,26 +1,24 @@
 /* scope.c - the restore guard behind CUCTX_SCOPED and CUCTX_GUARD.
  *
- * Enter remembers the previous context with its registry entry; exit puts it
- * back only if that entry's generation is still alive, and otherwise leaves
- * no context current: the real driver accepts a destroyed context in
- * cuCtxSetCurrent and crashes the thread later. cuCtxSetCurrent (not push and
- * pop) because the entered context may be destroyed inside the block, which
- * pops it; a pop at exit would then pop the wrong one.
+ * Enter pushes the context (nothing, when it is current already); exit
+ * pops every level cuctx pushed on the thread's stack since enter - its own
+ * push and any context created inside - and so leaves the stack below the
+ * scope as it was. The previous context comes back by that pop, never by
+ * handing its address to the driver (which accepts a destroyed context and
+ * crashes later). If it died inside the block it stays where it was, as the
+ * driver left it. Should a new context have taken its address meanwhile,
+ * that unrelated context is not left current.
  */
 #include "internal.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* prev_entry when the previous context was already dead at enter. */
-#define PREV_DEAD UINT64_MAX
-
 CUCTX_API CUresult cuctx_scope_enter(cuctx_scope *scope, cuctx_ctx ctx)
 {
     static const char fn[] = "cuctx_scope_enter";
     struct cuctx_owner o = {0};
     CUcontext prev = NULL;
-    uint64_t prev_entry = 0;
     if (!scope)
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: scope is NULL", fn);
     memset(scope, 0, sizeof *scope);
@@ -28,56 +26,73 @@ CUCTX_API CUresult cuctx_scope_enter(cuctx_scope *scope, cuctx_ctx ctx)
     CUCTX_INIT_OR_RETURN(fn);
     if (ctx.id == 0)
         return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: the context handle is {0}", fn);
-    /* The previous context is looked up (maybe registered, under the
-     * context lock) before ctx's entry is pinned: never hold a pin while
-     * waiting for that lock. */
     CUresult rc = DRV(cuCtxGetCurrent)(&prev);
     if (rc != CUDA_SUCCESS)
-        return cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, RN(rc));
-    if (prev && cuctx__entry_for_raw(prev, fn, &prev_entry) != CUDA_SUCCESS)
-        prev_entry = PREV_DEAD;
+        return cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, cuctx_result_name(rc));
+    /* Looked up (maybe registered, under the lock) before ctx is held:
+     * never wait for that lock while holding an entry. A dead previous
+     * context is no failure of the enter. */
+    scope->prev_entry = prev ? cuctx__entry_quiet(prev, fn) : 0;
     if ((rc = cuctx__owner_acquire(ctx, fn, &o)) != CUDA_SUCCESS)
         return rc;
-    if (prev == o.raw) {
-        prev_entry = o.id;              /* already current: nothing to do either way */
-    } else {
-        rc = DRV(cuCtxSetCurrent)(o.raw);
+    scope->depth = cuctx__pushes();
+    if (prev != o.raw) {
+        rc = DRV(cuCtxPushCurrent)(o.raw);
         if (rc != CUDA_SUCCESS) {
             cuctx__owner_release(&o);
-            return cuctx__fail(rc, "%s: cuCtxSetCurrent failed: %s", fn, RN(rc));
+            return cuctx__fail(rc, "%s: cuCtxPushCurrent failed: %s", fn, cuctx_result_name(rc));
         }
+        cuctx__pushed();
     }
-    scope->prev_raw = prev;
-    scope->prev_entry = prev_entry;
-    scope->entry = o.id;
-    scope->state = CUCTX__SCOPE_ENTERED;
     cuctx__owner_release(&o);
+    scope->prev_raw = prev;
+    scope->state = CUCTX__SCOPE_ENTERED;
     return CUDA_SUCCESS;
+}
+
+/* After the pops the previous context's stack slot is on top again. */
+static void settle_prev(const cuctx_scope *scope, const char *fn)
+{
+    unsigned long long want = 0, now = 0;
+    int checked = 0;
+    CUcontext top = NULL;
+    struct cuctx_slot *e = scope->prev_entry ? cuctx__peek(scope->prev_entry, KIND_ENTRY) : NULL;
+    if (e) {
+        checked = e->u.entry.checked;
+        want = e->u.entry.ctx_id;
+        if (!cuctx__peek_valid(e, scope->prev_entry, KIND_ENTRY))
+            e = NULL;
+    }
+    if ((e && !checked) || !DRV(cuCtxGetId))
+        return;     /* an owned context cuctx still has; or nothing to tell contexts apart by */
+    if (DRV(cuCtxGetId)(scope->prev_raw, &now) != CUDA_SUCCESS || (e && now == want))
+        return;     /* dead: left where it was; or the same live context */
+    if (DRV(cuCtxGetCurrent)(&top) != CUDA_SUCCESS || top != scope->prev_raw)
+        return;
+    CUresult rc = DRV(cuCtxSetCurrent)(NULL);
+    if (rc != CUDA_SUCCESS)
+        cuctx__report(rc, "%s: cannot take back the stack slot of context %p, now another context's: %s", fn,
+                      (void *)scope->prev_raw, cuctx_result_name(rc));
 }
 
 CUCTX_API void cuctx_scope_exit(cuctx_scope *scope)
 {
     static const char fn[] = "cuctx_scope_exit";
-    struct cuctx_owner prev;
-    CUresult rc;
+    CUcontext popped;
     if (!scope || (scope->state != CUCTX__SCOPE_ENTERED && scope->state != CUCTX__SCOPE_RAN))
         return;
     scope->state = CUCTX__SCOPE_EXITED;
-    if (scope->prev_entry == scope->entry)
-        return;
-    if (scope->prev_entry == 0 || scope->prev_entry == PREV_DEAD) {
-        rc = DRV(cuCtxSetCurrent)(NULL);
-    } else if (cuctx__owner_pin(scope->prev_entry, NULL, &prev) == CUDA_SUCCESS) {
-        /* held so that it cannot be destroyed during the call */
-        rc = DRV(cuCtxSetCurrent)(scope->prev_raw);
-        cuctx__owner_release(&prev);
-    } else {
-        cuctx__debug("%s: the previous context %p was destroyed inside the scope; leaving no context current",
-                     fn, (void *)scope->prev_raw);
-        rc = DRV(cuCtxSetCurrent)(NULL);
+    for (unsigned n = cuctx__pushes(); n > scope->depth; n--) {
+        CUresult rc = DRV(cuCtxPopCurrent)(&popped);
+        if (rc != CUDA_SUCCESS) {
+            cuctx__report(rc, "%s: cannot pop a context pushed inside the scope: cuCtxPopCurrent failed: %s", fn,
+                          cuctx_result_name(rc));
+            return;
+        }
+        cuctx__popped();
     }
-    if (rc != CUDA_SUCCESS)
-        cuctx__report(rc, "%s: cannot restore the previous context: cuCtxSetCurrent failed: %s", fn, RN(rc));
+    if (scope->prev_raw)
+        settle_prev(scope, fn);
 }
 
 CUCTX_API cuctx_scope cuctx__scope_guard(cuctx_ctx ctx)

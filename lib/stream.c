@@ -15,7 +15,7 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
     *size = 0;
     return rc == CUDA_SUCCESS ? rc
          : cuctx__fail(rc, "cuctx_stream_create: cuStreamCreateWithPriority(flags %#x, priority %d) failed: %s",
-                       a->flags, a->priority, RN(rc));
+                       a->flags, a->priority, cuctx_result_name(rc));
 }
 
 CUCTX_API CUresult cuctx_stream_create(cuctx_stream *out, cuctx_ctx ctx, unsigned flags, int priority)
@@ -38,7 +38,7 @@ CUCTX_API CUresult cuctx_stream_synchronize(cuctx_stream s)
         return rc;
     rc = DRV(cuStreamSynchronize)((CUstream)(uintptr_t)u.raw);
     cuctx__child_done(&u);
-    return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuStreamSynchronize failed: %s", fn, RN(rc));
+    return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuStreamSynchronize failed: %s", fn, cuctx_result_name(rc));
 }
 
 CUCTX_API CUresult cuctx_stream_wait_event(cuctx_stream s, cuctx_event ev)
@@ -52,7 +52,7 @@ CUCTX_API CUresult cuctx_stream_wait_event(cuctx_stream s, cuctx_event ev)
         rc = DRV(cuStreamWaitEvent)((CUstream)(uintptr_t)su.raw, (CUevent)(uintptr_t)eu.raw, 0);
         cuctx__child_done(&eu);
         if (rc != CUDA_SUCCESS)
-            cuctx__fail(rc, "%s: cuStreamWaitEvent failed: %s", fn, RN(rc));
+            cuctx__fail(rc, "%s: cuStreamWaitEvent failed: %s", fn, cuctx_result_name(rc));
     }
     cuctx__child_done(&su);
     return rc;

@@ -2,9 +2,10 @@
  *
  * A child records its owner's registry entry id (slot and generation) at
  * create. Every later driver call on the child holds that entry first
- * (cuctx__owner_pin); the hold fails once the context's destroy has begun
- * or its generation has ended, and a context destroy waits for the holds
- * already taken. So:
+ * (cuctx__owner_hold); the hold fails once the context's destroy has begun
+ * or its generation has ended - for a primary or borrowed context, also
+ * when the driver's id shows it gone - and a context destroy waits for the
+ * holds already taken. So:
  *   - a child destroy reaches the driver only while its context is alive,
  *     never concurrently with the context's destroy, and never for a new
  *     context that took a dead one's address (its entry id differs);
@@ -88,14 +89,19 @@ CUresult cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn
         return bad_handle(mine, kind, fn);
     cuctx__drain(s);
     uint64_t raw = s->u.child.raw;
-    if (cuctx__owner_pin(s->u.child.owner, NULL, &o) != CUDA_SUCCESS) {
+    CUresult rc = cuctx__owner_hold(s->u.child.owner, NULL, &o);
+    if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_CONTEXT_IS_DESTROYED) {
+        cuctx__slot_free(s);    /* cannot tell whether its context lives: the driver's error */
+        atomic_fetch_add_explicit(&cuctx__failed_destroys, 1, memory_order_relaxed);
+        return rc;
+    }
+    if (rc != CUDA_SUCCESS) {
         atomic_fetch_add_explicit(&cuctx__stale_skips, 1, memory_order_relaxed);
         cuctx__debug("%s: %s %#llx outlived its context; the driver freed it with the context, not called again",
                      fn, k->name, (unsigned long long)raw);
         cuctx__slot_free(s);
         return CUDA_SUCCESS;
     }
-    CUresult rc = CUDA_SUCCESS;
     if (k->destroy_needs_current)
         rc = cuctx__switch_to(o.raw, fn, &sw);
     if (rc == CUDA_SUCCESS) {
@@ -104,7 +110,7 @@ CUresult cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn
             cuctx__switch_back(&sw, fn);
         if (rc != CUDA_SUCCESS)
             cuctx__fail(rc, "%s: the driver refused to destroy %s %#llx: %s", fn, k->name,
-                        (unsigned long long)raw, RN(rc));
+                        (unsigned long long)raw, cuctx_result_name(rc));
     }
     cuctx__owner_release(&o);
     cuctx__slot_free(s);
@@ -120,7 +126,7 @@ CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, str
     CUCTX_INIT_OR_RETURN(fn);
     if (!(u->obj = cuctx__pin(id, kind)))
         return bad_handle(id, kind, fn);
-    CUresult rc = cuctx__owner_pin(u->obj->u.child.owner, fn, &u->owner);
+    CUresult rc = cuctx__owner_hold(u->obj->u.child.owner, fn, &u->owner);
     if (rc != CUDA_SUCCESS) {
         cuctx__unpin(u->obj);
         u->obj = NULL;

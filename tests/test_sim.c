@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cudasim.h"
@@ -46,6 +47,7 @@ static struct {
 	PFN_cuCtxGetDevice_v2000 CtxGetDevice;
 	PFN_cuCtxSynchronize_v2000 CtxSynchronize;
 	PFN_cuCtxGetApiVersion_v3020 CtxGetApiVersion;
+	PFN_cuCtxGetId_v12000 CtxGetId;
 	PFN_cuDevicePrimaryCtxRetain_v7000 PrimaryRetain;
 	PFN_cuDevicePrimaryCtxRelease_v11000 PrimaryRelease;
 	PFN_cuDevicePrimaryCtxGetState_v7000 PrimaryGetState;
@@ -93,6 +95,12 @@ static struct {
 	__typeof__(cusim_live) *live;
 	__typeof__(cusim_is_live) *is_live;
 	__typeof__(cusim_fail_call) *fail_call;
+	__typeof__(cusim_hide_ctx_id) *hide_ctx_id;
+	__typeof__(cusim_primary_outside_retain) *primary_outside_retain;
+	__typeof__(cusim_primary_outside_release) *primary_outside_release;
+	__typeof__(cusim_primary_refs) *primary_refs;
+	__typeof__(cusim_set_delay) *set_delay;
+	__typeof__(cusim_fail_all) *fail_all;
 } D;
 
 static void *control(const char *name)
@@ -137,6 +145,12 @@ static void load(void)
 	D.live = control("cusim_live");
 	D.is_live = control("cusim_is_live");
 	D.fail_call = control("cusim_fail_call");
+	D.hide_ctx_id = control("cusim_hide_ctx_id");
+	D.primary_outside_retain = control("cusim_primary_outside_retain");
+	D.primary_outside_release = control("cusim_primary_outside_release");
+	D.primary_refs = control("cusim_primary_refs");
+	D.set_delay = control("cusim_set_delay");
+	D.fail_all = control("cusim_fail_all");
 	void *gpa = control("cuGetProcAddress_v2");
 	memcpy(&D.GetProcAddress, &gpa, sizeof gpa);
 
@@ -156,6 +170,7 @@ static void load(void)
 	RESOLVE(CtxGetDevice, "cuCtxGetDevice", 2000);
 	RESOLVE(CtxSynchronize, "cuCtxSynchronize", 2000);
 	RESOLVE(CtxGetApiVersion, "cuCtxGetApiVersion", 3020);
+	RESOLVE(CtxGetId, "cuCtxGetId", 12000);
 	RESOLVE(PrimaryRetain, "cuDevicePrimaryCtxRetain", 7000);
 	RESOLVE(PrimaryRelease, "cuDevicePrimaryCtxRelease", 11000);
 	RESOLVE(PrimaryGetState, "cuDevicePrimaryCtxGetState", 7000);
@@ -222,6 +237,21 @@ static CUcontext current(void)
 	return c;
 }
 
+/* The id cuCtxGetId gives ctx (NULL: the current context); fails the test on an error. */
+static unsigned long long ctx_id(CUcontext ctx)
+{
+	unsigned long long id = 0;
+	OK(D.CtxGetId(ctx, &id));
+	return id;
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static void assert_misuse(size_t i, const char *fn, const char *why)
 {
 	const char *text = D.misuse_text(i);
@@ -250,6 +280,7 @@ static const char vadd_ptx[] =
 TestSuite(sim_init, .init = load, .fini = teardown);
 TestSuite(sim_procaddress, .init = load, .fini = teardown);
 TestSuite(sim_contexts, .init = setup, .fini = teardown);
+TestSuite(sim_ctx_id, .init = setup, .fini = teardown);
 TestSuite(sim_lifetimes, .init = setup, .fini = teardown);
 TestSuite(sim_events, .init = setup, .fini = teardown);
 TestSuite(sim_streams, .init = setup, .fini = teardown);
@@ -352,6 +383,7 @@ Test(sim_procaddress, pinned_versions_resolve_to_the_abi_symbols)
 		{ "cuCtxSynchronize", 12090, "cuCtxSynchronize" },
 		{ "cuGetProcAddress", 12000, "cuGetProcAddress_v2" },
 		{ "cuGetProcAddress", 11030, "cuGetProcAddress" },
+		{ "cuCtxGetId", 12000, "cuCtxGetId" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		void *fn = NULL;
@@ -409,6 +441,33 @@ Test(sim_procaddress, unknown_symbol_is_not_found_with_null_pointer)
 	RC(D.GetProcAddress("cuNoSuchThing", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_ERROR_NOT_FOUND);
 	cr_assert_null(fn);
 	cr_assert_eq(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+}
+
+Test(sim_procaddress, hiding_ctx_get_id_makes_only_it_unknown_until_reset)
+{
+	void *fn = (void *)&fn;
+	CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
+	D.hide_ctx_id(1);
+	RC(D.GetProcAddress("cuCtxGetId", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_ERROR_NOT_FOUND);
+	cr_assert_null(fn);
+	cr_assert_eq(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND, "as for a symbol the driver lacks");
+	PFN_cuGetProcAddress_v11030 gpa4;
+	void *sym = dlsym(D.lib, "cuGetProcAddress");
+	memcpy(&gpa4, &sym, sizeof sym);
+	fn = (void *)&fn;
+	RC(gpa4("cuCtxGetId", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT), CUDA_ERROR_NOT_FOUND);
+	cr_assert_null(fn);
+	OK(D.GetProcAddress("cuCtxGetApiVersion", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st));
+	cr_assert_eq(fn, dlsym(D.lib, "cuCtxGetApiVersion"));
+	D.hide_ctx_id(0);
+	OK(D.GetProcAddress("cuCtxGetId", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st));
+	D.hide_ctx_id(1);
+	D.reset();
+	OK(D.GetProcAddress("cuCtxGetId", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st));
+	cr_assert_eq(st, CU_GET_PROC_ADDRESS_SUCCESS);
+	cr_assert_eq(fn, dlsym(D.lib, "cuCtxGetId"));
+	RC(D.GetProcAddress("cuCtxGetId", &fn, 11080, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_ERROR_NOT_FOUND);
+	cr_assert_eq(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT, "it came with CUDA 12.0");
 }
 
 Test(sim_procaddress, version_below_the_first_is_version_not_sufficient)
@@ -537,16 +596,16 @@ Test(sim_contexts, destroyed_current_context_gives_709_on_create_and_getcurrent_
 	cr_assert_eq(D.live("all"), 0);
 }
 
-Test(sim_contexts, popping_a_destroyed_context_is_a_misuse_709_and_removes_it)
+Test(sim_contexts, popping_a_context_destroyed_below_the_top_succeeds_and_removes_it)
 {
 	CUcontext below = new_ctx(0), top = new_ctx(0), popped = NULL;
 	OK(D.CtxDestroy(below));
 	OK(D.CtxPopCurrent(&popped));
-	RC(D.CtxPopCurrent(&popped), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	cr_assert_eq(popped, top);
+	OK(D.CtxPopCurrent(&popped));
 	cr_assert_eq(popped, below);
 	cr_assert_null(current());
-	cr_assert_eq(D.misuse_count(), 1);
-	assert_misuse(0, "cuCtxPopCurrent", "already destroyed");
+	cr_assert_eq(D.misuse_count(), 0, "the real driver pops it and answers 0");
 	OK(D.CtxDestroy(top));
 }
 
@@ -609,6 +668,96 @@ Test(sim_contexts, destroying_a_context_current_on_another_thread_leaves_it_stal
 	cr_assert_null(current());
 	cr_assert_eq(D.misuse_count(), 0);
 	OK(D.CtxDestroy(other));
+}
+
+Test(sim_contexts, popping_a_context_destroyed_on_another_thread_succeeds_without_misuse)
+{
+	CUcontext c = new_ctx(0), popped = NULL;
+	struct destroyer d = { c, CUDA_ERROR_UNKNOWN };
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, destroy_on_other_thread, &d), 0);
+	pthread_join(t, NULL);
+	cr_assert_eq(d.rc, CUDA_SUCCESS);
+	cr_assert_eq(current(), c);
+	OK(D.CtxPopCurrent(&popped));
+	cr_assert_eq(popped, c);
+	cr_assert_eq(last_call("cuCtxPopCurrent").handle, H(c));
+	cr_assert_null(current());
+	RC(D.CtxPopCurrent(&popped), CUDA_ERROR_INVALID_CONTEXT);
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+/* --- context ids (cuCtxGetId) ------------------------------------------------------ */
+
+Test(sim_ctx_id, ids_are_unique_increasing_and_null_asks_about_the_current_one)
+{
+	CUcontext a = new_ctx(0), b = new_ctx(1), c = new_ctx(0);
+	unsigned long long ia = ctx_id(a), ib = ctx_id(b), ic = ctx_id(c);
+	cr_assert_gt(ia, 0);
+	cr_assert_gt(ib, ia);
+	cr_assert_gt(ic, ib);
+	cr_assert_eq(ctx_id(a), ia, "asking again gives the same id");
+	cr_assert_eq(last_call("cuCtxGetId").handle, H(a));
+	cr_assert_eq(ctx_id(NULL), ic);
+	cr_assert_eq(last_call("cuCtxGetId").handle, H(c), "NULL is logged as the current context");
+	cr_assert_eq(D.calls("cuCtxGetId"), 5);
+	RC(D.CtxGetId(a, NULL), CUDA_ERROR_INVALID_VALUE);
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+Test(sim_ctx_id, a_recycled_context_value_gets_a_new_id)
+{
+	CUcontext a = new_ctx(0);
+	unsigned long long first = ctx_id(a);
+	OK(D.CtxDestroy(a));
+	CUcontext b = new_ctx(0);
+	cr_assert_eq(b, a, "recycling hands the value back");
+	unsigned long long second = ctx_id(b);
+	cr_assert_gt(second, first);
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+Test(sim_ctx_id, a_dead_context_is_709_and_no_misuse)
+{
+	CUcontext a = new_ctx(0);
+	unsigned long long id = 0;
+	OK(D.CtxDestroy(a));
+	RC(D.CtxGetId(a, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	cr_assert_eq(last_call("cuCtxGetId").handle, H(a));
+	cr_assert_eq(D.misuse_count(), 0, "asking whether a context is alive is safe");
+}
+
+Test(sim_ctx_id, a_value_never_given_out_is_201_and_a_misuse)
+{
+	unsigned long long id = 0;
+	RC(D.CtxGetId((CUcontext)(uintptr_t)0x1234560, &id), CUDA_ERROR_INVALID_CONTEXT);
+	cr_assert_eq(D.misuse_count(), 1);
+	assert_misuse(0, "cuCtxGetId", "never created");
+}
+
+Test(sim_ctx_id, null_with_nothing_current_is_201)
+{
+	unsigned long long id = 0;
+	RC(D.CtxGetId(NULL, &id), CUDA_ERROR_INVALID_CONTEXT);
+	cr_assert_eq(last_call("cuCtxGetId").handle, 0);
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+Test(sim_ctx_id, null_after_the_current_context_died_on_another_thread_is_709)
+{
+	CUcontext c = new_ctx(0);
+	unsigned long long id = 0;
+	struct destroyer d = { c, CUDA_ERROR_UNKNOWN };
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, destroy_on_other_thread, &d), 0);
+	pthread_join(t, NULL);
+	cr_assert_eq(d.rc, CUDA_SUCCESS);
+	RC(D.CtxGetId(NULL, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	cr_assert_eq(last_call("cuCtxGetId").handle, H(c));
+	OK(D.CtxSetCurrent(NULL));
+	/* Set-current NULL popped the dead one. */
+	RC(D.CtxGetId(NULL, &id), CUDA_ERROR_INVALID_CONTEXT);
+	cr_assert_eq(D.misuse_count(), 0);
 }
 
 /* --- children whose context died (lifetimes table, child rows) ------------------ */
@@ -1020,6 +1169,109 @@ Test(sim_primary, reset_destroys_children_and_deactivates)
 	assert_misuse(0, "cuCtxPushCurrent", "inactive");
 }
 
+Test(sim_primary, becoming_active_again_keeps_the_address_and_gives_a_new_id)
+{
+	CUcontext first, again;
+	OK(D.PrimaryRetain(&first, 0));
+	unsigned long long id1 = ctx_id(first);
+	OK(D.PrimaryRelease(0));
+	unsigned long long id = 0;
+	RC(D.CtxGetId(first, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	OK(D.PrimaryRetain(&again, 0));
+	cr_assert_eq(again, first);
+	unsigned long long id2 = ctx_id(again);
+	cr_assert_gt(id2, id1);
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+Test(sim_primary, reset_ends_the_context_but_keeps_every_retain)
+{
+	CUcontext p, q;
+	unsigned int flags;
+	int active = -1;
+	unsigned long long id = 0;
+	OK(D.PrimaryRetain(&p, 0));
+	OK(D.PrimaryRetain(&q, 0));
+	cr_assert_eq(D.primary_refs(0), 2);
+	OK(D.PrimaryReset(0));
+	cr_assert_eq(D.primary_refs(0), 2);
+	OK(D.PrimaryGetState(0, &flags, &active));
+	cr_assert_eq(active, 0);
+	RC(D.CtxGetId(p, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	OK(D.PrimaryRelease(0));
+	cr_assert_eq(D.primary_refs(0), 1);
+	OK(D.PrimaryRelease(0));
+	cr_assert_eq(D.primary_refs(0), 0);
+	cr_assert_eq(D.misuse_count(), 0);
+	RC(D.PrimaryRelease(0), CUDA_ERROR_INVALID_CONTEXT);
+	cr_assert_eq(D.misuse_count(), 1);
+	assert_misuse(0, "cuDevicePrimaryCtxRelease", "released more often than retained");
+	cr_assert_eq(D.live("primary"), 0);
+}
+
+Test(sim_primary, a_retain_after_reset_makes_a_new_context_an_old_release_does_not_end)
+{
+	CUcontext a, b;
+	unsigned int flags;
+	int active = -1;
+	unsigned long long id = 0;
+	OK(D.PrimaryRetain(&a, 0));
+	unsigned long long old_id = ctx_id(a);
+	OK(D.PrimaryReset(0));
+	OK(D.PrimaryRetain(&b, 0));
+	cr_assert_eq(b, a, "same address");
+	unsigned long long new_id = ctx_id(b);
+	cr_assert_gt(new_id, old_id);
+	cr_assert_eq(D.primary_refs(0), 2, "the retain from before the reset still counts");
+	OK(D.PrimaryRelease(0));
+	OK(D.PrimaryGetState(0, &flags, &active));
+	cr_assert_eq(active, 1);
+	cr_assert_eq(ctx_id(b), new_id);
+	OK(D.PrimaryRelease(0));
+	OK(D.PrimaryGetState(0, &flags, &active));
+	cr_assert_eq(active, 0);
+	RC(D.CtxGetId(b, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+Test(sim_primary, an_outside_retain_keeps_it_active_and_stays_out_of_the_log)
+{
+	CUcontext p;
+	unsigned int flags;
+	int active = -1;
+	cr_assert_eq(D.primary_outside_retain(0), 0);
+	cr_assert_eq(D.primary_refs(0), 1);
+	cr_assert_eq(D.live("primary"), 1);
+	cr_assert_eq(D.log_count(), 0, "the outside holder is not logged");
+	OK(D.PrimaryRetain(&p, 0));
+	unsigned long long id = ctx_id(p);
+	cr_assert_eq(D.primary_refs(0), 2);
+	OK(D.PrimaryRelease(0));
+	OK(D.PrimaryGetState(0, &flags, &active));
+	cr_assert_eq(active, 1, "the outside retain still holds it");
+	cr_assert_eq(ctx_id(p), id, "still the same context");
+	cr_assert_eq(D.primary_outside_release(0), 0);
+	cr_assert_eq(D.primary_refs(0), 0);
+	cr_assert_eq(D.live("primary"), 0);
+	cr_assert_eq(D.primary_outside_release(0), -1, "nothing left to release");
+	cr_assert_eq(D.primary_outside_retain(2), -1);
+	cr_assert_eq(D.primary_outside_retain(-1), -1);
+	cr_assert_eq(D.primary_refs(2), 0);
+	cr_assert_eq(D.calls("cuDevicePrimaryCtxRetain"), 1);
+	cr_assert_eq(D.calls("cuDevicePrimaryCtxRelease"), 1);
+	char seq[256];
+	size_t n = D.log_count();
+	seq[0] = 0;
+	for (size_t i = 0, len = 0; i < n; i++) {
+		struct cusim_call r;
+		cr_assert_eq(D.log_get(i, &r), 0);
+		len += (size_t)snprintf(seq + len, sizeof seq - len, "%s%s", i ? "," : "", r.fn);
+	}
+	cr_assert_str_eq(seq, "cuDevicePrimaryCtxRetain,cuCtxGetId,cuDevicePrimaryCtxRelease,"
+			      "cuDevicePrimaryCtxGetState,cuCtxGetId");
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
 /* --- address recycling ------------------------------------------------------------------ */
 
 Test(sim_recycling, a_new_context_takes_the_most_recently_destroyed_address)
@@ -1165,6 +1417,81 @@ Test(sim_faults, several_plans_may_be_pending_and_a_failed_destroy_keeps_the_obj
 	OK(D.StreamDestroy(s));
 	OK(D.CtxDestroy(c));
 	cr_assert_eq(D.live("all"), 0);
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+struct delayed {
+	CUcontext seen;
+	CUresult rc;
+};
+
+static void *delayed_get_current(void *arg)
+{
+	struct delayed *d = arg;
+	d->rc = D.CtxGetCurrent(&d->seen);
+	return NULL;
+}
+
+Test(sim_faults, a_delay_holds_the_call_but_not_the_simulator)
+{
+	CUcontext c;
+	D.set_delay("cuCtxGetCurrent", 30000);
+	double t0 = now_ms();
+	OK(D.CtxGetCurrent(&c));
+	cr_assert_geq(now_ms() - t0, 30.0, "the call slept its delay");
+
+	D.set_delay("cuCtxGetCurrent", 400000);
+	struct delayed d = { NULL, CUDA_ERROR_UNKNOWN };
+	pthread_t t;
+	t0 = now_ms();
+	cr_assert_eq(pthread_create(&t, NULL, delayed_get_current, &d), 0);
+	usleep(20000);
+	int n;
+	OK(D.DeviceGetCount(&n));
+	double other = now_ms() - t0;
+	pthread_join(t, NULL);
+	double delayed = now_ms() - t0;
+	OK(d.rc);
+	cr_assert_geq(delayed, 400.0);
+	cr_assert_lt(other, 300.0, "another call went through while the delayed one slept");
+	cr_assert_eq(last_call("cuCtxGetCurrent").rc, CUDA_SUCCESS, "logged after the sleep, as the last call");
+
+	D.set_delay("cuCtxGetCurrent", 0);
+	D.set_delay("cuDeviceGetCount", 400000);
+	D.reset();
+	t0 = now_ms();
+	OK(D.CtxGetCurrent(&c));
+	OK(D.DeviceGetCount(&n));
+	cr_assert_lt(now_ms() - t0, 300.0, "0 and reset remove delays");
+	cr_assert_eq(D.calls("cuCtxGetCurrent"), 1);
+}
+
+Test(sim_faults, fail_all_fails_every_entry_point_but_lookup_until_turned_off)
+{
+	CUcontext c = new_ctx(0);
+	CUevent e = NULL;
+	int n = -1;
+	void *fn = NULL;
+	D.fail_all(CUDA_ERROR_DEINITIALIZED);
+	RC(D.EventCreate(&e, 0), CUDA_ERROR_DEINITIALIZED);
+	cr_assert_null(e);
+	struct cusim_call rec = last_call("cuEventCreate");
+	cr_assert_eq(rec.rc, CUDA_ERROR_DEINITIALIZED);
+	cr_assert_eq(rec.ctx, H(c));
+	RC(D.CtxDestroy(c), CUDA_ERROR_DEINITIALIZED);
+	cr_assert(D.is_live("context", H(c)), "a failed destroy did nothing");
+	RC(D.DeviceGetCount(&n), CUDA_ERROR_DEINITIALIZED);
+	cr_assert_eq(n, -1);
+	RC(D.CtxGetId(c, NULL), CUDA_ERROR_DEINITIALIZED);
+	OK(D.GetProcAddress("cuEventCreate", &fn, 2000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+	cr_assert_eq(D.calls("cuEventCreate"), 1);
+	cr_assert_eq(D.live("event"), 0);
+	D.fail_all(CUDA_SUCCESS);
+	OK(D.EventCreate(&e, 0));
+	cr_assert_eq(D.live("event"), 1);
+	D.fail_all(CUDA_ERROR_DEINITIALIZED);
+	D.reset();
+	OK(D.DeviceGetCount(&n));
 	cr_assert_eq(D.misuse_count(), 0);
 }
 

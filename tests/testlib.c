@@ -26,6 +26,12 @@ const struct sim *sim(void)
             the_sim.live = (size_t (*)(const char *))dlsym(h, "cusim_live");
             the_sim.is_live = (int (*)(const char *, uint64_t))dlsym(h, "cusim_is_live");
             the_sim.fail_call = (void (*)(const char *, unsigned long, CUresult))dlsym(h, "cusim_fail_call");
+            the_sim.ctx_id_hide = (void (*)(int))dlsym(h, "cusim_hide_ctx_id");
+            the_sim.primary_outside_retain = (int (*)(int))dlsym(h, "cusim_primary_outside_retain");
+            the_sim.primary_outside_release = (int (*)(int))dlsym(h, "cusim_primary_outside_release");
+            the_sim.primary_refs = (unsigned (*)(int))dlsym(h, "cusim_primary_refs");
+            the_sim.set_delay = (void (*)(const char *, unsigned))dlsym(h, "cusim_set_delay");
+            the_sim.fail_all = (void (*)(CUresult))dlsym(h, "cusim_fail_all");
             sim_state = 1;
         }
     }

@@ -22,6 +22,12 @@ struct sim {
     size_t (*live)(const char *kind);
     int (*is_live)(const char *kind, uint64_t handle);
     void (*fail_call)(const char *fn, unsigned long nth, CUresult rc);
+    void (*ctx_id_hide)(int hide);
+    int (*primary_outside_retain)(int dev);
+    int (*primary_outside_release)(int dev);
+    unsigned (*primary_refs)(int dev);
+    void (*set_delay)(const char *fn, unsigned usec);
+    void (*fail_all)(CUresult rc);
 };
 
 /* The simulator's API if the suite runs against it, else NULL. */

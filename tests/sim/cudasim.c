@@ -8,6 +8,11 @@
  * error.  Every handle it gives out is a value it looks up in its own tables;
  * it never dereferences a handle a caller passes in.
  *
+ * Address recycling is a deliberate worst case, not a measurement: each new
+ * object takes the most recently freed value of its kind, every time.  The
+ * real driver reuses device-memory addresses nearly always but context
+ * addresses only sometimes; always reusing makes every stale-handle bug show.
+ *
  * Layout: the entry-point table and state, objects and their tables, the
  * call bookkeeping (log, counters, fault plans, misuses), the entry points by
  * area, cuGetProcAddress, and the cusim_* control API.
@@ -58,8 +63,8 @@
 	X(cuDeviceGetCount) X(cuDeviceGetName) X(cuGetErrorName) X(cuGetErrorString) \
 	X(cuCtxCreate) X(cuCtxDestroy) X(cuCtxPushCurrent) X(cuCtxPopCurrent) \
 	X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize) \
-	X(cuCtxGetApiVersion) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) \
-	X(cuDevicePrimaryCtxGetState) X(cuDevicePrimaryCtxReset) \
+	X(cuCtxGetApiVersion) X(cuCtxGetId) X(cuDevicePrimaryCtxRetain) \
+	X(cuDevicePrimaryCtxRelease) X(cuDevicePrimaryCtxGetState) X(cuDevicePrimaryCtxReset) \
 	X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventQuery) \
 	X(cuEventSynchronize) X(cuEventElapsedTime) \
 	X(cuStreamCreate) X(cuStreamCreateWithPriority) X(cuStreamDestroy) \
@@ -139,6 +144,7 @@ struct obj {
 	int device;
 	unsigned int flags;
 	int priority;
+	unsigned long long ctx_id;   /* a context's cuCtxGetId answer: new each time it becomes live */
 	bool recorded;
 	double stamp_ms;
 	size_t size;                 /* bytes asked for */
@@ -181,6 +187,10 @@ static struct {
 	size_t misuse_kept, misuse_cap, misuse_total;
 	struct plan *plans;
 	size_t nplans, plans_cap;
+	unsigned long long last_ctx_id; /* never restarted, not even by cusim_reset: ids stay process-unique */
+	bool hide_ctx_id;
+	CUresult fail_all;
+	unsigned int delay_us[F_COUNT]; /* read without the lock, so only through __atomic builtins */
 } S = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.recycling = true,
@@ -530,15 +540,32 @@ static void misuse(const struct call *c, uint64_t handle, const char *fmt, ...)
 	S.misuse[S.misuse_kept++] = text;
 }
 
-/* Returns true when the call must stop now with c->rc (a fault plan fired, or cuInit has not run). */
+/* Sleeps without the lock, so other threads keep calling meanwhile and a cancel can land here. */
+static void delay(enum fn fn)
+{
+	unsigned int us = __atomic_load_n(&S.delay_us[fn], __ATOMIC_RELAXED);
+	if (!us)
+		return;
+	struct timespec left = { (time_t)(us / 1000000u), (long)(us % 1000000u) * 1000 };
+	while (nanosleep(&left, &left) != 0 && errno == EINTR)
+		continue;
+}
+
+/* Returns true when the call must stop now with c->rc (everything fails, a
+ * fault plan fired, or cuInit has not run). */
 static bool enter_as(struct call *c, enum fn fn, uint64_t handle, bool needs_init)
 {
+	delay(fn);
 	pthread_mutex_lock(&S.lock);
 	c->fn = fn;
 	c->handle = handle;
 	c->ctx = stack_top();
 	c->rc = CUDA_SUCCESS;
 	unsigned long n = ++S.calls[fn];
+	if (S.fail_all && fn != F_cuGetProcAddress) {
+		c->rc = S.fail_all;
+		return true;
+	}
 	for (size_t i = 0; i < S.nplans; i++) {
 		if (S.plans[i].fn == fn && S.plans[i].at == n) {
 			c->rc = S.plans[i].rc;
@@ -654,6 +681,7 @@ CUresult sim_cuCtxGetCurrent(CUcontext *pctx) SIM_ABI("cuCtxGetCurrent");
 CUresult sim_cuCtxGetDevice(CUdevice *dev) SIM_ABI("cuCtxGetDevice");
 CUresult sim_cuCtxSynchronize(void) SIM_ABI("cuCtxSynchronize");
 CUresult sim_cuCtxGetApiVersion(CUcontext ctx, unsigned int *version) SIM_ABI("cuCtxGetApiVersion");
+CUresult sim_cuCtxGetId(CUcontext ctx, unsigned long long *id) SIM_ABI("cuCtxGetId");
 CUresult sim_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) SIM_ABI("cuDevicePrimaryCtxRetain");
 CUresult sim_cuDevicePrimaryCtxRelease(CUdevice dev) SIM_ABI("cuDevicePrimaryCtxRelease_v2");
 CUresult sim_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active) SIM_ABI("cuDevicePrimaryCtxGetState");
@@ -848,6 +876,7 @@ CUresult sim_cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
 	struct obj *o = obj_new(K_CTX, NULL, 0);
 	o->device = dev;
 	o->flags = flags;
+	o->ctx_id = ++S.last_ctx_id;
 	T.v[T.depth++] = o->value;
 	*pctx = (CUcontext)(uintptr_t)o->value;
 	c.handle = o->value;
@@ -907,6 +936,7 @@ CUresult sim_cuCtxPushCurrent(CUcontext ctx)
 	return leave(&c, CUDA_SUCCESS);
 }
 
+/* Popping a context that died on the stack succeeds and removes it, as the real driver was measured to do. */
 CUresult sim_cuCtxPopCurrent(CUcontext *pctx)
 {
 	struct call c;
@@ -919,12 +949,6 @@ CUresult sim_cuCtxPopCurrent(CUcontext *pctx)
 	c.handle = top;
 	if (pctx)
 		*pctx = (CUcontext)(uintptr_t)top;
-	struct obj *o = find(K_CTX, top);
-	if (!o || !o->live) {
-		misuse(&c, top, "popped a context that is not live: %s (the real driver can abort here)",
-		       o ? o->why : "never created");
-		return leave(&c, CUDA_ERROR_CONTEXT_IS_DESTROYED);
-	}
 	return leave(&c, CUDA_SUCCESS);
 }
 
@@ -1009,6 +1033,36 @@ CUresult sim_cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 	return leave(&c, CUDA_SUCCESS);
 }
 
+/* Like cuCtxGetApiVersion, asking about a dead context is safe (709); only a value never given out is a misuse. */
+CUresult sim_cuCtxGetId(CUcontext ctx, unsigned long long *id)
+{
+	struct call c;
+	bool stop = enter(&c, F_cuCtxGetId, H(ctx));
+	if (!ctx)
+		c.handle = c.ctx;
+	if (stop)
+		return leave(&c, c.rc);
+	if (!id)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	struct obj *o;
+	CUresult rc = CUDA_SUCCESS;
+	if (!ctx) {
+		rc = need_current(&o);
+	} else {
+		o = find(K_CTX, H(ctx));
+		if (!o) {
+			misuse(&c, H(ctx), "context not live: never created");
+			rc = CUDA_ERROR_INVALID_CONTEXT;
+		} else if (!o->live) {
+			rc = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+		}
+	}
+	if (rc)
+		return leave(&c, rc);
+	*id = o->ctx_id;
+	return leave(&c, CUDA_SUCCESS);
+}
+
 /* --- primary contexts ------------------------------------------------------ */
 
 /* A device's primary context keeps one value for the life of the process, as the real driver's does. */
@@ -1029,6 +1083,31 @@ static struct obj *primary_of(CUdevice dev)
 	return o;
 }
 
+/* One more retain; an inactive primary becomes a new context at the same address, so it gets a new id. */
+static struct obj *primary_retain(CUdevice dev)
+{
+	struct obj *o = primary_of(dev);
+	if (!o->live) {
+		o->live = true;
+		o->why = NULL;
+		o->ctx_id = ++S.last_ctx_id;
+		count_live(o, +1);
+	}
+	S.primary_refs[dev]++;
+	return o;
+}
+
+/* One retain fewer, false if there was none; the last deactivates the primary unless a reset already did. */
+static bool primary_release(CUdevice dev)
+{
+	if (S.primary_refs[dev] == 0)
+		return false;
+	struct obj *o = primary_of(dev);
+	if (--S.primary_refs[dev] == 0 && o->live)
+		obj_kill(o, "primary context was released (inactive)");
+	return true;
+}
+
 CUresult sim_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
 	struct call c;
@@ -1038,13 +1117,7 @@ CUresult sim_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
 	if (!valid_device(dev))
 		return leave(&c, CUDA_ERROR_INVALID_DEVICE);
-	struct obj *o = primary_of(dev);
-	if (!o->live) {
-		o->live = true;
-		o->why = NULL;
-		count_live(o, +1);
-	}
-	S.primary_refs[dev]++;
+	struct obj *o = primary_retain(dev);
 	*pctx = (CUcontext)(uintptr_t)o->value;
 	c.handle = o->value;
 	return leave(&c, CUDA_SUCCESS);
@@ -1057,14 +1130,11 @@ CUresult sim_cuDevicePrimaryCtxRelease(CUdevice dev)
 		return leave(&c, c.rc);
 	if (!valid_device(dev))
 		return leave(&c, CUDA_ERROR_INVALID_DEVICE);
-	struct obj *o = primary_of(dev);
-	c.handle = o->value;
-	if (S.primary_refs[dev] == 0) {
-		misuse(&c, o->value, "primary context of device %d released more often than retained", dev);
+	c.handle = primary_of(dev)->value;
+	if (!primary_release(dev)) {
+		misuse(&c, c.handle, "primary context of device %d released more often than retained", dev);
 		return leave(&c, CUDA_ERROR_INVALID_CONTEXT);
 	}
-	if (--S.primary_refs[dev] == 0)
-		obj_kill(o, "primary context was released (inactive)");
 	return leave(&c, CUDA_SUCCESS);
 }
 
@@ -1084,6 +1154,7 @@ CUresult sim_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *
 	return leave(&c, CUDA_SUCCESS);
 }
 
+/* The real driver's reset ends the context but keeps every retain: each still needs its release. */
 CUresult sim_cuDevicePrimaryCtxReset(CUdevice dev)
 {
 	struct call c;
@@ -1095,7 +1166,6 @@ CUresult sim_cuDevicePrimaryCtxReset(CUdevice dev)
 	c.handle = o->value;
 	if (o->live)
 		obj_kill(o, "primary context was reset (inactive)");
-	S.primary_refs[dev] = 0;
 	return leave(&c, CUDA_SUCCESS);
 }
 
@@ -1777,6 +1847,7 @@ static const struct proc procs[] = {
 	SIM_PROC(cuCtxGetDevice, 2000, sim_cuCtxGetDevice)
 	SIM_PROC(cuCtxSynchronize, 2000, sim_cuCtxSynchronize)
 	SIM_PROC(cuCtxGetApiVersion, 3020, sim_cuCtxGetApiVersion)
+	SIM_PROC(cuCtxGetId, 12000, sim_cuCtxGetId)
 	SIM_PROC(cuDevicePrimaryCtxRetain, 7000, sim_cuDevicePrimaryCtxRetain)
 	SIM_PROC(cuDevicePrimaryCtxRelease, 11000, sim_cuDevicePrimaryCtxRelease)
 	SIM_PROC(cuDevicePrimaryCtxGetState, 7000, sim_cuDevicePrimaryCtxGetState)
@@ -1836,7 +1907,9 @@ static CUresult proc_lookup(const char *symbol, void **pfn, int version, cuuint6
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
 	const struct proc *best = NULL;
 	bool named = false;
-	for (size_t i = 0; i < sizeof procs / sizeof procs[0]; i++) {
+	/* A hidden cuCtxGetId matches no entry: the answer of a driver older than CUDA 12.0. */
+	bool hidden = S.hide_ctx_id && strcmp(symbol, "cuCtxGetId") == 0;
+	for (size_t i = 0; !hidden && i < sizeof procs / sizeof procs[0]; i++) {
 		if (strcmp(procs[i].name, symbol) != 0)
 			continue;
 		named = true;
@@ -1907,6 +1980,10 @@ SIM_VISIBLE void cusim_reset(void)
 	S.misuse_kept = S.misuse_total = 0;
 	S.nplans = 0;
 	S.recycling = true;
+	S.hide_ctx_id = false;
+	S.fail_all = CUDA_SUCCESS;
+	for (int i = 0; i < F_COUNT; i++)
+		__atomic_store_n(&S.delay_us[i], 0u, __ATOMIC_RELAXED);
 	/* Every thread's stack names values that no longer exist: a new epoch empties them all. */
 	S.epoch++;
 	stack_sync();
@@ -2039,5 +2116,58 @@ SIM_VISIBLE void cusim_fail_call(const char *fn, unsigned long nth, CUresult rc)
 		S.plans = xrealloc(S.plans, S.plans_cap * sizeof *S.plans);
 	}
 	S.plans[S.nplans++] = (struct plan){ (enum fn)i, S.calls[i] + nth, rc };
+	pthread_mutex_unlock(&S.lock);
+}
+
+SIM_VISIBLE void cusim_hide_ctx_id(int hide)
+{
+	pthread_mutex_lock(&S.lock);
+	S.hide_ctx_id = hide != 0;
+	pthread_mutex_unlock(&S.lock);
+}
+
+SIM_VISIBLE int cusim_primary_outside_retain(int dev)
+{
+	int rc = -1;
+	pthread_mutex_lock(&S.lock);
+	if (valid_device(dev)) {
+		primary_retain(dev);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&S.lock);
+	return rc;
+}
+
+SIM_VISIBLE int cusim_primary_outside_release(int dev)
+{
+	int rc = -1;
+	pthread_mutex_lock(&S.lock);
+	if (valid_device(dev) && primary_release(dev))
+		rc = 0;
+	pthread_mutex_unlock(&S.lock);
+	return rc;
+}
+
+SIM_VISIBLE unsigned cusim_primary_refs(int dev)
+{
+	unsigned n = 0;
+	pthread_mutex_lock(&S.lock);
+	if (valid_device(dev))
+		n = S.primary_refs[dev];
+	pthread_mutex_unlock(&S.lock);
+	return n;
+}
+
+SIM_VISIBLE void cusim_set_delay(const char *fn, unsigned usec)
+{
+	int i = fn_index(fn);
+	if (i >= 0)
+		__atomic_store_n(&S.delay_us[i], usec, __ATOMIC_RELAXED);
+}
+
+SIM_VISIBLE void cusim_fail_all(CUresult rc)
+{
+	pthread_mutex_lock(&S.lock);
+	S.fail_all = rc;
 	pthread_mutex_unlock(&S.lock);
 }

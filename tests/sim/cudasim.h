@@ -12,6 +12,15 @@
  * these functions with dlsym; a library without "cusim_reset" is the real
  * driver.
  *
+ * Address recycling is a deliberate worst case, not a measurement: each new
+ * object takes the most recently freed value of its kind, every time.  The
+ * real driver reuses device-memory addresses nearly always but context
+ * addresses only sometimes.
+ *
+ * Context ids (cuCtxGetId) count 1, 2, 3... for the whole process, never
+ * reused and not restarted by cusim_reset: a recycled context value and a
+ * primary context that becomes active again each get a new id.
+ *
  * Bounds: the call log keeps the most recent 1,000,000 records (older ones
  * are dropped, index 0 is always the oldest kept); cusim_calls() counts stay
  * exact.  The misuse log keeps the text of the first 100,000 misuses;
@@ -37,13 +46,15 @@ struct cusim_call {
 	CUresult rc;      /* what the call returned */
 };
 
-/* Destroys every object, clears logs, counters, fault plans and misuses,
+/* Destroys every object, clears logs, counters, fault plans, misuses,
+ * delays, fail_all, outside primary retains and the cuCtxGetId hiding,
  * turns recycling back on and empties every thread's context stack.
- * cuInit's state and the device count survive. */
+ * cuInit's state, the device count and the context id counter survive. */
 void cusim_reset(void);
 
 /* Address recycling: on (the default), each new object takes the most
- * recently freed value of its kind; off, values are never reused. */
+ * recently freed value of its kind (a worst case, see above); off, values
+ * are never reused. */
 void cusim_set_recycling(int on);
 
 /* Number of records in the call log (at most 1,000,000). */
@@ -73,6 +84,32 @@ int cusim_is_live(const char *kind, uint64_t handle);
 /* Makes the nth call (1 = the next) of entry point fn, counted from now,
  * return rc without doing anything else; it is still logged and counted. */
 void cusim_fail_call(const char *fn, unsigned long nth, CUresult rc);
+
+/* Non-zero: cuGetProcAddress(_v2) answers for "cuCtxGetId" as for a symbol
+ * the driver lacks (a pre-12.0 driver); zero shows it again. */
+void cusim_hide_ctx_id(int hide);
+
+/* A retain of dev's primary context by an outside holder (as the CUDA
+ * runtime is): same count as cuDevicePrimaryCtxRetain, but neither logged
+ * nor counted.  0 on success, -1 for a bad device. */
+int cusim_primary_outside_retain(int dev);
+
+/* Drops one retain of dev's primary context like cuDevicePrimaryCtxRelease,
+ * neither logged nor counted.  0 on success, -1 for a bad device or none held. */
+int cusim_primary_outside_release(int dev);
+
+/* Retains of dev's primary context now held, from anyone; 0 for a bad device. */
+unsigned cusim_primary_refs(int dev);
+
+/* Every call of entry point fn (base name) sleeps usec microseconds before
+ * taking the simulator's lock, so other threads go on and it can be
+ * cancelled there; 0 removes the delay. */
+void cusim_set_delay(const char *fn, unsigned usec);
+
+/* Non-zero: every driver entry point but cuGetProcAddress returns rc without
+ * doing anything, still logged and counted (e.g. CUDA_ERROR_DEINITIALIZED,
+ * as at process exit); 0 turns it off. */
+void cusim_fail_all(CUresult rc);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,77 @@
+/* current.c - the calling thread's current context: switching for one
+ * driver call, and the count of stack levels cuctx left pushed, which
+ * scopes use to take back exactly what was pushed inside them. */
+#include "internal.h"
+
+static CUCTX_TLS unsigned pushes;
+
+unsigned cuctx__pushes(void) { return pushes; }
+void cuctx__pushed(void) { pushes++; }
+void cuctx__popped(void)
+{
+    if (pushes)
+        pushes--;
+}
+
+CUresult cuctx__switch_to(CUcontext raw, const char *fn, struct cuctx_switch *sw)
+{
+    CUcontext cur = NULL;
+    CUresult rc = DRV(cuCtxGetCurrent)(&cur);
+    sw->pushed = 0;
+    if (rc == CUDA_SUCCESS && cur != raw) {
+        rc = DRV(cuCtxPushCurrent)(raw);
+        sw->pushed = rc == CUDA_SUCCESS;
+    }
+    if (rc != CUDA_SUCCESS)
+        return cuctx__fail(rc, "%s: cannot make context %p current: %s", fn, (void *)raw, cuctx_result_name(rc));
+    return CUDA_SUCCESS;
+}
+
+void cuctx__switch_back(struct cuctx_switch *sw, const char *fn)
+{
+    CUcontext popped;
+    if (!sw->pushed)
+        return;
+    sw->pushed = 0;
+    CUresult rc = DRV(cuCtxPopCurrent)(&popped);
+    if (rc != CUDA_SUCCESS)
+        cuctx__report(rc, "%s: cannot restore the previous context: cuCtxPopCurrent failed: %s", fn,
+                      cuctx_result_name(rc));
+}
+
+CUCTX_API CUresult cuctx_current_raw(CUcontext *out)
+{
+    static const char fn[] = "cuctx_current_raw";
+    if (!out)
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: out is NULL", fn);
+    *out = NULL;
+    CUCTX_INIT_OR_RETURN(fn);
+    CUresult rc = DRV(cuCtxGetCurrent)(out);
+    return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, cuctx_result_name(rc));
+}
+
+CUCTX_API CUresult cuctx_pop_current(void)
+{
+    static const char fn[] = "cuctx_pop_current";
+    CUcontext cur = NULL, popped = NULL;
+    unsigned version;
+    unsigned long long id;
+    CUCTX_INIT_OR_RETURN(fn);
+    CUresult rc = DRV(cuCtxGetCurrent)(&cur);
+    if (rc != CUDA_SUCCESS)
+        return cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, cuctx_result_name(rc));
+    if (!cur)
+        return cuctx__fail(CUDA_ERROR_INVALID_CONTEXT, "%s: no context is current", fn);
+    /* The driver aborts on popping a destroyed context that was handed to
+     * it: cuctx never does that, but other code may have. */
+    rc = DRV(cuCtxGetId) ? cuctx__ctx_id(cur, &id) : DRV(cuCtxGetApiVersion)(cur, &version);
+    if (cuctx__gone(rc))
+        return cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED,
+                           "%s: the current context %p has been destroyed; not popping it (the driver may abort)",
+                           fn, (void *)cur);
+    rc = DRV(cuCtxPopCurrent)(&popped);
+    if (rc != CUDA_SUCCESS)
+        return cuctx__fail(rc, "%s: cuCtxPopCurrent failed: %s", fn, cuctx_result_name(rc));
+    cuctx__popped();
+    return CUDA_SUCCESS;
+}

@@ -1,0 +1,291 @@
+/* entry.c - context entries: what cuctx knows of one driver context (its
+ * address, the driver's id for it, its device, who decides its life), and
+ * how an entry is found, held for a child call, checked and ended.
+ *
+ * Every child is tethered to an entry's id (slot and generation). The
+ * entry of an owned context ends when cuctx destroys it; no driver call is
+ * needed to know it lives. Primary and borrowed contexts can be ended by
+ * anyone, so each hold checks the driver's id for the address (cuCtxGetId,
+ * unique in the process and never reused): when the context is gone, or a
+ * new one took its address, the entry ends there and then, and the child
+ * call it was for never reaches the driver. What no check can exclude is an
+ * owner ending the context between the check and the call itself.
+ */
+#include "internal.h"
+
+#include <pthread.h>
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t lock_once = PTHREAD_ONCE_INIT;
+
+/* A forked child must not inherit the lock taken by a thread that does not
+ * exist there: fork waits for it, and both sides release it. */
+static void fork_prepare(void) { pthread_mutex_lock(&lock); }
+static void fork_release(void) { pthread_mutex_unlock(&lock); }
+static void lock_init(void) { pthread_atfork(fork_prepare, fork_release, fork_release); }
+
+void cuctx__ctx_lock(void)
+{
+    pthread_once(&lock_once, lock_init);
+    pthread_mutex_lock(&lock);
+}
+
+void cuctx__ctx_unlock(void)
+{
+    pthread_mutex_unlock(&lock);
+}
+
+CUresult cuctx__ctx_id(CUcontext raw, unsigned long long *id)
+{
+    *id = 0;
+    return DRV(cuCtxGetId) ? DRV(cuCtxGetId)(raw, id) : CUDA_SUCCESS;
+}
+
+/* ---- ending ----------------------------------------------------------------- */
+
+void cuctx__entry_finish(struct cuctx_slot *s, uint64_t id)
+{
+    cuctx__drain(s);
+    cuctx__ctx_lock();
+    cuctx__map_remove(s->u.entry.raw, id);
+    cuctx__ctx_unlock();
+    cuctx__slot_free(s);
+}
+
+void cuctx__entry_end_locked(uint64_t id)
+{
+    struct cuctx_slot *s = cuctx__close(id, KIND_ENTRY);
+    if (!s)
+        return;
+    cuctx__map_remove(s->u.entry.raw, id);
+    cuctx__drain(s);
+    cuctx__slot_free(s);
+}
+
+/* A context found gone by its id: forgotten at once, so that a new context
+ * at the address is registered anew; then drained and freed. */
+static void entry_retire(uint64_t id)
+{
+    cuctx__ctx_lock();
+    struct cuctx_slot *s = cuctx__close(id, KIND_ENTRY);
+    if (s)
+        cuctx__map_remove(s->u.entry.raw, id);
+    cuctx__ctx_unlock();
+    if (s) {
+        cuctx__drain(s);
+        cuctx__slot_free(s);
+    }
+}
+
+/* ---- making ----------------------------------------------------------------- */
+
+/* Under the lock: ends the entries whose contexts the driver says are gone.
+ * Entries of primary and borrowed contexts are otherwise only found dead
+ * when something holds them; this keeps the map to the live contexts. */
+static void sweep_one(CUcontext raw, uint64_t entry, void *arg)
+{
+    struct cuctx_slot *s = cuctx__peek(entry, KIND_ENTRY);
+    unsigned long long id;
+    (void)arg;
+    if (s && s->u.entry.checked && cuctx__gone(cuctx__ctx_id(raw, &id)))
+        cuctx__entry_end_locked(entry);
+}
+
+static size_t sweep_at = 64;
+
+CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev, enum cuctx_owner_kind owner,
+                          const char *fn, uint64_t *out)
+{
+    uint64_t old = cuctx__map_find(raw);
+    if (old && cuctx__alive(old, KIND_ENTRY))
+        cuctx__entry_end_locked(old);
+    if (cuctx__map_count() >= sweep_at && DRV(cuCtxGetId)) {
+        cuctx__map_foreach(sweep_one, NULL);
+        sweep_at = 2 * cuctx__map_count() > 64 ? 2 * cuctx__map_count() : 64;
+    }
+    struct cuctx_slot *s = cuctx__slot_alloc();
+    if (!s)
+        return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
+    s->u.entry.raw = raw;
+    s->u.entry.ctx_id = ctx_id;
+    s->u.entry.dev = dev;
+    s->u.entry.owner = (int)owner;
+    s->u.entry.checked = owner != OWNER_OWNED && ctx_id != 0;
+    s->u.entry.retains = 0;
+    uint64_t id = cuctx__slot_publish(s, KIND_ENTRY);
+    if (cuctx__map_put(raw, id) != 0) {
+        cuctx__entry_end_locked(id);
+        return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the context map", fn);
+    }
+    *out = id;
+    return CUDA_SUCCESS;
+}
+
+/* Under the lock: a context cuctx has not met, identified by the driver
+ * and registered as borrowed. Errors are the driver's own. */
+static CUresult entry_register(CUcontext raw, const char *fn, uint64_t *out)
+{
+    unsigned long long ctx_id = 0;
+    unsigned version;
+    CUdevice dev = -1;
+    struct cuctx_switch sw;
+    CUresult rc = DRV(cuCtxGetId) ? DRV(cuCtxGetId)(raw, &ctx_id) : DRV(cuCtxGetApiVersion)(raw, &version);
+    if (cuctx__gone(rc))
+        return cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: context %p has been destroyed", fn, (void *)raw);
+    if (rc != CUDA_SUCCESS)
+        return cuctx__fail(rc, "%s: cannot identify context %p: %s failed: %s", fn, (void *)raw,
+                           DRV(cuCtxGetId) ? "cuCtxGetId" : "cuCtxGetApiVersion", cuctx_result_name(rc));
+    /* Alive a moment ago, so it may be made current to ask its device. */
+    if ((rc = cuctx__switch_to(raw, fn, &sw)) != CUDA_SUCCESS)
+        return rc;
+    rc = DRV(cuCtxGetDevice)(&dev);
+    cuctx__switch_back(&sw, fn);
+    if (rc != CUDA_SUCCESS)
+        return cuctx__fail(rc, "%s: cuCtxGetDevice for context %p failed: %s", fn, (void *)raw, cuctx_result_name(rc));
+    return cuctx__entry_new(raw, ctx_id, dev, OWNER_BORROWED, fn, out);
+}
+
+/* ---- finding and holding ---------------------------------------------------- */
+
+/* The last two entries this thread looked up by address: a thread's
+ * current context rarely changes between the creates made in it, and a
+ * scope looks up the context it leaves. */
+static CUCTX_TLS struct { CUcontext raw; uint64_t entry; } seen[2];
+
+/* The entry for raw, registered if new (*fresh: its id was just read). */
+static CUresult entry_lookup(CUcontext raw, const char *fn, uint64_t *out, int *fresh)
+{
+    *fresh = 0;
+    for (int i = 0; i < 2; i++) {
+        if (seen[i].raw == raw && cuctx__alive(seen[i].entry, KIND_ENTRY)) {
+            *out = seen[i].entry;
+            return CUDA_SUCCESS;
+        }
+    }
+    CUresult rc = CUDA_SUCCESS;
+    cuctx__ctx_lock();
+    uint64_t id = cuctx__map_find(raw);
+    if (id && cuctx__closing(id, KIND_ENTRY))
+        rc = cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: context %p is being destroyed", fn, (void *)raw);
+    else if (!(id && cuctx__alive(id, KIND_ENTRY)) && (rc = entry_register(raw, fn, &id)) == CUDA_SUCCESS)
+        *fresh = 1;
+    cuctx__ctx_unlock();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    seen[1] = seen[0];
+    seen[0].raw = raw;
+    seen[0].entry = id;
+    *out = id;
+    return CUDA_SUCCESS;
+}
+
+/* fn NULL: an ended context is not recorded as an error (other failures are). */
+static CUresult hold(uint64_t entry, const char *fn, int check, struct cuctx_owner *out)
+{
+    struct cuctx_slot *s;
+    out->slot = NULL;
+    /* A closing entry may be reopened (a primary context that lived on past
+     * cuctx's last release): wait for the verdict, unless this thread
+     * holds it already, which the closer would wait for in turn. */
+    while (!(s = cuctx__hold(entry, KIND_ENTRY, &out->hazard))) {
+        if (!cuctx__closing(entry, KIND_ENTRY) || cuctx__holding(entry))
+            return fn ? cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: the context has been destroyed", fn)
+                      : CUDA_ERROR_CONTEXT_IS_DESTROYED;
+        cuctx__wait_closed(entry, KIND_ENTRY);
+    }
+    out->id = entry;
+    out->raw = s->u.entry.raw;
+    if (check && s->u.entry.checked) {
+        unsigned long long now = 0;
+        CUresult rc = DRV(cuCtxGetId)(out->raw, &now);
+        if (rc != CUDA_SUCCESS || now != s->u.entry.ctx_id) {
+            cuctx__unhold(s, out->hazard);
+            if (rc != CUDA_SUCCESS && !cuctx__gone(rc))
+                return cuctx__fail(rc, "%s: cannot check context %p: cuCtxGetId failed: %s", fn ? fn : "cuctx",
+                                   (void *)out->raw, cuctx_result_name(rc));
+            entry_retire(entry);
+            return fn ? cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED,
+                                    "%s: context %p has been destroyed by its owner", fn, (void *)out->raw)
+                      : CUDA_ERROR_CONTEXT_IS_DESTROYED;
+        }
+    }
+    out->slot = s;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuctx__owner_hold(uint64_t entry, const char *fn, struct cuctx_owner *out)
+{
+    return hold(entry, fn, 1, out);
+}
+
+void cuctx__owner_release(struct cuctx_owner *o)
+{
+    if (o->slot)
+        cuctx__unhold(o->slot, o->hazard);
+    o->slot = NULL;
+}
+
+CUresult cuctx__owner_of_raw(CUcontext raw, const char *fn, struct cuctx_owner *out)
+{
+    uint64_t id = 0;
+    int fresh = 0;
+    out->slot = NULL;
+    /* Twice at most: when the entry found has just ended because a new
+     * context took the address, the second lookup registers that one. */
+    for (int round = 0;; round++) {
+        CUresult rc = entry_lookup(raw, fn, &id, &fresh);
+        if (rc == CUDA_SUCCESS)
+            rc = hold(id, round ? fn : NULL, !fresh, out);
+        if (rc != CUDA_ERROR_CONTEXT_IS_DESTROYED || round)
+            return rc;
+    }
+}
+
+uint64_t cuctx__entry_quiet(CUcontext raw, const char *fn)
+{
+    uint64_t id = 0;
+    int fresh;
+    cuctx__quiet(1);
+    if (entry_lookup(raw, fn, &id, &fresh) != CUDA_SUCCESS)
+        id = 0;
+    cuctx__quiet(0);
+    return id;
+}
+
+/* The entry a live ctx handle names: read without a pin (this is on every
+ * child create), so the field is read atomically and kept only if the
+ * handle was still live after the read. */
+static CUresult handle_entry(cuctx_ctx ctx, const char *fn, uint64_t *entry)
+{
+    struct cuctx_slot *h = cuctx__peek(ctx.id, KIND_CTX);
+    if (h) {
+        *entry = __atomic_load_n(&h->u.ctx.entry, __ATOMIC_RELAXED);
+        if (!cuctx__peek_valid(h, ctx.id, KIND_CTX))
+            h = NULL;
+    }
+    if (!h) {
+        if (ctx.id && cuctx__id_kind(ctx.id) != KIND_CTX)
+            return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: handle %#llx is not a context handle", fn,
+                               (unsigned long long)ctx.id);
+        return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: context handle %#llx is stale or invalid", fn,
+                           (unsigned long long)ctx.id);
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuctx__owner_acquire(cuctx_ctx ctx, const char *fn, struct cuctx_owner *out)
+{
+    uint64_t entry = 0;
+    out->slot = NULL;
+    if (ctx.id == 0) {
+        CUcontext cur = NULL;
+        CUresult rc = DRV(cuCtxGetCurrent)(&cur);
+        if (rc != CUDA_SUCCESS)
+            return cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, cuctx_result_name(rc));
+        if (!cur)
+            return cuctx__fail(CUDA_ERROR_INVALID_CONTEXT, "%s: no context given and none is current", fn);
+        return cuctx__owner_of_raw(cur, fn, out);
+    }
+    CUresult rc = handle_entry(ctx, fn, &entry);
+    return rc == CUDA_SUCCESS ? cuctx__owner_hold(entry, fn, out) : rc;
+}
