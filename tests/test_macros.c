@@ -3,91 +3,18 @@
  * simulated driver) exactly which destroys and context switches reached the
  * driver, in which order.
  *
- * The call log is read as "fn(name)" lines: each test names the driver
- * handles it made (contexts A and B, events ev, ...), so an expected trace
- * reads like "cuCtxPushCurrent(B),cuEventDestroy(ev),cuCtxPopCurrent(B)";
- * "0" is a NULL handle. Address recycling is turned off so that one value
- * names one object for the whole test. */
+ * The call log is read as "fn(name)" lines (EXPECT_TRACE in testlib.h): each
+ * test names the driver handles it made (contexts A and B, events ev, ...),
+ * so an expected trace reads like
+ * "cuCtxPushCurrent(B),cuEventDestroy(ev),cuCtxPopCurrent(B)". Address
+ * recycling is turned off so that one value names one object for the whole
+ * test. */
 #include "testlib.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* ---- naming driver handles ------------------------------------------------ */
-
-struct named { char kind; uint64_t h; char name[16]; };
-static struct named names[64];
-static int n_names;
-
-static void name_handle(char kind, uint64_t h, const char *name)
-{
-    cr_assert_lt(n_names, 64, "too many named handles");
-    names[n_names].kind = kind;
-    names[n_names].h = h;
-    snprintf(names[n_names].name, sizeof names[n_names].name, "%s", name);
-    n_names++;
-}
-
-/* "ev0", "ev1", ...: names for objects made in a loop. */
-static const char *nth(char *buf, size_t n, const char *base, int i)
-{
-    snprintf(buf, n, "%s%d", base, i);
-    return buf;
-}
-#define NTH(base, i) nth((char[16]){0}, 16, (base), (i))
-
-static const char *name_of(char kind, uint64_t h)
-{
-    if (h == 0)
-        return "0";
-    for (int i = n_names - 1; i >= 0; i--)
-        if (names[i].kind == kind && names[i].h == h)
-            return names[i].name;
-    return "unnamed";
-}
-
 #define H(p) ((uint64_t)(uintptr_t)(p))
-
-/* The driver calls a trace shows, with the kind of handle each names. */
-static const struct { const char *fn; char kind; } traced[] = {
-    {"cuCtxSetCurrent", 'c'}, {"cuCtxPushCurrent", 'c'}, {"cuCtxPopCurrent", 'c'},
-    {"cuCtxDestroy", 'c'}, {"cuEventDestroy", 'e'}, {"cuStreamDestroy", 's'},
-    {"cuMemFree", 'm'}, {"cuMemFreeHost", 'h'}, {"cuModuleUnload", 'M'},
-    {"cuGraphExecDestroy", 'g'},
-};
-
-/* The traced calls from log position `from` on, as "fn(name),fn(name)". */
-static const char *trace(size_t from, char *buf, size_t n)
-{
-    struct cusim_call c;
-    size_t len = 0;
-    buf[0] = 0;
-    for (size_t i = from; sim() && sim()->log_get(i, &c) == 0; i++)
-        for (size_t t = 0; t < sizeof traced / sizeof traced[0]; t++)
-            if (strcmp(c.fn, traced[t].fn) == 0 && len < n)
-                len += (size_t)snprintf(buf + len, n - len, "%s%s(%s)", len ? "," : "", c.fn,
-                                        name_of(traced[t].kind, c.handle));
-    return buf;
-}
-
-/* Against the simulator: the traced calls since `mark` are exactly `want`. */
-#define EXPECT_TRACE(mark, want)                                                            \
-    do {                                                                                    \
-        if (sim()) {                                                                        \
-            char trace_buf_[4096];                                                          \
-            const char *got_ = trace((mark), trace_buf_, sizeof trace_buf_);                \
-            cr_assert_str_eq(got_, (want), "line %d: driver calls\n  got  %s\n  want %s",   \
-                             __LINE__, got_, (want));                                       \
-            cr_assert_eq(misuses(), 0, "the simulator recorded driver misuse");             \
-        }                                                                                   \
-    } while (0)
-
-#define EXPECT_CURRENT(want)                                                                \
-    do {                                                                                    \
-        CUcontext cur_ = current(), want_ = (want);                                         \
-        cr_assert_eq(cur_, want_, "line %d: current context is %s, want %s", __LINE__,      \
-                     name_of('c', H(cur_)), name_of('c', H(want_)));                        \
-    } while (0)
 
 /* ---- setup ---------------------------------------------------------------- */
 

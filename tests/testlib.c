@@ -118,3 +118,52 @@ void count_handler_install(struct handler_count *c)
     memset(c, 0, sizeof *c);
     cuctx_set_error_handler(count_errors, c);
 }
+
+struct named { char kind; uint64_t h; char name[16]; };
+static struct named names[64];
+static int n_names;
+
+void name_handle(char kind, uint64_t h, const char *name)
+{
+    cr_assert_lt(n_names, 64, "too many named handles");
+    names[n_names].kind = kind;
+    names[n_names].h = h;
+    snprintf(names[n_names].name, sizeof names[n_names].name, "%s", name);
+    n_names++;
+}
+
+const char *nth(char *buf, size_t n, const char *base, int i)
+{
+    snprintf(buf, n, "%s%d", base, i);
+    return buf;
+}
+
+const char *name_of(char kind, uint64_t h)
+{
+    if (h == 0)
+        return "0";
+    for (int i = n_names - 1; i >= 0; i--)
+        if (names[i].kind == kind && names[i].h == h)
+            return names[i].name;
+    return "unnamed";
+}
+
+static const struct { const char *fn; char kind; } traced[] = {
+    {"cuCtxSetCurrent", 'c'}, {"cuCtxPushCurrent", 'c'}, {"cuCtxPopCurrent", 'c'},
+    {"cuCtxDestroy", 'c'}, {"cuEventDestroy", 'e'}, {"cuStreamDestroy", 's'},
+    {"cuMemFree", 'm'}, {"cuMemFreeHost", 'h'}, {"cuModuleUnload", 'M'},
+    {"cuGraphExecDestroy", 'g'},
+};
+
+const char *trace(size_t from, char *buf, size_t n)
+{
+    struct cusim_call c;
+    size_t len = 0;
+    buf[0] = 0;
+    for (size_t i = from; sim() && sim()->log_get(i, &c) == 0; i++)
+        for (size_t t = 0; t < sizeof traced / sizeof traced[0]; t++)
+            if (strcmp(c.fn, traced[t].fn) == 0 && len < n)
+                len += (size_t)snprintf(buf + len, n - len, "%s%s(%s)", len ? "," : "", c.fn,
+                                        name_of(traced[t].kind, c.handle));
+    return buf;
+}

@@ -83,4 +83,39 @@ void *drv_sym(const char *name, int version);
 struct handler_count { int calls; CUresult last_rc; char last_msg[512]; };
 void count_handler_install(struct handler_count *c);
 
+/* ---- traces: the driver calls of a test, by names the test gave -------- */
+
+/* Names a driver handle of kind 'c' (context), 'e' (event), 's' (stream),
+ * 'm' (device memory), 'h' (host memory), 'M' (module), 'g' (graph exec). */
+void name_handle(char kind, uint64_t h, const char *name);
+/* The name given to h, "0" for NULL, "unnamed" otherwise. */
+const char *name_of(char kind, uint64_t h);
+/* "ev0", "ev1", ...: names for objects made in a loop. */
+const char *nth(char *buf, size_t n, const char *base, int i);
+#define NTH(base, i) nth((char[16]){0}, 16, (base), (i))
+/* Context switches and destroys from log position `from` on, as
+ * "cuCtxPushCurrent(B),cuEventDestroy(ev),cuCtxPopCurrent(B)". */
+const char *trace(size_t from, char *buf, size_t n);
+
+/* Against the simulator: the traced calls since `mark` are exactly `want`,
+ * and no misuse was recorded. */
+#define EXPECT_TRACE(mark, want)                                                            \
+    do {                                                                                    \
+        if (sim()) {                                                                        \
+            char trace_buf_[4096];                                                          \
+            const char *got_ = trace((mark), trace_buf_, sizeof trace_buf_);                \
+            cr_assert_str_eq(got_, (want), "line %d: driver calls\n  got  %s\n  want %s",   \
+                             __LINE__, got_, (want));                                       \
+            cr_assert_eq(misuses(), 0, "the simulator recorded driver misuse");             \
+        }                                                                                   \
+    } while (0)
+
+#define EXPECT_CURRENT(want)                                                                \
+    do {                                                                                    \
+        CUcontext cur_ = current(), want_ = (want);                                         \
+        cr_assert_eq(cur_, want_, "line %d: current context is %s, want %s", __LINE__,      \
+                     name_of('c', (uint64_t)(uintptr_t)cur_),                               \
+                     name_of('c', (uint64_t)(uintptr_t)want_));                             \
+    } while (0)
+
 #endif

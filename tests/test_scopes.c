@@ -1,0 +1,404 @@
+/* test_scopes.c - what CUCTX_SCOPED and CUCTX_GUARD leave on the thread's
+ * context stack: the stack below the scope as it was at entry, contexts
+ * pushed inside taken back, dead and retaken previous contexts never made
+ * current, the last error left alone by a successful enter. */
+#include "testlib.h"
+
+#include <cudaTypedefs.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#define H(p) ((uint64_t)(uintptr_t)(p))
+
+/* A new owned context, popped, and named for traces. */
+static CUcontext ctx_new(cuctx_ctx *c, const char *name)
+{
+    CHECK_OK(cuctx_ctx_create(c, 0, CUCTX_SCHED_AUTO));
+    CHECK_OK(cuctx_pop_current());
+    CUcontext raw = cuctx_ctx_raw(*c);
+    cr_assert_not_null(raw);
+    name_handle('c', H(raw), name);
+    return raw;
+}
+
+/* Builds the stack by hand, bottom first, as code outside cuctx would. */
+static void raw_push(CUcontext c)
+{
+    PFN_cuCtxPushCurrent_v4000 push = (PFN_cuCtxPushCurrent_v4000)drv_sym("cuCtxPushCurrent", 4000);
+    cr_assert_eq(push(c), CUDA_SUCCESS);
+}
+
+static CUcontext raw_pop(void)
+{
+    PFN_cuCtxPopCurrent_v4000 pop = (PFN_cuCtxPopCurrent_v4000)drv_sym("cuCtxPopCurrent", 4000);
+    CUcontext c = NULL;
+    cr_assert_eq(pop(&c), CUDA_SUCCESS);
+    return c;
+}
+
+static void unique_addresses(void)
+{
+    if (sim())
+        sim()->set_recycling(0);
+}
+
+/* Calls that hand a context to the driver to make it current. */
+static unsigned long bound(CUcontext c, size_t mark)
+{
+    return calls_on("cuCtxSetCurrent", H(c), mark) + calls_on("cuCtxPushCurrent", H(c), mark);
+}
+
+Test(scope_stack, depth_two_below_the_scope_is_untouched)
+{
+    cuctx_ctx a = {0}, x = {0}, y = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A"), X = ctx_new(&x, "X"), Y = ctx_new(&y, "Y");
+    raw_push(X);
+    raw_push(Y);
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        EXPECT_CURRENT(A);
+    }
+    EXPECT_CURRENT(Y);
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(A),cuCtxPopCurrent(A)");
+    cr_assert_eq(raw_pop(), Y);
+    EXPECT_CURRENT(X);
+    cr_assert_eq(raw_pop(), X);
+    EXPECT_CURRENT(NULL);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&x));
+    CHECK_OK(cuctx_ctx_destroy(&y));
+}
+
+Test(scope_stack, depth_three_nested_scopes_leave_every_level)
+{
+    cuctx_ctx a = {0}, b = {0}, x = {0}, y = {0}, z = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CUcontext X = ctx_new(&x, "X"), Y = ctx_new(&y, "Y"), Z = ctx_new(&z, "Z");
+    raw_push(X);
+    raw_push(Y);
+    raw_push(Z);
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        CUCTX_SCOPED(b) {
+            EXPECT_CURRENT(B);
+            CUCTX_GUARD(a);
+            EXPECT_CURRENT(A);
+        }
+        EXPECT_CURRENT(A);
+    }
+    EXPECT_CURRENT(Z);
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(A),cuCtxPushCurrent(B),cuCtxPushCurrent(A),cuCtxPopCurrent(A),"
+                       "cuCtxPopCurrent(B),cuCtxPopCurrent(A)");
+    cr_assert_eq(raw_pop(), Z);
+    cr_assert_eq(raw_pop(), Y);
+    cr_assert_eq(raw_pop(), X);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&x));
+    CHECK_OK(cuctx_ctx_destroy(&y));
+    CHECK_OK(cuctx_ctx_destroy(&z));
+}
+
+Test(scope_stack, a_context_created_inside_does_not_leak_out)
+{
+    cuctx_ctx a = {0}, c = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    CUcontext C = NULL;
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        CHECK_OK(cuctx_ctx_create(&c, 0, CUCTX_SCHED_AUTO));
+        C = cuctx_ctx_raw(c);
+        name_handle('c', H(C), "C");
+        EXPECT_CURRENT(C);             /* created contexts are pushed */
+    }
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(A),cuCtxPopCurrent(C),cuCtxPopCurrent(A)");
+    int is = 1;
+    CHECK_OK(cuctx_ctx_is_current(c, &is));
+    cr_assert_eq(is, 0);
+    (void)A;
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+}
+
+Test(scope_stack, contexts_created_inside_over_a_previous_one_are_all_taken_back)
+{
+    cuctx_ctx a = {0}, x = {0}, c = {0}, d = {0}, e = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    ctx_new(&a, "A");
+    CUcontext X = ctx_new(&x, "X");
+    CHECK_OK(cuctx_ctx_set_current(x));
+    CUCTX_SCOPED(a) {
+        CHECK_OK(cuctx_ctx_create(&c, 0, CUCTX_SCHED_AUTO));
+        CHECK_OK(cuctx_ctx_create(&d, 0, CUCTX_SCHED_AUTO));
+        CHECK_OK(cuctx_ctx_create(&e, 0, CUCTX_SCHED_AUTO));
+        CHECK_OK(cuctx_ctx_destroy(&e));   /* popped by the driver: not popped again */
+        CHECK_OK(cuctx_pop_current());     /* d: popped by hand */
+    }
+    EXPECT_CURRENT(X);
+    if (sim()) {
+        char buf[2048];
+        cr_assert_eq(calls("cuCtxPopCurrent"), 2 + 1 + 2, "2 by ctx_new, d by hand, c and A by the exit: %s", trace(0, buf, sizeof buf));
+    }
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    CHECK_OK(cuctx_ctx_destroy(&d));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&x));
+    cr_assert_eq(misuses(), 0);
+}
+
+Test(scope_stack, set_current_inside_replaces_the_scopes_level_only)
+{
+    cuctx_ctx a = {0}, b = {0}, x = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    ctx_new(&a, "A");
+    CUcontext B = ctx_new(&b, "B"), X = ctx_new(&x, "X");
+    raw_push(X);
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        CHECK_OK(cuctx_ctx_set_current(b));
+        EXPECT_CURRENT(B);
+    }
+    EXPECT_CURRENT(X);
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(A),cuCtxSetCurrent(B),cuCtxPopCurrent(B)");
+    cr_assert_eq(raw_pop(), X);
+    EXPECT_CURRENT(NULL);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&x));
+}
+
+/* [X Y], the scope destroys Y: Y stays where it was, dead, and X below it;
+ * nothing dead is ever handed to the driver. */
+Test(scope_stack, previous_destroyed_inside_stays_dead_in_its_place_over_the_rest)
+{
+    cuctx_ctx a = {0}, x = {0}, y = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    ctx_new(&a, "A");
+    CUcontext X = ctx_new(&x, "X"), Y = ctx_new(&y, "Y");
+    raw_push(X);
+    raw_push(Y);
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        CHECK_OK(cuctx_ctx_destroy(&y));
+    }
+    EXPECT_CURRENT(Y);
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(A),cuCtxDestroy(Y),cuCtxPopCurrent(A)");
+    cr_assert_eq(bound(Y, mark), 0, "the dead context was never handed to the driver");
+    cr_assert_eq(cuctx_pop_current(), CUDA_ERROR_CONTEXT_IS_DESTROYED, "cuctx refuses to pop a dead context");
+    cr_assert_eq(raw_pop(), Y);         /* the driver takes one that died on the stack */
+    EXPECT_CURRENT(X);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&x));
+    cr_assert_eq(misuses(), 0);
+}
+
+Test(scope_stack, both_levels_below_destroyed_inside_nothing_dead_is_bound)
+{
+    cuctx_ctx a = {0}, x = {0}, y = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    ctx_new(&a, "A");
+    CUcontext X = ctx_new(&x, "X"), Y = ctx_new(&y, "Y");
+    raw_push(X);
+    raw_push(Y);
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        CHECK_OK(cuctx_ctx_destroy(&x));
+        CHECK_OK(cuctx_ctx_destroy(&y));
+    }
+    EXPECT_CURRENT(Y);
+    cr_assert_eq(bound(X, mark) + bound(Y, mark), 0);
+    cr_assert_eq(calls_on("cuCtxSetCurrent", 0, mark), 0, "no blind pop of the level below");
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    cr_assert_eq(misuses(), 0);
+}
+
+struct killer { cuctx_ctx *victim; CUresult rc; };
+
+static void *destroy_on_another_thread(void *arg)
+{
+    struct killer *k = arg;
+    k->rc = cuctx_ctx_destroy(k->victim);
+    return NULL;
+}
+
+static void destroy_elsewhere(cuctx_ctx *victim)
+{
+    struct killer k = {victim, CUDA_ERROR_UNKNOWN};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, destroy_on_another_thread, &k), 0);
+    pthread_join(t, NULL);
+    cr_assert_eq(k.rc, CUDA_SUCCESS, "%s", cuctx_result_name(k.rc));
+}
+
+Test(scope_stack, previous_destroyed_on_another_thread_inside_is_not_bound)
+{
+    cuctx_ctx a = {0}, x = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A"), X = ctx_new(&x, "X");
+    CHECK_OK(cuctx_ctx_set_current(x));
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        destroy_elsewhere(&x);
+        EXPECT_CURRENT(A);
+    }
+    EXPECT_CURRENT(X);                  /* dead, where it was */
+    cr_assert_eq(bound(X, mark), 0);
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(A),cuCtxDestroy(X),cuCtxPopCurrent(A)");
+    CHECK_OK(cuctx_ctx_destroy(&a));
+}
+
+/* The previous context was dead before the scope (destroyed on another
+ * thread while current here), and inside the scope a new context takes its
+ * address: the slot would now make that unrelated context current. */
+Test(scope_stack, previous_dead_at_entry_whose_address_is_retaken_is_not_left_current)
+{
+    cuctx_ctx a = {0}, p = {0}, c = {0};
+    NEED_DRIVER();
+    NEED_SIM();                         /* needs the simulator's address reuse */
+    CUcontext A = ctx_new(&a, "A"), P = ctx_new(&p, "P");
+    CHECK_OK(cuctx_ctx_set_current(p));
+    destroy_elsewhere(&p);
+    cr_assert_eq(current(), P, "the dead context stays current on this thread");
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        EXPECT_CURRENT(A);
+        CHECK_OK(cuctx_ctx_create(&c, 0, CUCTX_SCHED_AUTO));
+        cr_assert_eq(cuctx_ctx_raw(c), P, "the simulator gave the new context P's address");
+    }
+    EXPECT_CURRENT(NULL);
+    {
+        char buf[2048];
+        cr_assert_eq(bound(P, mark), 0, "%s", trace(mark, buf, sizeof buf));
+    }
+    cr_assert_eq(calls_on("cuCtxSetCurrent", 0, mark), 1, "the retaken slot was taken back");
+    int is = 1;
+    CHECK_OK(cuctx_ctx_is_current(c, &is));
+    cr_assert_eq(is, 0);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* Dead at entry and not retaken: it stays where it was. */
+Test(scope_stack, previous_dead_at_entry_stays_in_its_place)
+{
+    cuctx_ctx a = {0}, p = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext P = ctx_new(&p, "P");
+    ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(p));
+    destroy_elsewhere(&p);
+    size_t mark = log_mark();
+    int ran = 0;
+    CUCTX_SCOPED(a) {
+        ran++;
+    }
+    cr_assert_eq(ran, 1);
+    EXPECT_CURRENT(P);
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(A),cuCtxPopCurrent(A)");
+    CHECK_OK(cuctx_ctx_destroy(&a));
+}
+
+Test(scope_stack, a_successful_enter_leaves_the_last_error_alone)
+{
+    cuctx_ctx a = {0}, p = {0}, stale = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    ctx_new(&p, "P");
+    ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_create(&stale, 0, CUCTX_SCHED_AUTO));
+    cuctx_ctx copy = stale;
+    CHECK_OK(cuctx_ctx_destroy(&stale));
+    cr_assert_eq(cuctx_ctx_destroy(&copy), CUDA_ERROR_INVALID_HANDLE);
+    char before[512];
+    snprintf(before, sizeof before, "%s", cuctx_last_error_message());
+    CHECK_OK(cuctx_ctx_set_current(p));
+    destroy_elsewhere(&p);              /* a dead previous context: no failure of the enter */
+    cuctx_scope s;
+    CHECK_OK(cuctx_scope_enter(&s, a));
+    cuctx_scope_exit(&s);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_str_eq(cuctx_last_error_message(), before);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+}
+
+Test(scope_stack, the_same_context_nested_is_pushed_once)
+{
+    cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        CUCTX_SCOPED(a) {
+            CUCTX_GUARD(a);
+            EXPECT_CURRENT(A);
+        }
+        EXPECT_CURRENT(A);
+    }
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(A),cuCtxPopCurrent(A)");
+    CHECK_OK(cuctx_ctx_destroy(&a));
+}
+
+Test(scope_stack, the_entered_context_destroyed_inside_is_not_popped_twice)
+{
+    cuctx_ctx a = {0}, x = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A"), X = ctx_new(&x, "X");
+    raw_push(X);
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        CUCTX_SCOPED(a) {
+            CHECK_OK(cuctx_ctx_destroy(&a));
+            EXPECT_CURRENT(X);
+        }
+        EXPECT_CURRENT(X);
+    }
+    EXPECT_CURRENT(X);
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(A),cuCtxDestroy(A)");
+    (void)A;
+    cr_assert_eq(raw_pop(), X);
+    CHECK_OK(cuctx_ctx_destroy(&x));
+}
+
+/* A borrowed context its owner destroyed is not made current. */
+Test(scope_stack, a_borrowed_context_destroyed_by_its_owner_is_not_entered)
+{
+    cuctx_ctx b = {0};
+    CUcontext B = NULL;
+    NEED_DRIVER();
+    NEED_SIM();
+    unique_addresses();
+    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    PFN_cuCtxDestroy_v4000 destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+    cr_assert_eq(create(&B, 0, 0), CUDA_SUCCESS);  /* owned by code outside cuctx */
+    raw_pop();
+    CHECK_OK(cuctx_ctx_borrow(&b, B));
+    cr_assert_eq(destroy(B), CUDA_SUCCESS);
+    size_t mark = log_mark();
+    int ran = 0;
+    CUCTX_SCOPED(b) {
+        ran++;
+    }
+    cr_assert_eq(ran, 0);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s", cuctx_last_error_message());
+    cr_assert_eq(bound(B, mark), 0);
+    cr_assert_eq(misuses(), 0);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+}
