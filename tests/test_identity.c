@@ -1,0 +1,587 @@
+/* test_identity.c - contexts others can end (rule 9): primary contexts shared with the runtime or raw code,
+ * resets and borrowed contexts destroyed behind cuctx's back, the address map forgetting dead contexts, the
+ * driver's errors at registration, the cost of the id check, and drivers without cuCtxGetId. */
+#include "testlib.h"
+
+#include <cudaTypedefs.h>
+#include <string.h>
+
+#define H(p) ((uint64_t)(uintptr_t)(p))
+#define ASSERT_NO_MISUSE() cr_assert_eq(misuses(), 0, "the simulated driver recorded misuses (listed above)")
+
+/* The driver called directly, as the runtime or another library would: cuctx sees none of these calls. */
+static struct raw_driver {
+    PFN_cuCtxCreate_v3020 ctx_create;   /* cuda.h maps cuCtxCreate to a newer ABI: resolve the 3020 one */
+    PFN_cuCtxDestroy_v4000 ctx_destroy;
+    PFN_cuEventCreate_v2000 event_create;
+    PFN_cuEventDestroy_v4000 event_destroy;
+    PFN_cuDevicePrimaryCtxRetain_v7000 primary_retain;
+    PFN_cuDevicePrimaryCtxRelease_v11000 primary_release;
+    PFN_cuDevicePrimaryCtxReset_v11000 primary_reset;
+} drv;
+
+static const struct raw_driver *raw(void)
+{
+    if (!drv.ctx_create) {
+        drv.ctx_create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+        drv.ctx_destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+        drv.event_create = (PFN_cuEventCreate_v2000)drv_sym("cuEventCreate", 2000);
+        drv.event_destroy = (PFN_cuEventDestroy_v4000)drv_sym("cuEventDestroy", 4000);
+        drv.primary_retain = (PFN_cuDevicePrimaryCtxRetain_v7000)drv_sym("cuDevicePrimaryCtxRetain", 7000);
+        drv.primary_release = (PFN_cuDevicePrimaryCtxRelease_v11000)drv_sym("cuDevicePrimaryCtxRelease", 11000);
+        drv.primary_reset = (PFN_cuDevicePrimaryCtxReset_v11000)drv_sym("cuDevicePrimaryCtxReset", 11000);
+    }
+    return &drv;
+}
+
+/* A context made by the raw driver on dev; like cuCtxCreate, it is pushed and current. */
+static CUcontext raw_ctx(CUdevice dev)
+{
+    CUcontext c = NULL;
+    CHECK_OK(raw()->ctx_create(&c, 0, dev));
+    return c;
+}
+
+/* Child destroys that reached the driver from log position `from` on, as "fn,fn" ("" if none). */
+static const char *child_destroys_since(size_t from)
+{
+    static const char *const destroys[] = {"cuEventDestroy", "cuStreamDestroy", "cuMemFree", NULL};
+    static char buf[1024];
+    return log_seq(from, destroys, buf, sizeof buf);
+}
+
+/* Without cuCtxGetId, as a pre-12.0 driver: must come before cuctx's first call, which resolves the entry points. */
+static void without_ctx_ids(void)
+{
+    NEED_SIM();
+    sim()->ctx_id_hide(1);
+    NEED_DRIVER();
+}
+
+/* ------------------------------------------------------------------------
+ *  1. A shared primary context outlives cuctx's last release
+ * ------------------------------------------------------------------------ */
+
+/* With someone else holding the primary context: cuctx's retain, a child, cuctx's release, the child's destroy. */
+static void primary_child_freed_after_cuctx_release(void)
+{
+    cuctx_ctx p = {0};
+    cuctx_mem m = {0};
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CHECK_OK(cuctx_mem_alloc(&m, p, 1u << 20));
+    CUdeviceptr ptr = cuctx_mem_ptr(m);
+    cr_assert_neq(ptr, 0);
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    cr_assert_eq(sim()->live("primary"), 1, "the other holder keeps the primary context");
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_mem_destroy(&m));
+    cr_assert_eq(calls_on("cuMemFree", ptr, mark), 1, "the child of a primary context still alive was not freed");
+    cr_assert_eq(sim()->live("mem"), 0, "the allocation leaked");
+    cr_assert_eq(stats().stale_skips, 0);
+    cr_assert_eq(stats().failed_destroys, 0);
+}
+
+Test(identity, primary_child_is_freed_after_cuctx_release_while_the_runtime_holds_it)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cr_assert_eq(sim()->primary_outside_retain(0), 0);
+    primary_child_freed_after_cuctx_release();
+    cr_assert_eq(sim()->primary_outside_release(0), 0);
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    ASSERT_NO_MISUSE();
+}
+
+Test(identity, primary_child_is_freed_after_cuctx_release_while_raw_code_holds_it)
+{
+    CUcontext held = NULL;
+    NEED_DRIVER();
+    NEED_SIM();
+    CHECK_OK(raw()->primary_retain(&held, 0));
+    primary_child_freed_after_cuctx_release();
+    CHECK_OK(raw()->primary_release(0));
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    ASSERT_NO_MISUSE();
+}
+
+Test(identity, borrowed_then_retained_primary_keeps_its_children_after_cuctx_release)
+{
+    CUcontext held = NULL;
+    cuctx_ctx b = {0}, p = {0};
+    cuctx_mem m_borrowed = {0}, m_primary = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CHECK_OK(raw()->primary_retain(&held, 0));
+    CHECK_OK(cuctx_ctx_borrow(&b, held));
+    CHECK_OK(cuctx_mem_alloc(&m_borrowed, b, 1u << 20));
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    cr_assert_eq(cuctx_ctx_raw(p), held);
+    cr_assert_eq(stats().contexts, 1, "the borrowed entry became the primary one");
+    CHECK_OK(cuctx_mem_alloc(&m_primary, p, 1u << 20));
+    CUdeviceptr pb = cuctx_mem_ptr(m_borrowed), pp = cuctx_mem_ptr(m_primary);
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_mem_destroy(&m_borrowed));
+    CHECK_OK(cuctx_mem_destroy(&m_primary));
+    cr_assert_eq(calls_on("cuMemFree", pb, mark), 1, "the child made through the borrow was not freed");
+    cr_assert_eq(calls_on("cuMemFree", pp, mark), 1, "the child made through the primary handle was not freed");
+    cr_assert_eq(sim()->live("mem"), 0);
+    cr_assert_eq(stats().stale_skips, 0);
+    cr_assert_eq(stats().failed_destroys, 0);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(raw()->primary_release(0));
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    ASSERT_NO_MISUSE();
+}
+
+Test(identity, primary_children_are_skipped_once_cuctx_release_ends_the_context)
+{
+    cuctx_ctx p = {0};
+    cuctx_mem m = {0};
+    cuctx_event ev = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CHECK_OK(cuctx_mem_alloc(&m, p, 1u << 20));
+    CHECK_OK(cuctx_event_create(&ev, p, 0));
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    cr_assert_eq(sim()->live("primary"), 0, "nobody else held it: the release ended it");
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_str_eq(child_destroys_since(mark), "", "children of an ended primary context reached the driver");
+    cr_assert_eq(stats().stale_skips, 2);
+    cr_assert_eq(stats().failed_destroys, 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* ------------------------------------------------------------------------
+ *  2. Primary resets
+ * ------------------------------------------------------------------------ */
+
+Test(identity, primary_reset_behind_cuctxs_back_skips_children_and_still_releases_once)
+{
+    cuctx_ctx p = {0};
+    cuctx_event ev = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CHECK_OK(cuctx_event_create(&ev, p, 0));
+    CHECK_OK(cuctx_stream_create(&s, p, 0, 0));
+    CHECK_OK(cuctx_mem_alloc(&m, p, 1u << 20));
+    size_t mark = log_mark();
+    CHECK_OK(raw()->primary_reset(0));
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_mem_destroy(&m));
+    cr_assert_str_eq(child_destroys_since(mark), "", "children of a reset primary context reached the driver");
+    cr_assert_eq(stats().stale_skips, 3);
+    ASSERT_NO_MISUSE();
+    unsigned long releases = calls("cuDevicePrimaryCtxRelease");
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    cr_assert_eq(calls("cuDevicePrimaryCtxRelease"), releases + 1, "a reset does not release cuctx's retain");
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    cr_assert_eq(stats().failed_destroys, 0);
+    ASSERT_NO_MISUSE();
+}
+
+Test(identity, primary_reset_and_retained_again_keeps_old_children_away_from_the_new_context)
+{
+    cuctx_ctx p = {0}, p2 = {0};
+    cuctx_event old = {0}, fresh = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CUcontext addr = cuctx_ctx_raw(p);
+    CHECK_OK(cuctx_event_create(&old, p, 0));
+    uint64_t r_old = H(cuctx_event_raw(old));
+    CHECK_OK(raw()->primary_reset(0));
+    cr_assert_eq(sim()->primary_outside_retain(0), 0, "the runtime retains it again: a new context");
+    cr_assert_eq(sim()->live("primary"), 1);
+
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_event_destroy(&old));
+    cr_assert_eq(calls_on("cuEventDestroy", r_old, mark), 0, "the old child was sent to the new context");
+    cr_assert_eq(stats().stale_skips, 1);
+
+    CHECK_OK(cuctx_ctx_primary(&p2, 0));
+    cr_assert_eq(cuctx_ctx_raw(p2), addr, "the primary context keeps its address");
+    CHECK_OK(cuctx_event_create(&fresh, p2, 0));
+    uint64_t r_new = H(cuctx_event_raw(fresh));
+    CHECK_OK(cuctx_event_query(fresh));
+    mark = log_mark();
+    CHECK_OK(cuctx_event_destroy(&fresh));
+    cr_assert_eq(calls_on("cuEventDestroy", r_new, mark), 1, "the new context's child was not destroyed");
+    cr_assert_eq(stats().stale_skips, 1);
+
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    CHECK_OK(cuctx_ctx_destroy(&p2));
+    cr_assert_eq(sim()->primary_outside_release(0), 0);
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    cr_assert_eq(sim()->live("event"), 0);
+    ASSERT_NO_MISUSE();
+}
+
+Test(identity, cuctx_primary_reset_skips_the_primarys_children)
+{
+    cuctx_ctx p = {0};
+    cuctx_event ev = {0};
+    cuctx_mem m = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CHECK_OK(cuctx_event_create(&ev, p, 0));
+    CHECK_OK(cuctx_mem_alloc(&m, p, 1u << 20));
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_ctx_primary_reset(0));
+    cr_assert_eq(calls("cuDevicePrimaryCtxReset"), 1);
+    cr_assert_eq(sim()->live("primary"), 0);
+    cr_assert_eq(cuctx_event_query(ev), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_mem_destroy(&m));
+    cr_assert_str_eq(child_destroys_since(mark), "", "children of a reset primary context reached the driver");
+    cr_assert_eq(stats().stale_skips, 2);
+    cr_assert_eq(cuctx_ctx_primary_reset(9999), CUDA_ERROR_INVALID_DEVICE);
+    unsigned long releases = calls("cuDevicePrimaryCtxRelease");
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    cr_assert_eq(calls("cuDevicePrimaryCtxRelease"), releases + 1);
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* ------------------------------------------------------------------------
+ *  3. A borrowed context destroyed by its owner
+ * ------------------------------------------------------------------------ */
+
+static void borrowed_child_after_owner_destroy(int recycle)
+{
+    cuctx_ctx b = {0};
+    cuctx_event ev = {0};
+    CUevent newer = NULL;
+    NEED_DRIVER();
+    NEED_SIM();
+    sim()->set_recycling(recycle);
+    CUcontext x = raw_ctx(0);
+    CHECK_OK(cuctx_ctx_borrow(&b, x));
+    CHECK_OK(cuctx_event_create(&ev, b, 0));
+    uint64_t r_ev = H(cuctx_event_raw(ev));
+    CHECK_OK(raw()->ctx_destroy(x));
+    CUcontext y = raw_ctx(0);
+    CHECK_OK(raw()->event_create(&newer, 0));
+    if (recycle) {  /* the dangerous case: the stale destroy would free the new owner's event */
+        cr_assert_eq(y, x, "recycling: the new context should have the dead one's address");
+        cr_assert_eq(H(newer), r_ev, "recycling: the new event should have the dead one's value");
+    } else {
+        cr_assert_neq(y, x);
+    }
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_eq(calls_on("cuEventDestroy", r_ev, mark), 0, "the dead borrowed context's child reached the driver");
+    cr_assert_eq(sim()->is_live("event", H(newer)), 1, "the new context's event was freed");
+    cr_assert_eq(stats().stale_skips, 1);
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(raw()->event_destroy(newer));
+    CHECK_OK(raw()->ctx_destroy(y));
+    ASSERT_NO_MISUSE();
+}
+
+Test(identity, borrowed_child_is_skipped_when_a_new_context_took_its_address_and_event_value)
+{
+    borrowed_child_after_owner_destroy(1);
+}
+
+Test(identity, borrowed_child_is_skipped_after_its_owner_destroyed_the_context)
+{
+    borrowed_child_after_owner_destroy(0);
+}
+
+/* ------------------------------------------------------------------------
+ *  4. The address map forgets dead contexts
+ * ------------------------------------------------------------------------ */
+
+Test(identity, owned_contexts_at_100000_distinct_addresses_all_register)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    sim()->set_recycling(0);
+    for (int i = 0; i < 100000; i++) {
+        cuctx_ctx c = {0};
+        CUresult rc = cuctx_ctx_create(&c, 0, 0);
+        cr_assert_eq(rc, CUDA_SUCCESS, "round %d: %s", i, cuctx_last_error_message());
+        rc = cuctx_ctx_destroy(&c);
+        cr_assert_eq(rc, CUDA_SUCCESS, "round %d: %s", i, cuctx_last_error_message());
+    }
+    cr_assert_eq(stats().contexts, 0);
+    cr_assert_eq(calls("cuCtxCreate"), 100000);
+    ASSERT_NO_MISUSE();
+}
+
+Test(identity, entries_of_dead_borrowed_contexts_are_swept)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    sim()->set_recycling(0);
+    for (int i = 0; i < 20000; i++) {
+        cuctx_ctx b = {0};
+        cuctx_event ev = {0};
+        CUcontext x = raw_ctx(0);
+        CUresult rc = cuctx_ctx_borrow(&b, x);
+        cr_assert_eq(rc, CUDA_SUCCESS, "round %d: borrow: %s", i, cuctx_last_error_message());
+        rc = cuctx_event_create(&ev, b, 0);
+        cr_assert_eq(rc, CUDA_SUCCESS, "round %d: event: %s", i, cuctx_last_error_message());
+        CHECK_OK(cuctx_event_destroy(&ev));
+        CHECK_OK(cuctx_ctx_destroy(&b));
+        CHECK_OK(raw()->ctx_destroy(x));
+    }
+    cr_assert_leq(stats().contexts, 200, "%zu entries kept for dead borrowed contexts", stats().contexts);
+    cr_assert_eq(stats().stale_skips, 0);
+    cr_assert_eq(calls("cuEventDestroy"), 20000);
+    ASSERT_NO_MISUSE();
+}
+
+/* ------------------------------------------------------------------------
+ *  5. Registration reports the driver's errors
+ * ------------------------------------------------------------------------ */
+
+Test(identity, borrow_reports_a_failed_cuCtxGetDevice_and_a_retry_works)
+{
+    cuctx_ctx b = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CUcontext x = raw_ctx(1);
+    size_t before = stats().contexts;
+    sim()->fail_call("cuCtxGetDevice", 1, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(cuctx_ctx_borrow(&b, x), CUDA_ERROR_UNKNOWN, "not a success with device -1");
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(b.id, 0);
+    cr_assert_eq(stats().contexts, before, "nothing registered");
+    CHECK_OK(cuctx_ctx_borrow(&b, x));
+    cr_assert_eq(cuctx_ctx_device(b), 1);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(raw()->ctx_destroy(x));
+    ASSERT_NO_MISUSE();
+}
+
+Test(identity, borrow_reports_a_failed_cuCtxGetId_as_the_drivers_error)
+{
+    cuctx_ctx b = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CUcontext x = raw_ctx(0);
+    size_t before = stats().contexts;
+    sim()->fail_call("cuCtxGetId", 1, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(cuctx_ctx_borrow(&b, x), CUDA_ERROR_UNKNOWN, "a failed id query is not a destroyed context");
+    cr_assert_eq(b.id, 0);
+    cr_assert_eq(stats().contexts, before);
+    CHECK_OK(cuctx_ctx_borrow(&b, x));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(raw()->ctx_destroy(x));
+    ASSERT_NO_MISUSE();
+}
+
+Test(identity, borrowing_a_context_destroyed_by_raw_code_is_refused)
+{
+    cuctx_ctx b = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CUcontext x = raw_ctx(0);
+    CHECK_OK(raw()->ctx_destroy(x));
+    cr_assert_eq(cuctx_ctx_borrow(&b, x), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    cr_assert_eq(b.id, 0);
+    cr_assert_eq(stats().contexts, 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* ------------------------------------------------------------------------
+ *  6. The cost of the check
+ * ------------------------------------------------------------------------ */
+
+Test(identity, child_calls_on_an_owned_context_make_no_id_query)
+{
+    cuctx_ctx c = {0};
+    cuctx_event ev = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    unsigned long before = calls("cuCtxGetId");
+    CHECK_OK(cuctx_event_create(&ev, c, 0));
+    CHECK_OK(cuctx_event_record(ev, (cuctx_stream){0}));
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_eq(calls("cuCtxGetId"), before, "cuctx decides its own contexts' life without the driver");
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    ASSERT_NO_MISUSE();
+}
+
+/* Exactly one cuCtxGetId for each of create, query and destroy of an event in c. */
+static void one_id_query_per_child_call(cuctx_ctx c)
+{
+    cuctx_event ev = {0};
+    unsigned long n = calls("cuCtxGetId");
+    CHECK_OK(cuctx_event_create(&ev, c, 0));
+    cr_assert_eq(calls("cuCtxGetId") - n, 1, "create");
+    n = calls("cuCtxGetId");
+    CHECK_OK(cuctx_event_query(ev));
+    cr_assert_eq(calls("cuCtxGetId") - n, 1, "query");
+    n = calls("cuCtxGetId");
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_eq(calls("cuCtxGetId") - n, 1, "destroy");
+    cr_assert_eq(calls("cuEventDestroy"), 1);
+}
+
+Test(identity, child_calls_on_a_primary_context_make_one_id_query_each)
+{
+    cuctx_ctx p = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    one_id_query_per_child_call(p);
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    ASSERT_NO_MISUSE();
+}
+
+Test(identity, child_calls_on_a_borrowed_context_make_one_id_query_each)
+{
+    cuctx_ctx b = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CUcontext x = raw_ctx(0);
+    CHECK_OK(cuctx_ctx_borrow(&b, x));
+    one_id_query_per_child_call(b);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(raw()->ctx_destroy(x));
+    ASSERT_NO_MISUSE();
+}
+
+/* ------------------------------------------------------------------------
+ *  7. A driver without cuCtxGetId
+ * ------------------------------------------------------------------------ */
+
+Test(identity, without_ids_children_of_live_contexts_are_destroyed_through_the_driver)
+{
+    cuctx_ctx c = {0}, p = {0}, b = {0};
+    cuctx_event e_owned = {0}, e_primary = {0}, e_borrowed = {0};
+    without_ctx_ids();
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CUcontext x = raw_ctx(0);
+    CHECK_OK(cuctx_ctx_borrow(&b, x));
+    CHECK_OK(cuctx_event_create(&e_owned, c, 0));
+    CHECK_OK(cuctx_event_create(&e_primary, p, 0));
+    CHECK_OK(cuctx_event_create(&e_borrowed, b, 0));
+    CHECK_OK(cuctx_event_query(e_primary));
+    CHECK_OK(cuctx_event_query(e_borrowed));
+    CHECK_OK(cuctx_event_destroy(&e_owned));
+    CHECK_OK(cuctx_event_destroy(&e_primary));
+    CHECK_OK(cuctx_event_destroy(&e_borrowed));
+    cr_assert_eq(calls("cuEventDestroy"), 3);
+    cr_assert_eq(sim()->live("event"), 0);
+    cr_assert_eq(stats().stale_skips, 0);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(raw()->ctx_destroy(x));
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(calls("cuCtxGetId"), 0, "the hidden entry point was called");
+    ASSERT_NO_MISUSE();
+}
+
+/* The documented behaviour without ids: a primary context ends, for cuctx, with cuctx's last release. */
+Test(identity, without_ids_primary_children_are_skipped_after_cuctx_release_even_while_the_runtime_holds_it)
+{
+    cuctx_ctx p = {0};
+    cuctx_event ev = {0};
+    without_ctx_ids();
+    cr_assert_eq(sim()->primary_outside_retain(0), 0);
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CHECK_OK(cuctx_event_create(&ev, p, 0));
+    uint64_t r_ev = H(cuctx_event_raw(ev));
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    cr_assert_eq(sim()->live("primary"), 1);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_eq(calls_on("cuEventDestroy", r_ev, mark), 0);
+    cr_assert_eq(stats().stale_skips, 1);
+    cr_assert_eq(calls("cuCtxGetId"), 0, "the hidden entry point was called");
+    cr_assert_eq(sim()->primary_outside_release(0), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* Without ids nothing but cuctx's own reset tells the primary's children
+ * apart: the reset itself must end the generation. */
+Test(identity, without_ids_cuctx_primary_reset_still_skips_the_children)
+{
+    cuctx_ctx p = {0};
+    cuctx_event ev = {0};
+    without_ctx_ids();
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CHECK_OK(cuctx_event_create(&ev, p, 0));
+    uint64_t r_ev = H(cuctx_event_raw(ev));
+    CHECK_OK(cuctx_ctx_primary_reset(0));
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_eq(calls_on("cuEventDestroy", r_ev, mark), 0);
+    cr_assert_eq(stats().stale_skips, 1);
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    cr_assert_eq(calls("cuDevicePrimaryCtxRelease"), 1, "a reset does not release the retain");
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* The documented limit without ids: cuctx cannot see a borrowed context's death
+ * unless a context cuctx makes takes the address, so this destroy reaches the
+ * driver with a dead event. The real driver answers it with an error; the
+ * simulator records it as a misuse too, and exactly that one is expected. */
+Test(identity, without_ids_a_borrowed_contexts_child_reaches_the_driver_after_a_raw_destroy)
+{
+    cuctx_ctx b = {0};
+    cuctx_event ev = {0};
+    without_ctx_ids();
+    CUcontext x = raw_ctx(0);
+    CHECK_OK(cuctx_ctx_borrow(&b, x));
+    CHECK_OK(cuctx_event_create(&ev, b, 0));
+    uint64_t r_ev = H(cuctx_event_raw(ev));
+    CHECK_OK(raw()->ctx_destroy(x));
+    size_t mark = log_mark();
+    cr_assert_neq(cuctx_event_destroy(&ev), CUDA_SUCCESS, "the driver refuses the dead event");
+    cr_assert_eq(ev.id, 0);
+    cr_assert_eq(calls_on("cuEventDestroy", r_ev, mark), 1);
+    cr_assert_eq(stats().stale_skips, 0);
+    cr_assert_eq(stats().failed_destroys, 1);
+    cr_assert_eq(calls("cuCtxGetId"), 0, "the hidden entry point was called");
+    cr_assert_eq(misuses(), 1, "expected exactly the one misuse of the documented limit (listed above)");
+    CHECK_OK(cuctx_ctx_destroy(&b));
+}
+
+/* ------------------------------------------------------------------------
+ *  8. A {0}-owner create meets a new context at a dead one's address
+ * ------------------------------------------------------------------------ */
+
+Test(identity, null_owner_create_registers_a_new_context_at_a_dead_foreign_contexts_address)
+{
+    cuctx_event e1 = {0}, e2 = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CUcontext x = raw_ctx(0);
+    CHECK_OK(cuctx_event_create(&e1, (cuctx_ctx){0}, 0));
+    uint64_t r1 = H(cuctx_event_raw(e1));
+    CHECK_OK(raw()->ctx_destroy(x));
+    CUcontext y = raw_ctx(0);
+    cr_assert_eq(y, x, "recycling: the new context should have the dead one's address");
+    cr_assert_eq(current(), y);
+    CHECK_OK(cuctx_event_create(&e2, (cuctx_ctx){0}, 0));
+    uint64_t r2 = H(cuctx_event_raw(e2));
+    cr_assert_eq(r2, r1, "recycling: the new event should have the dead one's value");
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_event_destroy(&e1));
+    cr_assert_eq(calls_on("cuEventDestroy", r1, mark), 0, "the old context's child reached the new context");
+    cr_assert_eq(sim()->is_live("event", r2), 1);
+    cr_assert_eq(stats().stale_skips, 1);
+    mark = log_mark();
+    CHECK_OK(cuctx_event_destroy(&e2));
+    cr_assert_eq(calls_on("cuEventDestroy", r2, mark), 1, "the new context's child was not destroyed");
+    CHECK_OK(raw()->ctx_destroy(y));
+    ASSERT_NO_MISUSE();
+}
