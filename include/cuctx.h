@@ -354,8 +354,11 @@ struct cuctx_stats {
     size_t contexts;            /* live registered contexts (owned, primary, borrowed) */
     size_t ctx_handles;         /* live cuctx_ctx handles */
     size_t events, streams, modules, mems, host_mems, graph_execs;
-    uint64_t stale_skips;       /* child destroys not sent to the driver: context gone */
+    uint64_t stale_skips;       /* child destroys not sent to the driver: context gone
+                                   (also, in a forked child, every object of the parent) */
     uint64_t failed_destroys;   /* destroys the driver refused */
+    uint64_t shutdown_skips;    /* destroys not sent because the driver had shut down
+                                   (process exit): they succeed quietly */
 };
 CUCTX_API void cuctx_stats_get(struct cuctx_stats *out);
 

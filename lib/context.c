@@ -117,6 +117,7 @@ CUCTX_API CUresult cuctx_ctx_primary(cuctx_ctx *out, CUdevice dev)
 static CUresult primary_release(uint64_t entry, CUdevice dev, const char *fn)
 {
     unsigned long long now = 0;
+    int gone = atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed);
     cuctx__ctx_lock();
     struct cuctx_slot *e = cuctx__peek(entry, KIND_ENTRY);
     if (e && --e->u.entry.retains == 0 && (e = cuctx__close(entry, KIND_ENTRY)) != NULL) {
@@ -124,9 +125,9 @@ static CUresult primary_release(uint64_t entry, CUdevice dev, const char *fn)
     } else {
         e = NULL;
     }
-    CUresult rc = DRV(cuDevicePrimaryCtxRelease)(dev);
+    CUresult rc = gone ? CUDA_SUCCESS : DRV(cuDevicePrimaryCtxRelease)(dev);
     if (e) {
-        CUresult idrc = cuctx__ctx_id(e->u.entry.raw, &now);
+        CUresult idrc = gone ? CUDA_ERROR_DEINITIALIZED : cuctx__ctx_id(e->u.entry.raw, &now);
         if (DRV(cuCtxGetId) && idrc == CUDA_SUCCESS && now == e->u.entry.ctx_id) {
             cuctx__reopen(e);
         } else {
@@ -192,18 +193,22 @@ CUCTX_API CUresult cuctx_ctx_borrow(cuctx_ctx *out, CUcontext raw)
     return rc;
 }
 
-/* Destroys an owned context, never while a child call is under way on it. */
+/* Destroys an owned context, never while a child call is under way on it;
+ * once the driver has shut down, only the entry ends. */
 static CUresult owned_destroy(uint64_t entry, const char *fn)
 {
     CUcontext cur = NULL;
+    CUresult rc = CUDA_SUCCESS;
     struct cuctx_slot *e = cuctx__close(entry, KIND_ENTRY);
     if (!e)
         return cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: the context was already destroyed", fn);
     cuctx__drain(e);
-    DRV(cuCtxGetCurrent)(&cur);
-    CUresult rc = DRV(cuCtxDestroy)(e->u.entry.raw);
-    if (rc == CUDA_SUCCESS && cur == e->u.entry.raw)
-        cuctx__popped();    /* the driver popped it off this thread's stack */
+    if (!atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed)) {
+        DRV(cuCtxGetCurrent)(&cur);
+        rc = DRV(cuCtxDestroy)(e->u.entry.raw);
+        if (rc == CUDA_SUCCESS && cur == e->u.entry.raw)
+            cuctx__popped();    /* the driver popped it off this thread's stack */
+    }
     cuctx__entry_finish(e, entry);
     return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuCtxDestroy failed: %s", fn, cuctx_result_name(rc));
 }
@@ -215,9 +220,9 @@ CUCTX_API CUresult cuctx_ctx_destroy(cuctx_ctx *ctx)
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: ctx is NULL", fn);
     if (ctx->id == 0)
         return CUDA_SUCCESS;
-    CUCTX_INIT_OR_RETURN(fn);
     uint64_t id = ctx->id;
     ctx->id = 0;    /* whatever happens, the variable names nothing afterwards */
+    CUCTX_INIT_OR_RETURN(fn);
     struct cuctx_slot *h = cuctx__close(id, KIND_CTX);
     if (!h)
         return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: context handle %#llx is stale, destroyed already, or not a context",
@@ -229,7 +234,12 @@ CUCTX_API CUresult cuctx_ctx_destroy(cuctx_ctx *ctx)
     cuctx__slot_free(h);
     if (role == OWNER_BORROWED)
         return CUDA_SUCCESS;
+    int gone = atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed);
     CUresult rc = role == OWNER_PRIMARY ? primary_release(entry, dev, fn) : owned_destroy(entry, fn);
+    if (gone || cuctx__driver_gone(rc)) {
+        atomic_fetch_add_explicit(&cuctx__shutdown_skips, 1, memory_order_relaxed);
+        return CUDA_SUCCESS;
+    }
     if (rc != CUDA_SUCCESS)
         atomic_fetch_add(&cuctx__failed_destroys, 1);
     return rc;

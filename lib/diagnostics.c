@@ -29,4 +29,5 @@ CUCTX_API void cuctx_stats_get(struct cuctx_stats *out)
     cuctx__slot_foreach(count, out);
     out->stale_skips = atomic_load(&cuctx__stale_skips);
     out->failed_destroys = atomic_load(&cuctx__failed_destroys);
+    out->shutdown_skips = atomic_load(&cuctx__shutdown_skips);
 }

@@ -124,8 +124,10 @@ static void load(void)
 static void load_once(void)
 {
     load();
-    if (init_rc == CUDA_SUCCESS)
+    if (init_rc == CUDA_SUCCESS) {
+        cuctx__process_init();  /* after cuInit: cuctx's exit hook runs before the driver's teardown */
         atomic_store_explicit(&cuctx__init_ok, 1, memory_order_release);
+    }
 }
 
 _Atomic int cuctx__init_ok;

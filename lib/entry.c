@@ -16,23 +16,60 @@
 #include <pthread.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t lock_once = PTHREAD_ONCE_INIT;
+static CUCTX_TLS int lock_cancel_state;
+static CUCTX_TLS int lock_held;
 
-/* A forked child must not inherit the lock taken by a thread that does not
- * exist there: fork waits for it, and both sides release it. */
-static void fork_prepare(void) { pthread_mutex_lock(&lock); }
-static void fork_release(void) { pthread_mutex_unlock(&lock); }
-static void lock_init(void) { pthread_atfork(fork_prepare, fork_release, fork_release); }
-
+/* Driver calls under the lock may be cancellation points: a thread is not
+ * cancelled while it holds the lock, so it never leaves it held. */
 void cuctx__ctx_lock(void)
 {
-    pthread_once(&lock_once, lock_init);
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &lock_cancel_state);
     pthread_mutex_lock(&lock);
+    lock_held = 1;
 }
 
 void cuctx__ctx_unlock(void)
 {
+    lock_held = 0;
     pthread_mutex_unlock(&lock);
+    pthread_setcancelstate(lock_cancel_state, NULL);
+    cuctx__deliver_reports();
+}
+
+int cuctx__ctx_lock_held(void)
+{
+    return lock_held;
+}
+
+/* fork waits for the lock, so that the child never inherits it taken by a
+ * thread that does not exist there. */
+void cuctx__ctx_lock_fork(int phase)
+{
+    if (phase < 0)
+        pthread_mutex_lock(&lock);
+    else
+        pthread_mutex_unlock(&lock);
+}
+
+/* In a forked child: the contexts are the parent's, and CUDA objects do not
+ * cross fork. Every entry ends, so children made before the fork are never
+ * sent to the child's driver (their destroys are skipped), and every context
+ * handle becomes a borrow, whose destroy never calls the driver. */
+static void after_fork_one(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
+{
+    (void)arg;
+    if (kind == KIND_ENTRY) {
+        cuctx__map_remove(s->u.entry.raw, cuctx__id_make(KIND_ENTRY, s->index,
+                                                         (uint32_t)(atomic_load(&s->word) >> 32)));
+        cuctx__slot_free(s);
+    } else if (kind == KIND_CTX) {
+        s->u.ctx.role = OWNER_BORROWED;
+    }
+}
+
+void cuctx__contexts_after_fork(void)
+{
+    cuctx__slot_foreach(after_fork_one, NULL);
 }
 
 CUresult cuctx__ctx_id(CUcontext raw, unsigned long long *id)
@@ -223,6 +260,7 @@ void cuctx__owner_release(struct cuctx_owner *o)
     if (o->slot)
         cuctx__unhold(o->slot, o->hazard);
     o->slot = NULL;
+    cuctx__deliver_reports();
 }
 
 CUresult cuctx__owner_of_raw(CUcontext raw, const char *fn, struct cuctx_owner *out)

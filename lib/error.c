@@ -84,13 +84,45 @@ CUresult cuctx__fail(CUresult rc, const char *fmt, ...)
     return rc;
 }
 
+/* The handler may call any cuctx function, destroys included, which wait
+ * for holds: so it is never called while this thread holds an entry, a pin
+ * or the context lock. A report made then waits for the last release; if
+ * several do, the first is kept. */
+CUCTX_TLS int cuctx__reports_pending;
+static CUCTX_TLS CUresult pending_rc;
+static CUCTX_TLS char pending_msg[512];
+
+static int busy(void)
+{
+    return cuctx__thread_holds() || cuctx__ctx_lock_held();
+}
+
+static void deliver_or_defer(CUresult rc, const char *msg)
+{
+    if (!busy()) {
+        call_handler(rc, msg);
+    } else if (!cuctx__reports_pending) {
+        pending_rc = rc;
+        snprintf(pending_msg, sizeof pending_msg, "%s", msg);
+        cuctx__reports_pending = 1;
+    }
+}
+
+void cuctx__deliver_reports_slow(void)
+{
+    if (busy())
+        return;
+    cuctx__reports_pending = 0;
+    call_handler(pending_rc, pending_msg);
+}
+
 void cuctx__report(CUresult rc, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
     vrecord(rc, fmt, ap);
     va_end(ap);
-    call_handler(rc, last_msg);
+    deliver_or_defer(rc, last_msg);
 }
 
 void cuctx__debug(const char *fmt, ...)
@@ -102,7 +134,7 @@ void cuctx__debug(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    call_handler(CUDA_SUCCESS, msg);
+    deliver_or_defer(CUDA_SUCCESS, msg);
 }
 
 CUCTX_API CUresult cuctx_last_error(void) { return last_rc; }

@@ -33,6 +33,15 @@ CUresult cuctx__fail(CUresult rc, const char *fmt, ...) CUCTX_PRINTF(2, 3);
 void cuctx__report(CUresult rc, const char *fmt, ...) CUCTX_PRINTF(2, 3);
 /* CUCTX_LOG=debug only: a note to the handler (rc CUDA_SUCCESS). */
 void cuctx__debug(const char *fmt, ...) CUCTX_PRINTF(1, 2);
+/* Reports made while this thread held something wait for its last release
+ * (the handler may call back into cuctx); releases deliver them. */
+extern CUCTX_TLS int cuctx__reports_pending;
+void cuctx__deliver_reports_slow(void);
+static inline void cuctx__deliver_reports(void)
+{
+    if (__builtin_expect(cuctx__reports_pending, 0))
+        cuctx__deliver_reports_slow();
+}
 /* Reads CUCTX_LOG; called once by the loader. */
 void cuctx__log_init(void);
 
@@ -147,6 +156,8 @@ void cuctx__reopen(struct cuctx_slot *s);
 void cuctx__wait_closed(uint64_t id, enum cuctx_kind kind);
 /* Whether the calling thread holds id in one of its hazard slots. */
 int cuctx__holding(uint64_t id);
+/* Whether the calling thread holds any entry or pin. */
+int cuctx__thread_holds(void);
 /* Ends the slot's generation and frees it. */
 void cuctx__slot_free(struct cuctx_slot *s);
 /* Whether id names a live slot (not closing), without pinning. */
@@ -173,6 +184,28 @@ extern _Atomic uint64_t cuctx__failed_destroys;
  * an entry: an entry's end drains holds under it. */
 void cuctx__ctx_lock(void);
 void cuctx__ctx_unlock(void);
+int cuctx__ctx_lock_held(void);
+
+/* ---- process life (process.c) -------------------------------------------- */
+
+/* Set once the driver has shut down (it answered CUDA_ERROR_DEINITIALIZED,
+ * or cuctx's exit hook ran): destroys no longer call it. */
+extern _Atomic int cuctx__shutdown;
+extern _Atomic uint64_t cuctx__shutdown_skips;
+/* Whether a driver answer says it has shut down; remembers it if so. */
+static inline int cuctx__driver_gone(CUresult rc)
+{
+    if (rc != CUDA_ERROR_DEINITIALIZED)
+        return 0;
+    atomic_store_explicit(&cuctx__shutdown, 1, memory_order_relaxed);
+    return 1;
+}
+/* Registers the fork and exit hooks; called once, by a successful init. */
+void cuctx__process_init(void);
+/* fork: the registry (pins, holds) and the contexts, in the child. */
+void cuctx__ctx_lock_fork(int phase);   /* -1 before fork, else after it */
+void cuctx__registry_after_fork(void);
+void cuctx__contexts_after_fork(void);
 
 /* A held context entry: children's creates, uses and destroys hold one for
  * the duration of their driver call, and a context's end waits them out. */

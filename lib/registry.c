@@ -159,11 +159,15 @@ static CUCTX_TLS struct slot_cache cache;
 static pthread_key_t cache_key;
 static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 
+/* At thread exit. Destructors of other keys (pthread keys, C11 tss) may
+ * still free handles after this one ran: from here on this thread frees to
+ * the shared list, never to a cache nobody will flush again. */
 static void cache_flush(void *arg)
 {
     struct slot_cache *c = arg;
     while (c->n)
         push_global(c->slots[--c->n]);
+    c->registered = -1;
 }
 
 static void cache_key_make(void)
@@ -207,23 +211,46 @@ static inline int matches(uint64_t w, uint64_t id, enum cuctx_kind kind)
         && word_gen(w) == cuctx__id_gen(id) && !(w & CLOSING);
 }
 
+/* The pins this thread holds, so that a thread cancelled inside a driver
+ * call leaves none behind: its exit releases them (thread_exit below). */
+static CUCTX_TLS unsigned my_used;  /* bit i: my_rec->ids[i] in use; only this thread writes them */
+#define MY_PINS 8
+static CUCTX_TLS struct cuctx_slot *my_pins[MY_PINS];
+static CUCTX_TLS unsigned my_npins;
+static struct hazard_rec *hazard_rec(void);
+
 struct cuctx_slot *cuctx__pin(uint64_t id, enum cuctx_kind kind)
 {
     struct cuctx_slot *s = slot_at(cuctx__id_index(id));
     if (!s)
         return NULL;
+    hazard_rec();   /* its key runs thread_exit */
     uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
     do {
         if (!matches(w, id, kind) || (w & PINS_MASK) == PINS_MASK)
             return NULL;
     } while (!atomic_compare_exchange_weak_explicit(&s->word, &w, w + 1,
                                                     memory_order_acquire, memory_order_acquire));
+    if (my_npins < MY_PINS)     /* a thread never holds that many; beyond, untracked */
+        my_pins[my_npins++] = s;
     return s;
 }
 
 void cuctx__unpin(struct cuctx_slot *s)
 {
+    for (unsigned i = my_npins; i-- > 0;) {
+        if (my_pins[i] == s) {
+            my_pins[i] = my_pins[--my_npins];
+            break;
+        }
+    }
     atomic_fetch_sub_explicit(&s->word, 1, memory_order_release);
+    cuctx__deliver_reports();
+}
+
+int cuctx__thread_holds(void)
+{
+    return my_used != 0 || my_npins != 0;
 }
 
 /* ---- holds: hazard slots -----------------------------------------------------
@@ -248,7 +275,6 @@ struct hazard_rec {
 };
 static _Atomic(struct hazard_rec *) hazard_list;
 static CUCTX_TLS struct hazard_rec *my_rec;
-static CUCTX_TLS unsigned my_used;  /* bit i: ids[i] in use; only this thread writes them */
 static pthread_key_t hazard_key;
 static pthread_once_t hazard_once = PTHREAD_ONCE_INIT;
 static int asymmetric;              /* membarrier registered: holders skip the fence */
@@ -272,23 +298,41 @@ static int membarrier_register(void)
 #endif
 }
 
-/* In a forked child only the forking thread lives on: the other threads'
- * holds are gone with them, and the membarrier registration is made anew
- * for the child's process (holders fence for themselves if it fails). */
-static void hazard_after_fork(void)
+/* At thread exit, also one cancelled inside a driver call: its holds and
+ * pins go. Destructors of other keys that run later and call cuctx take a
+ * record anew, and this runs again for it. */
+static void thread_exit(void *arg)
 {
+    while (my_npins)
+        cuctx__unpin(my_pins[my_npins - 1]);
+    hazard_release(arg);
+    my_rec = NULL;
+    my_used = 0;
+}
+
+void cuctx__registry_after_fork(void)
+{
+    /* Only the forking thread lives on in the child: the other threads'
+     * holds and pins are gone with them, and the membarrier registration is
+     * made anew for the child (holders fence for themselves if it fails). */
     for (struct hazard_rec *r = atomic_load(&hazard_list); r; r = r->next)
         if (r != my_rec)
             hazard_release(r);
+    uint32_t n = atomic_load(&next_index);
+    for (uint32_t i = 0; i < n; i++) {
+        struct cuctx_slot *s = slot_at(i);
+        if (s)
+            atomic_store(&s->word, atomic_load(&s->word) & ~PINS_MASK);
+    }
+    my_npins = 0;
     if (asymmetric && !membarrier_register())
         asymmetric = 0;
 }
 
 static void hazard_init(void)
 {
-    pthread_key_create(&hazard_key, hazard_release);
+    pthread_key_create(&hazard_key, thread_exit);
     asymmetric = membarrier_register();
-    pthread_atfork(NULL, NULL, hazard_after_fork);
 }
 
 static struct hazard_rec *hazard_rec(void)

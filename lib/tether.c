@@ -72,6 +72,15 @@ static CUresult bad_handle(uint64_t id, enum cuctx_kind kind, const char *fn)
                        fn, want, (unsigned long long)id);
 }
 
+/* A destroy that does not reach the driver: the handle is released and
+ * the reason counted. */
+static CUresult skipped(struct cuctx_slot *s, _Atomic uint64_t *counter)
+{
+    cuctx__slot_free(s);
+    atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
+    return CUDA_SUCCESS;
+}
+
 CUresult cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn)
 {
     const struct cuctx_child_kind *k = cuctx__child_kinds[kind];
@@ -81,26 +90,29 @@ CUresult cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: the handle pointer is NULL", fn);
     if (*id == 0)
         return CUDA_SUCCESS;
-    CUCTX_INIT_OR_RETURN(fn);
     uint64_t mine = *id;
     *id = 0;    /* whatever happens, the variable names nothing afterwards */
+    CUCTX_INIT_OR_RETURN(fn);
     struct cuctx_slot *s = cuctx__close(mine, kind);
     if (!s)
         return bad_handle(mine, kind, fn);
     cuctx__drain(s);
     uint64_t raw = s->u.child.raw;
+    if (atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed))
+        return skipped(s, &cuctx__shutdown_skips);
     CUresult rc = cuctx__owner_hold(s->u.child.owner, NULL, &o);
-    if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_CONTEXT_IS_DESTROYED) {
+    if (cuctx__driver_gone(rc))
+        return skipped(s, &cuctx__shutdown_skips);
+    if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED) {
+        skipped(s, &cuctx__stale_skips);
+        cuctx__debug("%s: %s %#llx outlived its context; the driver freed it with the context, not called again",
+                     fn, k->name, (unsigned long long)raw);
+        return CUDA_SUCCESS;
+    }
+    if (rc != CUDA_SUCCESS) {
         cuctx__slot_free(s);    /* cannot tell whether its context lives: the driver's error */
         atomic_fetch_add_explicit(&cuctx__failed_destroys, 1, memory_order_relaxed);
         return rc;
-    }
-    if (rc != CUDA_SUCCESS) {
-        atomic_fetch_add_explicit(&cuctx__stale_skips, 1, memory_order_relaxed);
-        cuctx__debug("%s: %s %#llx outlived its context; the driver freed it with the context, not called again",
-                     fn, k->name, (unsigned long long)raw);
-        cuctx__slot_free(s);
-        return CUDA_SUCCESS;
     }
     if (k->destroy_needs_current)
         rc = cuctx__switch_to(o.raw, fn, &sw);
@@ -108,15 +120,17 @@ CUresult cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn
         rc = k->destroy(raw);
         if (k->destroy_needs_current)
             cuctx__switch_back(&sw, fn);
-        if (rc != CUDA_SUCCESS)
-            cuctx__fail(rc, "%s: the driver refused to destroy %s %#llx: %s", fn, k->name,
-                        (unsigned long long)raw, cuctx_result_name(rc));
     }
     cuctx__owner_release(&o);
+    if (cuctx__driver_gone(rc))
+        return skipped(s, &cuctx__shutdown_skips);
     cuctx__slot_free(s);
-    if (rc != CUDA_SUCCESS)
+    if (rc != CUDA_SUCCESS) {
         atomic_fetch_add_explicit(&cuctx__failed_destroys, 1, memory_order_relaxed);
-    return rc;
+        return cuctx__fail(rc, "%s: the driver refused to destroy %s %#llx: %s", fn, k->name,
+                           (unsigned long long)raw, cuctx_result_name(rc));
+    }
+    return CUDA_SUCCESS;
 }
 
 CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u)

@@ -1,0 +1,397 @@
+/* test_process.c - the odd moments of a process's life, where cleanup runs:
+ * fork with threads inside cuctx calls, a thread cancelled inside a driver
+ * call, handles destroyed by thread-exit destructors, an error handler that
+ * calls back into cuctx, the driver shutting down at exit, destroys before
+ * the driver was ever loaded. A hang is turned into a failure by alarm(). */
+#include "testlib.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <threads.h>
+#include <unistd.h>
+
+#define H(p) ((uint64_t)(uintptr_t)(p))
+
+static cuctx_ctx fresh_ctx(void)
+{
+    cuctx_ctx c = {0};
+    CHECK_OK(cuctx_ctx_create(&c, 0, CUCTX_SCHED_AUTO));
+    CHECK_OK(cuctx_pop_current());
+    return c;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- fork --------------------------------------------------------------- */
+
+struct sync_arg { cuctx_event ev; CUresult rc; };
+
+static void *synchronize(void *p)
+{
+    struct sync_arg *a = p;
+    a->rc = cuctx_event_synchronize(a->ev);
+    return NULL;
+}
+
+/* Runs child() in a forked child with a watchdog; returns its exit status
+ * (0 when every check in it held). */
+static int in_child(int (*child)(void *), void *arg)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        alarm(5);
+        _exit(child(arg));
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status), "the child did not exit (signal %d: a hang ends in SIGALRM)",
+              WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return WEXITSTATUS(status);
+}
+
+struct inherited { cuctx_ctx ctx; cuctx_event ev; cuctx_stream s; };
+
+static int destroy_inherited(void *p)
+{
+    struct inherited *in = p;
+    unsigned long ev_calls = calls("cuEventDestroy"), s_calls = calls("cuStreamDestroy"),
+                  ctx_calls = calls("cuCtxDestroy");
+    if (cuctx_event_destroy(&in->ev) != CUDA_SUCCESS || in->ev.id != 0)
+        return 1;
+    if (cuctx_stream_destroy(&in->s) != CUDA_SUCCESS || in->s.id != 0)
+        return 2;
+    if (cuctx_ctx_destroy(&in->ctx) != CUDA_SUCCESS || in->ctx.id != 0)
+        return 3;
+    if (calls("cuEventDestroy") != ev_calls || calls("cuStreamDestroy") != s_calls
+        || calls("cuCtxDestroy") != ctx_calls)
+        return 4;   /* an object of the parent reached the child's driver */
+    if (stats().events != 0 || stats().streams != 0 || stats().ctx_handles != 0)
+        return 5;
+    /* creates in the child give the driver's answer (the simulator works there) */
+    cuctx_ctx c = {0};
+    if (cuctx_ctx_create(&c, 0, 0) != CUDA_SUCCESS || cuctx_ctx_destroy(&c) != CUDA_SUCCESS)
+        return 6;
+    return 0;
+}
+
+Test(fork, the_child_never_sends_the_parents_objects_and_never_waits_for_its_threads)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct inherited in = {fresh_ctx(), {0}, {0}};
+    CHECK_OK(cuctx_event_create(&in.ev, in.ctx, 0));
+    CHECK_OK(cuctx_stream_create(&in.s, in.ctx, 0, 0));
+    CHECK_OK(cuctx_event_record(in.ev, in.s));
+    sim()->set_delay("cuEventSynchronize", 400000);
+    struct sync_arg a = {in.ev, CUDA_ERROR_UNKNOWN};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, synchronize, &a), 0);
+    sleep_ms(100);                      /* the thread is inside the driver call, holding */
+    cr_assert_eq(in_child(destroy_inherited, &in), 0);
+    pthread_join(t, NULL);
+    CHECK_OK(a.rc);
+    /* the parent's objects still work */
+    sim()->set_delay("cuEventSynchronize", 0);
+    CHECK_OK(cuctx_event_synchronize(in.ev));
+    CHECK_OK(cuctx_event_destroy(&in.ev));
+    CHECK_OK(cuctx_stream_destroy(&in.s));
+    CHECK_OK(cuctx_ctx_destroy(&in.ctx));
+    cr_assert_eq(calls("cuEventDestroy"), 1, "only the parent destroyed it");
+    cr_assert_eq(misuses(), 0);
+}
+
+struct primary_arg { cuctx_ctx p; CUresult rc; };
+
+static void *retain(void *p)
+{
+    struct primary_arg *a = p;
+    a->rc = cuctx_ctx_primary(&a->p, 0);
+    return NULL;
+}
+
+static int create_in_child(void *p)
+{
+    (void)p;
+    cuctx_ctx c = {0}, q = {0};
+    if (cuctx_ctx_create(&c, 0, 0) != CUDA_SUCCESS || cuctx_ctx_destroy(&c) != CUDA_SUCCESS)
+        return 1;
+    if (cuctx_ctx_primary(&q, 1) != CUDA_SUCCESS || cuctx_ctx_destroy(&q) != CUDA_SUCCESS)
+        return 2;
+    return 0;
+}
+
+Test(fork, a_thread_inside_a_primary_retain_does_not_lock_the_child_out)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    sim()->set_delay("cuDevicePrimaryCtxRetain", 300000);
+    struct primary_arg a = {{0}, CUDA_ERROR_UNKNOWN};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, retain, &a), 0);
+    sleep_ms(100);                      /* inside the retain, holding the context lock */
+    sim()->set_delay("cuDevicePrimaryCtxRetain", 0);
+    cr_assert_eq(in_child(create_in_child, NULL), 0);
+    pthread_join(t, NULL);
+    CHECK_OK(a.rc);
+    CHECK_OK(cuctx_ctx_destroy(&a.p));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* ---- cancellation --------------------------------------------------------- */
+
+Test(cancel, a_thread_cancelled_inside_event_synchronize_leaves_nothing_held)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    cuctx_ctx ctx = fresh_ctx();
+    cuctx_event ev = {0}, other = {0};
+    CHECK_OK(cuctx_event_create(&ev, ctx, 0));
+    CHECK_OK(cuctx_event_create(&other, ctx, 0));
+    sim()->set_delay("cuEventSynchronize", 5000000);
+    struct sync_arg a = {ev, CUDA_ERROR_UNKNOWN};
+    pthread_t t;
+    void *res = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, synchronize, &a), 0);
+    sleep_ms(100);
+    cr_assert_eq(pthread_cancel(t), 0);
+    cr_assert_eq(pthread_join(t, &res), 0);
+    cr_assert_eq(res, PTHREAD_CANCELED);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_event_destroy(&other));      /* the context's hold is gone */
+    CHECK_OK(cuctx_event_destroy(&ev));         /* and the event's pin */
+    cr_assert_eq(calls_on("cuEventDestroy", 0, mark), 0);
+    cr_assert_eq(calls("cuEventDestroy"), 2, "both reached the driver");
+    CHECK_OK(cuctx_ctx_destroy(&ctx));
+    cr_assert_eq(misuses(), 0);
+}
+
+Test(cancel, a_cancelled_holder_does_not_block_its_contexts_destroy)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    cuctx_ctx ctx = fresh_ctx();
+    cuctx_event ev = {0};
+    CHECK_OK(cuctx_event_create(&ev, ctx, 0));
+    sim()->set_delay("cuEventSynchronize", 5000000);
+    struct sync_arg a = {ev, CUDA_ERROR_UNKNOWN};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, synchronize, &a), 0);
+    sleep_ms(100);
+    cr_assert_eq(pthread_cancel(t), 0);
+    pthread_join(t, NULL);
+    CHECK_OK(cuctx_ctx_destroy(&ctx));
+    uint64_t skips = stats().stale_skips;
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_eq(stats().stale_skips, skips + 1);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* ---- thread exit ------------------------------------------------------------ */
+
+static cuctx_ctx shared_ctx;
+static pthread_key_t late_key;
+static tss_t late_tss;
+static _Atomic int destroyed_late;
+
+static void destroy_at_exit(void *p)
+{
+    cuctx_event *ev = p;
+    if (cuctx_event_destroy(ev) == CUDA_SUCCESS && ev->id == 0)
+        destroyed_late++;
+    free(ev);
+}
+
+static void *make_and_leave(void *use_tss)
+{
+    cuctx_event scratch = {0};      /* a slot freed here first sets up this thread's cache */
+    if (cuctx_event_create(&scratch, shared_ctx, 0) != CUDA_SUCCESS || cuctx_event_destroy(&scratch) != CUDA_SUCCESS)
+        return NULL;
+    cuctx_event *ev = calloc(1, sizeof *ev);
+    if (ev && cuctx_event_create(ev, shared_ctx, 0) == CUDA_SUCCESS) {
+        if (use_tss)
+            tss_set(late_tss, ev);
+        else
+            pthread_setspecific(late_key, ev);
+    }
+    return NULL;
+}
+
+static uint32_t slot_of(uint64_t id)
+{
+    return (uint32_t)(id >> 32) & ((1u << 26) - 1);
+}
+
+/* Thousands of threads, each destroying its handle in a destructor that runs
+ * after cuctx's own (its key is made later): the slots are reused, so a new
+ * handle still gets a low slot. */
+static void many_threads_destroy_at_exit(int use_tss, int threads)
+{
+    NEED_DRIVER();
+    shared_ctx = fresh_ctx();
+    cuctx_event warm = {0};
+    CHECK_OK(cuctx_event_create(&warm, shared_ctx, 0));     /* cuctx's keys exist first */
+    CHECK_OK(cuctx_event_destroy(&warm));
+    if (use_tss)
+        cr_assert_eq(tss_create(&late_tss, destroy_at_exit), thrd_success);
+    else
+        cr_assert_eq(pthread_key_create(&late_key, destroy_at_exit), 0);
+    for (int i = 0; i < threads; i++) {
+        pthread_t t;
+        cr_assert_eq(pthread_create(&t, NULL, make_and_leave, use_tss ? &late_tss : NULL), 0);
+        pthread_join(t, NULL);
+    }
+    cr_assert_eq(destroyed_late, threads);
+    cr_assert_eq(stats().events, 0);
+    /* more handles than any cache holds, so some come from the table's end */
+    cuctx_event probe[100] = {{0}};
+    uint32_t top = 0;
+    for (int i = 0; i < 100; i++) {
+        CHECK_OK(cuctx_event_create(&probe[i], shared_ctx, 0));
+        top = slot_of(probe[i].id) > top ? slot_of(probe[i].id) : top;
+    }
+    cr_assert_lt(top, 1000, "slot %u: the table grew with the threads", top);
+    for (int i = 0; i < 100; i++)
+        CHECK_OK(cuctx_event_destroy(&probe[i]));
+    CHECK_OK(cuctx_ctx_destroy(&shared_ctx));
+}
+
+Test(thread_exit, handles_destroyed_by_pthread_key_destructors_reuse_their_slots)
+{
+    many_threads_destroy_at_exit(0, 20000);
+}
+
+Test(thread_exit, handles_destroyed_by_c11_tss_destructors_reuse_their_slots)
+{
+    many_threads_destroy_at_exit(1, 2000);
+}
+
+/* ---- the error handler calls back -------------------------------------------- */
+
+static cuctx_ctx victim;
+static int handler_calls;
+static CUresult handler_destroy_rc = CUDA_ERROR_UNKNOWN;
+
+static void destroy_the_context(CUresult rc, const char *message, void *user)
+{
+    (void)rc;
+    (void)message;
+    (void)user;
+    if (rc == CUDA_SUCCESS)
+        return;
+    handler_calls++;
+    handler_destroy_rc = cuctx_ctx_destroy(&victim);
+}
+
+Test(reentrancy, the_handler_may_destroy_the_context_whose_childs_cleanup_failed)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    victim = fresh_ctx();
+    cuctx_set_error_handler(destroy_the_context, NULL);
+    {
+        CUCTX_AUTO cuctx_mem m = {0};
+        CHECK_OK(cuctx_mem_alloc(&m, victim, 4096));
+        /* the free runs with the context pushed; putting the old one back fails */
+        sim()->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN);
+    }
+    cr_assert_eq(handler_calls, 1);
+    CHECK_OK(handler_destroy_rc);
+    cr_assert_eq(victim.id, 0);
+    cr_assert_eq(stats().contexts, 0);
+    cr_assert_eq(calls("cuMemFree"), 1);
+    cuctx_set_error_handler(NULL, NULL);
+}
+
+/* ---- the driver shut down ------------------------------------------------------ */
+
+Test(shutdown, destroys_after_the_driver_deinitialized_succeed_quietly)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct handler_count hc;
+    cuctx_ctx ctx = fresh_ctx();
+    cuctx_event ev = {0}, ev2 = {0};
+    cuctx_stream s = {0};
+    CHECK_OK(cuctx_event_create(&ev, ctx, 0));
+    CHECK_OK(cuctx_event_create(&ev2, ctx, 0));
+    CHECK_OK(cuctx_stream_create(&s, ctx, 0, 0));
+    count_handler_install(&hc);
+    sim()->fail_all(CUDA_ERROR_DEINITIALIZED);
+    size_t mark = log_mark();
+    {
+        CUCTX_AUTO cuctx_event auto_ev = ev;
+        ev.id = 0;
+    }
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_destroy(&ev2));
+    CHECK_OK(cuctx_ctx_destroy(&ctx));
+    cr_assert_eq(s.id + ev2.id + ctx.id, 0);
+    cr_assert_eq(hc.calls, 0, "nothing reported: %s", hc.last_msg);
+    cr_assert_eq(stats().shutdown_skips, 4);
+    cr_assert_eq(stats().failed_destroys, 0);
+    cr_assert_eq(stats().events + stats().streams + stats().ctx_handles, 0);
+    cr_assert_leq(log_mark() - mark, 1, "the driver is not called once it answered DEINITIALIZED");
+}
+
+/* A program whose exit handler, registered before cuctx started, destroys
+ * handles: cuctx's own exit hook runs first, so they never reach the
+ * driver, and nothing is printed. */
+static cuctx_ctx exit_ctx;
+static cuctx_event exit_ev;
+
+static void destroy_at_process_exit(void)
+{
+    unsigned long before = calls("cuEventDestroy") + calls("cuCtxDestroy");
+    int ok = cuctx_event_destroy(&exit_ev) == CUDA_SUCCESS && cuctx_ctx_destroy(&exit_ctx) == CUDA_SUCCESS
+          && calls("cuEventDestroy") + calls("cuCtxDestroy") == before && stats().shutdown_skips == 2;
+    _exit(ok ? 0 : 9);
+}
+
+static int exit_with_live_handles(void *p)
+{
+    int *err_pipe = p;
+    dup2(err_pipe[1], 2);
+    atexit(destroy_at_process_exit);
+    if (cuctx_ctx_create(&exit_ctx, 0, 0) != CUDA_SUCCESS || cuctx_event_create(&exit_ev, exit_ctx, 0) != CUDA_SUCCESS)
+        return 1;
+    exit(0);
+}
+
+Test(shutdown, exit_handlers_that_destroy_handles_after_cuctx_shut_down_print_nothing)
+{
+    int err_pipe[2];
+    NEED_SIM();
+    cr_assert_eq(pipe(err_pipe), 0);
+    cr_assert_eq(in_child(exit_with_live_handles, err_pipe), 0);
+    close(err_pipe[1]);
+    char buf[256] = {0};
+    ssize_t n = read(err_pipe[0], buf, sizeof buf - 1);
+    cr_assert_leq(n, 0, "stderr: %s", buf);
+}
+
+/* ---- before the driver was ever loaded ---------------------------------------- */
+
+Test(no_driver, destroys_before_a_successful_init_reset_the_handle)
+{
+    setenv("CUCTX_DRIVER", "/nonexistent/libcuda.so.1", 1);
+    cuctx_event ev = {UINT64_C(0x0200000100000001)};
+    cuctx_ctx ctx = {UINT64_C(0x0100000200000001)};
+    cuctx_mem m = {UINT64_C(0x0500000300000001)};
+    cr_assert_eq(cuctx_event_destroy(&ev), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_eq(cuctx_ctx_destroy(&ctx), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_eq(cuctx_destroy(&m), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_eq(ev.id + ctx.id + m.id, 0, "every destroy resets its handle");
+}
