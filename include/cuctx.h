@@ -61,10 +61,21 @@
  *  The rules
  * ==========================================================================
  *
- * 1. Declare every CUCTX_AUTO variable initialised, normally to {0}:
+ * 1. CUCTX_AUTO is for local handle variables - cuctx_ctx, cuctx_event,
+ *    cuctx_stream, cuctx_module, cuctx_mem, cuctx_host_mem, cuctx_graph_exec
+ *    - declared initialised, normally to {0}:
  *        CUCTX_AUTO cuctx_event ev = {0};
  *    The cleanup runs on whatever the variable holds when the block exits,
  *    including an early return before the create; {0} is "nothing to do".
+ *    On any other type (CUCTX_AUTO int n = 5;, an array of handles, a struct
+ *    of your own) gcc and g++ stop with an error; clang, clang++ and nvcc
+ *    compile it, and the cleanup then reads and zeroes the variable as if it
+ *    were a handle: undefined behaviour. A static, thread-local or file-scope
+ *    variable never goes out of scope, so its cleanup could never run:
+ *    `static CUCTX_AUTO` does not compile with gcc in C, and otherwise gcc and
+ *    g++ (-Wattributes) and clang and clang++ (-Wignored-attributes) warn,
+ *    by default, that the cleanup is ignored - an error under -Werror; nvcc
+ *    says nothing.
  *
  * 2. Cleanup runs in reverse order of declaration. Declare children after
  *    their context so they are destroyed first, while it is alive. Declared
@@ -77,16 +88,29 @@
  *            CUCTX_AUTO cuctx_ctx ctx = {0};   // destroyed before ev
  *
  * 3. To hand an object out of its scope, return CUCTX_MOVE(var): it yields
- *    the handle and leaves {0} behind, so the cleanup does nothing.
+ *    the handle and leaves {0} behind, so the cleanup does nothing. Return or
+ *    assign the result: a dropped one leaks the object, so it draws a
+ *    warning by default (-Wunused-result in gcc, clang, g++ and clang++,
+ *    #1650-D in nvcc; a cast to void silences only clang and clang++). var
+ *    must be a handle variable; anything else is an error with every
+ *    compiler.
  *
- * 4. Inside CUCTX_SCOPED(ctx) { ... }, break and continue leave the scope,
- *    not an enclosing loop (the macro is a run-once for loop). CUCTX_GUARD
- *    is a declaration, not a loop, so there break and continue keep their
- *    usual meaning. return and goto out of either restore the context.
+ * 4. Inside CUCTX_SCOPED(ctx) { ... } and CUCTX_SCOPED_ELSE(ctx, on_fail)
+ *    { ... }, break and continue leave the scope, not an enclosing loop (the
+ *    macros are run-once for loops). CUCTX_GUARD is a declaration, not a
+ *    loop, so there break and continue keep their usual meaning. return and
+ *    goto out of any of them restore the context. When ctx cannot be made
+ *    current, CUCTX_SCOPED skips the block and tells the error handler;
+ *    CUCTX_SCOPED_ELSE runs on_fail instead of the block and tells no one
+ *    (on_fail runs before the loop starts: break, continue, return and goto
+ *    there act as just before the macro); CUCTX_GUARD tells the error handler
+ *    and runs the rest of the block unswitched. cuctx_last_error() says why.
  *
  * 5. Cleanup runs when a block is left normally, by return, break, continue
  *    or goto. It does not run on exit(), abort(), longjmp() or a thread that
- *    is cancelled; objects still alive then go with the process.
+ *    is cancelled; objects still alive then go with the process. cuctx is
+ *    not async-signal-safe (it takes locks and allocates): no cuctx function
+ *    may be called from a signal handler, so no macro may be used in one.
  *
  * 6. A goto that jumps into the scope of a CUCTX_AUTO variable, past its
  *    declaration, would run the cleanup on an uninitialised handle. clang and
@@ -126,7 +150,32 @@
  *    threads at once; its destroy waits for uses already under way and
  *    later uses fail with CUDA_ERROR_INVALID_HANDLE. A context destroy waits
  *    for child calls under way on it, and child calls that start after it
- *    fail with CUDA_ERROR_CONTEXT_IS_DESTROYED (destroys are skipped).
+ *    fail with CUDA_ERROR_CONTEXT_IS_DESTROYED (destroys are skipped). What
+ *    a destroy waits for is only driver calls already under way on that
+ *    object or context (a whole cuctx_ctx_synchronize, say); it waits by
+ *    sleeping, with backoff, not by spinning.
+ *
+ * 11. A process's odd moments.
+ *    - fork: CUDA cannot be used in a forked child. There, every object
+ *      inherited from the parent is dead: its destroy succeeds, resets the
+ *      handle and never calls the driver (context handles act as borrows),
+ *      its other calls fail; nothing waits for the parent's other threads.
+ *      Creates in the child give the driver's own answer.
+ *    - Cancellation: a thread cancelled inside a cuctx call (in a blocking
+ *      driver call such as cuctx_event_synchronize) leaves nothing held: its
+ *      exit releases what it held. Its automatic cleanups do not run (rule 5).
+ *    - Thread exit: handles may be destroyed from pthread key, C11 tss and
+ *      C++ thread_local destructors.
+ *    - The error handler may call any cuctx function, also destroy the
+ *      context whose child's cleanup it is told about: it is never called
+ *      while cuctx holds something on the calling thread.
+ *    - Process exit: once the driver reports CUDA_ERROR_DEINITIALIZED, or
+ *      cuctx's own exit hook has run (it runs before the driver's teardown,
+ *      and after exit handlers registered after the first cuctx call), cuctx
+ *      no longer calls the driver: destroys succeed quietly, reset their
+ *      handles, and count in cuctx_stats.shutdown_skips.
+ *    - CUCTX_LEAK_CHECK=1 reports the objects still alive at exit
+ *      (cuctx_leak_report).
  *
  * Errors: every function that can fail returns the driver's own CUresult and
  * records, for the calling thread, cuctx_last_error() and a sentence in
@@ -143,6 +192,7 @@
 #include <cuda.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #if defined(_WIN32)
 #  define CUCTX_API
@@ -307,6 +357,51 @@ CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s);
 CUCTX_API CUgraphExec cuctx_graph_exec_raw(cuctx_graph_exec ge);
 
 /* ------------------------------------------------------------------------
+ *  Create sites. Every create above is also a macro over its _at function,
+ *  which records the caller's file, line and function for the leak report
+ *  (CUCTX_LEAK_CHECK, cuctx_leak_report): nothing for the caller to write.
+ *  The plain functions stay in the library, for other languages and for
+ *  taking their address; (cuctx_event_create)(...) calls one directly, and
+ *  CUCTX_NO_SITES defined before the include drops the macros.
+ * ------------------------------------------------------------------------ */
+
+CUCTX_API CUresult cuctx_ctx_create_at(cuctx_ctx *out, CUdevice dev, unsigned flags,
+                                       const char *file, int line, const char *func);
+CUCTX_API CUresult cuctx_ctx_primary_at(cuctx_ctx *out, CUdevice dev, const char *file, int line, const char *func);
+CUCTX_API CUresult cuctx_ctx_borrow_at(cuctx_ctx *out, CUcontext raw, const char *file, int line, const char *func);
+CUCTX_API CUresult cuctx_event_create_at(cuctx_event *out, cuctx_ctx ctx, unsigned flags,
+                                         const char *file, int line, const char *func);
+CUCTX_API CUresult cuctx_stream_create_at(cuctx_stream *out, cuctx_ctx ctx, unsigned flags, int priority,
+                                          const char *file, int line, const char *func);
+CUCTX_API CUresult cuctx_module_load_at(cuctx_module *out, cuctx_ctx ctx, const char *path,
+                                        const char *file, int line, const char *func);
+CUCTX_API CUresult cuctx_module_load_data_at(cuctx_module *out, cuctx_ctx ctx, const void *image,
+                                             const char *file, int line, const char *func);
+CUCTX_API CUresult cuctx_mem_alloc_at(cuctx_mem *out, cuctx_ctx ctx, size_t bytes,
+                                      const char *file, int line, const char *func);
+CUCTX_API CUresult cuctx_host_mem_alloc_at(cuctx_host_mem *out, cuctx_ctx ctx, size_t bytes, unsigned flags,
+                                           const char *file, int line, const char *func);
+CUCTX_API CUresult cuctx_graph_exec_instantiate_at(cuctx_graph_exec *out, cuctx_ctx ctx, CUgraph graph,
+                                                   unsigned long long flags, const char *file, int line,
+                                                   const char *func);
+
+#if !defined(CUCTX_NO_SITES)
+#  define CUCTX__SITE __FILE__, __LINE__, __func__
+#  define cuctx_ctx_create(out, dev, flags) cuctx_ctx_create_at(out, dev, flags, CUCTX__SITE)
+#  define cuctx_ctx_primary(out, dev) cuctx_ctx_primary_at(out, dev, CUCTX__SITE)
+#  define cuctx_ctx_borrow(out, raw) cuctx_ctx_borrow_at(out, raw, CUCTX__SITE)
+#  define cuctx_event_create(out, ctx, flags) cuctx_event_create_at(out, ctx, flags, CUCTX__SITE)
+#  define cuctx_stream_create(out, ctx, flags, priority) \
+       cuctx_stream_create_at(out, ctx, flags, priority, CUCTX__SITE)
+#  define cuctx_module_load(out, ctx, path) cuctx_module_load_at(out, ctx, path, CUCTX__SITE)
+#  define cuctx_module_load_data(out, ctx, image) cuctx_module_load_data_at(out, ctx, image, CUCTX__SITE)
+#  define cuctx_mem_alloc(out, ctx, bytes) cuctx_mem_alloc_at(out, ctx, bytes, CUCTX__SITE)
+#  define cuctx_host_mem_alloc(out, ctx, bytes, flags) cuctx_host_mem_alloc_at(out, ctx, bytes, flags, CUCTX__SITE)
+#  define cuctx_graph_exec_instantiate(out, ctx, graph, flags) \
+       cuctx_graph_exec_instantiate_at(out, ctx, graph, flags, CUCTX__SITE)
+#endif
+
+/* ------------------------------------------------------------------------
  *  Automatic cleanup
  * ------------------------------------------------------------------------ */
 
@@ -361,6 +456,13 @@ struct cuctx_stats {
                                    (process exit): they succeed quietly */
 };
 CUCTX_API void cuctx_stats_get(struct cuctx_stats *out);
+/* Writes one line per live object - kind, driver handle, cuctx handle,
+ * owning context, and the file:line and function of its create - then a
+ * count, to out (stderr if NULL). With the environment variable
+ * CUCTX_LEAK_CHECK=1 the same report is written to stderr at process exit
+ * (before cuctx's own exit hook stops calling the driver); the exit status
+ * is not changed. Call it while no other thread creates or destroys. */
+CUCTX_API void cuctx_leak_report(FILE *out);
 
 /* ------------------------------------------------------------------------
  *  The macros
@@ -373,28 +475,115 @@ CUCTX_API void cuctx_stats_get(struct cuctx_stats *out);
 
 #if !defined(CUCTX_NO_AUTO)
 #  if !defined(__GNUC__) && !defined(__clang__)
-#    error "cuctx: this compiler lacks __attribute__((cleanup)); define CUCTX_NO_AUTO to use the plain API without CUCTX_AUTO/CUCTX_SCOPED/CUCTX_GUARD"
+#    error "cuctx: this compiler lacks __attribute__((cleanup)); define CUCTX_NO_AUTO to use the plain API without CUCTX_AUTO/CUCTX_MOVE/CUCTX_SCOPED/CUCTX_SCOPED_ELSE/CUCTX_GUARD"
 #  endif
 
-/* unused: clang before 17 warns on variables only a cleanup reads. */
-#define CUCTX_AUTO __attribute__((cleanup(cuctx_cleanup), unused))
+/* gcc and g++ themselves build the cleanup call like any other call, with
+ * the usual argument conversions, so there CUCTX_AUTO can check the type.
+ * clang, nvcc's front end and the other compilers that define __GNUC__
+ * demand a parameter of exactly the variable's pointer type. */
+#  if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) \
+      && !defined(__INTEL_COMPILER) && !defined(__NVCOMPILER)
+#    define CUCTX__TYPED_AUTO 1
+#  endif
 
-/* A statement expression (hence __extension__, for -Wpedantic) that goes
- * through one pointer, so var is evaluated once: CUCTX_MOVE(arr[i++]) works. */
-#define CUCTX_MOVE(var)                                                     \
-    __extension__({                                                         \
-        __typeof__(var) *cuctx__from = &(var);                              \
-        __typeof__(var) cuctx__moved = *cuctx__from;                        \
-        cuctx__from->id = 0;                                                \
-        cuctx__moved;                                                       \
-    })
+#  if defined(CUCTX__TYPED_AUTO) && !defined(__cplusplus)
+/* gcc, C: a transparent union of the handle pointers, and none other (no
+ * void *, which would take any pointer): anything else is "incompatible type
+ * for argument 1 of 'cuctx__auto_cleanup'". */
+typedef union cuctx__handle_ptr {
+    cuctx_ctx *ctx;
+    cuctx_event *event;
+    cuctx_stream *stream;
+    cuctx_module *module;
+    cuctx_mem *mem;
+    cuctx_host_mem *host_mem;
+    cuctx_graph_exec *graph_exec;
+} cuctx__handle_ptr __attribute__((transparent_union));
 
-static inline cuctx_scope cuctx__scope_begin(cuctx_ctx ctx)
+/* All pointers to structures share one representation: any member will do. */
+static inline void cuctx__auto_cleanup(cuctx__handle_ptr h)
 {
-    cuctx_scope s;
-    cuctx_scope_enter(&s, ctx);
-    return s;
+    cuctx_cleanup(h.ctx);
 }
+
+/* __extension__: -Wpedantic would flag the conversion to the union at every
+ * declaration (it quiets -Wpedantic for the whole declaration). It also
+ * makes `static CUCTX_AUTO` a syntax error here. */
+#    define CUCTX_AUTO __extension__ __attribute__((cleanup(cuctx__auto_cleanup), unused))
+#  elif defined(CUCTX__TYPED_AUTO)
+/* g++: one converting constructor per handle pointer; anything else is
+ * "could not convert '& n' from 'int*' to 'cuctx__handle_ptr'". */
+extern "C++" {  /* a class with constructors, inside the header's extern "C" */
+struct cuctx__handle_ptr {
+    void *p;
+    cuctx__handle_ptr(cuctx_ctx *h) : p(h) {}
+    cuctx__handle_ptr(cuctx_event *h) : p(h) {}
+    cuctx__handle_ptr(cuctx_stream *h) : p(h) {}
+    cuctx__handle_ptr(cuctx_module *h) : p(h) {}
+    cuctx__handle_ptr(cuctx_mem *h) : p(h) {}
+    cuctx__handle_ptr(cuctx_host_mem *h) : p(h) {}
+    cuctx__handle_ptr(cuctx_graph_exec *h) : p(h) {}
+};
+
+static inline void cuctx__auto_cleanup(cuctx__handle_ptr h)
+{
+    cuctx_cleanup(h.p);
+}
+}
+#    define CUCTX_AUTO __attribute__((cleanup(cuctx__auto_cleanup), unused))
+#  else
+/* unused: clang before 17 warns on variables only a cleanup reads. */
+#    define CUCTX_AUTO __attribute__((cleanup(cuctx_cleanup), unused))
+#  endif
+
+/* One function per handle type: it yields *h and leaves {0} behind.
+ * warn_unused_result because a dropped move leaks the object: the variable's
+ * cleanup no longer ends it. */
+#define CUCTX__MOVE_FN(type, name)                                          \
+    static inline __attribute__((warn_unused_result)) type name(type *h)   \
+    {                                                                       \
+        type moved = *h;                                                    \
+        h->id = 0;                                                          \
+        return moved;                                                       \
+    }
+
+#  ifdef __cplusplus
+extern "C++" {  /* overloads, inside the header's extern "C" */
+CUCTX__MOVE_FN(cuctx_ctx, cuctx__move)
+CUCTX__MOVE_FN(cuctx_event, cuctx__move)
+CUCTX__MOVE_FN(cuctx_stream, cuctx__move)
+CUCTX__MOVE_FN(cuctx_module, cuctx__move)
+CUCTX__MOVE_FN(cuctx_mem, cuctx__move)
+CUCTX__MOVE_FN(cuctx_host_mem, cuctx__move)
+CUCTX__MOVE_FN(cuctx_graph_exec, cuctx__move)
+}
+/* var appears once, so it is evaluated once: CUCTX_MOVE(arr[i++]) works. */
+#    define CUCTX_MOVE(var) cuctx__move(&(var))
+#  else
+CUCTX__MOVE_FN(cuctx_ctx, cuctx__move_ctx)
+CUCTX__MOVE_FN(cuctx_event, cuctx__move_event)
+CUCTX__MOVE_FN(cuctx_stream, cuctx__move_stream)
+CUCTX__MOVE_FN(cuctx_module, cuctx__move_module)
+CUCTX__MOVE_FN(cuctx_mem, cuctx__move_mem)
+CUCTX__MOVE_FN(cuctx_host_mem, cuctx__move_host_mem)
+CUCTX__MOVE_FN(cuctx_graph_exec, cuctx__move_graph_exec)
+/* _Generic does not evaluate its controlling expression, so var is
+ * evaluated once, in &(var): CUCTX_MOVE(arr[i++]) works. */
+#    define CUCTX_MOVE(var)                                                 \
+    __extension__ _Generic((var),                                           \
+        cuctx_ctx: cuctx__move_ctx,                                         \
+        cuctx_event: cuctx__move_event,                                     \
+        cuctx_stream: cuctx__move_stream,                                   \
+        cuctx_module: cuctx__move_module,                                   \
+        cuctx_mem: cuctx__move_mem,                                         \
+        cuctx_host_mem: cuctx__move_host_mem,                               \
+        cuctx_graph_exec: cuctx__move_graph_exec)(&(var))
+#  endif
+
+/* The enter of CUCTX_SCOPED (report != 0: a failure also goes to the error
+ * handler) and of CUCTX_SCOPED_ELSE (its on_fail takes the failure instead). */
+CUCTX_API cuctx_scope cuctx__scope_begin(cuctx_ctx ctx, int report);
 
 /* True once, on the first test of the loop, and only if the enter worked:
  * a failed enter skips the block; break/continue end the loop. */
@@ -406,15 +595,37 @@ static inline int cuctx__scope_once(cuctx_scope *s)
     return 1;
 }
 
-#define CUCTX__SCOPED(ctx, var)                                             \
+/* Both scope forms. The failure branch (__VA_ARGS__) runs in the scope
+ * variable's initialiser, before the run-once loop begins, so break,
+ * continue, return and goto in it mean what they mean just before the
+ * macro; and a statement expression, not an if-else, so that an enclosing
+ * if without braces draws no -Wdangling-else. */
+#define CUCTX__SCOPED(ctx, var, report, ...)                                \
     for (cuctx_scope var __attribute__((cleanup(cuctx_scope_exit), unused)) \
-             = cuctx__scope_begin(ctx);                                     \
+             = __extension__({                                              \
+                   cuctx_scope cuctx__entered = cuctx__scope_begin((ctx), (report)); \
+                   if (cuctx__entered.state == CUCTX__SCOPE_FAILED) {       \
+                       __VA_ARGS__;                                         \
+                   }                                                        \
+                   cuctx__entered;                                          \
+               });                                                          \
          cuctx__scope_once(&var);)
 
 /* CUCTX_SCOPED(ctx) { ... }: the block runs once with ctx current; at every
  * exit the thread's context stack is as it was at entry (see
- * cuctx_scope_exit for what that means when contexts die inside). */
-#define CUCTX_SCOPED(ctx) CUCTX__SCOPED(ctx, CUCTX__UNIQUE(cuctx__scope_))
+ * cuctx_scope_exit for what that means when contexts die inside). If ctx
+ * cannot be made current the block is skipped; the failure is in
+ * cuctx_last_error() and was reported to the error handler. */
+#define CUCTX_SCOPED(ctx) CUCTX__SCOPED(ctx, CUCTX__UNIQUE(cuctx__scope_), 1, )
+
+/* CUCTX_SCOPED_ELSE(ctx, on_fail) { ... }: as CUCTX_SCOPED, but when ctx
+ * cannot be made current the statement on_fail runs instead of the block,
+ * and the error handler is not told (cuctx_last_error() says why):
+ *     CUCTX_SCOPED_ELSE(ctx, return cuctx_last_error()) { ... }
+ *     CUCTX_SCOPED_ELSE(ctx, goto out) { ... }
+ * on_fail may contain commas. */
+#define CUCTX_SCOPED_ELSE(ctx, ...) \
+    CUCTX__SCOPED(ctx, CUCTX__UNIQUE(cuctx__scope_), 0, __VA_ARGS__)
 
 /* CUCTX_GUARD(ctx);: ctx is current to the end of the enclosing block. If it
  * cannot be made current, the rest of the block still runs with the thread's

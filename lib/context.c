@@ -11,7 +11,8 @@
  */
 #include "internal.h"
 
-static CUresult handle_new(cuctx_ctx *out, uint64_t entry, enum cuctx_owner_kind role, CUdevice dev, const char *fn)
+static CUresult handle_new(cuctx_ctx *out, uint64_t entry, enum cuctx_owner_kind role, CUdevice dev, const char *fn,
+                           const struct cuctx_site *site)
 {
     struct cuctx_slot *h = cuctx__slot_alloc();
     if (!h)
@@ -19,6 +20,7 @@ static CUresult handle_new(cuctx_ctx *out, uint64_t entry, enum cuctx_owner_kind
     __atomic_store_n(&h->u.ctx.entry, entry, __ATOMIC_RELAXED);    /* peeked at by handle_entry */
     h->u.ctx.role = (int)role;
     h->u.ctx.dev = dev;
+    h->u.ctx.site = *site;
     out->id = cuctx__slot_publish(h, KIND_CTX);
     return CUDA_SUCCESS;
 }
@@ -31,9 +33,11 @@ static int flags_valid(unsigned flags)
             || sched == CUCTX_SCHED_BLOCKING_SYNC);
 }
 
-CUCTX_API CUresult cuctx_ctx_create(cuctx_ctx *out, CUdevice dev, unsigned flags)
+CUCTX_API CUresult cuctx_ctx_create_at(cuctx_ctx *out, CUdevice dev, unsigned flags,
+                                       const char *file, int line, const char *func)
 {
     static const char fn[] = "cuctx_ctx_create";
+    struct cuctx_site site = {file, func, line};
     CUcontext raw = NULL;
     unsigned long long ctx_id = 0;
     uint64_t entry;
@@ -52,7 +56,7 @@ CUCTX_API CUresult cuctx_ctx_create(cuctx_ctx *out, CUdevice dev, unsigned flags
     } else {
         cuctx__ctx_lock();
         rc = cuctx__entry_new(raw, ctx_id, dev, OWNER_OWNED, fn, &entry);
-        if (rc == CUDA_SUCCESS && (rc = handle_new(out, entry, OWNER_OWNED, dev, fn)) != CUDA_SUCCESS)
+        if (rc == CUDA_SUCCESS && (rc = handle_new(out, entry, OWNER_OWNED, dev, fn, &site)) != CUDA_SUCCESS)
             cuctx__entry_end_locked(entry);
         cuctx__ctx_unlock();
     }
@@ -69,9 +73,10 @@ static struct cuctx_slot *same_context(uint64_t id, unsigned long long ctx_id)
     return e && e->u.entry.ctx_id == ctx_id ? e : NULL;
 }
 
-CUCTX_API CUresult cuctx_ctx_primary(cuctx_ctx *out, CUdevice dev)
+CUCTX_API CUresult cuctx_ctx_primary_at(cuctx_ctx *out, CUdevice dev, const char *file, int line, const char *func)
 {
     static const char fn[] = "cuctx_ctx_primary";
+    struct cuctx_site site = {file, func, line};
     CUcontext raw = NULL;
     unsigned long long ctx_id = 0;
     uint64_t entry = 0;
@@ -98,7 +103,7 @@ CUCTX_API CUresult cuctx_ctx_primary(cuctx_ctx *out, CUdevice dev)
         } else if ((rc = cuctx__entry_new(raw, ctx_id, dev, OWNER_PRIMARY, fn, &entry)) == CUDA_SUCCESS) {
             cuctx__peek(entry, KIND_ENTRY)->u.entry.retains = 1;
         }
-        if (rc == CUDA_SUCCESS && (rc = handle_new(out, entry, OWNER_PRIMARY, dev, fn)) != CUDA_SUCCESS)
+        if (rc == CUDA_SUCCESS && (rc = handle_new(out, entry, OWNER_PRIMARY, dev, fn, &site)) != CUDA_SUCCESS)
             cuctx__peek(entry, KIND_ENTRY)->u.entry.retains--;
     }
     if (rc != CUDA_SUCCESS)
@@ -174,9 +179,10 @@ CUCTX_API CUresult cuctx_ctx_primary_reset(CUdevice dev)
                                             cuctx_result_name(rc));
 }
 
-CUCTX_API CUresult cuctx_ctx_borrow(cuctx_ctx *out, CUcontext raw)
+CUCTX_API CUresult cuctx_ctx_borrow_at(cuctx_ctx *out, CUcontext raw, const char *file, int line, const char *func)
 {
     static const char fn[] = "cuctx_ctx_borrow";
+    struct cuctx_site site = {file, func, line};
     struct cuctx_owner o;
     if (!out)
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: out is NULL", fn);
@@ -188,9 +194,24 @@ CUCTX_API CUresult cuctx_ctx_borrow(cuctx_ctx *out, CUcontext raw)
     if (rc != CUDA_SUCCESS)
         return rc;
     CUdevice dev = o.slot->u.entry.dev;
-    rc = handle_new(out, o.id, OWNER_BORROWED, dev, fn);
+    rc = handle_new(out, o.id, OWNER_BORROWED, dev, fn, &site);
     cuctx__owner_release(&o);
     return rc;
+}
+
+CUCTX_API CUresult (cuctx_ctx_create)(cuctx_ctx *out, CUdevice dev, unsigned flags)
+{
+    return cuctx_ctx_create_at(out, dev, flags, NULL, 0, NULL);
+}
+
+CUCTX_API CUresult (cuctx_ctx_primary)(cuctx_ctx *out, CUdevice dev)
+{
+    return cuctx_ctx_primary_at(out, dev, NULL, 0, NULL);
+}
+
+CUCTX_API CUresult (cuctx_ctx_borrow)(cuctx_ctx *out, CUcontext raw)
+{
+    return cuctx_ctx_borrow_at(out, raw, NULL, 0, NULL);
 }
 
 /* Destroys an owned context, never while a child call is under way on it;

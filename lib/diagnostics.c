@@ -1,5 +1,5 @@
-/* diagnostics.c - cuctx_stats_get: counts by scanning the table, so that
- * creates and destroys keep no shared counters. */
+/* diagnostics.c - cuctx_stats_get and the leak report: both scan the table,
+ * so that creates and destroys keep no shared counters. */
 #include "internal.h"
 
 #include <string.h>
@@ -30,4 +30,59 @@ CUCTX_API void cuctx_stats_get(struct cuctx_stats *out)
     out->stale_skips = atomic_load(&cuctx__stale_skips);
     out->failed_destroys = atomic_load(&cuctx__failed_destroys);
     out->shutdown_skips = atomic_load(&cuctx__shutdown_skips);
+}
+
+/* ---- the leak report ------------------------------------------------------ */
+
+struct report { FILE *out; size_t n; };
+
+static const char *const roles[] = {[OWNER_OWNED] = "owned", [OWNER_PRIMARY] = "primary", [OWNER_BORROWED] = "borrowed"};
+
+/* The driver's address of a context entry, NULL once it has ended. */
+static CUcontext entry_raw(uint64_t entry)
+{
+    struct cuctx_slot *e = cuctx__peek(entry, KIND_ENTRY);
+    CUcontext raw = e ? e->u.entry.raw : NULL;
+    return e && cuctx__peek_valid(e, entry, KIND_ENTRY) ? raw : NULL;
+}
+
+static void site_line(FILE *out, const struct cuctx_site *site)
+{
+    if (site->file)
+        fprintf(out, ", created at %s:%d in %s()\n", site->file, site->line, site->func ? site->func : "?");
+    else
+        fprintf(out, ", created by a call without its site (a plain function)\n");
+}
+
+static void report_one(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
+{
+    struct report *r = arg;
+    if (kind == KIND_ENTRY)
+        return;
+    uint64_t id = cuctx__slot_id(s);
+    if (!cuctx__pin(id, kind))
+        return;     /* destroyed meanwhile */
+    if (kind == KIND_CTX) {
+        CUcontext raw = entry_raw(s->u.ctx.entry);
+        int role = s->u.ctx.role;
+        fprintf(r->out, "cuctx: leak: context %p (%s, handle %#llx)", (void *)raw,
+                role >= OWNER_OWNED && role <= OWNER_BORROWED ? roles[role] : "?", (unsigned long long)id);
+        site_line(r->out, &s->u.ctx.site);
+    } else {
+        CUcontext owner = entry_raw(s->u.child.owner);
+        fprintf(r->out, "cuctx: leak: %s %#llx (handle %#llx) in context %p%s", cuctx__child_kinds[kind]->name,
+                (unsigned long long)s->u.child.raw, (unsigned long long)id, (void *)owner,
+                owner ? "" : " (destroyed)");
+        site_line(r->out, &s->u.child.site);
+    }
+    cuctx__unpin(s);
+    r->n++;
+}
+
+CUCTX_API void cuctx_leak_report(FILE *out)
+{
+    struct report r = {out ? out : stderr, 0};
+    cuctx__slot_foreach(report_one, &r);
+    fprintf(r.out, "cuctx: %zu object%s alive\n", r.n, r.n == 1 ? "" : "s");
+    fflush(r.out);
 }

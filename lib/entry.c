@@ -146,7 +146,7 @@ CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev
     s->u.entry.raw = raw;
     s->u.entry.ctx_id = ctx_id;
     s->u.entry.dev = dev;
-    s->u.entry.owner = (int)owner;
+    s->u.entry.owner = (unsigned char)owner;
     s->u.entry.checked = owner != OWNER_OWNED && ctx_id != 0;
     s->u.entry.retains = 0;
     uint64_t id = cuctx__slot_publish(s, KIND_ENTRY);

@@ -14,9 +14,16 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
          : cuctx__fail(rc, "cuctx_event_create: cuEventCreate(flags %#x) failed: %s", *(unsigned *)arg, cuctx_result_name(rc));
 }
 
-CUCTX_API CUresult cuctx_event_create(cuctx_event *out, cuctx_ctx ctx, unsigned flags)
+CUCTX_API CUresult cuctx_event_create_at(cuctx_event *out, cuctx_ctx ctx, unsigned flags,
+                                   const char *file, int line, const char *func)
 {
-    return cuctx__child_create(out ? &out->id : NULL, KIND_EVENT, ctx, "cuctx_event_create", make, &flags);
+    struct cuctx_site site = {file, func, line};
+    return cuctx__child_create(out ? &out->id : NULL, KIND_EVENT, ctx, "cuctx_event_create", make, &flags, &site);
+}
+
+CUCTX_API CUresult (cuctx_event_create)(cuctx_event *out, cuctx_ctx ctx, unsigned flags)
+{
+    return cuctx_event_create_at(out, ctx, flags, NULL, 0, NULL);
 }
 
 CUCTX_API CUresult cuctx_event_destroy(cuctx_event *ev)

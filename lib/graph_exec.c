@@ -25,8 +25,10 @@ static CUresult need_graphs(const char *fn)
     return cuctx__fail(CUDA_ERROR_NOT_SUPPORTED, "%s: the driver has no graph support (CUDA 11.4 or newer needed)", fn);
 }
 
-CUCTX_API CUresult cuctx_graph_exec_instantiate(cuctx_graph_exec *out, cuctx_ctx ctx, CUgraph graph, unsigned long long flags)
+CUCTX_API CUresult cuctx_graph_exec_instantiate_at(cuctx_graph_exec *out, cuctx_ctx ctx, CUgraph graph, unsigned long long flags,
+                                   const char *file, int line, const char *func)
 {
+    struct cuctx_site site = {file, func, line};
     static const char fn[] = "cuctx_graph_exec_instantiate";
     struct graph_args a = {graph, flags};
     CUresult rc;
@@ -36,7 +38,12 @@ CUCTX_API CUresult cuctx_graph_exec_instantiate(cuctx_graph_exec *out, cuctx_ctx
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: graph is NULL", fn);
     if ((rc = cuctx__ensure_init(fn)) != CUDA_SUCCESS || (rc = need_graphs(fn)) != CUDA_SUCCESS)
         return rc;
-    return cuctx__child_create(out ? &out->id : NULL, KIND_GRAPH_EXEC, ctx, fn, make, &a);
+    return cuctx__child_create(out ? &out->id : NULL, KIND_GRAPH_EXEC, ctx, fn, make, &a, &site);
+}
+
+CUCTX_API CUresult (cuctx_graph_exec_instantiate)(cuctx_graph_exec *out, cuctx_ctx ctx, CUgraph graph, unsigned long long flags)
+{
+    return cuctx_graph_exec_instantiate_at(out, ctx, graph, flags, NULL, 0, NULL);
 }
 
 CUCTX_API CUresult cuctx_graph_exec_destroy(cuctx_graph_exec *ge)

@@ -19,10 +19,17 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
     return CUDA_SUCCESS;
 }
 
-CUCTX_API CUresult cuctx_host_mem_alloc(cuctx_host_mem *out, cuctx_ctx ctx, size_t bytes, unsigned flags)
+CUCTX_API CUresult cuctx_host_mem_alloc_at(cuctx_host_mem *out, cuctx_ctx ctx, size_t bytes, unsigned flags,
+                                   const char *file, int line, const char *func)
 {
+    struct cuctx_site site = {file, func, line};
     struct host_args a = {bytes, flags};
-    return cuctx__child_create(out ? &out->id : NULL, KIND_HOST_MEM, ctx, "cuctx_host_mem_alloc", make, &a);
+    return cuctx__child_create(out ? &out->id : NULL, KIND_HOST_MEM, ctx, "cuctx_host_mem_alloc", make, &a, &site);
+}
+
+CUCTX_API CUresult (cuctx_host_mem_alloc)(cuctx_host_mem *out, cuctx_ctx ctx, size_t bytes, unsigned flags)
+{
+    return cuctx_host_mem_alloc_at(out, ctx, bytes, flags, NULL, 0, NULL);
 }
 
 CUCTX_API CUresult cuctx_host_mem_destroy(cuctx_host_mem *h)

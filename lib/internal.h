@@ -100,6 +100,12 @@ enum cuctx_owner_kind { OWNER_OWNED = 1, OWNER_PRIMARY, OWNER_BORROWED };
  * The payload is written before the slot is published and read only by
  * holders of a pin, or by the one closer after the pins drained. */
 #define CUCTX_CACHE_LINE 64
+/* Where an object was made, for the leak report (NULL file: not known). */
+struct cuctx_site {
+    const char *file;
+    const char *func;
+    int line;
+};
 struct cuctx_slot {
     _Alignas(CUCTX_CACHE_LINE) _Atomic uint64_t word;
     _Atomic uint32_t next_free;     /* free-list link: index + 1, 0 = end */
@@ -109,22 +115,25 @@ struct cuctx_slot {
             CUcontext raw;
             unsigned long long ctx_id;  /* the driver's id (cuCtxGetId); 0: the driver has none */
             CUdevice dev;
-            int checked;            /* life decided by the driver's id: every hold checks it */
-            int owner;              /* enum cuctx_owner_kind; borrowed -> primary under the lock */
             int retains;            /* primary retains held by cuctx handles, under the lock */
+            unsigned char owner;    /* enum cuctx_owner_kind; borrowed -> primary under the lock */
+            unsigned char checked;  /* life decided by the driver's id: every hold checks it */
         } entry;
         struct {                    /* KIND_CTX */
             uint64_t entry;
-            int role;               /* enum cuctx_owner_kind */
+            int role;               /* enum cuctx_owner_kind; borrowed in a forked child */
             CUdevice dev;           /* a primary handle's device, for its release */
+            struct cuctx_site site;
         } ctx;
         struct {                    /* children */
             uint64_t owner;         /* the owning context's entry id */
             uint64_t raw;           /* the driver handle, as an integer */
             size_t size;
+            struct cuctx_site site;
         } child;
     } u;
 };
+_Static_assert(sizeof(struct cuctx_slot) == CUCTX_CACHE_LINE, "a slot is one cache line");
 
 /* Reserves a free slot; publish it with cuctx__slot_publish once filled. */
 struct cuctx_slot *cuctx__slot_alloc(void);
@@ -170,6 +179,8 @@ int cuctx__closing(uint64_t id, enum cuctx_kind kind);
 struct cuctx_slot *cuctx__peek(uint64_t id, enum cuctx_kind kind);
 int cuctx__peek_valid(struct cuctx_slot *s, uint64_t id, enum cuctx_kind kind);
 
+/* The id of a published slot, from its word. */
+uint64_t cuctx__slot_id(struct cuctx_slot *s);
 /* Calls fn for each published slot; used by diagnostics. */
 void cuctx__slot_foreach(void (*fn)(enum cuctx_kind kind, struct cuctx_slot *s, void *arg), void *arg);
 
@@ -293,7 +304,7 @@ typedef CUresult (*cuctx_make_fn)(void *arg, uint64_t *raw, size_t *size);
 /* Creates a child: resolves the owner, runs make with it current, and
  * registers the result tethered to the owner's generation. */
 CUresult cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx,
-                             const char *fn, cuctx_make_fn make, void *arg);
+                             const char *fn, cuctx_make_fn make, void *arg, const struct cuctx_site *site);
 /* Destroys a child: the driver is called only while the owner lives. */
 CUresult cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn);
 

@@ -18,9 +18,16 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
     return CUDA_SUCCESS;
 }
 
-CUCTX_API CUresult cuctx_mem_alloc(cuctx_mem *out, cuctx_ctx ctx, size_t bytes)
+CUCTX_API CUresult cuctx_mem_alloc_at(cuctx_mem *out, cuctx_ctx ctx, size_t bytes,
+                                   const char *file, int line, const char *func)
 {
-    return cuctx__child_create(out ? &out->id : NULL, KIND_MEM, ctx, "cuctx_mem_alloc", make, &bytes);
+    struct cuctx_site site = {file, func, line};
+    return cuctx__child_create(out ? &out->id : NULL, KIND_MEM, ctx, "cuctx_mem_alloc", make, &bytes, &site);
+}
+
+CUCTX_API CUresult (cuctx_mem_alloc)(cuctx_mem *out, cuctx_ctx ctx, size_t bytes)
+{
+    return cuctx_mem_alloc_at(out, ctx, bytes, NULL, 0, NULL);
 }
 
 CUCTX_API CUresult cuctx_mem_destroy(cuctx_mem *m)

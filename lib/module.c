@@ -25,26 +25,40 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
     return CUDA_SUCCESS;
 }
 
-CUCTX_API CUresult cuctx_module_load(cuctx_module *out, cuctx_ctx ctx, const char *path)
+CUCTX_API CUresult cuctx_module_load_at(cuctx_module *out, cuctx_ctx ctx, const char *path,
+                                   const char *file, int line, const char *func)
 {
+    struct cuctx_site site = {file, func, line};
     struct module_args a = {path, NULL};
     if (!path) {
         if (out)
             out->id = 0;
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "cuctx_module_load: path is NULL");
     }
-    return cuctx__child_create(out ? &out->id : NULL, KIND_MODULE, ctx, "cuctx_module_load", make, &a);
+    return cuctx__child_create(out ? &out->id : NULL, KIND_MODULE, ctx, "cuctx_module_load", make, &a, &site);
 }
 
-CUCTX_API CUresult cuctx_module_load_data(cuctx_module *out, cuctx_ctx ctx, const void *image)
+CUCTX_API CUresult (cuctx_module_load)(cuctx_module *out, cuctx_ctx ctx, const char *path)
 {
+    return cuctx_module_load_at(out, ctx, path, NULL, 0, NULL);
+}
+
+CUCTX_API CUresult cuctx_module_load_data_at(cuctx_module *out, cuctx_ctx ctx, const void *image,
+                                   const char *file, int line, const char *func)
+{
+    struct cuctx_site site = {file, func, line};
     struct module_args a = {NULL, image};
     if (!image) {
         if (out)
             out->id = 0;
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "cuctx_module_load_data: image is NULL");
     }
-    return cuctx__child_create(out ? &out->id : NULL, KIND_MODULE, ctx, "cuctx_module_load_data", make, &a);
+    return cuctx__child_create(out ? &out->id : NULL, KIND_MODULE, ctx, "cuctx_module_load_data", make, &a, &site);
+}
+
+CUCTX_API CUresult (cuctx_module_load_data)(cuctx_module *out, cuctx_ctx ctx, const void *image)
+{
+    return cuctx_module_load_data_at(out, ctx, image, NULL, 0, NULL);
 }
 
 CUCTX_API CUresult cuctx_module_destroy(cuctx_module *mod)

@@ -7,7 +7,8 @@
  * borrow: the parent's objects are never sent to the child's driver, their
  * destroys succeed, and nothing waits for a thread that is not there.
  *
- * exit: at process exit the driver shuts down and answers
+ * exit: with CUCTX_LEAK_CHECK=1 the exit hook first reports the objects
+ * still alive. At process exit the driver shuts down and answers
  * CUDA_ERROR_DEINITIALIZED. From then on - or from cuctx's own exit hook,
  * which runs before the driver's teardown - destroys do not call it: they
  * succeed quietly, reset their handles, and are counted.
@@ -16,6 +17,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 _Atomic int cuctx__shutdown;
 _Atomic uint64_t cuctx__shutdown_skips;
@@ -32,6 +34,9 @@ static void fork_child(void)
 
 static void at_exit(void)
 {
+    const char *check = getenv("CUCTX_LEAK_CHECK");
+    if (check && strcmp(check, "1") == 0)
+        cuctx_leak_report(stderr);
     atomic_store(&cuctx__shutdown, 1);
 }
 

@@ -503,6 +503,12 @@ int cuctx__peek_valid(struct cuctx_slot *s, uint64_t id, enum cuctx_kind kind)
     return matches(atomic_load_explicit(&s->word, memory_order_relaxed), id, kind);
 }
 
+uint64_t cuctx__slot_id(struct cuctx_slot *s)
+{
+    uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
+    return cuctx__id_make((enum cuctx_kind)word_kind(w), s->index, word_gen(w));
+}
+
 void cuctx__slot_foreach(void (*fn)(enum cuctx_kind kind, struct cuctx_slot *s, void *arg), void *arg)
 {
     uint32_t n = atomic_load_explicit(&next_index, memory_order_acquire);

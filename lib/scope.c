@@ -1,4 +1,5 @@
-/* scope.c - the restore guard behind CUCTX_SCOPED and CUCTX_GUARD.
+/* scope.c - the restore guard behind CUCTX_SCOPED, CUCTX_SCOPED_ELSE and
+ * CUCTX_GUARD.
  *
  * Enter pushes the context (nothing, when it is current already); exit
  * pops every level cuctx pushed on the thread's stack since enter - its own
@@ -95,14 +96,29 @@ CUCTX_API void cuctx_scope_exit(cuctx_scope *scope)
         settle_prev(scope, fn);
 }
 
+/* The enter's own message, handed on to the error handler with what the
+ * macro does about the failure. */
+static void report_enter(CUresult rc, const char *macro, const char *then)
+{
+    char why[512];
+    snprintf(why, sizeof why, "%s", cuctx_last_error_message());
+    cuctx__report(rc, "%s: %s; %s", macro, why, then);
+}
+
+CUCTX_API cuctx_scope cuctx__scope_begin(cuctx_ctx ctx, int report)
+{
+    cuctx_scope s;
+    CUresult rc = cuctx_scope_enter(&s, ctx);
+    if (rc != CUDA_SUCCESS && report)
+        report_enter(rc, "CUCTX_SCOPED", "the block is skipped");
+    return s;
+}
+
 CUCTX_API cuctx_scope cuctx__scope_guard(cuctx_ctx ctx)
 {
     cuctx_scope s;
     CUresult rc = cuctx_scope_enter(&s, ctx);
-    if (rc != CUDA_SUCCESS) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", cuctx_last_error_message());
-        cuctx__report(rc, "CUCTX_GUARD: %s; the block runs without the switch", why);
-    }
+    if (rc != CUDA_SUCCESS)
+        report_enter(rc, "CUCTX_GUARD", "the block runs without the switch");
     return s;
 }

@@ -18,10 +18,17 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
                        a->flags, a->priority, cuctx_result_name(rc));
 }
 
-CUCTX_API CUresult cuctx_stream_create(cuctx_stream *out, cuctx_ctx ctx, unsigned flags, int priority)
+CUCTX_API CUresult cuctx_stream_create_at(cuctx_stream *out, cuctx_ctx ctx, unsigned flags, int priority,
+                                   const char *file, int line, const char *func)
 {
+    struct cuctx_site site = {file, func, line};
     struct stream_args a = {flags, priority};
-    return cuctx__child_create(out ? &out->id : NULL, KIND_STREAM, ctx, "cuctx_stream_create", make, &a);
+    return cuctx__child_create(out ? &out->id : NULL, KIND_STREAM, ctx, "cuctx_stream_create", make, &a, &site);
+}
+
+CUCTX_API CUresult (cuctx_stream_create)(cuctx_stream *out, cuctx_ctx ctx, unsigned flags, int priority)
+{
+    return cuctx_stream_create_at(out, ctx, flags, priority, NULL, 0, NULL);
 }
 
 CUCTX_API CUresult cuctx_stream_destroy(cuctx_stream *s)

@@ -27,7 +27,7 @@ const struct cuctx_child_kind *const cuctx__child_kinds[KIND_COUNT] = {
 };
 
 CUresult cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx,
-                             const char *fn, cuctx_make_fn make, void *arg)
+                             const char *fn, cuctx_make_fn make, void *arg, const struct cuctx_site *site)
 {
     struct cuctx_owner o = {0};
     struct cuctx_switch sw;
@@ -57,6 +57,7 @@ CUresult cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx,
     s->u.child.owner = o.id;
     s->u.child.raw = raw;
     s->u.child.size = size;
+    s->u.child.site = *site;
     *out = cuctx__slot_publish(s, kind);
     cuctx__owner_release(&o);
     return CUDA_SUCCESS;

@@ -8,7 +8,16 @@
 #     as C++17 with g++ and clang++; with the configured $CC and $CXX; and as
 #     the host code of a .cu file under nvcc when $NVCC is set;
 #   - tests/compile/goto_into_scope.c, a goto into the scope of a CUCTX_AUTO
-#     variable, is rejected by clang and by C++ (gcc accepts it in C).
+#     variable, is rejected by clang and by C++ (gcc accepts it in C);
+#   - tests/compile/auto_not_a_handle.c, CUCTX_AUTO on an int, is rejected by
+#     gcc and g++; clang, clang++ and nvcc, documented as not catching it,
+#     are a SKIP once seen to compile it (and a failure if they stop);
+#   - tests/compile/move_dropped.c, a CUCTX_MOVE whose result is dropped,
+#     draws a warning by default (an error under -Werror) from gcc, clang,
+#     g++, clang++ and nvcc;
+#   - tests/compile/static_auto.c, `static CUCTX_AUTO`, does not compile
+#     under -Werror with gcc, clang, g++ or clang++ (nvcc: a SKIP once seen
+#     to compile it, as documented).
 #
 # Environment (set by `make check`): CC, CXX, NVCC (may be empty),
 # CUDA_CPPFLAGS, CUCTX_INCLUDE, CUCTX_SRCDIR. Nothing is linked.
@@ -24,6 +33,9 @@ NVCC=${NVCC:-}
 
 SRC=$CUCTX_SRCDIR/tests/compile/uses_every_macro.c
 GOTO=$CUCTX_SRCDIR/tests/compile/goto_into_scope.c
+NOT_HANDLE=$CUCTX_SRCDIR/tests/compile/auto_not_a_handle.c
+DROPPED=$CUCTX_SRCDIR/tests/compile/move_dropped.c
+STATIC=$CUCTX_SRCDIR/tests/compile/static_auto.c
 INC="-I$CUCTX_INCLUDE $CUDA_CPPFLAGS"
 WARN="-Wall -Wextra -Wpedantic -Werror"
 
@@ -71,7 +83,7 @@ expect_clean() {
     fi
 }
 
-echo "1..19"
+echo "1..34"
 
 for cc in gcc clang; do
     for std in c11 c17 c2x; do
@@ -148,5 +160,118 @@ else
     skip "$what" "CXX not found"
 fi
 
-[ "$n" -eq 19 ] || echo "# the plan said 19 checks but $n ran"
+# expect_rejected DESCRIPTION PATTERN COMMAND...: ok when the compile fails
+# and its output matches PATTERN (an extended regex), so that the failure is
+# the one the file is about.
+expect_rejected() {
+    what=$1
+    pattern=$2
+    shift 2
+    if "$@" >"$work/out" 2>&1; then
+        echo "compiled, but must not" >>"$work/out"
+        not_ok "$what"
+    elif grep -E "$pattern" "$work/out" >/dev/null; then
+        ok "$what"
+    else
+        not_ok "$what"
+    fi
+}
+
+# expect_gap DESCRIPTION WHY COMMAND...: a compiler the header documents as
+# not catching the mistake: SKIP once seen to compile it, not ok if it no
+# longer does (then the header's rules are out of date).
+expect_gap() {
+    what=$1
+    why=$2
+    shift 2
+    if "$@" >"$work/out" 2>&1; then
+        skip "$what" "$why"
+    else
+        echo "documented as compiling, but failed: update the header's rules" >>"$work/out"
+        not_ok "$what"
+    fi
+}
+
+# A .cu copy of a test file for nvcc, which goes by the extension.
+cu() {
+    cp "$1" "$work/x.cu"
+    echo "$work/x.cu"
+}
+
+have_nvcc() {
+    [ -n "$NVCC" ] && have "$NVCC"
+}
+
+# CUCTX_AUTO on an int (header rule 1).
+what="auto_not_a_handle.c: gcc rejects CUCTX_AUTO on an int"
+if have gcc; then
+    expect_rejected "$what" "cuctx__auto_cleanup" gcc -std=c11 $INC -c "$NOT_HANDLE" -o "$work/x.o"
+else
+    skip "$what" "no gcc"
+fi
+what="auto_not_a_handle.c: g++ rejects CUCTX_AUTO on an int"
+if have g++; then
+    expect_rejected "$what" "cuctx__handle_ptr" g++ -x c++ $INC -c "$NOT_HANDLE" -o "$work/x.o"
+else
+    skip "$what" "no g++"
+fi
+for cc in clang clang++; do
+    what="auto_not_a_handle.c: $cc rejects CUCTX_AUTO on an int"
+    x=
+    [ "$cc" = clang++ ] && x="-x c++"
+    if have "$cc"; then
+        expect_gap "$what" "$cc does not check a cleanup's argument type (rule 1)" \
+            "$cc" $x $INC -c "$NOT_HANDLE" -o "$work/x.o"
+    else
+        skip "$what" "no $cc"
+    fi
+done
+what="auto_not_a_handle.c: nvcc rejects CUCTX_AUTO on an int"
+if have_nvcc; then
+    expect_gap "$what" "nvcc does not check a cleanup's argument type (rule 1)" \
+        "$NVCC" -c $INC "$(cu "$NOT_HANDLE")" -o "$work/x.o"
+else
+    skip "$what" "no nvcc (configure did not find one)"
+fi
+
+# A dropped CUCTX_MOVE (header rule 3): warned by default, so -Werror alone.
+unused='ignoring return value|unused-result|result of call is not used'
+for cc in gcc clang g++ clang++; do
+    what="move_dropped.c: $cc -Werror rejects a dropped CUCTX_MOVE"
+    x=-std=c11
+    case $cc in *++) x="-x c++" ;; esac
+    if have "$cc"; then
+        expect_rejected "$what" "$unused" "$cc" $x -Werror $INC -c "$DROPPED" -o "$work/x.o"
+    else
+        skip "$what" "no $cc"
+    fi
+done
+what="move_dropped.c: nvcc --Werror all-warnings rejects a dropped CUCTX_MOVE"
+if have_nvcc; then
+    expect_rejected "$what" "$unused" "$NVCC" -c $INC --Werror all-warnings "$(cu "$DROPPED")" -o "$work/x.o"
+else
+    skip "$what" "no nvcc (configure did not find one)"
+fi
+
+# static CUCTX_AUTO (header rule 1): an error in gcc C, a default-on
+# warning elsewhere, so -Werror alone.
+for cc in gcc clang g++ clang++; do
+    what="static_auto.c: $cc -Werror rejects static CUCTX_AUTO"
+    x=-std=c11
+    case $cc in *++) x="-x c++" ;; esac
+    if have "$cc"; then
+        expect_rejected "$what" "cleanup|__extension__" "$cc" $x -Werror $INC -c "$STATIC" -o "$work/x.o"
+    else
+        skip "$what" "no $cc"
+    fi
+done
+what="static_auto.c: nvcc rejects static CUCTX_AUTO"
+if have_nvcc; then
+    expect_gap "$what" "nvcc drops the cleanup of a static without a word (rule 1)" \
+        "$NVCC" -c $INC --Werror all-warnings "$(cu "$STATIC")" -o "$work/x.o"
+else
+    skip "$what" "no nvcc (configure did not find one)"
+fi
+
+[ "$n" -eq 34 ] || echo "# the plan said 34 checks but $n ran"
 exit $((failed > 0))

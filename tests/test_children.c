@@ -594,7 +594,7 @@ static void t_auto_children_first(const struct kind *k)
     {
         CUCTX_AUTO cuctx_ctx ctx = {0};
         rc_ = new_ctx(&ctx, 0);
-        CUCTX_AUTO any_handle h = {0};
+        any_handle h __attribute__((cleanup(cuctx_cleanup))) = {0};    /* any kind: CUCTX_AUTO takes handle types only */
         r = make(k, &h.id, ctx);
         m = log_mark();
     }
@@ -622,7 +622,7 @@ static void t_auto_wrong_order(const struct kind *k)
     struct cuctx_stats st0 = stats();
     size_t m = 0;
     {
-        CUCTX_AUTO any_handle h = {0};
+        any_handle h __attribute__((cleanup(cuctx_cleanup))) = {0};    /* any kind: CUCTX_AUTO takes handle types only */
         CUCTX_AUTO cuctx_ctx ctx = {0};
         new_ctx(&ctx, 0);
         make(k, &h.id, ctx);
@@ -799,9 +799,11 @@ static void t_stats_count(const struct kind *k)
  * the receiver; cleanup of the emptied variable is a no-op. */
 static uint64_t moved_out(const struct kind *k, cuctx_ctx ctx)
 {
-    CUCTX_AUTO any_handle h = {0};
+    any_handle h __attribute__((cleanup(cuctx_cleanup))) = {0};    /* any kind: CUCTX_AUTO takes handle types only */
     make(k, &h.id, ctx);
-    return CUCTX_MOVE(h).id;
+    uint64_t id = h.id;     /* CUCTX_MOVE, by hand: it takes handle types only */
+    h.id = 0;
+    return id;
 }
 
 static void t_move_out_of_scope(const struct kind *k)

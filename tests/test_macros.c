@@ -1,7 +1,7 @@
-/* test_macros.c - every exit path of CUCTX_AUTO, CUCTX_SCOPED and CUCTX_GUARD,
- * and CUCTX_MOVE: which context is current at each point, and (against the
- * simulated driver) exactly which destroys and context switches reached the
- * driver, in which order.
+/* test_macros.c - every exit path of CUCTX_AUTO, CUCTX_SCOPED,
+ * CUCTX_SCOPED_ELSE and CUCTX_GUARD, and CUCTX_MOVE: which context is current
+ * at each point, and (against the simulated driver) exactly which destroys
+ * and context switches reached the driver, in which order.
  *
  * The call log is read as "fn(name)" lines (EXPECT_TRACE in testlib.h): each
  * test names the driver handles it made (contexts A and B, events ev, ...),
@@ -583,6 +583,27 @@ Test(auto, move_evaluates_its_argument_once)
     cr_assert_eq(list[1].id, 22, "no other element is touched");
 }
 
+/* One CUCTX_MOVE per handle kind: each picks its own function. */
+Test(auto, move_works_for_every_kind)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {1};      /* never destroyed: MOVE only reads and resets */
+    cuctx_event ev = {2};
+    cuctx_stream s = {3};
+    cuctx_module mod = {4};
+    cuctx_mem m = {5};
+    cuctx_host_mem h = {6};
+    cuctx_graph_exec ge = {7};
+    cr_assert_eq(CUCTX_MOVE(c).id, 1);
+    cr_assert_eq(CUCTX_MOVE(ev).id, 2);
+    cr_assert_eq(CUCTX_MOVE(s).id, 3);
+    cr_assert_eq(CUCTX_MOVE(mod).id, 4);
+    cr_assert_eq(CUCTX_MOVE(m).id, 5);
+    cr_assert_eq(CUCTX_MOVE(h).id, 6);
+    cr_assert_eq(CUCTX_MOVE(ge).id, 7);
+    cr_assert_eq(c.id + ev.id + s.id + mod.id + m.id + h.id + ge.id, 0, "each left {0} behind");
+}
+
 Test(auto, move_of_a_context_out_of_an_inner_block_destroys_it_later)
 {
     NEED_DRIVER();
@@ -1068,6 +1089,58 @@ Test(scoped, failed_enter_on_a_zero_handle_skips_the_block)
     EXPECT_TRACE(mark, "");
 }
 
+Test(scoped, failed_enter_is_reported_to_the_error_handler_once)
+{
+    struct handler_count hc;
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    ctx_new(&b, "B");
+    cuctx_ctx stale = b;
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_set_current(a));
+    count_handler_install(&hc);
+    size_t mark = log_mark();
+    int ran = 0;
+    CUCTX_SCOPED(stale) {
+        ran++;
+    }
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(ran, 0, "the block was skipped");
+    cr_assert_eq(hc.calls, 1, "the handler was called %d times", hc.calls);
+    cr_assert_eq(hc.last_rc, CUDA_ERROR_INVALID_HANDLE, "got %s", cuctx_result_name(hc.last_rc));
+    cr_assert_not_null(strstr(hc.last_msg, "CUCTX_SCOPED"), "message: %s", hc.last_msg);
+    cr_assert_not_null(strstr(hc.last_msg, "cuctx_scope_enter"), "message: %s", hc.last_msg);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_HANDLE);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "");
+}
+
+Test(scoped, failed_push_reports_the_drivers_error)
+{
+    struct handler_count hc;
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    ctx_new(&b, "B");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    count_handler_install(&hc);
+    sim()->fail_call("cuCtxPushCurrent", 1, CUDA_ERROR_UNKNOWN);
+    int ran = 0;
+    CUCTX_SCOPED(b) {
+        ran++;
+    }
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(ran, 0);
+    cr_assert_eq(hc.calls, 1);
+    cr_assert_eq(hc.last_rc, CUDA_ERROR_UNKNOWN, "got %s", cuctx_result_name(hc.last_rc));
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_UNKNOWN);
+    EXPECT_CURRENT(A);
+}
+
 /* The stack below the scope is the user's: the dead context stays where it
  * was, and is never handed to the driver. */
 Test(scoped, previous_context_destroyed_inside_stays_where_it_was)
@@ -1104,6 +1177,277 @@ Test(scoped, entered_context_destroyed_inside_restores_the_previous_one)
     }
     EXPECT_CURRENT(A);
     EXPECT_TRACE(mark, "cuCtxPushCurrent(B),cuCtxDestroy(B)");
+}
+
+/* ======================================================================== */
+/*  CUCTX_SCOPED_ELSE                                                       */
+/* ======================================================================== */
+
+/* A destroyed context: what every failed enter below is given. */
+static cuctx_ctx stale_ctx(const char *name)
+{
+    cuctx_ctx c = {0};
+    ctx_new(&c, name);
+    cuctx_ctx stale = c;
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    return stale;
+}
+
+Test(scoped_else, failed_enter_runs_on_fail_not_the_block_and_tells_no_handler)
+{
+    struct handler_count hc;
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    cuctx_ctx stale = stale_ctx("B");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    count_handler_install(&hc);
+    size_t mark = log_mark();
+    int ran = 0, failed = 0;
+    CUCTX_SCOPED_ELSE(stale, failed++) {
+        ran++;
+    }
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(failed, 1, "on_fail ran %d times", failed);
+    cr_assert_eq(ran, 0, "the block was skipped");
+    cr_assert_eq(hc.calls, 0, "the error handler was told: %s", hc.last_msg);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_HANDLE, "last error %s",
+                 cuctx_result_name(cuctx_last_error()));
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "");
+}
+
+Test(scoped_else, entered_runs_the_block_not_on_fail_and_restores)
+{
+    struct handler_count hc;
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    count_handler_install(&hc);
+    size_t mark = log_mark();
+    int ran = 0, failed = 0;
+    CUCTX_SCOPED_ELSE(b, failed++) {
+        EXPECT_CURRENT(B);
+        ran++;
+    }
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(ran, 1, "the block runs exactly once");
+    cr_assert_eq(failed, 0);
+    cr_assert_eq(hc.calls, 0);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(B),cuCtxPopCurrent(B)");
+}
+
+static CUresult else_return(cuctx_ctx c, int *ran)
+{
+    CUCTX_SCOPED_ELSE(c, return cuctx_last_error()) {
+        (*ran)++;
+    }
+    return CUDA_SUCCESS;
+}
+
+Test(scoped_else, on_fail_may_return)
+{
+    struct handler_count hc;
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    ctx_new(&b, "B");
+    cuctx_ctx stale = stale_ctx("C");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    count_handler_install(&hc);
+    size_t mark = log_mark();
+    int ran = 0;
+    CUresult rc = else_return(stale, &ran);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_HANDLE, "returned %s", cuctx_result_name(rc));
+    cr_assert_eq(ran, 0);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "");
+    CHECK_OK(else_return(b, &ran));
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(ran, 1);
+    cr_assert_eq(hc.calls, 0);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(B),cuCtxPopCurrent(B)");
+}
+
+/* on_fail returns from inside an outer scope that did enter: the outer
+ * scope's context is put back on the way out. */
+static CUresult else_return_from_inside(cuctx_ctx outer, cuctx_ctx inner, int *ran)
+{
+    CUCTX_SCOPED_ELSE(outer, return CUDA_ERROR_UNKNOWN) {
+        CUCTX_SCOPED_ELSE(inner, return cuctx_last_error()) {
+            (*ran)++;
+        }
+        (*ran)++;
+    }
+    return CUDA_SUCCESS;
+}
+
+Test(scoped_else, on_fail_returning_from_inside_an_entered_scope_restores_it)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    ctx_new(&b, "B");
+    cuctx_ctx stale = stale_ctx("C");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    int ran = 0;
+    CUresult rc = else_return_from_inside(b, stale, &ran);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_HANDLE, "returned %s", cuctx_result_name(rc));
+    cr_assert_eq(ran, 0, "neither block went on after the failure");
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(B),cuCtxPopCurrent(B)");
+}
+
+Test(scoped_else, on_fail_may_goto_out_of_an_entered_scope)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    ctx_new(&a, "A");
+    cuctx_ctx stale = stale_ctx("B");
+    size_t mark = log_mark();
+    int skipped = 0;
+    CUCTX_SCOPED_ELSE(a, skipped += 100) {
+        CUCTX_SCOPED_ELSE(stale, goto out) {
+            skipped++;
+        }
+        skipped++;
+    }
+    skipped++;
+out:
+    cr_assert_eq(skipped, 0);
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(A),cuCtxPopCurrent(A)");
+}
+
+/* Rule 4: on_fail runs before the macro's loop, so its break and continue
+ * are the enclosing loop's. */
+Test(scoped_else, break_and_continue_in_on_fail_act_on_the_enclosing_loop)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    cuctx_ctx stale = stale_ctx("B");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    int i, iterations = 0, after = 0;
+    for (i = 0; i < 3; i++) {
+        iterations++;
+        CUCTX_SCOPED_ELSE(stale, continue) {
+            after += 100;
+        }
+        after++;
+    }
+    cr_assert_eq(iterations, 3);
+    cr_assert_eq(after, 0, "continue went to the next iteration");
+    for (i = 0; i < 3; i++) {
+        CUCTX_SCOPED_ELSE(stale, break) {
+            after += 100;
+        }
+        after++;
+    }
+    cr_assert_eq(i, 0, "break left the loop");
+    cr_assert_eq(after, 0);
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "");
+}
+
+Test(scoped_else, break_and_continue_in_the_block_leave_only_the_scope)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    int iterations = 0, not_reached = 0, after_scope = 0, failed = 0;
+    for (int i = 0; i < 2; i++) {
+        iterations++;
+        CUCTX_SCOPED_ELSE(b, failed++) {
+            EXPECT_CURRENT(B);
+            if (i == 0)
+                break;              /* leaves the scope, not the loop */
+            if (i == 1)
+                continue;           /* the same */
+            not_reached++;
+        }
+        EXPECT_CURRENT(A);
+        after_scope++;
+    }
+    cr_assert_eq(iterations, 2);
+    cr_assert_eq(after_scope, 2);
+    cr_assert_eq(not_reached + failed, 0);
+    EXPECT_TRACE(mark,
+                 "cuCtxPushCurrent(B),cuCtxPopCurrent(B),cuCtxPushCurrent(B),cuCtxPopCurrent(B)");
+}
+
+static CUcontext else_return_two_levels(cuctx_ctx a, cuctx_ctx b)
+{
+    CUCTX_SCOPED_ELSE(a, return NULL) {
+        CUCTX_SCOPED_ELSE(b, return NULL) {
+            return current();
+        }
+    }
+    return NULL;
+}
+
+Test(scoped_else, return_from_the_block_restores_every_level)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    ctx_new(&a, "A");
+    CUcontext B = ctx_new(&b, "B");
+    size_t mark = log_mark();
+    CUcontext got = else_return_two_levels(a, b);
+    cr_assert_eq(got, B, "got %s", name_of('c', H(got)));
+    EXPECT_CURRENT(NULL);
+    EXPECT_TRACE(mark,
+                 "cuCtxPushCurrent(A),cuCtxPushCurrent(B),cuCtxPopCurrent(B),cuCtxPopCurrent(A)");
+}
+
+Test(scoped_else, auto_children_inside_are_destroyed_before_the_restore)
+{
+    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    ctx_new(&b, "B");
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    CUCTX_SCOPED_ELSE(b, cr_assert_fail("enter failed: %s", cuctx_last_error_message())) {
+        CUCTX_AUTO cuctx_event ev = event_new(b, "ev");
+    }
+    EXPECT_CURRENT(A);
+    cr_assert_eq(stats().events, 0);
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(B),cuEventDestroy(ev),cuCtxPopCurrent(B)");
+}
+
+Test(scoped_else, evaluates_its_context_expression_once)
+{
+    CUCTX_AUTO cuctx_ctx a = {0};
+    NEED_DRIVER();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    cuctx_ctx list[2] = {a, {0}};
+    int i = 0, ran = 0, failed = 0;
+    CUCTX_SCOPED_ELSE(list[i++], failed++) {
+        EXPECT_CURRENT(A);
+        ran++;
+    }
+    cr_assert_eq(i, 1);
+    cr_assert_eq(ran, 1);
+    cr_assert_eq(failed, 0);
+    EXPECT_CURRENT(NULL);
 }
 
 /* ======================================================================== */

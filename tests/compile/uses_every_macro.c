@@ -1,5 +1,6 @@
 /* uses_every_macro.c - compiled, never run, by tests/compile_check.sh: every
- * macro and the API as documented, which must build without a single warning
+ * macro (CUCTX_AUTO, CUCTX_MOVE, CUCTX_SCOPED, CUCTX_SCOPED_ELSE, CUCTX_GUARD)
+ * and the API as documented, which must build without a single warning
  * with gcc and clang (C11, C17, C23), g++ and clang++, and as the host code
  * of a .cu file under nvcc. */
 #include <cuctx.h>
@@ -102,6 +103,41 @@ static int scopes_in_loops(cuctx_ctx a, cuctx_ctx b, int n)
     return count;
 }
 
+/* CUCTX_SCOPED_ELSE with each kind of on_fail: return, goto, an expression
+ * with commas, break and continue of an enclosing loop; under an if without
+ * braces (-Wdangling-else); nested. */
+static CUresult scoped_else(cuctx_ctx a, cuctx_ctx b, int n)
+{
+    int count = 0, failed = 0;
+    CUCTX_SCOPED_ELSE(a, return cuctx_last_error()) {
+        count++;
+    }
+    for (int i = 0; i < n; i++) {
+        CUCTX_SCOPED_ELSE(b, continue) {
+            if (i == 1)
+                continue;
+            count++;
+        }
+        CUCTX_SCOPED_ELSE(a, break) count++;
+        CUCTX_SCOPED_ELSE(b, failed++, count--) {
+            CUCTX_SCOPED_ELSE(a, goto out) {
+                CUCTX_AUTO cuctx_event ev = make_event(a);
+                if (cuctx_event_query(ev) != CUDA_SUCCESS)
+                    break;
+            }
+        }
+        if (i == 3)
+            CUCTX_SCOPED_ELSE(b, fprintf(stderr, "%s\n", cuctx_last_error_message())) {
+                return CUDA_SUCCESS;
+            }
+    }
+    if (failed)
+        goto out;
+    return count > 0 ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+out:
+    return cuctx_last_error();
+}
+
 /* Every kind under CUCTX_AUTO, children declared after their context. */
 static int every_kind(void)
 {
@@ -182,10 +218,12 @@ int main(void)
         cuctx_scope_exit(&by_hand);
 
     just_a_guard(a);
-    printf("%d %d %d\n", is_current_under_guard(a), (int)sync_both(a, b), scopes_in_loops(a, b, 8));
+    printf("%d %d %d %d\n", is_current_under_guard(a), (int)sync_both(a, b), scopes_in_loops(a, b, 8),
+           (int)scoped_else(a, b, 5));
 
     cuctx_ctx moved = CUCTX_MOVE(b);
-    cuctx_destroy(&moved);
-    cuctx_cleanup(&moved);
+    cuctx_ctx back = {CUCTX_MOVE(moved).id};     /* a used result, by member */
+    cuctx_destroy(&back);
+    cuctx_cleanup(&back);
     return every_kind();
 }
