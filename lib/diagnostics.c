@@ -70,9 +70,12 @@ static void report_one(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
         site_line(r->out, &s->u.ctx.site);
     } else {
         CUcontext owner = entry_raw(s->u.child.owner);
-        fprintf(r->out, "cuctx: leak: %s %#llx (handle %#llx) in context %p%s", cuctx__child_kinds[kind]->name,
-                (unsigned long long)s->u.child.raw, (unsigned long long)id, (void *)owner,
-                owner ? "" : " (destroyed)");
+        fprintf(r->out, "cuctx: leak: %s %#llx (handle %#llx) in ", cuctx__child_kinds[kind]->name,
+                (unsigned long long)s->u.child.raw, (unsigned long long)id);
+        if (owner)
+            fprintf(r->out, "context %p", (void *)owner);
+        else
+            fprintf(r->out, "a destroyed context");
         site_line(r->out, &s->u.child.site);
     }
     cuctx__unpin(s);

@@ -125,9 +125,9 @@ Test(leaks, a_child_of_a_destroyed_context_and_a_plain_function_call_are_named_s
     uint64_t raw_ev = (uint64_t)(uintptr_t)cuctx_event_raw(ev);
     CHECK_OK(cuctx_ctx_destroy(&ctx));
     char *text = report();
-    EXPECT_LINE(text, "cuctx: leak: event %#llx (handle %#llx) in context (nil) (destroyed), created at %s:",
+    EXPECT_LINE(text, "cuctx: leak: event %#llx (handle %#llx) in a destroyed context, created at %s:",
                 (unsigned long long)raw_ev, (unsigned long long)ev.id, __FILE__);
-    EXPECT_LINE(text, "(handle %#llx) in context (nil) (destroyed), created by a call without its site (a plain function)\n",
+    EXPECT_LINE(text, "(handle %#llx) in a destroyed context, created by a call without its site (a plain function)\n",
                 (unsigned long long)plain.id);
     EXPECT_LINE(text, "cuctx: 2 objects alive\n");
     free(text);
