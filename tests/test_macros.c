@@ -18,22 +18,19 @@
 
 /* ---- setup ---------------------------------------------------------------- */
 
-/* One value names one object for the whole test (see the top). */
-static void unique_addresses(void)
-{
-    if (sim())
-        sim()->set_recycling(0);
-}
 
-/* A new owned context, popped: nothing is current afterwards. */
-static CUcontext ctx_new(cuctx_ctx *c, const char *name)
+
+/* The handle of a destroyed context, with a fresh context A current. */
+static cuctx_ctx stale_over_current(cuctx_ctx *a, CUcontext *A)
 {
-    CHECK_OK(cuctx_ctx_create(c, 0, CUCTX_SCHED_AUTO));
-    CHECK_OK(cuctx_pop_current());
-    CUcontext raw = cuctx_ctx_raw(*c);
-    cr_assert_not_null(raw);
-    name_handle('c', H(raw), name);
-    return raw;
+    cuctx_ctx b = {0};
+    unique_addresses();
+    *A = ctx_new(a, "A");
+    ctx_new(&b, "B");
+    cuctx_ctx stale = b;
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_set_current(*a));
+    return stale;
 }
 
 static size_t live_children(void)
@@ -1046,14 +1043,10 @@ Test(scoped, auto_children_inside_are_destroyed_before_the_restore)
 
 Test(scoped, failed_enter_on_a_destroyed_context_skips_the_block)
 {
-    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    CUCTX_AUTO cuctx_ctx a = {0};
+    CUcontext A = NULL;
     NEED_DRIVER();
-    unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
-    ctx_new(&b, "B");
-    cuctx_ctx stale = b;
-    CHECK_OK(cuctx_ctx_destroy(&b));
-    CHECK_OK(cuctx_ctx_set_current(a));
+    cuctx_ctx stale = stale_over_current(&a, &A);
     size_t mark = log_mark();
     int ran = 0;
     CUCTX_SCOPED(stale) {
@@ -1092,14 +1085,10 @@ Test(scoped, failed_enter_on_a_zero_handle_skips_the_block)
 Test(scoped, failed_enter_is_reported_to_the_error_handler_once)
 {
     struct handler_count hc;
-    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    CUCTX_AUTO cuctx_ctx a = {0};
+    CUcontext A = NULL;
     NEED_DRIVER();
-    unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
-    ctx_new(&b, "B");
-    cuctx_ctx stale = b;
-    CHECK_OK(cuctx_ctx_destroy(&b));
-    CHECK_OK(cuctx_ctx_set_current(a));
+    cuctx_ctx stale = stale_over_current(&a, &A);
     count_handler_install(&hc);
     size_t mark = log_mark();
     int ran = 0;
@@ -1717,14 +1706,10 @@ Test(guard, break_in_a_switch_case_leaves_the_switch_and_restores)
 Test(guard, failed_enter_runs_the_block_unswitched_and_reports)
 {
     struct handler_count hc;
-    CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
+    CUCTX_AUTO cuctx_ctx a = {0};
+    CUcontext A = NULL;
     NEED_DRIVER();
-    unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
-    ctx_new(&b, "B");
-    cuctx_ctx stale = b;
-    CHECK_OK(cuctx_ctx_destroy(&b));
-    CHECK_OK(cuctx_ctx_set_current(a));
+    cuctx_ctx stale = stale_over_current(&a, &A);
     count_handler_install(&hc);
     size_t mark = log_mark();
     int ran = 0;

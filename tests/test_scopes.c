@@ -11,17 +11,6 @@
 
 #define H(p) ((uint64_t)(uintptr_t)(p))
 
-/* A new owned context, popped, and named for traces. */
-static CUcontext ctx_new(cuctx_ctx *c, const char *name)
-{
-    CHECK_OK(cuctx_ctx_create(c, 0, CUCTX_SCHED_AUTO));
-    CHECK_OK(cuctx_pop_current());
-    CUcontext raw = cuctx_ctx_raw(*c);
-    cr_assert_not_null(raw);
-    name_handle('c', H(raw), name);
-    return raw;
-}
-
 /* Builds the stack by hand, bottom first, as code outside cuctx would. */
 static void raw_push(CUcontext c)
 {
@@ -35,12 +24,6 @@ static CUcontext raw_pop(void)
     CUcontext c = NULL;
     cr_assert_eq(pop(&c), CUDA_SUCCESS);
     return c;
-}
-
-static void unique_addresses(void)
-{
-    if (sim())
-        sim()->set_recycling(0);
 }
 
 /* Calls that hand a context to the driver to make it current. */

@@ -167,3 +167,19 @@ const char *trace(size_t from, char *buf, size_t n)
                                         name_of(traced[t].kind, c.handle));
     return buf;
 }
+
+void unique_addresses(void)
+{
+    if (sim())
+        sim()->set_recycling(0);
+}
+
+CUcontext ctx_new(cuctx_ctx *c, const char *name)
+{
+    CHECK_OK(cuctx_ctx_create(c, 0, CUCTX_SCHED_AUTO));
+    CHECK_OK(cuctx_pop_current());
+    CUcontext raw = cuctx_ctx_raw(*c);
+    cr_assert_not_null(raw);
+    name_handle('c', (uint64_t)(uintptr_t)raw, name);
+    return raw;
+}

@@ -93,6 +93,12 @@ const char *name_of(char kind, uint64_t h);
 /* "ev0", "ev1", ...: names for objects made in a loop. */
 const char *nth(char *buf, size_t n, const char *base, int i);
 #define NTH(base, i) nth((char[16]){0}, 16, (base), (i))
+/* With the simulator: one value names one object for the whole test
+ * (its address recycling off). */
+void unique_addresses(void);
+/* A new owned context on device 0, popped (nothing is current afterwards)
+ * and named for traces; returns its driver handle. */
+CUcontext ctx_new(cuctx_ctx *c, const char *name);
 /* Context switches and destroys from log position `from` on, as
  * "cuCtxPushCurrent(B),cuEventDestroy(ev),cuCtxPopCurrent(B)". */
 const char *trace(size_t from, char *buf, size_t n);
