@@ -279,15 +279,14 @@ CUresult cuctx__owner_of_raw(CUcontext raw, const char *fn, struct cuctx_owner *
     }
 }
 
-uint64_t cuctx__entry_quiet(CUcontext raw, const char *fn)
+CUresult cuctx__entry_quiet(CUcontext raw, const char *fn, uint64_t *out)
 {
-    uint64_t id = 0;
     int fresh;
+    *out = 0;
     cuctx__quiet(1);
-    if (entry_lookup(raw, fn, &id, &fresh) != CUDA_SUCCESS)
-        id = 0;
+    CUresult rc = entry_lookup(raw, fn, out, &fresh);
     cuctx__quiet(0);
-    return id;
+    return rc;
 }
 
 /* The entry a live ctx handle names: read without a pin (this is on every

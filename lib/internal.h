@@ -241,9 +241,9 @@ CUresult cuctx__owner_acquire(cuctx_ctx ctx, const char *fn, struct cuctx_owner 
 /* The held entry of a raw context, registering it as borrowed when cuctx
  * has not met it (its id and device asked of the driver). */
 CUresult cuctx__owner_of_raw(CUcontext raw, const char *fn, struct cuctx_owner *out);
-/* The entry id for raw without holding it, registering as above; 0 when
- * the context is dead or cannot be identified. Records no error. */
-uint64_t cuctx__entry_quiet(CUcontext raw, const char *fn);
+/* The entry id for raw without holding it, registering as above; records
+ * no error. CONTEXT_IS_DESTROYED when the context is dead. */
+CUresult cuctx__entry_quiet(CUcontext raw, const char *fn, uint64_t *out);
 
 /* Under the lock: a new entry for raw, ending whatever entry the address had
  * (the driver gave it to a new context). */

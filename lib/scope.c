@@ -15,6 +15,10 @@
 #include <stdio.h>
 #include <string.h>
 
+/* prev_entry of a previous context that could not be identified at enter
+ * (not for being dead): nothing is concluded about its slot at exit. */
+#define PREV_UNKNOWN UINT64_MAX
+
 CUCTX_API CUresult cuctx_scope_enter(cuctx_scope *scope, cuctx_ctx ctx)
 {
     static const char fn[] = "cuctx_scope_enter";
@@ -32,8 +36,10 @@ CUCTX_API CUresult cuctx_scope_enter(cuctx_scope *scope, cuctx_ctx ctx)
         return cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, cuctx_result_name(rc));
     /* Looked up (maybe registered, under the lock) before ctx is held:
      * never wait for that lock while holding an entry. A dead previous
-     * context is no failure of the enter. */
-    scope->prev_entry = prev ? cuctx__entry_quiet(prev, fn) : 0;
+     * context is no failure of the enter; one that could not be identified
+     * is left alone at exit. */
+    if (prev && (rc = cuctx__entry_quiet(prev, fn, &scope->prev_entry)) != CUDA_SUCCESS)
+        scope->prev_entry = rc == CUDA_ERROR_CONTEXT_IS_DESTROYED ? 0 : PREV_UNKNOWN;
     if ((rc = cuctx__owner_acquire(ctx, fn, &o)) != CUDA_SUCCESS)
         return rc;
     scope->depth = cuctx__pushes();
@@ -57,6 +63,8 @@ static void settle_prev(const cuctx_scope *scope, const char *fn)
     unsigned long long want = 0, now = 0;
     int checked = 0;
     CUcontext top = NULL;
+    if (scope->prev_entry == PREV_UNKNOWN || !DRV(cuCtxGetId))
+        return;     /* nothing to conclude, or nothing to tell contexts apart by */
     struct cuctx_slot *e = scope->prev_entry ? cuctx__peek(scope->prev_entry, KIND_ENTRY) : NULL;
     if (e) {
         checked = e->u.entry.checked;
@@ -64,8 +72,8 @@ static void settle_prev(const cuctx_scope *scope, const char *fn)
         if (!cuctx__peek_valid(e, scope->prev_entry, KIND_ENTRY))
             e = NULL;
     }
-    if ((e && !checked) || !DRV(cuCtxGetId))
-        return;     /* an owned context cuctx still has; or nothing to tell contexts apart by */
+    if (e && !checked)
+        return;     /* an owned context cuctx still has */
     if (DRV(cuCtxGetId)(scope->prev_raw, &now) != CUDA_SUCCESS || (e && now == want))
         return;     /* dead: left where it was; or the same live context */
     if (DRV(cuCtxGetCurrent)(&top) != CUDA_SUCCESS || top != scope->prev_raw)

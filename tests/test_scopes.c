@@ -385,3 +385,27 @@ Test(scope_stack, a_borrowed_context_destroyed_by_its_owner_is_not_entered)
     cr_assert_eq(misuses(), 0);
     CHECK_OK(cuctx_ctx_destroy(&b));
 }
+
+/* A previous context that could not be identified at enter (a transient
+ * driver error, not death) is left where it was. */
+Test(scope_stack, a_previous_context_that_could_not_be_identified_is_left_alone)
+{
+    cuctx_ctx a = {0};
+    CUcontext X = NULL;
+    NEED_DRIVER();
+    NEED_SIM();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    cr_assert_eq(create(&X, 0, 0), CUDA_SUCCESS);  /* current, and new to cuctx */
+    name_handle('c', H(X), "X");
+    sim()->fail_call("cuCtxGetDevice", 1, CUDA_ERROR_UNKNOWN);
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        EXPECT_CURRENT(A);
+    }
+    EXPECT_CURRENT(X);
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(A),cuCtxPopCurrent(A)");
+    cr_assert_eq(raw_pop(), X);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+}
