@@ -455,6 +455,11 @@ struct cuctx_stats {
     uint64_t shutdown_skips;    /* destroys not sent because the driver had shut down
                                    (process exit): they succeed quietly */
 };
+/* Cheap at any number of objects (each thread keeps its own counts); exact
+ * while no other thread creates or destroys. The handle table itself costs
+ * 64 bytes per slot at the most objects ever alive at once, up to 2^26
+ * slots (4 GiB), and is not given back: a stale handle may still be checked
+ * against its slot. */
 CUCTX_API void cuctx_stats_get(struct cuctx_stats *out);
 /* Writes one line per live object - kind, driver handle, cuctx handle,
  * owning context, and the file:line and function of its create - then a

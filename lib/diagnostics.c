@@ -1,32 +1,24 @@
-/* diagnostics.c - cuctx_stats_get and the leak report: both scan the table,
- * so that creates and destroys keep no shared counters. */
+/* diagnostics.c - cuctx_stats_get, from the threads' own live counters
+ * (registry.c), and the leak report, which scans the table. */
 #include "internal.h"
 
 #include <string.h>
 
-static void count(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
-{
-    struct cuctx_stats *st = arg;
-    (void)s;
-    switch (kind) {
-    case KIND_ENTRY: st->contexts++; break;
-    case KIND_CTX: st->ctx_handles++; break;
-    case KIND_EVENT: st->events++; break;
-    case KIND_STREAM: st->streams++; break;
-    case KIND_MODULE: st->modules++; break;
-    case KIND_MEM: st->mems++; break;
-    case KIND_HOST_MEM: st->host_mems++; break;
-    case KIND_GRAPH_EXEC: st->graph_execs++; break;
-    default: break;
-    }
-}
-
 CUCTX_API void cuctx_stats_get(struct cuctx_stats *out)
 {
+    int64_t n[KIND_COUNT];
     if (!out)
         return;
     memset(out, 0, sizeof *out);
-    cuctx__slot_foreach(count, out);
+    cuctx__live_counts(n);
+    out->contexts = (size_t)n[KIND_ENTRY];
+    out->ctx_handles = (size_t)n[KIND_CTX];
+    out->events = (size_t)n[KIND_EVENT];
+    out->streams = (size_t)n[KIND_STREAM];
+    out->modules = (size_t)n[KIND_MODULE];
+    out->mems = (size_t)n[KIND_MEM];
+    out->host_mems = (size_t)n[KIND_HOST_MEM];
+    out->graph_execs = (size_t)n[KIND_GRAPH_EXEC];
     out->stale_skips = atomic_load(&cuctx__stale_skips);
     out->failed_destroys = atomic_load(&cuctx__failed_destroys);
     out->shutdown_skips = atomic_load(&cuctx__shutdown_skips);

@@ -179,6 +179,9 @@ int cuctx__closing(uint64_t id, enum cuctx_kind kind);
 struct cuctx_slot *cuctx__peek(uint64_t id, enum cuctx_kind kind);
 int cuctx__peek_valid(struct cuctx_slot *s, uint64_t id, enum cuctx_kind kind);
 
+/* Live objects per kind, summed over the threads' own counters: cheap at
+ * any table size. Exact while no thread creates or destroys. */
+void cuctx__live_counts(int64_t out[KIND_COUNT]);
 /* The id of a published slot, from its word. */
 uint64_t cuctx__slot_id(struct cuctx_slot *s);
 /* Calls fn for each published slot; used by diagnostics. */

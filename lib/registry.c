@@ -33,6 +33,7 @@
 #endif
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define GEN_SHIFT 32
 #define KIND_SHIFT 26
@@ -101,16 +102,24 @@ static struct cuctx_slot *fresh_slot(void)
     seg_of(index, &seg, &off);
     struct cuctx_slot *base = atomic_load_explicit(&segments[seg], memory_order_acquire);
     if (!base) {
-        size_t bytes = ((size_t)1 << (seg + SEG_BASE_BITS)) * sizeof(struct cuctx_slot);
-        struct cuctx_slot *mine = aligned_alloc(CUCTX_CACHE_LINE, bytes);
+        /* Only the slots an id can name: the last segment is mostly beyond
+         * the 2^26 limit. Anonymous memory is zero and takes no RAM until a
+         * slot in a page is first used. Segments are never given back:
+         * stale ids may still read them. */
+        uint64_t first = index - off;
+        uint64_t slots = (uint64_t)1 << (seg + SEG_BASE_BITS);
+        if (first + slots > CUCTX_ID_INDEX_LIMIT)
+            slots = CUCTX_ID_INDEX_LIMIT - first;
+        size_t bytes = (size_t)slots * sizeof(struct cuctx_slot);
+        void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        struct cuctx_slot *mine = m == MAP_FAILED ? NULL : m;
         struct cuctx_slot *expected = NULL;
         if (!mine)
             return NULL;    /* the index is lost; slot_at() sees no segment for it */
-        memset(mine, 0, bytes);
         if (atomic_compare_exchange_strong(&segments[seg], &expected, mine))
             base = mine;
         else {
-            free(mine);
+            munmap(mine, bytes);
             base = expected;
         }
     }
@@ -192,11 +201,14 @@ static void push_free(struct cuctx_slot *s)
         push_global(s);
 }
 
+static void count_live(unsigned kind, int64_t delta);
+
 uint64_t cuctx__slot_publish(struct cuctx_slot *s, enum cuctx_kind kind)
 {
     uint32_t gen = word_gen(atomic_load_explicit(&s->word, memory_order_relaxed));
     atomic_store_explicit(&s->word, (uint64_t)gen << GEN_SHIFT | (uint64_t)kind << KIND_SHIFT,
                           memory_order_release);
+    count_live(kind, 1);
     return cuctx__id_make(kind, s->index, gen);
 }
 
@@ -272,6 +284,11 @@ struct hazard_rec {
     _Alignas(CUCTX_CACHE_LINE) _Atomic uint64_t ids[HAZARDS];
     struct hazard_rec *next;        /* the list only grows: records are reused, never freed */
     _Atomic int taken;              /* a live thread owns it */
+    /* Objects published minus objects freed by the record's threads, per
+     * kind: the sum over records is the live count, with no shared counter
+     * on the hot path. Only the owning thread writes; a new owner goes on
+     * adding to the same sums. */
+    _Alignas(CUCTX_CACHE_LINE) _Atomic int64_t live[KIND_COUNT];
 };
 static _Atomic(struct hazard_rec *) hazard_list;
 static CUCTX_TLS struct hazard_rec *my_rec;
@@ -362,6 +379,30 @@ static struct hazard_rec *hazard_rec(void)
         return NULL;
     }
     return my_rec = r;
+}
+
+/* Threads without a record (its allocation failed) count here. */
+static _Atomic int64_t live_unowned[KIND_COUNT];
+
+static void count_live(unsigned kind, int64_t delta)
+{
+    struct hazard_rec *r = my_rec ? my_rec : hazard_rec();
+    if (kind >= KIND_COUNT)
+        return;
+    if (r)
+        atomic_store_explicit(&r->live[kind], atomic_load_explicit(&r->live[kind], memory_order_relaxed) + delta,
+                              memory_order_relaxed);
+    else
+        atomic_fetch_add_explicit(&live_unowned[kind], delta, memory_order_relaxed);
+}
+
+void cuctx__live_counts(int64_t out[KIND_COUNT])
+{
+    for (unsigned k = 0; k < KIND_COUNT; k++)
+        out[k] = atomic_load_explicit(&live_unowned[k], memory_order_relaxed);
+    for (struct hazard_rec *r = atomic_load_explicit(&hazard_list, memory_order_acquire); r; r = r->next)
+        for (unsigned k = 0; k < KIND_COUNT; k++)
+            out[k] += atomic_load_explicit(&r->live[k], memory_order_relaxed);
 }
 
 static inline void holder_fence(void)
@@ -471,7 +512,9 @@ void cuctx__wait_closed(uint64_t id, enum cuctx_kind kind)
 
 void cuctx__slot_free(struct cuctx_slot *s)
 {
-    uint32_t gen = word_gen(atomic_load_explicit(&s->word, memory_order_relaxed)) + 1;
+    uint64_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
+    uint32_t gen = word_gen(w) + 1;
+    count_live(word_kind(w), -1);
     atomic_store_explicit(&s->word, (uint64_t)gen << GEN_SHIFT, memory_order_release);
     if (gen != UINT32_MAX)
         push_free(s);
