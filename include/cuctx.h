@@ -416,6 +416,7 @@ CUCTX_API void cuctx_cleanup(void *handle);
 typedef struct cuctx_scope {
     CUcontext prev_raw;     /* current context at enter */
     uint64_t prev_entry;    /* its registry entry (0: none, or dead at enter; all ones: unidentified) */
+    unsigned long long prev_ctx_id; /* its driver id if others can end it; 0: cuctx's own */
     unsigned depth;         /* stack levels cuctx had pushed on this thread at enter */
     int state;              /* CUCTX__SCOPE_* */
 } cuctx_scope;

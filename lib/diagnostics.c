@@ -33,9 +33,11 @@ static const char *const roles[] = {[OWNER_OWNED] = "owned", [OWNER_PRIMARY] = "
 /* The driver's address of a context entry, NULL once it has ended. */
 static CUcontext entry_raw(uint64_t entry)
 {
-    struct cuctx_slot *e = cuctx__peek(entry, KIND_ENTRY);
+    struct cuctx_slot *e = cuctx__pin(entry, KIND_ENTRY);
     CUcontext raw = e ? e->u.entry.raw : NULL;
-    return e && cuctx__peek_valid(e, entry, KIND_ENTRY) ? raw : NULL;
+    if (e)
+        cuctx__unpin(e);
+    return raw;
 }
 
 static void site_line(FILE *out, const struct cuctx_site *site)

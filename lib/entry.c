@@ -143,7 +143,7 @@ CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev
     struct cuctx_slot *s = cuctx__slot_alloc();
     if (!s)
         return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
-    s->u.entry.raw = raw;
+    __atomic_store_n(&s->u.entry.raw, raw, __ATOMIC_RELAXED);  /* the word handle_entry peeks at */
     s->u.entry.ctx_id = ctx_id;
     s->u.entry.dev = dev;
     s->u.entry.owner = (unsigned char)owner;
@@ -287,6 +287,19 @@ CUresult cuctx__entry_quiet(CUcontext raw, const char *fn, uint64_t *out)
     CUresult rc = entry_lookup(raw, fn, out, &fresh);
     cuctx__quiet(0);
     return rc;
+}
+
+CUresult cuctx__entry_checked_id(uint64_t entry, unsigned long long *ctx_id)
+{
+    unsigned hazard;
+    struct cuctx_slot *s = cuctx__hold(entry, KIND_ENTRY, &hazard);
+    *ctx_id = 0;
+    if (!s)
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    if (s->u.entry.checked)
+        *ctx_id = s->u.entry.ctx_id;
+    cuctx__unhold(s, hazard);
+    return CUDA_SUCCESS;
 }
 
 /* The entry a live ctx handle names: read without a pin (this is on every

@@ -40,6 +40,8 @@ CUCTX_API CUresult cuctx_scope_enter(cuctx_scope *scope, cuctx_ctx ctx)
      * is left alone at exit. */
     if (prev && (rc = cuctx__entry_quiet(prev, fn, &scope->prev_entry)) != CUDA_SUCCESS)
         scope->prev_entry = rc == CUDA_ERROR_CONTEXT_IS_DESTROYED ? 0 : PREV_UNKNOWN;
+    else if (prev && cuctx__entry_checked_id(scope->prev_entry, &scope->prev_ctx_id) != CUDA_SUCCESS)
+        scope->prev_entry = 0;  /* ended just now */
     if ((rc = cuctx__owner_acquire(ctx, fn, &o)) != CUDA_SUCCESS)
         return rc;
     scope->depth = cuctx__pushes();
@@ -60,21 +62,14 @@ CUCTX_API CUresult cuctx_scope_enter(cuctx_scope *scope, cuctx_ctx ctx)
 /* After the pops the previous context's stack slot is on top again. */
 static void settle_prev(const cuctx_scope *scope, const char *fn)
 {
-    unsigned long long want = 0, now = 0;
-    int checked = 0;
+    unsigned long long now = 0;
     CUcontext top = NULL;
     if (scope->prev_entry == PREV_UNKNOWN || !DRV(cuCtxGetId))
         return;     /* nothing to conclude, or nothing to tell contexts apart by */
-    struct cuctx_slot *e = scope->prev_entry ? cuctx__peek(scope->prev_entry, KIND_ENTRY) : NULL;
-    if (e) {
-        checked = e->u.entry.checked;
-        want = e->u.entry.ctx_id;
-        if (!cuctx__peek_valid(e, scope->prev_entry, KIND_ENTRY))
-            e = NULL;
-    }
-    if (e && !checked)
+    int alive = scope->prev_entry && cuctx__alive(scope->prev_entry, KIND_ENTRY);
+    if (alive && !scope->prev_ctx_id)
         return;     /* an owned context cuctx still has */
-    if (DRV(cuCtxGetId)(scope->prev_raw, &now) != CUDA_SUCCESS || (e && now == want))
+    if (DRV(cuCtxGetId)(scope->prev_raw, &now) != CUDA_SUCCESS || (alive && now == scope->prev_ctx_id))
         return;     /* dead: left where it was; or the same live context */
     if (DRV(cuCtxGetCurrent)(&top) != CUDA_SUCCESS || top != scope->prev_raw)
         return;

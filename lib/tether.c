@@ -54,7 +54,8 @@ CUresult cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx,
         cuctx__owner_release(&o);
         return rc;
     }
-    s->u.child.owner = o.id;
+    /* atomic: a reused slot's first word is peeked at as a context handle's entry */
+    __atomic_store_n(&s->u.child.owner, o.id, __ATOMIC_RELAXED);
     s->u.child.raw = raw;
     s->u.child.size = size;
     s->u.child.site = *site;
