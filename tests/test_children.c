@@ -6,8 +6,9 @@
  * runs for every kind, so each (kind, behaviour) pair is its own test.
  *
  * Against the simulated driver the tests assert on its call log (which
- * entry point, on which handle value, with which context current), its
- * misuse log (must stay empty) and its live-object counts. Against the real
+ * entry point, on which handle value, with which arguments and which
+ * context current), its misuse log (must stay empty) and its live-object
+ * counts. Against the real
  * driver (sim() NULL) the same bodies run with those asserts skipped: what
  * is left (return codes, stats, data read back) must hold there too, and
  * the hazards the real driver crashes on must not crash.
@@ -862,8 +863,14 @@ Test(event, elapsed_ms_of_untimed_events_is_driver_error)
     cuctx_ctx a = {0};
     new_ctx(&a, 0);
     cuctx_event e0 = {0}, e1 = {0};
+    size_t m = log_mark();
     CHECK_OK(cuctx_event_create(&e0, a, CU_EVENT_DISABLE_TIMING));
     CHECK_OK(cuctx_event_create(&e1, a, CU_EVENT_DISABLE_TIMING));
+    if (sim()) {
+        /* the flags reach the driver as given, not only the handle's own record of them */
+        cr_assert_eq(nth_call("cuEventCreate", m, 0).flags, CU_EVENT_DISABLE_TIMING);
+        cr_assert_eq(nth_call("cuEventCreate", m, 1).flags, CU_EVENT_DISABLE_TIMING);
+    }
     CHECK_OK(cuctx_event_record(e0, (cuctx_stream){0}));
     CHECK_OK(cuctx_event_record(e1, (cuctx_stream){0}));
     CHECK_OK(cuctx_event_synchronize(e1));
@@ -926,9 +933,13 @@ Test(event, record_on_stream_of_other_context_is_invalid_context)
     /* a stream of its own context works */
     cuctx_stream s_a = {0};
     CHECK_OK(cuctx_stream_create(&s_a, a, 0, 0));
+    size_t m = log_mark();
     CHECK_OK(cuctx_event_record(ev, s_a));
-    if (sim())
+    if (sim()) {
         cr_assert_eq(calls("cuEventRecord"), rec + 1);
+        cr_assert_eq(last_call("cuEventRecord", m).handle2, (uint64_t)(uintptr_t)cuctx_stream_raw(s_a),
+                     "recorded on another stream than the one asked for");
+    }
     CHECK_OK(cuctx_stream_destroy(&s_a));
     CHECK_OK(cuctx_stream_destroy(&s));
     CHECK_OK(cuctx_event_destroy(&ev));
@@ -955,6 +966,7 @@ Test(event, record_on_null_stream_uses_owner_default_stream)
         cr_assert_eq(c.rc, CUDA_SUCCESS);
         cr_assert_eq(c.ctx, (uint64_t)(uintptr_t)ra, "recorded on the default stream of %#llx, not the owner's",
                      (unsigned long long)c.ctx);
+        cr_assert_eq(c.handle2, 0, "recorded on stream %#llx, not the NULL stream", (unsigned long long)c.handle2);
     }
     CHECK_OK(cuctx_event_synchronize(ev));
     CHECK_OK(cuctx_event_query(ev));
@@ -973,26 +985,41 @@ Test(stream, wait_event_of_other_context_and_device)
     cuctx_stream s = {0};
     cuctx_event ev = {0};
     CHECK_OK(cuctx_stream_create(&s, a, 0, 0));
+    uint64_t rs = (uint64_t)(uintptr_t)cuctx_stream_raw(s);
     CHECK_OK(cuctx_event_create(&ev, b, 0));
     CHECK_OK(cuctx_event_record(ev, (cuctx_stream){0}));
     unsigned long w = calls("cuStreamWaitEvent");
+    size_t m = log_mark();
     CHECK_OK(cuctx_stream_wait_event(s, ev));
-    if (sim())
+    if (sim()) {
         cr_assert_eq(calls("cuStreamWaitEvent"), w + 1);
+        struct cusim_call c = last_call("cuStreamWaitEvent", m);
+        cr_assert_eq(c.handle, rs);
+        cr_assert_eq(c.handle2, (uint64_t)(uintptr_t)cuctx_event_raw(ev));
+        cr_assert_eq(c.flags, 0);
+    }
     CHECK_OK(cuctx_stream_synchronize(s));
     CHECK_OK(cuctx_event_destroy(&ev));
     CHECK_OK(cuctx_ctx_destroy(&b));
 
     if (device_count() >= 2) {
         cuctx_ctx d1 = {0};
+        m = log_mark();
         new_ctx(&d1, 1);
         cr_assert_eq(cuctx_ctx_device(d1), 1);
+        if (sim())    /* not only recorded as device 1: made there */
+            cr_assert_eq(last_call("cuCtxCreate", m).arg, 1);
         cuctx_event ev1 = {0};
         CHECK_OK(cuctx_event_create(&ev1, d1, 0));
         CHECK_OK(cuctx_event_record(ev1, (cuctx_stream){0}));
+        m = log_mark();
         CHECK_OK(cuctx_stream_wait_event(s, ev1));
-        if (sim())
+        if (sim()) {
             cr_assert_eq(calls("cuStreamWaitEvent"), w + 2);
+            struct cusim_call c = last_call("cuStreamWaitEvent", m);
+            cr_assert_eq(c.handle, rs);
+            cr_assert_eq(c.handle2, (uint64_t)(uintptr_t)cuctx_event_raw(ev1));
+        }
         CHECK_OK(cuctx_event_destroy(&ev1));
         CHECK_OK(cuctx_ctx_destroy(&d1));
     } else {
@@ -1009,8 +1036,15 @@ Test(stream, flags_and_priority_reach_driver)
     cuctx_ctx a = {0};
     new_ctx(&a, 0);
     cuctx_stream s = {0};
+    size_t m = log_mark();
     CHECK_OK(cuctx_stream_create(&s, a, CU_STREAM_NON_BLOCKING, -1));
     cr_assert_not_null(cuctx_stream_raw(s));
+    if (sim()) {
+        struct cusim_call c = last_call("cuStreamCreateWithPriority", m);
+        cr_assert_eq(c.handle, (uint64_t)(uintptr_t)cuctx_stream_raw(s));
+        cr_assert_eq(c.flags, CU_STREAM_NON_BLOCKING);
+        cr_assert_eq(c.arg, -1, "priority %lld reached the driver, not -1", c.arg);
+    }
     cuctx_stream bad = {0x55};
     CUresult rc = cuctx_stream_create(&bad, a, 0x80, 0);
     cr_assert_neq(rc, CUDA_SUCCESS, "unknown stream flags accepted");
@@ -1096,8 +1130,14 @@ Test(host_mem, size_and_writable_pointer)
     cuctx_ctx a = {0};
     new_ctx(&a, 0);
     cuctx_host_mem h = {0};
-    CHECK_OK(cuctx_host_mem_alloc(&h, a, 3000, CU_MEMHOSTALLOC_PORTABLE));
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_host_mem_alloc(&h, a, 3000, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
     cr_assert_eq(cuctx_host_mem_size(h), 3000);
+    if (sim()) {
+        struct cusim_call c = last_call("cuMemHostAlloc", mark);
+        cr_assert_eq(c.flags, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP, "flags %#llx", c.flags);
+        cr_assert_eq(c.arg, 3000);
+    }
     unsigned char *p = cuctx_host_mem_ptr(h);
     cr_assert_not_null(p);
     for (size_t i = 0; i < 3000; i++)
@@ -1133,7 +1173,14 @@ Test(graph_exec, launch_on_stream_and_default_stream)
     cuctx_stream s = {0};
     CHECK_OK(cuctx_stream_create(&s, a, 0, 0));
     unsigned long l = calls("cuGraphLaunch");
+    size_t m0 = log_mark();
     CHECK_OK(cuctx_graph_exec_launch(ge, s));
+    if (sim()) {
+        struct cusim_call c = last_call("cuGraphLaunch", m0);
+        cr_assert_eq(c.handle, r);
+        cr_assert_eq(c.handle2, (uint64_t)(uintptr_t)cuctx_stream_raw(s), "launched on %#llx, not on the stream",
+                     (unsigned long long)c.handle2);
+    }
     CHECK_OK(cuctx_stream_synchronize(s));
 
     /* {0}: the owner's default stream, also with another context current */
@@ -1146,6 +1193,7 @@ Test(graph_exec, launch_on_stream_and_default_stream)
         struct cusim_call c;
         cr_assert_eq(find_call("cuGraphLaunch", r, m, &c), 0);
         cr_assert_eq(c.ctx, (uint64_t)(uintptr_t)ra);
+        cr_assert_eq(c.handle2, 0, "{0} launched on %#llx, not the NULL stream", (unsigned long long)c.handle2);
     }
     CHECK_OK(cuctx_ctx_synchronize(a));
 

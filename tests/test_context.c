@@ -59,7 +59,11 @@ Test(context, every_flag_is_accepted_and_unknown_flags_are_refused)
     if (!sim())
         return;     /* one context each costs ~0.15 s on a real GPU */
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        size_t m = log_mark();
         CHECK_OK(cuctx_ctx_create(&c, 0, good[i]));
+        struct cusim_call made = last_call("cuCtxCreate", m);
+        cr_assert_eq(made.flags, good[i], "flags %#x reached the driver as %#llx", good[i], made.flags);
+        cr_assert_eq(made.arg, 0, "device");
         CHECK_OK(cuctx_ctx_destroy(&c));
     }
 }
@@ -407,8 +411,11 @@ Test(context, device_of_a_context_on_the_second_device)
     cr_assert_eq(((PFN_cuDeviceGetCount_v2000)drv_sym("cuDeviceGetCount", 2000))(&n), CUDA_SUCCESS);
     if (n < 2)
         cr_skip_test("needs two devices, found %d", n);
+    size_t m = log_mark();
     CHECK_OK(cuctx_ctx_create(&c, 1, 0));
     cr_assert_eq(cuctx_ctx_device(c), 1);
+    if (sim())    /* made on device 1, not only recorded as such */
+        cr_assert_eq(last_call("cuCtxCreate", m).arg, 1);
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
 

@@ -12,7 +12,9 @@
 #include "testlib.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define H(p) ((uint64_t)(uintptr_t)(p))
 
@@ -632,23 +634,67 @@ Test(auto, cleanup_of_a_handle_destroyed_through_a_copy_reports_and_goes_on)
     CHECK_OK(cuctx_ctx_set_current(a));
     count_handler_install(&hc);
     size_t mark = log_mark();
-    int went_on = 0;
     {
+        /* declared first, so cleaned up after ev's failed cleanup: "goes on" means it still is */
+        CUCTX_AUTO cuctx_event later = event_new(a, "later");
         CUCTX_AUTO cuctx_event ev = event_new(a, "ev");
         cuctx_event copy = ev;
         CHECK_OK(cuctx_event_destroy(&copy));
         cr_assert_eq(copy.id, 0);
         cr_assert_neq(ev.id, 0);
+        cr_assert_neq(later.id, 0);
     }
-    went_on = 1;
     cuctx_set_error_handler(NULL, NULL);
-    cr_assert_eq(went_on, 1);
     cr_assert_eq(hc.calls, 1, "the failed cleanup went to the error handler once");
     cr_assert_eq(hc.last_rc, CUDA_ERROR_INVALID_HANDLE, "got %s", cuctx_result_name(hc.last_rc));
     cr_assert_not_null(strstr(hc.last_msg, "automatic cleanup"), "message: %s", hc.last_msg);
-    cr_assert_eq(stats().events, 0);
+    cr_assert_eq(stats().events, 0, "the cleanup after the failed one destroyed its event");
     EXPECT_CURRENT(A);
-    EXPECT_TRACE(mark, "cuEventDestroy(ev)");     /* once, through the copy */
+    EXPECT_TRACE(mark, "cuEventDestroy(ev),cuEventDestroy(later)");     /* ev once, through the copy */
+}
+
+/* A block whose CUCTX_AUTO event names no object, so its cleanup fails. */
+static void failing_cleanup(void)
+{
+    CUCTX_AUTO cuctx_event ev = {0x0123456789abcdefull};
+    (void)ev;
+}
+
+/* Runs failing_cleanup with fd 2 sent to a temporary file; what it wrote is left in buf. */
+static void stderr_of_failing_cleanup(char *buf, size_t n)
+{
+    FILE *tmp = tmpfile();
+    cr_assert_not_null(tmp);
+    fflush(stderr);
+    int saved = dup(2);
+    cr_assert_geq(saved, 0);
+    cr_assert_geq(dup2(fileno(tmp), 2), 0);
+    failing_cleanup();
+    fflush(stderr);
+    int back = dup2(saved, 2);
+    close(saved);
+    cr_assert_geq(back, 0);
+    rewind(tmp);
+    size_t got = fread(buf, 1, n - 1, tmp);
+    buf[got] = 0;
+    fclose(tmp);
+}
+
+Test(auto, failed_cleanup_is_written_to_stderr_again_once_the_default_handler_is_restored)
+{
+    struct handler_count hc;
+    char out[1024];
+    cr_assert_eq(unsetenv("CUCTX_LOG"), 0);     /* the default level: warnings are written */
+    NEED_DRIVER();
+    count_handler_install(&hc);
+    stderr_of_failing_cleanup(out, sizeof out);
+    cr_assert_eq(hc.calls, 1, "the installed handler got the failure");
+    cr_assert_str_eq(out, "", "an installed handler replaces the default one");
+    cuctx_set_error_handler(NULL, NULL);
+    stderr_of_failing_cleanup(out, sizeof out);
+    cr_assert_eq(hc.calls, 1, "the old handler is no longer called");
+    cr_assert_eq(strncmp(out, "cuctx: ", 7), 0, "stderr got \"%s\"", out);
+    cr_assert_not_null(strstr(out, "automatic cleanup"), "stderr got \"%s\"", out);
 }
 
 Test(auto, cleanup_of_a_context_destroyed_through_a_copy_reports_and_goes_on)

@@ -327,7 +327,15 @@ Test(threads, concurrent_destroys_of_one_handle_exactly_one_wins, .timeout = 120
         if (sim())
             cr_assert_eq(calls_on(destroy_fns[r.kind], raw, m), 1, "round %d: driver destroys of %#llx", round,
                          (unsigned long long)raw);
-        cr_assert_eq(cuctx_event_query((cuctx_event){h.id}) == CUDA_SUCCESS, 0);
+        /* the handle is dead for its own kind's use too, which never reaches the driver; a
+         * use through the other kind's function would be refused for the kind alone */
+        size_t after = log_mark();
+        CUresult use = r.kind == 0 ? cuctx_event_query((cuctx_event){h.id})
+                                   : cuctx_stream_synchronize((cuctx_stream){h.id});
+        cr_assert_eq(use, CUDA_ERROR_INVALID_HANDLE, "round %d (%s): a use after the race gave %s", round,
+                     r.kind ? "stream" : "event", cuctx_result_name(use));
+        if (sim())
+            cr_assert_eq(log_mark(), after, "round %d: the use of a destroyed handle reached the driver", round);
     }
     double secs = now_s() - t0;
     for (int i = 0; i < RACERS; i++)
@@ -540,8 +548,8 @@ Test(threads, registry_holds_a_million_live_events, .timeout = 120)
     cr_assert_eq(sim()->calls("cuEventDestroy"), MANY / 2);
     cr_assert_eq(sim()->live("all"), 0);
     free(ev);
+    /* timings are reported, not asserted: sanitizer builds are many times slower */
     fprintf(stderr, "%u events: create %.3f s, destroy half %.3f s, skip half %.3f s\n", MANY, t_create, t_destroy,
             t_skip);
-    cr_assert_lt(t_create + t_destroy + t_skip, 60.0, "a million objects took too long");
     ASSERT_NO_MISUSE();
 }

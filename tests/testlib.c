@@ -58,6 +58,32 @@ unsigned long calls_on(const char *fn, uint64_t h, size_t from)
     return n;
 }
 
+struct cusim_call nth_call(const char *fn, size_t from, unsigned nth)
+{
+    struct cusim_call c = {0};
+    unsigned seen = 0;
+    cr_assert_not_null(sim(), "nth_call needs the simulator");
+    for (size_t i = from; sim()->log_get(i, &c) == 0; i++)
+        if (strcmp(c.fn, fn) == 0 && seen++ == nth)
+            return c;
+    cr_assert_fail("the log from %zu on has %u calls of %s, not %u", from, seen, fn, nth + 1);
+    return c;   /* not reached */
+}
+
+struct cusim_call last_call(const char *fn, size_t from)
+{
+    struct cusim_call c, last = {0};
+    int found = 0;
+    cr_assert_not_null(sim(), "last_call needs the simulator");
+    for (size_t i = from; sim()->log_get(i, &c) == 0; i++)
+        if (strcmp(c.fn, fn) == 0) {
+            last = c;
+            found = 1;
+        }
+    cr_assert(found, "no call of %s in the log from %zu on", fn, from);
+    return last;
+}
+
 size_t misuses(void)
 {
     size_t n = sim() ? sim()->misuse_count() : 0;

@@ -58,6 +58,11 @@ const struct sim *sim(void);
 unsigned long calls(const char *fn);
 /* Calls of fn that named handle h, from log position `from` on. */
 unsigned long calls_on(const char *fn, uint64_t h, size_t from);
+/* The nth (0 = first) logged call of fn from log position `from` on, with
+ * its arguments (see struct cusim_call); fails the test if there is none. */
+struct cusim_call nth_call(const char *fn, size_t from, unsigned nth);
+/* The last logged call of fn from log position `from` on; fails the test if none. */
+struct cusim_call last_call(const char *fn, size_t from);
 /* Misuses recorded by the simulator; prints them to stderr if any. */
 size_t misuses(void);
 /* The log position now, to look at what follows. */

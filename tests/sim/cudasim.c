@@ -488,16 +488,26 @@ static double now_ms(void)
  * Call bookkeeping.  enter() takes the lock, counts the call and applies a
  * fault plan or the not-initialised rule; leave() logs it and unlocks.
  */
+/* What a call was asked beyond its main handle; cudasim.h lists each entry point's. */
+struct args {
+	unsigned long long flags;
+	long long arg;
+	uint64_t handle2;
+};
+
+#define ARGS(...) ((struct args){ __VA_ARGS__ })
+
 struct call {
 	enum fn fn;
 	uint64_t handle;
 	uint64_t ctx;
 	CUresult rc;
+	struct args a;
 };
 
 static void log_append(const struct call *c)
 {
-	struct cusim_call rec = { fn_names[c->fn], c->handle, c->ctx, c->rc };
+	struct cusim_call rec = { fn_names[c->fn], c->handle, c->ctx, c->rc, c->a.flags, c->a.arg, c->a.handle2 };
 	if (S.log_len < S.log_cap) {
 		S.log[(S.log_start + S.log_len) % S.log_cap] = rec;
 		S.log_len++;
@@ -552,13 +562,14 @@ static void delay(enum fn fn)
 }
 
 /* Returns true when the call must stop now with c->rc (everything fails, a
- * fault plan fired, or cuInit has not run). */
-static bool enter_as(struct call *c, enum fn fn, uint64_t handle, bool needs_init)
+ * fault plan fired, or cuInit has not run); the arguments are logged either way. */
+static bool enter_as(struct call *c, enum fn fn, uint64_t handle, bool needs_init, struct args a)
 {
 	delay(fn);
 	pthread_mutex_lock(&S.lock);
 	c->fn = fn;
 	c->handle = handle;
+	c->a = a;
 	c->ctx = stack_top();
 	c->rc = CUDA_SUCCESS;
 	unsigned long n = ++S.calls[fn];
@@ -582,7 +593,13 @@ static bool enter_as(struct call *c, enum fn fn, uint64_t handle, bool needs_ini
 
 static bool enter(struct call *c, enum fn fn, uint64_t handle)
 {
-	return enter_as(c, fn, handle, true);
+	return enter_as(c, fn, handle, true, ARGS(0));
+}
+
+/* enter() for an entry point whose arguments the log keeps. */
+static bool enter_with(struct call *c, enum fn fn, uint64_t handle, struct args a)
+{
+	return enter_as(c, fn, handle, true, a);
 }
 
 static CUresult leave(struct call *c, CUresult rc)
@@ -736,7 +753,7 @@ static int devices_from_env(void)
 CUresult sim_cuInit(unsigned int flags)
 {
 	struct call c;
-	if (enter_as(&c, F_cuInit, 0, false))
+	if (enter_as(&c, F_cuInit, 0, false, ARGS(.flags = flags)))
 		return leave(&c, c.rc);
 	if (flags != 0)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -753,7 +770,7 @@ CUresult sim_cuInit(unsigned int flags)
 CUresult sim_cuDriverGetVersion(int *version)
 {
 	struct call c;
-	if (enter_as(&c, F_cuDriverGetVersion, 0, false))
+	if (enter_as(&c, F_cuDriverGetVersion, 0, false, ARGS(0)))
 		return leave(&c, c.rc);
 	if (!version)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -764,7 +781,7 @@ CUresult sim_cuDriverGetVersion(int *version)
 CUresult sim_cuDeviceGet(CUdevice *dev, int ordinal)
 {
 	struct call c;
-	if (enter(&c, F_cuDeviceGet, 0))
+	if (enter_with(&c, F_cuDeviceGet, 0, ARGS(.arg = ordinal)))
 		return leave(&c, c.rc);
 	if (!dev)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -788,7 +805,7 @@ CUresult sim_cuDeviceGetCount(int *count)
 CUresult sim_cuDeviceGetName(char *name, int len, CUdevice dev)
 {
 	struct call c;
-	if (enter(&c, F_cuDeviceGetName, 0))
+	if (enter_with(&c, F_cuDeviceGetName, 0, ARGS(.arg = dev)))
 		return leave(&c, c.rc);
 	if (!name || len <= 0)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -836,7 +853,7 @@ static const struct error_text *error_lookup(CUresult rc)
 CUresult sim_cuGetErrorName(CUresult error, const char **str)
 {
 	struct call c;
-	if (enter_as(&c, F_cuGetErrorName, 0, false))
+	if (enter_as(&c, F_cuGetErrorName, 0, false, ARGS(.arg = error)))
 		return leave(&c, c.rc);
 	if (!str)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -848,7 +865,7 @@ CUresult sim_cuGetErrorName(CUresult error, const char **str)
 CUresult sim_cuGetErrorString(CUresult error, const char **str)
 {
 	struct call c;
-	if (enter_as(&c, F_cuGetErrorString, 0, false))
+	if (enter_as(&c, F_cuGetErrorString, 0, false, ARGS(.arg = error)))
 		return leave(&c, c.rc);
 	if (!str)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -864,7 +881,7 @@ CUresult sim_cuGetErrorString(CUresult error, const char **str)
 CUresult sim_cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
 	struct call c;
-	if (enter(&c, F_cuCtxCreate, 0))
+	if (enter_with(&c, F_cuCtxCreate, 0, ARGS(.flags = flags, .arg = dev)))
 		return leave(&c, c.rc);
 	if (!pctx || (flags & ~SIM_CTX_FLAGS_MASK))
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -1111,7 +1128,7 @@ static bool primary_release(CUdevice dev)
 CUresult sim_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
 	struct call c;
-	if (enter(&c, F_cuDevicePrimaryCtxRetain, 0))
+	if (enter_with(&c, F_cuDevicePrimaryCtxRetain, 0, ARGS(.arg = dev)))
 		return leave(&c, c.rc);
 	if (!pctx)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -1126,7 +1143,7 @@ CUresult sim_cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 CUresult sim_cuDevicePrimaryCtxRelease(CUdevice dev)
 {
 	struct call c;
-	if (enter(&c, F_cuDevicePrimaryCtxRelease, 0))
+	if (enter_with(&c, F_cuDevicePrimaryCtxRelease, 0, ARGS(.arg = dev)))
 		return leave(&c, c.rc);
 	if (!valid_device(dev))
 		return leave(&c, CUDA_ERROR_INVALID_DEVICE);
@@ -1141,7 +1158,7 @@ CUresult sim_cuDevicePrimaryCtxRelease(CUdevice dev)
 CUresult sim_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
 	struct call c;
-	if (enter(&c, F_cuDevicePrimaryCtxGetState, 0))
+	if (enter_with(&c, F_cuDevicePrimaryCtxGetState, 0, ARGS(.arg = dev)))
 		return leave(&c, c.rc);
 	if (!flags || !active)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -1158,7 +1175,7 @@ CUresult sim_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *
 CUresult sim_cuDevicePrimaryCtxReset(CUdevice dev)
 {
 	struct call c;
-	if (enter(&c, F_cuDevicePrimaryCtxReset, 0))
+	if (enter_with(&c, F_cuDevicePrimaryCtxReset, 0, ARGS(.arg = dev)))
 		return leave(&c, c.rc);
 	if (!valid_device(dev))
 		return leave(&c, CUDA_ERROR_INVALID_DEVICE);
@@ -1176,7 +1193,7 @@ CUresult sim_cuDevicePrimaryCtxReset(CUdevice dev)
 CUresult sim_cuEventCreate(CUevent *ev, unsigned int flags)
 {
 	struct call c;
-	if (enter(&c, F_cuEventCreate, 0))
+	if (enter_with(&c, F_cuEventCreate, 0, ARGS(.flags = flags)))
 		return leave(&c, c.rc);
 	if (!ev || (flags & ~(unsigned int)SIM_EVENT_FLAGS))
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -1218,7 +1235,7 @@ CUresult sim_cuEventDestroy(CUevent ev)
 CUresult sim_cuEventRecord(CUevent ev, CUstream s)
 {
 	struct call c;
-	if (enter(&c, F_cuEventRecord, H(ev)))
+	if (enter_with(&c, F_cuEventRecord, H(ev), ARGS(.handle2 = H(s))))
 		return leave(&c, c.rc);
 	struct obj *o;
 	CUresult rc = need_live(&c, K_EVENT, H(ev), &o);
@@ -1254,7 +1271,7 @@ CUresult sim_cuEventSynchronize(CUevent ev)
 static CUresult elapsed(float *ms, CUevent start, CUevent end)
 {
 	struct call c;
-	if (enter(&c, F_cuEventElapsedTime, H(start)))
+	if (enter_with(&c, F_cuEventElapsedTime, H(start), ARGS(.handle2 = H(end))))
 		return leave(&c, c.rc);
 	struct obj *a, *b;
 	CUresult rc = need_live(&c, K_EVENT, H(start), &a);
@@ -1288,7 +1305,7 @@ CUresult sim_cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
 static CUresult stream_create(enum fn fn, CUstream *ps, unsigned int flags, int priority)
 {
 	struct call c;
-	if (enter(&c, fn, 0))
+	if (enter_with(&c, fn, 0, ARGS(.flags = flags, .arg = priority)))
 		return leave(&c, c.rc);
 	if (!ps || (flags & ~(unsigned int)CU_STREAM_NON_BLOCKING))
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -1346,7 +1363,7 @@ CUresult sim_cuStreamQuery(CUstream s)
 CUresult sim_cuStreamWaitEvent(CUstream s, CUevent ev, unsigned int flags)
 {
 	struct call c;
-	if (enter(&c, F_cuStreamWaitEvent, H(s)))
+	if (enter_with(&c, F_cuStreamWaitEvent, H(s), ARGS(.flags = flags, .handle2 = H(ev))))
 		return leave(&c, c.rc);
 	if (flags != 0)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -1524,7 +1541,7 @@ CUresult sim_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsi
 	(void)shmem;
 	(void)params;
 	(void)extra;
-	if (enter(&c, F_cuLaunchKernel, H(f)))
+	if (enter_with(&c, F_cuLaunchKernel, H(f), ARGS(.handle2 = H(s))))
 		return leave(&c, c.rc);
 	struct obj *fn, *cur, *sctx;
 	CUresult rc = need_live(&c, K_FUNC, H(f), &fn);
@@ -1554,7 +1571,7 @@ CUresult sim_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsi
 CUresult sim_cuMemAlloc(CUdeviceptr *dptr, size_t size)
 {
 	struct call c;
-	if (enter(&c, F_cuMemAlloc, 0))
+	if (enter_with(&c, F_cuMemAlloc, 0, ARGS(.arg = (long long)size)))
 		return leave(&c, c.rc);
 	if (!dptr || size == 0)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -1610,7 +1627,7 @@ static CUresult device_range(const struct call *c, CUdeviceptr p, size_t n, unsi
 CUresult sim_cuMemsetD8(CUdeviceptr dptr, unsigned char uc, size_t n)
 {
 	struct call c;
-	if (enter(&c, F_cuMemsetD8, dptr))
+	if (enter_with(&c, F_cuMemsetD8, dptr, ARGS(.flags = uc, .arg = (long long)n)))
 		return leave(&c, c.rc);
 	unsigned char *dst;
 	CUresult rc = device_range(&c, dptr, n, &dst);
@@ -1623,7 +1640,7 @@ CUresult sim_cuMemsetD8(CUdeviceptr dptr, unsigned char uc, size_t n)
 CUresult sim_cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n)
 {
 	struct call c;
-	if (enter(&c, F_cuMemcpyHtoD, dst))
+	if (enter_with(&c, F_cuMemcpyHtoD, dst, ARGS(.arg = (long long)n, .handle2 = H(src))))
 		return leave(&c, c.rc);
 	if (!src && n)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -1639,7 +1656,7 @@ CUresult sim_cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n)
 CUresult sim_cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n)
 {
 	struct call c;
-	if (enter(&c, F_cuMemcpyDtoH, src))
+	if (enter_with(&c, F_cuMemcpyDtoH, src, ARGS(.arg = (long long)n, .handle2 = H(dst))))
 		return leave(&c, c.rc);
 	if (!dst && n)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -1657,7 +1674,7 @@ CUresult sim_cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n)
 static CUresult host_alloc(enum fn fn, void **pp, size_t size, unsigned int flags)
 {
 	struct call c;
-	if (enter(&c, fn, 0))
+	if (enter_with(&c, fn, 0, ARGS(.flags = flags, .arg = (long long)size)))
 		return leave(&c, c.rc);
 	if (!pp || size == 0 || (flags & ~(unsigned int)SIM_HOST_FLAGS))
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -1708,7 +1725,7 @@ CUresult sim_cuMemFreeHost(void *p)
 CUresult sim_cuGraphCreate(CUgraph *pg, unsigned int flags)
 {
 	struct call c;
-	if (enter(&c, F_cuGraphCreate, 0))
+	if (enter_with(&c, F_cuGraphCreate, 0, ARGS(.flags = flags)))
 		return leave(&c, c.rc);
 	if (!pg || flags != 0)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -1721,7 +1738,7 @@ CUresult sim_cuGraphCreate(CUgraph *pg, unsigned int flags)
 CUresult sim_cuGraphAddEmptyNode(CUgraphNode *pn, CUgraph g, const CUgraphNode *deps, size_t ndeps)
 {
 	struct call c;
-	if (enter(&c, F_cuGraphAddEmptyNode, H(g)))
+	if (enter_with(&c, F_cuGraphAddEmptyNode, H(g), ARGS(.arg = (long long)ndeps)))
 		return leave(&c, c.rc);
 	if (!pn || (ndeps && !deps))
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -1749,7 +1766,7 @@ CUresult sim_cuGraphDestroy(CUgraph g)
 CUresult sim_cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g, unsigned long long flags)
 {
 	struct call c;
-	if (enter(&c, F_cuGraphInstantiateWithFlags, 0))
+	if (enter_with(&c, F_cuGraphInstantiateWithFlags, 0, ARGS(.flags = flags, .handle2 = H(g))))
 		return leave(&c, c.rc);
 	if (!pe || (flags & ~SIM_GRAPH_INSTANTIATE_FLAGS))
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -1774,7 +1791,7 @@ CUresult sim_cuGraphExecDestroy(CUgraphExec e)
 CUresult sim_cuGraphLaunch(CUgraphExec e, CUstream s)
 {
 	struct call c;
-	if (enter(&c, F_cuGraphLaunch, H(e)))
+	if (enter_with(&c, F_cuGraphLaunch, H(e), ARGS(.handle2 = H(s))))
 		return leave(&c, c.rc);
 	struct obj *o;
 	CUresult rc = need_live(&c, K_EXEC, H(e), &o);
@@ -1791,7 +1808,7 @@ CUresult sim_cuGraphLaunch(CUgraphExec e, CUstream s)
 static CUresult unsupported(enum fn fn, const char *abi, int version)
 {
 	struct call c;
-	if (enter_as(&c, fn, 0, false))
+	if (enter_as(&c, fn, 0, false, ARGS(0)))
 		return leave(&c, c.rc);
 	misuse(&c, 0, "%s (ABI version %d) called through an unpinned/unsupported ABI version", abi, version);
 	return leave(&c, CUDA_ERROR_NOT_SUPPORTED);
@@ -1891,7 +1908,7 @@ static CUresult proc_lookup(const char *symbol, void **pfn, int version, cuuint6
 			    CUdriverProcAddressQueryResult *status)
 {
 	struct call c;
-	if (enter_as(&c, F_cuGetProcAddress, 0, false))
+	if (enter_as(&c, F_cuGetProcAddress, 0, false, ARGS(.flags = flags, .arg = version)))
 		return leave(&c, c.rc);
 	if (pfn)
 		*pfn = NULL;

@@ -38,12 +38,47 @@
 extern "C" {
 #endif
 
-/* One driver call as the simulator saw it. */
+/* One driver call as the simulator saw it.
+ *
+ * flags, arg and handle2 are what the call was asked, logged as passed (a
+ * stream priority before clamping) even when the call failed or a fault plan
+ * answered it; 0 where the entry point has no such argument:
+ *
+ *   entry point                       flags         arg             handle2
+ *   cuInit                            flags         -               -
+ *   cuGetProcAddress(_v2)             flags         version         -
+ *   cuGetErrorName, cuGetErrorString  -             the CUresult    -
+ *   cuDeviceGet                       -             ordinal         -
+ *   cuDeviceGetName                   -             device          -
+ *   cuCtxCreate                       flags         device          -
+ *   cuDevicePrimaryCtxRetain, -Release, -GetState, -Reset
+ *                                     -             device          -
+ *   cuEventCreate                     flags         -               -
+ *   cuEventRecord                     -             -               stream
+ *   cuEventElapsedTime(_v2)           -             -               end event
+ *   cuStreamCreate                    flags         -               -
+ *   cuStreamCreateWithPriority        flags         priority        -
+ *   cuStreamWaitEvent                 flags         -               event
+ *   cuLaunchKernel                    -             -               stream
+ *   cuMemAlloc, cuMemAllocHost        -             size            -
+ *   cuMemHostAlloc                    flags         size            -
+ *   cuMemsetD8                        the byte      count           -
+ *   cuMemcpyHtoD, cuMemcpyDtoH        -             count           host pointer
+ *   cuGraphCreate                     flags         -               -
+ *   cuGraphAddEmptyNode               -             dependencies    -
+ *   cuGraphInstantiateWithFlags       flags         -               graph
+ *   cuGraphLaunch                     -             -               stream
+ *
+ * A stream is logged as its value: 0 for NULL, 1 for CU_STREAM_LEGACY, 2 for
+ * CU_STREAM_PER_THREAD.  Every other entry point logs all three as 0. */
 struct cusim_call {
 	const char *fn;   /* base name without ABI suffix ("cuEventDestroy"); static storage */
 	uint64_t handle;  /* the main handle the call names or returns, 0 if none */
 	uint64_t ctx;     /* the calling thread's current context when the call began */
 	CUresult rc;      /* what the call returned */
+	unsigned long long flags;  /* the flags argument (table above) */
+	long long arg;    /* a device, size, count or priority (table above) */
+	uint64_t handle2; /* a second handle: stream, event or graph (table above) */
 };
 
 /* Destroys every object, clears logs, counters, fault plans, misuses,
