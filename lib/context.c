@@ -133,7 +133,10 @@ static CUresult primary_release(uint64_t entry, CUdevice dev, const char *fn)
     CUresult rc = gone ? CUDA_SUCCESS : DRV(cuDevicePrimaryCtxRelease)(dev);
     if (e) {
         CUresult idrc = gone ? CUDA_ERROR_DEINITIALIZED : cuctx__ctx_id(e->u.entry.raw, &now);
-        if (DRV(cuCtxGetId) && idrc == CUDA_SUCCESS && now == e->u.entry.ctx_id) {
+        /* Ends only when the driver says the context is gone (or has no ids):
+         * a failed check proves nothing, and every later hold checks again. */
+        int ended = !DRV(cuCtxGetId) || gone || cuctx__gone(idrc) || (idrc == CUDA_SUCCESS && now != e->u.entry.ctx_id);
+        if (!ended) {
             cuctx__reopen(e);
         } else {
             cuctx__map_remove(e->u.entry.raw, entry);
@@ -224,14 +227,24 @@ static CUresult owned_destroy(uint64_t entry, const char *fn)
     if (!e)
         return cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: the context was already destroyed", fn);
     cuctx__drain(e);
+    CUresult cur_rc = CUDA_SUCCESS;
     if (!atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed)) {
-        DRV(cuCtxGetCurrent)(&cur);
+        /* Whether the driver pops it off this thread's stack: the scopes
+         * around count on it. Asked twice before giving up on knowing. */
+        if ((cur_rc = DRV(cuCtxGetCurrent)(&cur)) != CUDA_SUCCESS)
+            cur_rc = DRV(cuCtxGetCurrent)(&cur);
         rc = DRV(cuCtxDestroy)(e->u.entry.raw);
-        if (rc == CUDA_SUCCESS && cur == e->u.entry.raw)
-            cuctx__popped();    /* the driver popped it off this thread's stack */
+        if (rc == CUDA_SUCCESS && cur_rc == CUDA_SUCCESS && cur == e->u.entry.raw)
+            cuctx__popped();
     }
     cuctx__entry_finish(e, entry);
-    return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuCtxDestroy failed: %s", fn, cuctx_result_name(rc));
+    if (rc != CUDA_SUCCESS)
+        return cuctx__fail(rc, "%s: cuCtxDestroy failed: %s", fn, cuctx_result_name(rc));
+    if (cur_rc != CUDA_SUCCESS)
+        return cuctx__fail(cur_rc, "%s: the context was destroyed, but cuCtxGetCurrent failed (%s): whether it was this "
+                                   "thread's current context is not known, so an enclosing CUCTX_SCOPED may pop one "
+                                   "level too many", fn, cuctx_result_name(cur_rc));
+    return CUDA_SUCCESS;
 }
 
 CUCTX_API CUresult cuctx_ctx_destroy(cuctx_ctx *ctx)

@@ -15,9 +15,19 @@
 #include <stdio.h>
 #include <string.h>
 
-/* prev_entry of a previous context that could not be identified at enter
- * (not for being dead): nothing is concluded about its slot at exit. */
+/* prev_entry of a previous context that could not be registered at enter
+ * (a driver question failed, not for being dead): known by its driver id
+ * alone, or not at all, when nothing is concluded about its slot at exit. */
+#define PREV_ID_ONLY (UINT64_MAX - 1)
 #define PREV_UNKNOWN UINT64_MAX
+
+static uint64_t prev_by_id(CUcontext prev, unsigned long long *ctx_id)
+{
+    CUresult rc = cuctx__ctx_id(prev, ctx_id);
+    if (cuctx__gone(rc))
+        return 0;
+    return rc == CUDA_SUCCESS && *ctx_id ? PREV_ID_ONLY : PREV_UNKNOWN;
+}
 
 CUCTX_API CUresult cuctx_scope_enter(cuctx_scope *scope, cuctx_ctx ctx)
 {
@@ -39,7 +49,7 @@ CUCTX_API CUresult cuctx_scope_enter(cuctx_scope *scope, cuctx_ctx ctx)
      * context is no failure of the enter; one that could not be identified
      * is left alone at exit. */
     if (prev && (rc = cuctx__entry_quiet(prev, fn, &scope->prev_entry)) != CUDA_SUCCESS)
-        scope->prev_entry = rc == CUDA_ERROR_CONTEXT_IS_DESTROYED ? 0 : PREV_UNKNOWN;
+        scope->prev_entry = rc == CUDA_ERROR_CONTEXT_IS_DESTROYED ? 0 : prev_by_id(prev, &scope->prev_ctx_id);
     else if (prev && cuctx__entry_checked_id(scope->prev_entry, &scope->prev_ctx_id) != CUDA_SUCCESS)
         scope->prev_entry = 0;  /* ended just now */
     if ((rc = cuctx__owner_acquire(ctx, fn, &o)) != CUDA_SUCCESS)
@@ -59,24 +69,36 @@ CUCTX_API CUresult cuctx_scope_enter(cuctx_scope *scope, cuctx_ctx ctx)
     return CUDA_SUCCESS;
 }
 
-/* After the pops the previous context's stack slot is on top again. */
+/* After the pops the previous context's stack slot is on top again. When
+ * a check the conclusion needs fails, the handler is told that the slot
+ * was left unchecked. */
 static void settle_prev(const cuctx_scope *scope, const char *fn)
 {
     unsigned long long now = 0;
     CUcontext top = NULL;
-    if (scope->prev_entry == PREV_UNKNOWN || !DRV(cuCtxGetId))
-        return;     /* nothing to conclude, or nothing to tell contexts apart by */
-    int alive = scope->prev_entry && cuctx__alive(scope->prev_entry, KIND_ENTRY);
+    if (!DRV(cuCtxGetId))
+        return;     /* nothing to tell contexts apart by */
+    if (scope->prev_entry == PREV_UNKNOWN) {
+        cuctx__report(CUDA_ERROR_UNKNOWN, "%s: the previous context %p could not be identified at enter; "
+                      "left on the stack unchecked", fn, (void *)scope->prev_raw);
+        return;
+    }
+    int alive = scope->prev_entry == PREV_ID_ONLY
+             || (scope->prev_entry && cuctx__alive(scope->prev_entry, KIND_ENTRY));
     if (alive && !scope->prev_ctx_id)
         return;     /* an owned context cuctx still has */
-    if (DRV(cuCtxGetId)(scope->prev_raw, &now) != CUDA_SUCCESS || (alive && now == scope->prev_ctx_id))
+    CUresult rc = DRV(cuCtxGetId)(scope->prev_raw, &now);
+    if (cuctx__gone(rc) || (rc == CUDA_SUCCESS && alive && now == scope->prev_ctx_id))
         return;     /* dead: left where it was; or the same live context */
-    if (DRV(cuCtxGetCurrent)(&top) != CUDA_SUCCESS || top != scope->prev_raw)
+    if (rc == CUDA_SUCCESS)
+        rc = DRV(cuCtxGetCurrent)(&top);
+    if (rc == CUDA_SUCCESS && top != scope->prev_raw)
         return;
-    CUresult rc = DRV(cuCtxSetCurrent)(NULL);
+    if (rc == CUDA_SUCCESS)
+        rc = DRV(cuCtxSetCurrent)(NULL);
     if (rc != CUDA_SUCCESS)
-        cuctx__report(rc, "%s: cannot take back the stack slot of context %p, now another context's: %s", fn,
-                      (void *)scope->prev_raw, cuctx_result_name(rc));
+        cuctx__report(rc, "%s: cannot check the stack slot of the previous context %p, which may now be another "
+                      "context's: %s", fn, (void *)scope->prev_raw, cuctx_result_name(rc));
 }
 
 CUCTX_API void cuctx_scope_exit(cuctx_scope *scope)
