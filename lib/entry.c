@@ -279,29 +279,6 @@ CUresult cuctx__owner_of_raw(CUcontext raw, const char *fn, struct cuctx_owner *
     }
 }
 
-CUresult cuctx__entry_quiet(CUcontext raw, const char *fn, uint64_t *out)
-{
-    int fresh;
-    *out = 0;
-    cuctx__quiet(1);
-    CUresult rc = entry_lookup(raw, fn, out, &fresh);
-    cuctx__quiet(0);
-    return rc;
-}
-
-CUresult cuctx__entry_checked_id(uint64_t entry, unsigned long long *ctx_id)
-{
-    unsigned hazard;
-    struct cuctx_slot *s = cuctx__hold(entry, KIND_ENTRY, &hazard);
-    *ctx_id = 0;
-    if (!s)
-        return CUDA_ERROR_CONTEXT_IS_DESTROYED;
-    if (s->u.entry.checked)
-        *ctx_id = s->u.entry.ctx_id;
-    cuctx__unhold(s, hazard);
-    return CUDA_SUCCESS;
-}
-
 /* The entry a live ctx handle names: read without a pin (this is on every
  * child create), so the field is read atomically and kept only if the
  * handle was still live after the read. */

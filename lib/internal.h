@@ -244,13 +244,6 @@ CUresult cuctx__owner_acquire(cuctx_ctx ctx, const char *fn, struct cuctx_owner 
 /* The held entry of a raw context, registering it as borrowed when cuctx
  * has not met it (its id and device asked of the driver). */
 CUresult cuctx__owner_of_raw(CUcontext raw, const char *fn, struct cuctx_owner *out);
-/* The entry id for raw without holding it, registering as above; records
- * no error. CONTEXT_IS_DESTROYED when the context is dead. */
-CUresult cuctx__entry_quiet(CUcontext raw, const char *fn, uint64_t *out);
-
-/* The driver id of a held-for-a-moment entry if the driver decides its
- * life, else 0; CONTEXT_IS_DESTROYED if it has ended. */
-CUresult cuctx__entry_checked_id(uint64_t entry, unsigned long long *ctx_id);
 /* Under the lock: a new entry for raw, ending whatever entry the address had
  * (the driver gave it to a new context). */
 CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev, enum cuctx_owner_kind owner,

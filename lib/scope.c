@@ -29,6 +29,24 @@ static uint64_t prev_by_id(CUcontext prev, unsigned long long *ctx_id)
     return rc == CUDA_SUCCESS && *ctx_id ? PREV_ID_ONLY : PREV_UNKNOWN;
 }
 
+/* Which context the previous one is, checked by its id like any hold (a
+ * stale entry at its address must not stand for it), and held only for
+ * the moment it takes to read. */
+static void identify_prev(cuctx_scope *scope, CUcontext prev, const char *fn)
+{
+    struct cuctx_owner o;
+    cuctx__quiet(1);
+    CUresult rc = cuctx__owner_of_raw(prev, fn, &o);
+    cuctx__quiet(0);
+    if (rc == CUDA_SUCCESS) {
+        scope->prev_entry = o.id;
+        scope->prev_ctx_id = o.slot->u.entry.checked ? o.slot->u.entry.ctx_id : 0;
+        cuctx__owner_release(&o);
+    } else {
+        scope->prev_entry = rc == CUDA_ERROR_CONTEXT_IS_DESTROYED ? 0 : prev_by_id(prev, &scope->prev_ctx_id);
+    }
+}
+
 CUCTX_API CUresult cuctx_scope_enter(cuctx_scope *scope, cuctx_ctx ctx)
 {
     static const char fn[] = "cuctx_scope_enter";
@@ -48,10 +66,8 @@ CUCTX_API CUresult cuctx_scope_enter(cuctx_scope *scope, cuctx_ctx ctx)
      * never wait for that lock while holding an entry. A dead previous
      * context is no failure of the enter; one that could not be identified
      * is left alone at exit. */
-    if (prev && (rc = cuctx__entry_quiet(prev, fn, &scope->prev_entry)) != CUDA_SUCCESS)
-        scope->prev_entry = rc == CUDA_ERROR_CONTEXT_IS_DESTROYED ? 0 : prev_by_id(prev, &scope->prev_ctx_id);
-    else if (prev && cuctx__entry_checked_id(scope->prev_entry, &scope->prev_ctx_id) != CUDA_SUCCESS)
-        scope->prev_entry = 0;  /* ended just now */
+    if (prev)
+        identify_prev(scope, prev, fn);
     if ((rc = cuctx__owner_acquire(ctx, fn, &o)) != CUDA_SUCCESS)
         return rc;
     scope->depth = cuctx__pushes();

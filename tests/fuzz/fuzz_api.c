@@ -1,0 +1,1913 @@
+/*
+ * fuzz_api.c - a libFuzzer harness for cuctx against the simulated driver.
+ *
+ * Each input is read as a program: a sequence of operations of three bytes
+ * (opcode, a, b) over a few slots - context handles, child handles of every
+ * kind, contexts the harness made behind cuctx's back - and the calling
+ * thread's context stack. Every operation is run on cuctx and on a small
+ * model of what the manual (include/cuctx.h) promises; after each one the
+ * harness compares:
+ *   - return codes, where the model can tell (nearly everywhere), and
+ *     cuctx_last_error() after each failure;
+ *   - live cuctx handles per kind (cuctx_stats_get) and the stale-skip,
+ *     failed-destroy and shutdown-skip counters;
+ *   - live driver objects per kind (cusim_live) and primary retains
+ *     (cusim_primary_refs): a child is alive in the driver exactly while
+ *     its cuctx handle lives and its context does;
+ *   - the current context (the top of the thread's stack);
+ *   - reports to the error handler (failed cleanups, failed CUCTX_SCOPED);
+ *   - the simulator's misuse log, which must stay empty.
+ * At the end of an input everything is destroyed, the stack emptied and the
+ * simulator reset; no cuctx object may be left. Any mismatch prints the
+ * operations of the input and calls abort().
+ *
+ * The driver: LLVMFuzzerInitialize sets CUCTX_DRIVER from CUCTX_FUZZ_SIM
+ * (the path of the simulator built as a shared library) before the first
+ * cuctx call; CUCTX_DRIVER itself may be set instead.
+ *
+ * What the model keeps of the driver: every context instance (owned: made
+ * by cuctx_ctx_create; raw: made by the harness through the driver; primary:
+ * a device's primary context from one activation to its end), the address
+ * each one has (the simulator hands a freed address to the next context,
+ * so several instances share one), and the thread's stack as a list of
+ * addresses, as the driver keeps it: a slot whose context died names
+ * whichever context has the address now.
+ *
+ * The encoding, for writing seeds by hand: an optional first byte 0xff
+ * turns the simulator's address recycling off for the input; then each
+ * operation is three bytes, OP a b, OP taken modulo 23:
+ *   0 ctx_create (slot a%4; b: bit 0 device, bits 1-3 flags, 0x80 bad flags,
+ *     0x70 bad device)           1 ctx_primary (slot a%4; b bit 0 device)
+ *   2 ctx_borrow (slot a%4; b%6: 0-1 a raw context, 2 the current one, 3 the
+ *     address of ctx slot (a>>2)%4, 4 a primary, 5 NULL)
+ *   3 ctx destroy (slot a%4; b%3: cuctx_ctx_destroy, cuctx_destroy,
+ *     cuctx_cleanup; b&0x80: a child's id to cuctx_ctx_destroy)
+ *   4 ctx_set_current   5 pop_current   6 ctx query (b%4: is_current, raw,
+ *     device, synchronize)   7 ctx_primary_reset (b bit 0 device)
+ *   8 child create (slot a%8 in context (a>>3)%6: slots 0-3, 4 {0}, 5 a
+ *     child's id; kind b%6: event, stream, module, mem, host_mem, graph exec;
+ *     b/6 picks flags and sizes, some invalid)   9 child create in {0}
+ *   10 child destroy (slot a%8; b%4: own kind, another kind, cuctx_destroy,
+ *     cuctx_cleanup)   11 child use (slot a%8, second operand slot (a>>3)%8;
+ *     b&0x0f the call, b&0x80 as kind (b>>4)%6)
+ *   12 copy a slot   13 copy, destroy the original, use and destroy the copy
+ *   14 cuctx_scope_enter (ctx slot a%5, 4 = {0}; a&0x80: a child's id)
+ *   15 cuctx_scope_exit of the innermost (b&1: exit an exited one again)
+ *   16 a block of b%4+1 operations in CUCTX_SCOPED, CUCTX_SCOPED_ELSE,
+ *     CUCTX_GUARD, CUCTX_SCOPED with break, or with return ((b>>2)%5)
+ *   17 raw cuCtxCreate (raw slot a%2; b bit 0 device, bit 1 left pushed)
+ *   18 raw cuCtxDestroy   19 raw push   20 raw pop
+ *   21 raw primary retain/release/reset (a%3; b bit 0 device)
+ *   22 CUCTX_AUTO create (b%7: a child kind or a context; b&0x80: CUCTX_MOVE
+ *     it out to slot a%8)
+ * Bytes past the end read as 0. While a scope is open, raw operations keep
+ * the stack's shape (raw pushes and pops inside a scope must balance).
+ */
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cuctx.h"
+#include "cudasim.h"
+
+/* ---- the simulator's controls and the raw driver ------------------------- */
+
+static struct {
+    void (*reset)(void);
+    void (*set_recycling)(int);
+    size_t (*misuse_count)(void);
+    const char *(*misuse_text)(size_t);
+    size_t (*live)(const char *);
+    int (*is_live)(const char *, uint64_t);
+    unsigned (*primary_refs)(int);
+} sim;
+
+static struct {
+    PFN_cuCtxCreate_v3020 create;
+    PFN_cuCtxDestroy_v4000 destroy;
+    PFN_cuCtxPushCurrent_v4000 push;
+    PFN_cuCtxPopCurrent_v4000 pop;
+    PFN_cuCtxGetCurrent_v4000 get;
+    PFN_cuCtxSetCurrent_v4000 set;
+    PFN_cuDevicePrimaryCtxRetain_v7000 retain;
+    PFN_cuDevicePrimaryCtxRelease_v11000 release;
+    PFN_cuDevicePrimaryCtxReset_v11000 reset;
+    PFN_cuGraphCreate_v10000 graph_create;
+    PFN_cuGraphDestroy_v10000 graph_destroy;
+} raw;
+
+#define H(p) ((uint64_t)(uintptr_t)(p))
+#define C(v) ((CUcontext)(uintptr_t)(v))
+
+/* ---- limits ------------------------------------------------------------------ */
+
+#define NCTX 4          /* context handle slots */
+#define NCH 8           /* child handle slots */
+#define NRAW 2          /* contexts made behind cuctx's back */
+#define NDEV 2          /* the simulator's devices (CUSIM_DEVICES) */
+#define BAD_DEV 7
+#define MAX_INST 1024
+#define MAX_OBJ 2048
+#define STACK_CAP 48    /* operations that push stop here (the driver's limit is 256) */
+#define MAX_SCOPES 12
+#define MAX_LEVEL 3     /* nested CUCTX_SCOPED blocks */
+#define MAX_RAW_REFS 4
+
+/* ---- the model ---------------------------------------------------------------- */
+
+enum okind { O_NONE, O_CTX, O_EVENT, O_STREAM, O_MODULE, O_MEM, O_HOST, O_GEXEC, O_KINDS };
+static const char *const okind_name[O_KINDS] = {"none", "ctx", "event", "stream",
+                                                "module", "mem", "host_mem", "graph_exec"};
+/* cusim_live's names for the driver's objects of each child kind */
+static const char *const sim_kind[O_KINDS] = {NULL, NULL, "event", "stream", "module", "mem", "host_mem", "graph_exec"};
+enum role { R_OWNED = 1, R_PRIMARY, R_BORROWED };
+static const char *const role_name[] = {"?", "owned", "primary", "borrowed"};
+enum ikind { I_OWNED = 1, I_RAW, I_PRIMARY };
+static const char *const ikind_name[] = {"?", "owned", "raw", "primary"};
+
+struct inst {                   /* one driver context, from its creation to its end */
+    uint64_t addr;
+    int live;
+    int kind;                   /* enum ikind */
+    int dev;
+};
+
+struct obj {                    /* one cuctx handle's object */
+    uint64_t id;
+    int kind;                   /* enum okind */
+    int alive;                  /* its handle has not been destroyed */
+    int inst;                   /* child: its context; ctx handle: the context it names */
+    int role;                   /* ctx handles */
+    int dev;
+    unsigned flags;             /* events: creation flags */
+    int recorded;               /* events */
+    size_t size;                /* mem, host_mem */
+};
+
+/* A scope the model knows to be open (entered), or failed/exited. */
+struct mscope {
+    int entered;
+    unsigned depth;             /* cuctx's push count at enter */
+    uint64_t prev;              /* the stack's top at enter */
+    int prev_occ;               /* the live context at prev then, -1 if none */
+};
+
+struct open_scope {
+    cuctx_scope s;
+    struct mscope m;
+};
+
+static struct {
+    struct inst inst[MAX_INST];
+    int ninst;
+    struct obj obj[MAX_OBJ];
+    int nobj;
+    uint64_t stack[256];
+    int depth;
+    unsigned pushes;            /* levels cuctx counts as pushed by itself on this thread */
+    int prim[NDEV];             /* the primary instance of each device, latest; -1 none */
+    unsigned prim_raw_refs[NDEV];
+    uint64_t ctx_slot[NCTX];
+    uint64_t ch_slot[NCH];
+    int raw_slot[NRAW];         /* instance made by the harness, -1 none */
+    CUgraph graph;
+    uint64_t stale_skips;       /* expected since the input began */
+    int reports;                /* expected reports to the error handler */
+    struct open_scope sc[MAX_SCOPES];
+    int nsc;
+    int base;                   /* explicit scopes below this belong to an enclosing block */
+    int level;
+    int macro_open;             /* CUCTX_SCOPED and CUCTX_GUARD scopes entered, not yet left */
+    cuctx_scope exited;         /* a scope exited already, to exit again (no-op) */
+    int have_exited;
+} M;
+
+static uint64_t prim_addr[NDEV];
+static uint64_t base_stale, base_failed;
+
+/* what the error handler was told */
+static int reports_seen;
+static CUresult last_report_rc;
+static char last_report_msg[512];
+
+static const char *ptx_path;
+static int print_trace;         /* CUCTX_FUZZ_TRACE=1: print each input's operations */
+static const char good_image[] = "// cuctx fuzz\n.visible .entry k(\n)\n{\n ret;\n}\n.entry k2 ( )\n";
+static const char text_image[] = "// no kernels in here\n";
+static const char bin_image[] = "\x7f" "ELF\x01\x02";
+
+/* ---- the log of the current input, printed on a mismatch ------------------------ */
+
+static char trace[1 << 16];
+static size_t trace_len;
+static int step_no;
+
+static void note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void note(const char *fmt, ...)
+{
+    va_list ap;
+    if (trace_len + 256 >= sizeof trace)
+        return;
+    trace_len += (size_t)snprintf(trace + trace_len, sizeof trace - trace_len, "%*s#%d ", M.level * 2, "", step_no);
+    va_start(ap, fmt);
+    trace_len += (size_t)vsnprintf(trace + trace_len, sizeof trace - trace_len, fmt, ap);
+    va_end(ap);
+    if (trace_len < sizeof trace - 1)
+        trace[trace_len++] = '\n', trace[trace_len] = 0;
+}
+
+static void dump_model(void)
+{
+    fprintf(stderr, "--- model: stack (bottom first):");
+    for (int i = 0; i < M.depth; i++)
+        fprintf(stderr, " %#llx", (unsigned long long)M.stack[i]);
+    fprintf(stderr, "; cuctx pushes %u\n", M.pushes);
+    for (int i = 0; i < M.ninst; i++)
+        fprintf(stderr, "  inst %d: %s %#llx dev %d %s\n", i, ikind_name[M.inst[i].kind],
+                (unsigned long long)M.inst[i].addr, M.inst[i].dev, M.inst[i].live ? "live" : "dead");
+    for (int i = 0; i < M.nobj; i++)
+        fprintf(stderr, "  obj %d: %s %#llx %s inst %d%s%s\n", i, okind_name[M.obj[i].kind],
+                (unsigned long long)M.obj[i].id, M.obj[i].alive ? "alive" : "destroyed", M.obj[i].inst,
+                M.obj[i].kind == O_CTX ? " " : "", M.obj[i].kind == O_CTX ? role_name[M.obj[i].role] : "");
+}
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void fail(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "\n*** cuctx fuzz: MISMATCH at step %d: ", step_no);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n--- cuctx_last_error_message: %s\n", cuctx_last_error_message());
+    fprintf(stderr, "--- operations of this input:\n%s", trace);
+    dump_model();
+    size_t n = sim.misuse_count();
+    for (size_t i = 0; i < n && i < 20; i++)
+        fprintf(stderr, "--- simulator misuse: %s\n", sim.misuse_text(i));
+    if (reports_seen)
+        fprintf(stderr, "--- last report: %s: %s\n", cuctx_result_name(last_report_rc), last_report_msg);
+    cuctx_leak_report(stderr);
+    abort();
+}
+
+static void on_report(CUresult rc, const char *message, void *user)
+{
+    (void)user;
+    if (rc == CUDA_SUCCESS)
+        return;     /* CUCTX_LOG=debug notes */
+    reports_seen++;
+    last_report_rc = rc;
+    snprintf(last_report_msg, sizeof last_report_msg, "%s", message);
+}
+
+/* Odd steps call the plain create functions, even ones the macros that
+ * record the create site. */
+#define PLAIN (step_no & 1)
+
+static void expect_rc(CUresult got, CUresult want, const char *what)
+{
+    if (got != want)
+        fail("%s returned %s, the model expects %s", what, cuctx_result_name(got), cuctx_result_name(want));
+    if (got != CUDA_SUCCESS && cuctx_last_error() != got)
+        fail("%s failed with %s but cuctx_last_error() is %s", what, cuctx_result_name(got),
+             cuctx_result_name(cuctx_last_error()));
+}
+
+/* ---- model helpers --------------------------------------------------------------- */
+
+static uint64_t top(void)
+{
+    return M.depth ? M.stack[M.depth - 1] : 0;
+}
+
+static void push(uint64_t addr)
+{
+    if (M.depth >= 256)
+        fail("model stack overflow");
+    M.stack[M.depth++] = addr;
+}
+
+/* The context at addr now (the latest made there), -1 if none was ever. */
+static int occ(uint64_t addr)
+{
+    for (int i = M.ninst - 1; i >= 0; i--)
+        if (M.inst[i].addr == addr)
+            return i;
+    return -1;
+}
+
+static int occ_live(uint64_t addr)
+{
+    int i = addr ? occ(addr) : -1;
+    return i >= 0 && M.inst[i].live ? i : -1;
+}
+
+static int inst_new(uint64_t addr, int kind, int dev)
+{
+    if (M.ninst >= MAX_INST)
+        fail("model: too many contexts");
+    if (occ_live(addr) >= 0)
+        fail("the driver gave address %#llx to a new context while the model has a live one there",
+             (unsigned long long)addr);
+    M.inst[M.ninst] = (struct inst){addr, 1, kind, dev};
+    return M.ninst++;
+}
+
+static int obj_find(uint64_t id)
+{
+    if (!id)
+        return -1;
+    for (int i = M.nobj - 1; i >= 0; i--)
+        if (M.obj[i].id == id)
+            return i;
+    return -1;
+}
+
+static int obj_new(uint64_t id, int kind, int inst)
+{
+    if (M.nobj >= MAX_OBJ)
+        fail("model: too many objects");
+    if (!id)
+        fail("a successful create left the handle {0}");
+    if (obj_find(id) >= 0)
+        fail("a create returned id %#llx, which an earlier object had", (unsigned long long)id);
+    M.obj[M.nobj] = (struct obj){.id = id, .kind = kind, .alive = 1, .inst = inst};
+    return M.nobj++;
+}
+
+/* The expected result of using id as a child of kind k. */
+static CUresult want_child(uint64_t id, int k, int *oi)
+{
+    int i = obj_find(id);
+    *oi = i;
+    if (i < 0 || M.obj[i].kind != k || !M.obj[i].alive)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!M.inst[M.obj[i].inst].live)
+        return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    return CUDA_SUCCESS;
+}
+
+/* ... as a context handle ({0} is INVALID_HANDLE here). */
+static CUresult want_ctx(uint64_t id, int *oi)
+{
+    return want_child(id, O_CTX, oi);
+}
+
+/* The owner a create given ctx id would use ({0}: the current context). */
+static CUresult want_owner(uint64_t id, int *inst)
+{
+    int oi;
+    if (id == 0) {
+        if (!M.depth)
+            return CUDA_ERROR_INVALID_CONTEXT;
+        int k = occ_live(top());
+        if (k < 0)
+            return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+        *inst = k;
+        return CUDA_SUCCESS;
+    }
+    CUresult rc = want_ctx(id, &oi);
+    if (rc == CUDA_SUCCESS)
+        *inst = M.obj[oi].inst;
+    return rc;
+}
+
+static unsigned prim_handles(int dev)
+{
+    unsigned n = 0;
+    for (int i = 0; i < M.nobj; i++)
+        if (M.obj[i].kind == O_CTX && M.obj[i].alive && M.obj[i].role == R_PRIMARY && M.obj[i].dev == dev)
+            n++;
+    return n;
+}
+
+static void prim_maybe_end(int dev)
+{
+    if (prim_handles(dev) + M.prim_raw_refs[dev] == 0 && M.prim[dev] >= 0)
+        M.inst[M.prim[dev]].live = 0;
+}
+
+static void prim_retain_model(int dev)
+{
+    if (M.prim[dev] < 0 || !M.inst[M.prim[dev]].live)
+        M.prim[dev] = inst_new(prim_addr[dev], I_PRIMARY, dev);
+}
+
+/* A driver-side end of an owned or raw context: cuCtxDestroy pops it only
+ * when it is the top of the calling thread's stack. */
+static int ctx_end_model(int inst)
+{
+    M.inst[inst].live = 0;
+    if (M.depth && top() == M.inst[inst].addr) {
+        M.depth--;
+        return 1;
+    }
+    return 0;
+}
+
+/* The model of a destroy of a context handle. */
+static CUresult model_ctx_destroy(uint64_t id)
+{
+    int oi = obj_find(id);
+    if (!id)
+        return CUDA_SUCCESS;
+    if (oi < 0 || M.obj[oi].kind != O_CTX || !M.obj[oi].alive)
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct obj *o = &M.obj[oi];
+    o->alive = 0;
+    if (o->role == R_OWNED) {
+        if (ctx_end_model(o->inst) && M.pushes)
+            M.pushes--;
+    } else if (o->role == R_PRIMARY) {
+        prim_maybe_end(o->dev);
+    }
+    return CUDA_SUCCESS;
+}
+
+/* ... of a child handle, destroyed as kind k. */
+static CUresult model_child_destroy(uint64_t id, int k)
+{
+    int oi;
+    if (!id)
+        return CUDA_SUCCESS;
+    CUresult rc = want_child(id, k, &oi);
+    if (rc == CUDA_ERROR_INVALID_HANDLE)
+        return rc;
+    M.obj[oi].alive = 0;
+    if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED)
+        M.stale_skips++;
+    return CUDA_SUCCESS;
+}
+
+/* cuctx_destroy: by the kind in the id. */
+static int id_kind(uint64_t id)
+{
+    unsigned k = (unsigned)(id >> 58);
+    return k >= O_CTX && k <= O_GEXEC ? (int)k : O_NONE;
+}
+
+static CUresult model_any_destroy(uint64_t id)
+{
+    if (!id)
+        return CUDA_SUCCESS;
+    int k = id_kind(id);
+    if (k == O_CTX)
+        return model_ctx_destroy(id);
+    if (k == O_NONE)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return model_child_destroy(id, k);
+}
+
+/* ---- checks after every step ------------------------------------------------------- */
+
+static void verify(const char *where)
+{
+    struct cuctx_stats st;
+    size_t want[O_KINDS] = {0}, drv[O_KINDS] = {0};
+    size_t live_ctx = 0, live_prim = 0;
+
+    cuctx_stats_get(&st);
+    for (int i = 0; i < M.nobj; i++) {
+        if (!M.obj[i].alive)
+            continue;
+        want[M.obj[i].kind]++;
+        if (M.obj[i].kind != O_CTX && M.inst[M.obj[i].inst].live)
+            drv[M.obj[i].kind]++;
+    }
+    size_t got[O_KINDS] = {0, st.ctx_handles, st.events, st.streams, st.modules, st.mems, st.host_mems, st.graph_execs};
+    for (int k = O_CTX; k < O_KINDS; k++)
+        if (got[k] != want[k])
+            fail("%s: cuctx_stats_get says %zu live %s handles, the model %zu", where, got[k], okind_name[k], want[k]);
+    if (st.stale_skips != base_stale + M.stale_skips)
+        fail("%s: stale_skips is %llu, the model expects %llu", where,
+             (unsigned long long)(st.stale_skips - base_stale), (unsigned long long)M.stale_skips);
+    /* Every live context that an alive handle names has its live entry;
+     * entries of ended contexts may linger until cuctx next looks. */
+    size_t named = 0;
+    for (int k = 0; k < M.ninst; k++) {
+        if (!M.inst[k].live)
+            continue;
+        for (int i = 0; i < M.nobj; i++) {
+            if (M.obj[i].alive && M.obj[i].inst == k) {
+                named++;
+                break;
+            }
+        }
+    }
+    if (st.contexts < named || st.contexts > (size_t)M.ninst)
+        fail("%s: cuctx_stats_get says %zu contexts; %zu live ones are named by handles, %d were ever met", where,
+             st.contexts, named, M.ninst);
+    if (st.failed_destroys != base_failed)
+        fail("%s: failed_destroys grew by %llu", where, (unsigned long long)(st.failed_destroys - base_failed));
+    if (st.shutdown_skips != 0)
+        fail("%s: shutdown_skips is %llu", where, (unsigned long long)st.shutdown_skips);
+
+    for (int i = 0; i < M.ninst; i++)
+        if (M.inst[i].live)
+            *(M.inst[i].kind == I_PRIMARY ? &live_prim : &live_ctx) += 1;
+    if (sim.live("context") != live_ctx)
+        fail("%s: the driver has %zu live contexts, the model %zu", where, sim.live("context"), live_ctx);
+    if (sim.live("primary") != live_prim)
+        fail("%s: the driver has %zu active primary contexts, the model %zu", where, sim.live("primary"), live_prim);
+    for (int k = O_EVENT; k < O_KINDS; k++)
+        if (sim.live(sim_kind[k]) != drv[k])
+            fail("%s: the driver has %zu live %s objects, the model %zu", where, sim.live(sim_kind[k]), sim_kind[k],
+                 drv[k]);
+    if (sim.live("graph") != (M.graph ? 1u : 0u))
+        fail("%s: the driver has %zu graphs", where, sim.live("graph"));
+    for (int d = 0; d < NDEV; d++) {
+        unsigned refs = M.prim_raw_refs[d] + prim_handles(d);
+        if (sim.primary_refs(d) != refs)
+            fail("%s: device %d's primary context has %u retains, the model %u", where, d, sim.primary_refs(d), refs);
+    }
+
+    CUcontext cur = NULL;
+    if (raw.get(&cur) != CUDA_SUCCESS)
+        fail("%s: cuCtxGetCurrent failed", where);
+    if (H(cur) != top())
+        fail("%s: the current context is %#llx, the model says %#llx", where, (unsigned long long)H(cur),
+             (unsigned long long)top());
+    cur = C(1);
+    if (cuctx_current_raw(&cur) != CUDA_SUCCESS || H(cur) != top())
+        fail("%s: cuctx_current_raw says %p, the model %#llx", where, (void *)cur, (unsigned long long)top());
+    if (sim.misuse_count() != 0)
+        fail("%s: the simulator recorded %zu misuse(s)", where, sim.misuse_count());
+    if (reports_seen != M.reports)
+        fail("%s: the error handler was told %d time(s), the model expects %d", where, reports_seen, M.reports);
+}
+
+/* ---- the input ---------------------------------------------------------------------- */
+
+static const uint8_t *in;
+static size_t in_n, in_pos;
+
+static uint8_t next(void)
+{
+    return in_pos < in_n ? in[in_pos++] : 0;
+}
+
+enum op {
+    OP_CTX_CREATE, OP_CTX_PRIMARY, OP_CTX_BORROW, OP_CTX_DESTROY, OP_CTX_SET_CURRENT, OP_POP_CURRENT,
+    OP_CTX_QUERY, OP_PRIMARY_RESET, OP_CHILD_CREATE, OP_CHILD_CREATE_CUR, OP_CHILD_DESTROY, OP_CHILD_USE,
+    OP_COPY, OP_STALE, OP_SCOPE_ENTER, OP_SCOPE_EXIT, OP_SCOPED, OP_RAW_CREATE, OP_RAW_DESTROY,
+    OP_RAW_PUSH, OP_RAW_POP, OP_RAW_PRIMARY, OP_AUTO, OP_COUNT
+};
+
+static void run_ops(int n);
+
+/* ---- contexts ------------------------------------------------------------------------- */
+
+static void op_ctx_create(int slot, uint8_t b)
+{
+    static const unsigned sched[] = {CUCTX_SCHED_AUTO, CUCTX_SCHED_SPIN, CUCTX_SCHED_YIELD, CUCTX_SCHED_BLOCKING_SYNC};
+    int dev = b & 1;
+    unsigned flags = sched[(b >> 1) & 3] | ((b >> 3) & 1 ? CUCTX_MAP_HOST : 0);
+    CUresult want = CUDA_SUCCESS;
+    if (b & 0x80) {
+        flags = 0x20;
+        want = CUDA_ERROR_INVALID_VALUE;
+    } else if ((b & 0x70) == 0x70) {
+        dev = BAD_DEV;
+        want = CUDA_ERROR_INVALID_DEVICE;
+    }
+    if (M.depth >= STACK_CAP)
+        return;
+    cuctx_ctx c = {0xdead};
+    CUresult rc = PLAIN ? (cuctx_ctx_create)(&c, dev, flags) : cuctx_ctx_create(&c, dev, flags);
+    note("ctx_create(slot %d, dev %d, flags %#x) -> %s %#llx", slot, dev, flags, cuctx_result_name(rc),
+         (unsigned long long)c.id);
+    expect_rc(rc, want, "cuctx_ctx_create");
+    if (rc != CUDA_SUCCESS) {
+        if (c.id)
+            fail("a failed cuctx_ctx_create left the handle %#llx", (unsigned long long)c.id);
+        return;
+    }
+    CUcontext cur = NULL;
+    raw.get(&cur);
+    int k = inst_new(H(cur), I_OWNED, dev);
+    push(H(cur));
+    M.pushes++;
+    int oi = obj_new(c.id, O_CTX, k);
+    M.obj[oi].role = R_OWNED;
+    M.obj[oi].dev = dev;
+    M.ctx_slot[slot] = c.id;
+    if (cuctx_ctx_raw(c) != cur)
+        fail("cuctx_ctx_raw of a new context is %p, the driver made it %p", (void *)cuctx_ctx_raw(c), (void *)cur);
+    if (cuctx_ctx_device(c) != dev)
+        fail("cuctx_ctx_device of a new context on device %d is %d", dev, cuctx_ctx_device(c));
+}
+
+static void op_ctx_primary(int slot, uint8_t b)
+{
+    int dev = b & 1;
+    CUresult want = CUDA_SUCCESS;
+    if ((b & 0x70) == 0x70) {
+        dev = BAD_DEV;
+        want = CUDA_ERROR_INVALID_DEVICE;
+    }
+    cuctx_ctx c = {0xdead};
+    CUresult rc = PLAIN ? (cuctx_ctx_primary)(&c, dev) : cuctx_ctx_primary(&c, dev);
+    note("ctx_primary(slot %d, dev %d) -> %s %#llx", slot, dev, cuctx_result_name(rc), (unsigned long long)c.id);
+    expect_rc(rc, want, "cuctx_ctx_primary");
+    if (rc != CUDA_SUCCESS) {
+        if (c.id)
+            fail("a failed cuctx_ctx_primary left the handle %#llx", (unsigned long long)c.id);
+        return;
+    }
+    prim_retain_model(dev);
+    int oi = obj_new(c.id, O_CTX, M.prim[dev]);
+    M.obj[oi].role = R_PRIMARY;
+    M.obj[oi].dev = dev;
+    M.ctx_slot[slot] = c.id;
+    if (H(cuctx_ctx_raw(c)) != prim_addr[dev])
+        fail("cuctx_ctx_raw of device %d's primary context is %p, not %#llx", dev, (void *)cuctx_ctx_raw(c),
+             (unsigned long long)prim_addr[dev]);
+}
+
+/* An address to borrow; 0 for NULL. Only addresses the driver has met. */
+static uint64_t borrow_source(uint8_t a, uint8_t b, const char **what)
+{
+    switch (b % 6) {
+    case 0:
+    case 1: {
+        int k = M.raw_slot[b % 2];
+        *what = "raw slot";
+        return k >= 0 ? M.inst[k].addr : 0;
+    }
+    case 2:
+        *what = "current";
+        return top();
+    case 3: {
+        int oi = obj_find(M.ctx_slot[(a >> 2) % NCTX]);
+        *what = "ctx slot's address";
+        return oi >= 0 ? M.inst[M.obj[oi].inst].addr : 0;
+    }
+    case 4: {
+        int dev = (b >> 3) & 1;
+        *what = "primary";
+        return occ(prim_addr[dev]) >= 0 ? prim_addr[dev] : 0;
+    }
+    default:
+        *what = "NULL";
+        return 0;
+    }
+}
+
+static void op_ctx_borrow(int slot, uint8_t a, uint8_t b)
+{
+    const char *what;
+    uint64_t addr = borrow_source(a, b, &what);
+    CUresult want = CUDA_SUCCESS;
+    int k = -1;
+    if (!addr)
+        want = CUDA_ERROR_INVALID_VALUE;
+    else if ((k = occ_live(addr)) < 0)
+        want = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    cuctx_ctx c = {0xdead};
+    CUresult rc = PLAIN ? (cuctx_ctx_borrow)(&c, C(addr)) : cuctx_ctx_borrow(&c, C(addr));
+    note("ctx_borrow(slot %d, %s %#llx) -> %s %#llx", slot, what, (unsigned long long)addr, cuctx_result_name(rc),
+         (unsigned long long)c.id);
+    expect_rc(rc, want, "cuctx_ctx_borrow");
+    if (rc != CUDA_SUCCESS) {
+        if (c.id)
+            fail("a failed cuctx_ctx_borrow left the handle %#llx", (unsigned long long)c.id);
+        return;
+    }
+    int oi = obj_new(c.id, O_CTX, k);
+    M.obj[oi].role = R_BORROWED;
+    M.obj[oi].dev = M.inst[k].dev;
+    M.ctx_slot[slot] = c.id;
+    if (cuctx_ctx_device(c) != M.inst[k].dev)
+        fail("cuctx_ctx_device of a borrowed context of device %d is %d", M.inst[k].dev, cuctx_ctx_device(c));
+}
+
+/* Destroys *h by one of three calls; the model's answer is want. */
+static void destroy_via(uint64_t *h, int how, CUresult want, const char *what)
+{
+    CUresult rc;
+    uint64_t was = *h;
+    switch (how % 3) {
+    case 0:
+        rc = id_kind(was) == O_CTX || !was ? cuctx_ctx_destroy((cuctx_ctx *)h) : cuctx_destroy(h);
+        break;
+    case 1:
+        rc = cuctx_destroy(h);
+        break;
+    default: {
+        int before = reports_seen;
+        cuctx_cleanup(h);
+        rc = reports_seen > before ? last_report_rc : CUDA_SUCCESS;
+        if (want != CUDA_SUCCESS)
+            M.reports++;
+        if (reports_seen > before + 1)
+            fail("one cuctx_cleanup told the error handler %d times", reports_seen - before);
+        break;
+    }
+    }
+    note("  %s(%#llx) via %s -> %s", what, (unsigned long long)was,
+         how % 3 == 0 ? "kind destroy" : how % 3 == 1 ? "cuctx_destroy" : "cuctx_cleanup",
+         cuctx_result_name(rc));
+    if (how % 3 == 2) {
+        if (rc != want)
+            fail("cuctx_cleanup of %#llx reported %s, the model expects %s", (unsigned long long)was,
+                 cuctx_result_name(rc), cuctx_result_name(want));
+    } else {
+        expect_rc(rc, want, what);
+    }
+    if (*h != 0)
+        fail("%s left the handle %#llx, not {0}", what, (unsigned long long)*h);
+}
+
+static void op_ctx_destroy(int slot, uint8_t b)
+{
+    if (b & 0x80) {
+        /* a child's id given to cuctx_ctx_destroy: refused, the child lives on */
+        uint64_t id = M.ch_slot[(b >> 2) % NCH];
+        if (!id)
+            return;
+        CUresult rc = cuctx_ctx_destroy((cuctx_ctx *)&id);
+        note("ctx_destroy(child %#llx) -> %s", (unsigned long long)M.ch_slot[(b >> 2) % NCH], cuctx_result_name(rc));
+        expect_rc(rc, CUDA_ERROR_INVALID_HANDLE, "cuctx_ctx_destroy of a child's handle");
+        return;
+    }
+    note("ctx_destroy(slot %d)", slot);
+    uint64_t id = M.ctx_slot[slot];
+    CUresult want = model_ctx_destroy(id);
+    destroy_via(&M.ctx_slot[slot], b, want, "cuctx_ctx_destroy");
+}
+
+static void op_ctx_set_current(int slot, uint8_t b)
+{
+    uint64_t id = (b & 0x80) ? 0 : (b & 0x40) ? M.ch_slot[b % NCH] : M.ctx_slot[slot];
+    int oi;
+    CUresult want = want_ctx(id, &oi);
+    CUresult rc = cuctx_ctx_set_current((cuctx_ctx){id});
+    note("ctx_set_current(%#llx) -> %s", (unsigned long long)id, cuctx_result_name(rc));
+    expect_rc(rc, want, "cuctx_ctx_set_current");
+    if (rc == CUDA_SUCCESS) {
+        if (M.depth)
+            M.stack[M.depth - 1] = M.inst[M.obj[oi].inst].addr;
+        else
+            push(M.inst[M.obj[oi].inst].addr);
+    }
+}
+
+static void op_pop_current(void)
+{
+    CUresult want = CUDA_SUCCESS;
+    if (!M.depth)
+        want = CUDA_ERROR_INVALID_CONTEXT;
+    else if (occ_live(top()) < 0)
+        want = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    CUresult rc = cuctx_pop_current();
+    note("pop_current -> %s", cuctx_result_name(rc));
+    expect_rc(rc, want, "cuctx_pop_current");
+    if (rc == CUDA_SUCCESS) {
+        M.depth--;
+        if (M.pushes)
+            M.pushes--;
+    }
+}
+
+static void ctx_query(uint64_t id, uint8_t b)
+{
+    int oi;
+    CUresult want = want_ctx(id, &oi), rc;
+    uint64_t addr = want == CUDA_SUCCESS ? M.inst[M.obj[oi].inst].addr : 0;
+    cuctx_ctx c = {id};
+    switch (b % 4) {
+    case 0: {
+        int is = -1;
+        rc = cuctx_ctx_is_current(c, &is);
+        note("ctx_is_current(%#llx) -> %s %d", (unsigned long long)id, cuctx_result_name(rc), is);
+        expect_rc(rc, want, "cuctx_ctx_is_current");
+        if (is != (rc == CUDA_SUCCESS && top() == addr))
+            fail("cuctx_ctx_is_current says %d", is);
+        break;
+    }
+    case 1: {
+        CUcontext r = cuctx_ctx_raw(c);
+        note("ctx_raw(%#llx) -> %p", (unsigned long long)id, (void *)r);
+        if (H(r) != addr)
+            fail("cuctx_ctx_raw is %p, the model says %#llx", (void *)r, (unsigned long long)addr);
+        if (!r && cuctx_last_error() != want)
+            fail("cuctx_ctx_raw failed, the last error is %s, the model says %s", cuctx_result_name(cuctx_last_error()),
+                 cuctx_result_name(want));
+        break;
+    }
+    case 2: {
+        CUdevice d = cuctx_ctx_device(c);
+        note("ctx_device(%#llx) -> %d", (unsigned long long)id, d);
+        if (d != (want == CUDA_SUCCESS ? M.inst[M.obj[oi].inst].dev : -1))
+            fail("cuctx_ctx_device is %d", d);
+        break;
+    }
+    default:
+        rc = cuctx_ctx_synchronize(c);
+        note("ctx_synchronize(%#llx) -> %s", (unsigned long long)id, cuctx_result_name(rc));
+        expect_rc(rc, want, "cuctx_ctx_synchronize");
+        break;
+    }
+}
+
+static void op_ctx_query(int slot, uint8_t b)
+{
+    ctx_query((b & 0x80) ? M.ch_slot[(b >> 3) % NCH] : M.ctx_slot[slot], b);
+}
+
+static void op_primary_reset(uint8_t a, uint8_t b)
+{
+    int dev = (b & 0x70) == 0x70 ? BAD_DEV : b & 1;
+    CUresult want = dev == BAD_DEV ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
+    CUresult rc;
+    if (a & 1) {
+        rc = cuctx_ctx_primary_reset(dev);
+        note("ctx_primary_reset(%d) -> %s", dev, cuctx_result_name(rc));
+        expect_rc(rc, want, "cuctx_ctx_primary_reset");
+    } else {
+        if (dev == BAD_DEV)
+            return;
+        rc = raw.reset(dev);
+        note("raw cuDevicePrimaryCtxReset(%d) -> %s", dev, cuctx_result_name(rc));
+        if (rc != want)
+            fail("raw reset: %s", cuctx_result_name(rc));
+    }
+    if (rc == CUDA_SUCCESS && M.prim[dev] >= 0)
+        M.inst[M.prim[dev]].live = 0;
+}
+
+/* ---- children ------------------------------------------------------------------------- */
+
+static CUgraph graph(void)
+{
+    if (!M.graph && raw.graph_create(&M.graph, 0) != CUDA_SUCCESS)
+        fail("cuGraphCreate failed");
+    return M.graph;
+}
+
+/* Creates a child of kind k (O_EVENT..O_GEXEC) in ctx; returns cuctx's answer,
+ * and in *want the model's, given that the owner resolves as `owner`. */
+static CUresult child_create(int k, uint64_t ctx, unsigned param, uint64_t *out, CUresult owner, CUresult *want,
+                             unsigned *flags, size_t *size, char *desc, size_t dn)
+{
+    cuctx_ctx c = {ctx};
+    CUresult rc, drv = CUDA_SUCCESS;
+    *flags = 0;
+    *size = 0;
+    *out = 0xdead;
+    switch (k) {
+    case O_EVENT: {
+        static const unsigned ef[] = {0, CU_EVENT_BLOCKING_SYNC, CU_EVENT_DISABLE_TIMING,
+                                      CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING, CU_EVENT_INTERPROCESS, 0x80};
+        unsigned f = ef[param % 6];
+        drv = param % 6 >= 4 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+        *flags = f;
+        snprintf(desc, dn, "event_create(flags %#x)", f);
+        rc = PLAIN ? (cuctx_event_create)((cuctx_event *)out, c, f) : cuctx_event_create((cuctx_event *)out, c, f);
+        break;
+    }
+    case O_STREAM: {
+        static const unsigned sf[] = {0, CU_STREAM_NON_BLOCKING, 4};
+        static const int prio[] = {0, -1, -5, 3, -9};
+        unsigned f = sf[param % 3];
+        int p = prio[(param / 3) % 5];
+        drv = f == 4 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+        snprintf(desc, dn, "stream_create(flags %#x, priority %d)", f, p);
+        rc = PLAIN ? (cuctx_stream_create)((cuctx_stream *)out, c, f, p)
+                   : cuctx_stream_create((cuctx_stream *)out, c, f, p);
+        break;
+    }
+    case O_MODULE:
+        switch (param % 5) {
+        case 0:
+        case 1:
+            snprintf(desc, dn, "module_load_data(kernels)");
+            rc = PLAIN ? (cuctx_module_load_data)((cuctx_module *)out, c, good_image)
+                       : cuctx_module_load_data((cuctx_module *)out, c, good_image);
+            break;
+        case 2:
+            snprintf(desc, dn, "module_load_data(%s)", param & 8 ? "no kernels" : "binary");
+            drv = CUDA_ERROR_INVALID_IMAGE;
+            rc = cuctx_module_load_data((cuctx_module *)out, c, param & 8 ? text_image : bin_image);
+            break;
+        case 3:
+            snprintf(desc, dn, "module_load(missing file)");
+            drv = CUDA_ERROR_FILE_NOT_FOUND;
+            rc = PLAIN ? (cuctx_module_load)((cuctx_module *)out, c, "/nonexistent/cuctx-fuzz.ptx")
+                       : cuctx_module_load((cuctx_module *)out, c, "/nonexistent/cuctx-fuzz.ptx");
+            break;
+        default:
+            snprintf(desc, dn, "module_load(%s)", ptx_path ? ptx_path : "kernels");
+            rc = ptx_path ? cuctx_module_load((cuctx_module *)out, c, ptx_path)
+                          : cuctx_module_load_data((cuctx_module *)out, c, good_image);
+            break;
+        }
+        break;
+    case O_MEM: {
+        static const size_t ms[] = {1, 16, 4096, 100000, 0, ((size_t)1 << 30) + 1};
+        size_t n = ms[param % 6];
+        drv = n == 0 ? CUDA_ERROR_INVALID_VALUE : n > ((size_t)1 << 30) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+        *size = n;
+        snprintf(desc, dn, "mem_alloc(%zu)", n);
+        rc = PLAIN ? (cuctx_mem_alloc)((cuctx_mem *)out, c, n) : cuctx_mem_alloc((cuctx_mem *)out, c, n);
+        break;
+    }
+    case O_HOST: {
+        static const size_t hs[] = {1, 64, 4096, 0};
+        static const unsigned hf[] = {0, CU_MEMHOSTALLOC_PORTABLE, CU_MEMHOSTALLOC_DEVICEMAP,
+                                      CU_MEMHOSTALLOC_WRITECOMBINED, 0x80};
+        size_t n = hs[param % 4];
+        unsigned f = hf[(param / 4) % 5];
+        drv = n == 0 || f == 0x80 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+        *size = n;
+        snprintf(desc, dn, "host_mem_alloc(%zu, flags %#x)", n, f);
+        rc = PLAIN ? (cuctx_host_mem_alloc)((cuctx_host_mem *)out, c, n, f)
+                   : cuctx_host_mem_alloc((cuctx_host_mem *)out, c, n, f);
+        break;
+    }
+    default: {
+        static const unsigned long long gf[] = {0, 0, 1, 0, 0x100};
+        int null_graph = param % 5 == 3;
+        unsigned long long f = gf[param % 5];
+        drv = f == 0x100 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+        snprintf(desc, dn, "graph_exec_instantiate(%s, flags %#llx)", null_graph ? "NULL" : "graph", f);
+        if (null_graph) {
+            *want = CUDA_ERROR_INVALID_VALUE;   /* checked before the context */
+            return cuctx_graph_exec_instantiate((cuctx_graph_exec *)out, c, NULL, f);
+        }
+        rc = PLAIN ? (cuctx_graph_exec_instantiate)((cuctx_graph_exec *)out, c, graph(), f)
+                   : cuctx_graph_exec_instantiate((cuctx_graph_exec *)out, c, graph(), f);
+        break;
+    }
+    }
+    *want = owner != CUDA_SUCCESS ? owner : drv;
+    return rc;
+}
+
+static void do_child_create(int slot, uint64_t ctx, const char *ctxdesc, uint8_t b)
+{
+    int k = O_EVENT + b % 6;
+    unsigned param = b / 6;
+    int inst = -1;
+    CUresult owner = want_owner(ctx, &inst), want;
+    uint64_t id;
+    unsigned flags;
+    size_t size;
+    char desc[128];
+    CUresult rc = child_create(k, ctx, param, &id, owner, &want, &flags, &size, desc, sizeof desc);
+    note("%s in %s %#llx -> slot %d: %s %#llx", desc, ctxdesc, (unsigned long long)ctx, slot, cuctx_result_name(rc),
+         (unsigned long long)id);
+    expect_rc(rc, want, desc);
+    if (rc != CUDA_SUCCESS) {
+        if (id)
+            fail("a failed create left the handle %#llx", (unsigned long long)id);
+        return;
+    }
+    if (id_kind(id) != k)
+        fail("a new %s handle %#llx is of kind %d", okind_name[k], (unsigned long long)id, id_kind(id));
+    int oi = obj_new(id, k, inst);
+    M.obj[oi].flags = flags;
+    M.obj[oi].size = size;
+    M.ch_slot[slot] = id;
+}
+
+/* The context operand of a create: a slot, {0} (current), or a child's id. */
+static uint64_t ctx_operand(unsigned sel, const char **desc)
+{
+    sel %= 6;
+    if (sel < NCTX) {
+        *desc = "ctx slot";
+        return M.ctx_slot[sel];
+    }
+    if (sel == NCTX) {
+        *desc = "{0}";
+        return 0;
+    }
+    *desc = "a child's id as ctx";
+    return M.ch_slot[0] ? M.ch_slot[0] : M.ch_slot[1];
+}
+
+static void op_child_create(uint8_t a, uint8_t b)
+{
+    const char *d;
+    uint64_t ctx = ctx_operand(a >> 3, &d);
+    do_child_create(a % NCH, ctx, d, b);
+}
+
+static void op_child_destroy(uint8_t a, uint8_t b)
+{
+    int slot = a % NCH;
+    uint64_t id = M.ch_slot[slot];
+    int oi = obj_find(id);
+    int k = oi >= 0 ? M.obj[oi].kind : O_EVENT + (b >> 4) % 6;
+    CUresult rc, want;
+    switch (b % 4) {
+    case 0:
+    case 1: {
+        /* the kind's own destroy; with b & 2, another kind's (refused, left alive) */
+        int dk = b % 4 == 1 ? O_EVENT + (k - O_EVENT + 1 + (b >> 4) % 5) % 6 : k;
+        want = model_child_destroy(id, dk);
+        switch (dk) {
+        case O_EVENT: rc = cuctx_event_destroy((cuctx_event *)&M.ch_slot[slot]); break;
+        case O_STREAM: rc = cuctx_stream_destroy((cuctx_stream *)&M.ch_slot[slot]); break;
+        case O_MODULE: rc = cuctx_module_destroy((cuctx_module *)&M.ch_slot[slot]); break;
+        case O_MEM: rc = cuctx_mem_destroy((cuctx_mem *)&M.ch_slot[slot]); break;
+        case O_HOST: rc = cuctx_host_mem_destroy((cuctx_host_mem *)&M.ch_slot[slot]); break;
+        default: rc = cuctx_graph_exec_destroy((cuctx_graph_exec *)&M.ch_slot[slot]); break;
+        }
+        note("%s_destroy(slot %d %#llx) -> %s", okind_name[dk], slot, (unsigned long long)id, cuctx_result_name(rc));
+        expect_rc(rc, want, "child destroy");
+        if (M.ch_slot[slot])
+            fail("a destroy left the handle %#llx", (unsigned long long)M.ch_slot[slot]);
+        break;
+    }
+    default:
+        note("child destroy (slot %d)", slot);
+        want = model_any_destroy(id);
+        destroy_via(&M.ch_slot[slot], b % 4 == 2 ? 1 : 2, want, "destroy");
+        break;
+    }
+}
+
+/* A use of id as a child of kind k; other is a second operand (a stream, an event). */
+static void child_use(int k, uint64_t id, uint64_t other, unsigned v)
+{
+    int oi, o2;
+    CUresult want = want_child(id, k, &oi), rc;
+    switch (k) {
+    case O_EVENT:
+        switch (v % 6) {
+        case 0:
+            rc = cuctx_event_record((cuctx_event){id}, (cuctx_stream){0});
+            note("event_record(%#llx, {0}) -> %s", (unsigned long long)id, cuctx_result_name(rc));
+            expect_rc(rc, want, "cuctx_event_record");
+            if (rc == CUDA_SUCCESS)
+                M.obj[oi].recorded = 1;
+            return;
+        case 1:
+            if (want == CUDA_SUCCESS && other) {
+                want = want_child(other, O_STREAM, &o2);
+                if (want == CUDA_SUCCESS && M.obj[o2].inst != M.obj[oi].inst)
+                    want = CUDA_ERROR_INVALID_CONTEXT;
+            }
+            rc = cuctx_event_record((cuctx_event){id}, (cuctx_stream){other});
+            note("event_record(%#llx, %#llx) -> %s", (unsigned long long)id, (unsigned long long)other,
+                 cuctx_result_name(rc));
+            expect_rc(rc, want, "cuctx_event_record on a stream");
+            if (rc == CUDA_SUCCESS)
+                M.obj[oi].recorded = 1;
+            return;
+        case 2:
+            rc = cuctx_event_query((cuctx_event){id});
+            note("event_query(%#llx) -> %s", (unsigned long long)id, cuctx_result_name(rc));
+            expect_rc(rc, want, "cuctx_event_query");
+            return;
+        case 3:
+            rc = cuctx_event_synchronize((cuctx_event){id});
+            note("event_synchronize(%#llx) -> %s", (unsigned long long)id, cuctx_result_name(rc));
+            expect_rc(rc, want, "cuctx_event_synchronize");
+            return;
+        case 4: {
+            float ms = -1;
+            if (want == CUDA_SUCCESS) {
+                want = want_child(other, O_EVENT, &o2);
+                if (want == CUDA_SUCCESS
+                    && ((M.obj[oi].flags | M.obj[o2].flags) & CU_EVENT_DISABLE_TIMING
+                        || !M.obj[oi].recorded || !M.obj[o2].recorded))
+                    want = CUDA_ERROR_INVALID_HANDLE;
+            }
+            rc = cuctx_event_elapsed_ms((cuctx_event){id}, (cuctx_event){other}, &ms);
+            note("event_elapsed_ms(%#llx, %#llx) -> %s", (unsigned long long)id, (unsigned long long)other,
+                 cuctx_result_name(rc));
+            expect_rc(rc, want, "cuctx_event_elapsed_ms");
+            if (rc != CUDA_SUCCESS && ms != -1)
+                fail("a failed cuctx_event_elapsed_ms wrote *ms");
+            return;
+        }
+        default: {
+            CUevent r = cuctx_event_raw((cuctx_event){id});
+            note("event_raw(%#llx) -> %p", (unsigned long long)id, (void *)r);
+            if ((r != NULL) != (want == CUDA_SUCCESS) || (r && !sim.is_live("event", H(r))))
+                fail("cuctx_event_raw is %p, the model says %s", (void *)r, cuctx_result_name(want));
+            return;
+        }
+        }
+    case O_STREAM:
+        switch (v % 3) {
+        case 0:
+            rc = cuctx_stream_synchronize((cuctx_stream){id});
+            note("stream_synchronize(%#llx) -> %s", (unsigned long long)id, cuctx_result_name(rc));
+            expect_rc(rc, want, "cuctx_stream_synchronize");
+            return;
+        case 1:
+            if (want == CUDA_SUCCESS)
+                want = want_child(other, O_EVENT, &o2);
+            rc = cuctx_stream_wait_event((cuctx_stream){id}, (cuctx_event){other});
+            note("stream_wait_event(%#llx, %#llx) -> %s", (unsigned long long)id, (unsigned long long)other,
+                 cuctx_result_name(rc));
+            expect_rc(rc, want, "cuctx_stream_wait_event");
+            return;
+        default: {
+            CUstream r = cuctx_stream_raw((cuctx_stream){id});
+            note("stream_raw(%#llx) -> %p", (unsigned long long)id, (void *)r);
+            if ((r != NULL) != (want == CUDA_SUCCESS) || (r && !sim.is_live("stream", H(r))))
+                fail("cuctx_stream_raw is %p, the model says %s", (void *)r, cuctx_result_name(want));
+            return;
+        }
+        }
+    case O_MODULE:
+        switch (v % 3) {
+        case 0:
+        case 1: {
+            CUfunction f = (CUfunction)1;
+            const char *name = v % 3 ? "nope" : (v & 4) ? "k2" : "k";
+            if (want == CUDA_SUCCESS && v % 3)
+                want = CUDA_ERROR_NOT_FOUND;
+            rc = cuctx_module_function((cuctx_module){id}, name, &f);
+            note("module_function(%#llx, %s) -> %s", (unsigned long long)id, name, cuctx_result_name(rc));
+            expect_rc(rc, want, "cuctx_module_function");
+            if ((f != NULL) != (rc == CUDA_SUCCESS))
+                fail("cuctx_module_function gave the function %p", (void *)f);
+            return;
+        }
+        default: {
+            CUmodule r = cuctx_module_raw((cuctx_module){id});
+            note("module_raw(%#llx) -> %p", (unsigned long long)id, (void *)r);
+            if ((r != NULL) != (want == CUDA_SUCCESS) || (r && !sim.is_live("module", H(r))))
+                fail("cuctx_module_raw is %p, the model says %s", (void *)r, cuctx_result_name(want));
+            return;
+        }
+        }
+    case O_MEM:
+        if (v % 2 == 0) {
+            size_t n = cuctx_mem_size((cuctx_mem){id});
+            note("mem_size(%#llx) -> %zu", (unsigned long long)id, n);
+            if (n != (want == CUDA_SUCCESS ? M.obj[oi].size : 0))
+                fail("cuctx_mem_size is %zu, the model says %s", n, cuctx_result_name(want));
+        } else {
+            CUdeviceptr p = cuctx_mem_ptr((cuctx_mem){id});
+            note("mem_ptr(%#llx) -> %#llx", (unsigned long long)id, (unsigned long long)p);
+            if ((p != 0) != (want == CUDA_SUCCESS) || (p && !sim.is_live("mem", p)))
+                fail("cuctx_mem_ptr is %#llx, the model says %s", (unsigned long long)p, cuctx_result_name(want));
+        }
+        if (want != CUDA_SUCCESS && cuctx_last_error() != want)
+            fail("the last error is %s, the model says %s", cuctx_result_name(cuctx_last_error()),
+                 cuctx_result_name(want));
+        return;
+    case O_HOST:
+        if (v % 2 == 0) {
+            size_t n = cuctx_host_mem_size((cuctx_host_mem){id});
+            note("host_mem_size(%#llx) -> %zu", (unsigned long long)id, n);
+            if (n != (want == CUDA_SUCCESS ? M.obj[oi].size : 0))
+                fail("cuctx_host_mem_size is %zu, the model says %s", n, cuctx_result_name(want));
+        } else {
+            void *p = cuctx_host_mem_ptr((cuctx_host_mem){id});
+            note("host_mem_ptr(%#llx) -> %p", (unsigned long long)id, p);
+            if ((p != NULL) != (want == CUDA_SUCCESS) || (p && !sim.is_live("host_mem", H(p))))
+                fail("cuctx_host_mem_ptr is %p, the model says %s", p, cuctx_result_name(want));
+            if (p)
+                memset(p, 0xa5, M.obj[oi].size);    /* the whole block is the caller's */
+        }
+        if (want != CUDA_SUCCESS && cuctx_last_error() != want)
+            fail("the last error is %s, the model says %s", cuctx_result_name(cuctx_last_error()),
+                 cuctx_result_name(want));
+        return;
+    default:
+        switch (v % 3) {
+        case 0:
+            rc = cuctx_graph_exec_launch((cuctx_graph_exec){id}, (cuctx_stream){0});
+            note("graph_exec_launch(%#llx, {0}) -> %s", (unsigned long long)id, cuctx_result_name(rc));
+            expect_rc(rc, want, "cuctx_graph_exec_launch");
+            return;
+        case 1:
+            if (want == CUDA_SUCCESS && other) {
+                want = want_child(other, O_STREAM, &o2);
+                if (want == CUDA_SUCCESS && M.obj[o2].inst != M.obj[oi].inst)
+                    want = CUDA_ERROR_INVALID_CONTEXT;
+            }
+            rc = cuctx_graph_exec_launch((cuctx_graph_exec){id}, (cuctx_stream){other});
+            note("graph_exec_launch(%#llx, %#llx) -> %s", (unsigned long long)id, (unsigned long long)other,
+                 cuctx_result_name(rc));
+            expect_rc(rc, want, "cuctx_graph_exec_launch on a stream");
+            return;
+        default: {
+            CUgraphExec r = cuctx_graph_exec_raw((cuctx_graph_exec){id});
+            note("graph_exec_raw(%#llx) -> %p", (unsigned long long)id, (void *)r);
+            if ((r != NULL) != (want == CUDA_SUCCESS) || (r && !sim.is_live("graph_exec", H(r))))
+                fail("cuctx_graph_exec_raw is %p, the model says %s", (void *)r, cuctx_result_name(want));
+            return;
+        }
+        }
+    }
+}
+
+static void op_child_use(uint8_t a, uint8_t b)
+{
+    uint64_t id = M.ch_slot[a % NCH], other = M.ch_slot[(a >> 3) % NCH];
+    int oi = obj_find(id);
+    int k = (b & 0x80) || oi < 0 ? O_EVENT + (b >> 4) % 6 : M.obj[oi].kind;
+    child_use(k, id, other, b & 0x0f);
+}
+
+static void op_copy(uint8_t a, uint8_t b)
+{
+    if (b & 1) {
+        note("copy child slot %d -> %d", a % NCH, (b >> 1) % NCH);
+        M.ch_slot[(b >> 1) % NCH] = M.ch_slot[a % NCH];
+    } else {
+        note("copy ctx slot %d -> %d", a % NCTX, (b >> 1) % NCTX);
+        M.ctx_slot[(b >> 1) % NCTX] = M.ctx_slot[a % NCTX];
+    }
+}
+
+/* Copy a handle, destroy the original, then use and destroy the copy. */
+static void op_stale(uint8_t a, uint8_t b)
+{
+    if (b & 1) {
+        int slot = a % NCH;
+        uint64_t copy = M.ch_slot[slot];
+        int oi = obj_find(copy);
+        int k = oi >= 0 ? M.obj[oi].kind : O_EVENT + (b >> 4) % 6;
+        note("stale copy of child slot %d (%#llx)", slot, (unsigned long long)copy);
+        destroy_via(&M.ch_slot[slot], (b >> 1) % 3, model_any_destroy(copy), "destroy of the original");
+        child_use(k, copy, M.ch_slot[(a >> 3) % NCH], b >> 3);
+        destroy_via(&copy, (b >> 5) % 3, model_any_destroy(copy), "destroy of the stale copy");
+    } else {
+        int slot = a % NCTX;
+        uint64_t copy = M.ctx_slot[slot];
+        note("stale copy of ctx slot %d (%#llx)", slot, (unsigned long long)copy);
+        destroy_via(&M.ctx_slot[slot], (b >> 1) % 3, model_ctx_destroy(copy), "destroy of the original");
+        const char *d = "stale ctx";
+        if (!(b & 0x40) && M.depth < STACK_CAP)
+            do_child_create((a >> 3) % NCH, copy, d, b >> 1);
+        else
+            ctx_query(copy, b >> 1);
+        destroy_via(&copy, (b >> 5) % 3, model_ctx_destroy(copy), "destroy of the stale copy");
+    }
+}
+
+/* ---- scopes ----------------------------------------------------------------------------- */
+
+static CUresult model_scope_enter(struct mscope *m, uint64_t id)
+{
+    int oi;
+    m->entered = 0;
+    if (!id)
+        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult rc = want_ctx(id, &oi);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    uint64_t addr = M.inst[M.obj[oi].inst].addr;
+    m->depth = M.pushes;
+    m->prev = top();
+    m->prev_occ = occ_live(m->prev);
+    if (m->prev != addr) {
+        push(addr);
+        M.pushes++;
+    }
+    m->entered = 1;
+    return CUDA_SUCCESS;
+}
+
+/* What cuctx_scope_exit does: pops what cuctx pushed since the enter; then,
+ * if the previous context's slot is on top again and a different context
+ * than at enter now lives at its address, takes that slot back too. */
+static void model_scope_exit(struct mscope *m)
+{
+    if (!m->entered)
+        return;
+    m->entered = 0;
+    for (unsigned n = M.pushes; n > m->depth; n--) {
+        if (!M.depth) {
+            M.reports++;
+            return;
+        }
+        M.depth--;
+        if (M.pushes)
+            M.pushes--;
+    }
+    if (m->prev && M.depth && top() == m->prev) {
+        int k = occ_live(m->prev);
+        if (k >= 0 && k != m->prev_occ)
+            M.depth--;
+    }
+}
+
+static uint64_t scope_operand(uint8_t a, const char **desc)
+{
+    if (a & 0x80) {
+        *desc = "a child's id";
+        return M.ch_slot[a % NCH];
+    }
+    if (a % 5 == 4) {
+        *desc = "{0}";
+        return 0;
+    }
+    *desc = "ctx slot";
+    return M.ctx_slot[a % 5];
+}
+
+static void scope_exit_one(void)
+{
+    struct open_scope *s = &M.sc[--M.nsc];
+    cuctx_scope_exit(&s->s);
+    model_scope_exit(&s->m);
+    note("scope_exit -> state %d", s->s.state);
+    if (s->s.state != CUCTX__SCOPE_EXITED && s->s.state != CUCTX__SCOPE_FAILED)
+        fail("an exited scope's state is %d", s->s.state);
+    M.exited = s->s;
+    M.have_exited = 1;
+}
+
+static void op_scope_enter(uint8_t a)
+{
+    const char *d;
+    uint64_t id = scope_operand(a, &d);
+    if (M.nsc >= MAX_SCOPES || M.depth >= STACK_CAP)
+        return;
+    struct open_scope *s = &M.sc[M.nsc];
+    unsigned depth = M.pushes;
+    uint64_t prev = top();
+    CUresult want = model_scope_enter(&s->m, id);
+    memset(&s->s, 0x5a, sizeof s->s);
+    CUresult rc = cuctx_scope_enter(&s->s, (cuctx_ctx){id});
+    note("scope_enter(%s %#llx) -> %s (depth %u, prev %p)", d, (unsigned long long)id, cuctx_result_name(rc),
+         s->s.depth, (void *)s->s.prev_raw);
+    expect_rc(rc, want, "cuctx_scope_enter");
+    if (rc == CUDA_SUCCESS) {
+        if (s->s.state != CUCTX__SCOPE_ENTERED || s->s.depth != depth || H(s->s.prev_raw) != prev)
+            fail("an entered scope is state %d depth %u prev %p; the model: depth %u prev %#llx", s->s.state,
+                 s->s.depth, (void *)s->s.prev_raw, depth, (unsigned long long)prev);
+    } else if (s->s.state != CUCTX__SCOPE_FAILED) {
+        fail("a failed scope enter left state %d", s->s.state);
+    }
+    M.nsc++;
+}
+
+static void op_scope_exit(uint8_t b)
+{
+    if ((b & 1) && M.have_exited) {
+        note("scope_exit of an exited scope (no-op)");
+        cuctx_scope_exit(&M.exited);
+        return;
+    }
+    if (M.nsc > M.base)
+        scope_exit_one();
+}
+
+/* The body of a block: n operations, then the explicit scopes they left open. */
+static void body(int n)
+{
+    int base = M.base;
+    M.base = M.nsc;
+    M.level++;
+    if (M.level <= MAX_LEVEL)
+        run_ops(n);
+    while (M.nsc > M.base)
+        scope_exit_one();
+    M.level--;
+    M.base = base;
+}
+
+static void scoped_return(cuctx_ctx c, int n, int *ran)
+{
+    CUCTX_SCOPED(c) {
+        *ran = 1;
+        body(n);
+        return;
+    }
+}
+
+static void op_scoped(uint8_t a, uint8_t b)
+{
+    const char *d;
+    uint64_t id = scope_operand(a, &d);
+    cuctx_ctx c = {id};
+    int n = b % 4 + 1, form = (b >> 2) % 5, ran = 0, failed = 0;
+    struct mscope m;
+    static const char *const forms[] = {"CUCTX_SCOPED", "CUCTX_SCOPED_ELSE", "CUCTX_GUARD", "CUCTX_SCOPED+break",
+                                        "CUCTX_SCOPED+return"};
+    if (M.depth >= STACK_CAP)
+        return;
+    CUresult want = model_scope_enter(&m, id);
+    note("%s(%s %#llx) { %d ops; model: %s", forms[form], d, (unsigned long long)id, n, cuctx_result_name(want));
+    if (want != CUDA_SUCCESS && form != 1)
+        M.reports++;    /* CUCTX_SCOPED and CUCTX_GUARD tell the handler */
+    int entered = m.entered;
+    M.macro_open += entered;
+    switch (form) {
+    case 0:
+        CUCTX_SCOPED(c) {
+            ran = 1;
+            body(n);
+        }
+        break;
+    case 1:
+        CUCTX_SCOPED_ELSE(c, failed = 1) {
+            ran = 1;
+            body(n);
+        }
+        if (failed == ran)
+            fail("CUCTX_SCOPED_ELSE ran %s", ran ? "the block and on_fail" : "neither");
+        break;
+    case 2: {
+        CUCTX_GUARD(c);
+        ran = want == CUDA_SUCCESS;     /* the block runs either way */
+        body(n);
+        break;
+    }
+    case 3:
+        for (int i = 0; i < 3; i++) {
+            CUCTX_SCOPED(c) {
+                ran = 1;
+                body(n);
+                break;      /* leaves the scope, not this loop */
+            }
+            if (i == 0)
+                break;
+        }
+        break;
+    default:
+        scoped_return(c, n, &ran);
+        break;
+    }
+    M.macro_open -= entered;
+    model_scope_exit(&m);
+    note("} %s", forms[form]);
+    if (ran != (want == CUDA_SUCCESS))
+        fail("%s %s the block; the model expects the enter to give %s", forms[form], ran ? "ran" : "skipped",
+             cuctx_result_name(want));
+    if (want != CUDA_SUCCESS && form != 2 && cuctx_last_error() != want)   /* a guard's block ran */
+        fail("after a failed %s the last error is %s, the model says %s", forms[form],
+             cuctx_result_name(cuctx_last_error()), cuctx_result_name(want));
+}
+
+/* ---- behind cuctx's back --------------------------------------------------------------- */
+
+/* Whether a scope is open: raw pushes and pops inside one must be balanced
+ * (cuctx_scope_exit), so then the raw operations leave the stack's shape
+ * alone - contexts may still die where they are. */
+static int in_scope(void)
+{
+    if (M.macro_open)
+        return 1;
+    for (int i = 0; i < M.nsc; i++)
+        if (M.sc[i].m.entered)
+            return 1;
+    return 0;
+}
+
+/* Whether a raw destroy of instance k would pop it (it is the top). */
+static int on_top(int k)
+{
+    return M.depth && top() == M.inst[k].addr;
+}
+
+static void raw_destroy_slot(int r)
+{
+    int k = M.raw_slot[r];
+    if (k < 0 || !M.inst[k].live || (in_scope() && on_top(k)))
+        return;
+    CUresult rc = raw.destroy(C(M.inst[k].addr));
+    note("raw cuCtxDestroy(%#llx) -> %s", (unsigned long long)M.inst[k].addr, cuctx_result_name(rc));
+    if (rc != CUDA_SUCCESS)
+        fail("raw cuCtxDestroy failed: %s", cuctx_result_name(rc));
+    ctx_end_model(k);
+}
+
+static void op_raw_create(uint8_t a, uint8_t b)
+{
+    int r = a % NRAW, dev = b & 1, k = M.raw_slot[r];
+    if (M.depth >= STACK_CAP)
+        return;
+    if (in_scope()) {
+        if (k >= 0 && M.inst[k].live && on_top(k))
+            return;
+        b &= ~2;    /* popped at once */
+    }
+    raw_destroy_slot(r);
+    CUcontext c = NULL;
+    CUresult rc = raw.create(&c, 0, dev);
+    note("raw cuCtxCreate(dev %d) -> %s %p%s", dev, cuctx_result_name(rc), (void *)c, b & 2 ? ", left pushed" : "");
+    if (rc != CUDA_SUCCESS)
+        fail("raw cuCtxCreate failed: %s", cuctx_result_name(rc));
+    M.raw_slot[r] = inst_new(H(c), I_RAW, dev);
+    push(H(c));
+    if (!(b & 2)) {
+        CUcontext p = NULL;
+        if (raw.pop(&p) != CUDA_SUCCESS || p != c)
+            fail("raw pop of a new context");
+        M.depth--;
+    }
+}
+
+static void op_raw_push(uint8_t a, uint8_t b)
+{
+    uint64_t addr = 0;
+    switch (b % 3) {
+    case 0: {
+        int k = M.raw_slot[a % NRAW];
+        addr = k >= 0 ? M.inst[k].addr : 0;
+        break;
+    }
+    case 1: {
+        int oi = obj_find(M.ctx_slot[a % NCTX]);
+        addr = oi >= 0 ? M.inst[M.obj[oi].inst].addr : 0;
+        break;
+    }
+    default:
+        addr = prim_addr[a & 1];
+        break;
+    }
+    if (!addr || occ_live(addr) < 0 || M.depth >= STACK_CAP || in_scope())
+        return;     /* only live contexts are handed to the driver */
+    CUresult rc = raw.push(C(addr));
+    note("raw cuCtxPushCurrent(%#llx) -> %s", (unsigned long long)addr, cuctx_result_name(rc));
+    if (rc != CUDA_SUCCESS)
+        fail("raw push failed");
+    push(addr);
+}
+
+static void op_raw_pop(uint8_t b)
+{
+    if (!M.depth || in_scope())
+        return;
+    CUcontext p = NULL;
+    CUresult rc = b & 1 ? raw.set(NULL) : raw.pop(&p);
+    note("raw %s -> %s", b & 1 ? "cuCtxSetCurrent(NULL)" : "cuCtxPopCurrent", cuctx_result_name(rc));
+    if (rc != CUDA_SUCCESS || (!(b & 1) && H(p) != top()))
+        fail("raw pop");
+    M.depth--;
+}
+
+static void op_raw_primary(uint8_t a, uint8_t b)
+{
+    int dev = b & 1;
+    CUresult rc;
+    switch (a % 3) {
+    case 0: {
+        if (M.prim_raw_refs[dev] >= MAX_RAW_REFS)
+            return;
+        CUcontext c = NULL;
+        rc = raw.retain(&c, dev);
+        note("raw cuDevicePrimaryCtxRetain(%d) -> %s %p", dev, cuctx_result_name(rc), (void *)c);
+        if (rc != CUDA_SUCCESS || H(c) != prim_addr[dev])
+            fail("raw retain");
+        M.prim_raw_refs[dev]++;
+        prim_retain_model(dev);
+        break;
+    }
+    case 1:
+        if (!M.prim_raw_refs[dev])
+            return;
+        rc = raw.release(dev);
+        note("raw cuDevicePrimaryCtxRelease(%d) -> %s", dev, cuctx_result_name(rc));
+        if (rc != CUDA_SUCCESS)
+            fail("raw release");
+        M.prim_raw_refs[dev]--;
+        prim_maybe_end(dev);
+        break;
+    default:
+        op_primary_reset(0, b & 1);
+        break;
+    }
+}
+
+/* ---- automatic cleanup ------------------------------------------------------------------- */
+
+#define AUTO_CHILD(T)                                                                          \
+    do {                                                                                       \
+        CUCTX_AUTO T h = {0};                                                                  \
+        rc = child_create(k, ctx, param, &h.id, owner, &want, &flags, &size, desc, sizeof desc); \
+        note("CUCTX_AUTO %s in %s %#llx -> %s%s", desc, d, (unsigned long long)ctx,            \
+             cuctx_result_name(rc), move ? ", moved out" : "");                                \
+        expect_rc(rc, want, desc);                                                             \
+        if (rc == CUDA_SUCCESS) {                                                              \
+            oi = obj_new(h.id, k, inst);                                                       \
+            M.obj[oi].flags = flags;                                                           \
+            M.obj[oi].size = size;                                                             \
+            if (move) {                                                                        \
+                T moved = CUCTX_MOVE(h);                                                       \
+                M.ch_slot[dest] = moved.id;                                                    \
+            }                                                                                  \
+        }                                                                                      \
+    } while (0)
+
+static void op_auto(uint8_t a, uint8_t b)
+{
+    const char *d;
+    uint64_t ctx = ctx_operand(a >> 3, &d);
+    int k = b % 7, dest = a % NCH, move = (b & 0x80) != 0, oi = -1, inst = -1;
+    unsigned param = (b >> 3) & 0x0f, flags;
+    size_t size;
+    char desc[128];
+    CUresult rc, want;
+    if (M.depth >= STACK_CAP)
+        return;
+    if (k == 6) {
+        int dev = b & 8 ? 1 : 0;
+        {
+            CUCTX_AUTO cuctx_ctx c = {0};
+            rc = cuctx_ctx_create(&c, dev, 0);
+            note("CUCTX_AUTO ctx_create(dev %d) -> %s%s", dev, cuctx_result_name(rc), move ? ", moved out" : "");
+            expect_rc(rc, CUDA_SUCCESS, "cuctx_ctx_create");
+            CUcontext cur = NULL;
+            raw.get(&cur);
+            int ki = inst_new(H(cur), I_OWNED, dev);
+            push(H(cur));
+            M.pushes++;
+            oi = obj_new(c.id, O_CTX, ki);
+            M.obj[oi].role = R_OWNED;
+            M.obj[oi].dev = dev;
+            if (move) {
+                cuctx_ctx moved = CUCTX_MOVE(c);
+                M.ctx_slot[dest % NCTX] = moved.id;
+            }
+        }
+        if (!move)
+            model_ctx_destroy(M.obj[oi].id);    /* the cleanup ran; a failure would be a report */
+        return;
+    }
+    k += O_EVENT;
+    CUresult owner = want_owner(ctx, &inst);
+    switch (k) {
+    case O_EVENT: AUTO_CHILD(cuctx_event); break;
+    case O_STREAM: AUTO_CHILD(cuctx_stream); break;
+    case O_MODULE: AUTO_CHILD(cuctx_module); break;
+    case O_MEM: AUTO_CHILD(cuctx_mem); break;
+    case O_HOST: AUTO_CHILD(cuctx_host_mem); break;
+    default: AUTO_CHILD(cuctx_graph_exec); break;
+    }
+    if (oi >= 0 && !move)
+        model_child_destroy(M.obj[oi].id, k);
+}
+
+/* ---- the interpreter -------------------------------------------------------------------- */
+
+static void run_op(void)
+{
+    uint8_t op = next() % OP_COUNT, a = next(), b = next();
+    step_no++;
+    switch (op) {
+    case OP_CTX_CREATE: op_ctx_create(a % NCTX, b); break;
+    case OP_CTX_PRIMARY: op_ctx_primary(a % NCTX, b); break;
+    case OP_CTX_BORROW: op_ctx_borrow(a % NCTX, a, b); break;
+    case OP_CTX_DESTROY: op_ctx_destroy(a % NCTX, b); break;
+    case OP_CTX_SET_CURRENT: op_ctx_set_current(a % NCTX, b); break;
+    case OP_POP_CURRENT: op_pop_current(); break;
+    case OP_CTX_QUERY: op_ctx_query(a % NCTX, b); break;
+    case OP_PRIMARY_RESET: op_primary_reset(1, b); break;
+    case OP_CHILD_CREATE: op_child_create(a, b); break;
+    case OP_CHILD_CREATE_CUR: if (M.depth < STACK_CAP) do_child_create(a % NCH, 0, "{0}", b); break;
+    case OP_CHILD_DESTROY: op_child_destroy(a, b); break;
+    case OP_CHILD_USE: op_child_use(a, b); break;
+    case OP_COPY: op_copy(a, b); break;
+    case OP_STALE: op_stale(a, b); break;
+    case OP_SCOPE_ENTER: op_scope_enter(a); break;
+    case OP_SCOPE_EXIT: op_scope_exit(b); break;
+    case OP_SCOPED: op_scoped(a, b); break;
+    case OP_RAW_CREATE: op_raw_create(a, b); break;
+    case OP_RAW_DESTROY: raw_destroy_slot(a % NRAW); break;
+    case OP_RAW_PUSH: op_raw_push(a, b); break;
+    case OP_RAW_POP: op_raw_pop(b); break;
+    case OP_RAW_PRIMARY: op_raw_primary(a, b); break;
+    default: op_auto(a, b); break;
+    }
+    verify("after the step");
+}
+
+static void run_ops(int n)
+{
+    for (int i = 0; i < n && in_pos < in_n; i++)
+        run_op();
+}
+
+/* ---- the end of an input ------------------------------------------------------------------ */
+
+static void teardown(void)
+{
+    note("-- teardown");
+    while (M.nsc > 0)
+        scope_exit_one();
+    verify("after leaving the scopes");
+
+    /* every handle still alive, newest first */
+    for (int i = M.nobj - 1; i >= 0; i--) {
+        if (!M.obj[i].alive)
+            continue;
+        uint64_t id = M.obj[i].id;
+        CUresult want = model_any_destroy(id);
+        CUresult rc = cuctx_destroy(&id);
+        note("teardown: cuctx_destroy(%s %#llx) -> %s", okind_name[M.obj[i].kind], (unsigned long long)M.obj[i].id,
+             cuctx_result_name(rc));
+        expect_rc(rc, want, "teardown destroy");
+        verify("after a teardown destroy");
+    }
+    for (int d = 0; d < NDEV; d++) {
+        while (M.prim_raw_refs[d]) {
+            if (raw.release(d) != CUDA_SUCCESS)
+                fail("teardown: raw primary release");
+            M.prim_raw_refs[d]--;
+            prim_maybe_end(d);
+        }
+    }
+    for (int r = 0; r < NRAW; r++)
+        raw_destroy_slot(r);
+    if (M.graph) {
+        if (raw.graph_destroy(M.graph) != CUDA_SUCCESS)
+            fail("teardown: cuGraphDestroy");
+        M.graph = NULL;
+    }
+    verify("after the driver-side teardown");
+    for (int i = 0; i < M.ninst; i++)
+        if (M.inst[i].live)
+            fail("teardown: the model still has a live context (inst %d)", i);
+
+    /* the stack: dead contexts and all, as the driver lets one pop them */
+    for (CUcontext cur = NULL; raw.get(&cur) == CUDA_SUCCESS && cur;) {
+        CUcontext p;
+        if (raw.pop(&p) != CUDA_SUCCESS)
+            fail("teardown: raw pop");
+        M.depth--;
+    }
+    verify("after emptying the stack");
+
+    /* cuctx learns that the contexts it met are gone when it next looks
+     * at them: look, so that it forgets them */
+    for (int i = 0; i < M.ninst; i++) {
+        if (occ(M.inst[i].addr) != i)
+            continue;   /* an address once is enough */
+        cuctx_ctx c = {0};
+        CUresult rc = cuctx_ctx_borrow(&c, C(M.inst[i].addr));
+        expect_rc(rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "teardown: borrow of a dead context");
+    }
+
+    /* cuctx's count of its own pushes on this thread back to zero: pop
+     * (through cuctx) a context pushed behind its back, until it must be */
+    CUcontext x = NULL;
+    if (raw.create(&x, 0, 0) != CUDA_SUCCESS)
+        fail("teardown: raw create");
+    for (unsigned i = 0; i < M.pushes + 4; i++) {
+        expect_rc(cuctx_pop_current(), CUDA_SUCCESS, "teardown: cuctx_pop_current");
+        if (raw.push(x) != CUDA_SUCCESS)
+            fail("teardown: raw push");
+    }
+    M.pushes = 0;
+    CUcontext p;
+    if (raw.pop(&p) != CUDA_SUCCESS || p != x || raw.destroy(x) != CUDA_SUCCESS)
+        fail("teardown: raw pop/destroy");
+
+    struct cuctx_stats st;
+    cuctx_stats_get(&st);
+    if (st.contexts || st.ctx_handles || st.events || st.streams || st.modules || st.mems || st.host_mems
+        || st.graph_execs)
+        fail("teardown: cuctx still has objects: %zu contexts, %zu ctx handles, %zu events, %zu streams, "
+             "%zu modules, %zu mems, %zu host mems, %zu graph execs",
+             st.contexts, st.ctx_handles, st.events, st.streams, st.modules, st.mems, st.host_mems, st.graph_execs);
+    if (sim.live("all") != 0)
+        fail("teardown: the driver still has %zu live objects", sim.live("all"));
+    if (sim.misuse_count() != 0)
+        fail("teardown: the simulator recorded %zu misuse(s)", sim.misuse_count());
+    if (reports_seen != M.reports)
+        fail("teardown: the error handler was told %d time(s), the model expects %d", reports_seen, M.reports);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct cuctx_stats st;
+    memset(&M, 0, sizeof M);
+    for (int d = 0; d < NDEV; d++)
+        M.prim[d] = -1;
+    for (int r = 0; r < NRAW; r++)
+        M.raw_slot[r] = -1;
+    trace_len = 0;
+    trace[0] = 0;
+    step_no = 0;
+    reports_seen = 0;
+    cuctx_stats_get(&st);
+    base_stale = st.stale_skips;
+    base_failed = st.failed_destroys;
+    in = data;
+    in_n = size;
+    in_pos = 0;
+    if (size && data[0] == 0xff) {
+        sim.set_recycling(0);   /* fresh addresses for every object, for this input */
+        in_pos = 1;
+    }
+
+    verify("at the start");
+    run_ops(1 << 30);
+    teardown();
+    if (print_trace)
+        fprintf(stderr, "%s", trace);
+    sim.reset();
+    return 0;
+}
+
+static void *need_sym(void *h, const char *name)
+{
+    void *p = dlsym(h, name);
+    if (!p) {
+        fprintf(stderr, "fuzz_api: the simulator lacks %s\n", name);
+        exit(1);
+    }
+    return p;
+}
+
+static void *drv_sym(const char *name, int version)
+{
+    void *p = NULL;
+    if (cuctx_driver_symbol(name, version, &p) != CUDA_SUCCESS) {
+        fprintf(stderr, "fuzz_api: %s\n", cuctx_last_error_message());
+        exit(1);
+    }
+    return p;
+}
+
+static void remove_ptx(void)
+{
+    unlink(ptx_path);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    const char *path = getenv("CUCTX_FUZZ_SIM");
+    if (path && *path)
+        setenv("CUCTX_DRIVER", path, 1);
+    path = getenv("CUCTX_DRIVER");
+    if (!path || !*path) {
+        fprintf(stderr, "fuzz_api: set CUCTX_FUZZ_SIM (or CUCTX_DRIVER) to the simulator, libcudasim.so\n");
+        exit(1);
+    }
+    setenv("CUSIM_DEVICES", "2", 1);
+    print_trace = getenv("CUCTX_FUZZ_TRACE") && strcmp(getenv("CUCTX_FUZZ_TRACE"), "1") == 0;
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h || !dlsym(h, "cusim_reset")) {
+        fprintf(stderr, "fuzz_api: %s is not the simulated driver (%s)\n", path, h ? "no cusim_reset" : dlerror());
+        exit(1);
+    }
+    sim.reset = (void (*)(void))need_sym(h, "cusim_reset");
+    sim.set_recycling = (void (*)(int))need_sym(h, "cusim_set_recycling");
+    sim.misuse_count = (size_t (*)(void))need_sym(h, "cusim_misuse_count");
+    sim.misuse_text = (const char *(*)(size_t))need_sym(h, "cusim_misuse_text");
+    sim.live = (size_t (*)(const char *))need_sym(h, "cusim_live");
+    sim.is_live = (int (*)(const char *, uint64_t))need_sym(h, "cusim_is_live");
+    sim.primary_refs = (unsigned (*)(int))need_sym(h, "cusim_primary_refs");
+
+    if (cuctx_init() != CUDA_SUCCESS) {
+        fprintf(stderr, "fuzz_api: %s\n", cuctx_last_error_message());
+        exit(1);
+    }
+    raw.create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    raw.destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+    raw.push = (PFN_cuCtxPushCurrent_v4000)drv_sym("cuCtxPushCurrent", 4000);
+    raw.pop = (PFN_cuCtxPopCurrent_v4000)drv_sym("cuCtxPopCurrent", 4000);
+    raw.get = (PFN_cuCtxGetCurrent_v4000)drv_sym("cuCtxGetCurrent", 4000);
+    raw.set = (PFN_cuCtxSetCurrent_v4000)drv_sym("cuCtxSetCurrent", 4000);
+    raw.retain = (PFN_cuDevicePrimaryCtxRetain_v7000)drv_sym("cuDevicePrimaryCtxRetain", 7000);
+    raw.release = (PFN_cuDevicePrimaryCtxRelease_v11000)drv_sym("cuDevicePrimaryCtxRelease", 11000);
+    raw.reset = (PFN_cuDevicePrimaryCtxReset_v11000)drv_sym("cuDevicePrimaryCtxReset", 11000);
+    raw.graph_create = (PFN_cuGraphCreate_v10000)drv_sym("cuGraphCreate", 10000);
+    raw.graph_destroy = (PFN_cuGraphDestroy_v10000)drv_sym("cuGraphDestroy", 10000);
+    cuctx_set_error_handler(on_report, NULL);
+
+    /* a device's primary context keeps its address for the process */
+    for (int d = 0; d < NDEV; d++) {
+        CUcontext c = NULL;
+        if (raw.retain(&c, d) != CUDA_SUCCESS || raw.release(d) != CUDA_SUCCESS) {
+            fprintf(stderr, "fuzz_api: cannot retain device %d's primary context\n", d);
+            exit(1);
+        }
+        prim_addr[d] = H(c);
+    }
+
+    /* a module file for cuctx_module_load (run.sh points TMPDIR at its own
+     * temporary directory: a crash skips the atexit removal) */
+    static char tmpl[4096];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(tmpl, sizeof tmpl, "%s/cuctx-fuzz-XXXXXX.ptx", tmp && *tmp ? tmp : "/tmp");
+    int fd = mkstemps(tmpl, 4);
+    if (fd >= 0) {
+        if (write(fd, good_image, sizeof good_image - 1) == (ssize_t)(sizeof good_image - 1))
+            ptx_path = tmpl;
+        close(fd);
+        if (ptx_path)
+            atexit(remove_ptx);
+        else
+            unlink(tmpl);
+    }
+    sim.reset();
+    return 0;
+}
