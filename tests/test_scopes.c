@@ -409,3 +409,32 @@ Test(scope_stack, a_previous_context_that_could_not_be_identified_is_left_alone)
     cr_assert_eq(raw_pop(), X);
     CHECK_OK(cuctx_ctx_destroy(&a));
 }
+
+/* cuctx still has an entry for a borrowed context its owner destroyed; a
+ * new context took the address and is current. Entering and leaving a
+ * scope must leave that new context current (found by the fuzzer). */
+Test(scope_stack, a_stale_entry_at_the_previous_address_does_not_cost_the_new_context_its_place)
+{
+    cuctx_ctx p = {0};
+    cuctx_event ev = {0};
+    CUcontext A = NULL, B = NULL;
+    NEED_DRIVER();
+    NEED_SIM();                         /* needs the simulator's address reuse */
+    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    PFN_cuCtxDestroy_v4000 destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    cr_assert_eq(create(&A, 0, 0), CUDA_SUCCESS);
+    CHECK_OK(cuctx_event_create(&ev, (cuctx_ctx){0}, 0));  /* cuctx meets A as borrowed */
+    cr_assert_eq(destroy(A), CUDA_SUCCESS);                 /* its owner ends it */
+    cr_assert_eq(create(&B, 0, 0), CUDA_SUCCESS);
+    cr_assert_eq(B, A, "the simulator gave B A's address");
+    CUCTX_SCOPED(p) {
+        cr_assert_neq(current(), B);
+    }
+    EXPECT_CURRENT(B);
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_eq(stats().stale_skips, 1);
+    cr_assert_eq(destroy(B), CUDA_SUCCESS);
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    cr_assert_eq(misuses(), 0);
+}
