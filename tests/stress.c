@@ -1,0 +1,1451 @@
+/* stress.c - many threads doing random operations on cuctx objects, in a
+ * shared pool of contexts that other threads keep destroying and remaking.
+ *
+ * Usage: stress [operations] [threads] [seed] [churn-interval-us]
+ *   operations          in all, split over the workers (default 1000000)
+ *   threads             workers (default 16)
+ *   seed                of the PRNG (default: from the clock; always printed,
+ *                       so that a failing run's operation sequences repeat)
+ *   churn-interval-us   each churn thread sleeps this long between two
+ *                       context replacements (default 200 with the simulator,
+ *                       100000 with the real driver, where a context create
+ *                       costs 0.1-0.2 s)
+ * Environment: CUCTX_DRIVER (the driver cuctx loads; a library exporting
+ * cusim_misuse_count is the simulator), STRESS_SEED, STRESS_CHURN_US,
+ * STRESS_POOL (contexts in the pool, default 8), STRESS_CHURNERS (0-8,
+ * default 2), STRESS_WATCHDOG_S (abort when nothing progressed for this
+ * long, a deadlock; default 120, 0: off), STRESS_SHARED_GRAPH (1: one graph
+ * per worker for all its instantiations, see shared_graph).
+ *
+ * The pool holds owned contexts (cuctx_ctx_create), primary ones
+ * (cuctx_ctx_primary), borrows of an owned context's raw handle, and
+ * borrows of a raw context made through the driver (cuCtxCreate, resolved
+ * with cuctx_driver_symbol). Workers create, use and destroy events,
+ * streams, device memory, page-locked host memory and graph execs in random
+ * pool contexts; they keep stale copies of destroyed handles (child and
+ * context) and use or destroy them later, which must fail with
+ * CUDA_ERROR_INVALID_HANDLE. Children live in per-thread arrays and in a
+ * shared array (under a mutex) from which any thread destroys or uses them.
+ * Churn threads replace random pool contexts; the children of a destroyed
+ * context stay in the arrays, and their destroys must succeed (as stale
+ * skips).
+ *
+ * A raw context is ended behind cuctx's back (cuCtxDestroy), which rule 9
+ * says no check can exclude racing a child call; so, as an application
+ * must, its children's calls hold the read side of their pool slot's lock
+ * and the raw destroy holds the write side. Owned and primary contexts are
+ * ended through cuctx, which must make that race harmless on its own.
+ *
+ * Each context's life (and each context handle's) is tracked as ALIVE,
+ * DYING (its destroy has begun) and DEAD (the destroy returned), so results
+ * are checked exactly where the order is known: a call that began after a
+ * context was dead must say CUDA_ERROR_CONTEXT_IS_DESTROYED (a destroy: be a
+ * stale skip), a call that ended before its context's destroy began must
+ * work (a destroy: reach the driver).
+ *
+ * Checked at the end: every handle destroyed, cuctx_stats_get shows no live
+ * object of any kind, no failed or shutdown-skipped destroys, and
+ *     sure_stale <= stale_skips <= child_destroys - sure_live;
+ * with the simulator also stale_skips == child_destroys - driver destroy
+ * calls (each successful child destroy either reached the driver or was
+ * skipped), driver create calls == successful child creates, no misuse,
+ * and no live simulated object. Exit status 0 only if all of that holds.
+ */
+#include <cuctx.h>
+#include <cudaTypedefs.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------------------
+ *  Small things
+ * ------------------------------------------------------------------------ */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_us(unsigned long us)
+{
+    struct timespec ts = {(time_t)(us / 1000000u), (long)(us % 1000000u) * 1000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        continue;
+}
+
+/* splitmix64: one state word per thread, seeded from the run's seed. */
+static uint64_t next_rand(uint64_t *s)
+{
+    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+static unsigned rnd(uint64_t *s, unsigned n)
+{
+    return n ? (unsigned)(next_rand(s) % n) : 0;
+}
+
+static _Atomic unsigned long failures;
+
+/* Bumped by every operation, churn and teardown step; the watchdog aborts
+ * the run when it stops moving (a deadlock), rather than hang. */
+static _Atomic unsigned long heartbeat;
+static _Atomic int finished;
+static unsigned long watchdog_s;
+static uint64_t run_seed;
+
+static void beat(void)
+{
+    atomic_fetch_add_explicit(&heartbeat, 1, memory_order_relaxed);
+}
+
+static void *watchdog(void *arg)
+{
+    unsigned long last = atomic_load(&heartbeat), still = 0;
+    (void)arg;
+    while (!atomic_load(&finished)) {
+        sleep_us(100000);
+        unsigned long now = atomic_load(&heartbeat);
+        if (now != last) {
+            last = now;
+            still = 0;
+        } else if (++still >= 10 * watchdog_s) {
+            fprintf(stderr, "stress: FAIL: no progress for %lu s: deadlocked? (seed %" PRIu64 "); aborting\n",
+                    watchdog_s, run_seed);
+            fflush(NULL);
+            abort();
+        }
+    }
+    return NULL;
+}
+
+/* A check that did not hold: counted, and the first ones printed. */
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void fail(const char *fmt, ...)
+{
+    static pthread_mutex_t print_mu = PTHREAD_MUTEX_INITIALIZER;
+    unsigned long n = atomic_fetch_add(&failures, 1);
+    if (n >= 25)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    pthread_mutex_lock(&print_mu);
+    fprintf(stderr, "stress: FAIL: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    pthread_mutex_unlock(&print_mu);
+    va_end(ap);
+}
+
+#define RC(rc) cuctx_result_name(rc)
+
+/* ------------------------------------------------------------------------
+ *  The driver: a few raw entry points, and the simulator's controls
+ * ------------------------------------------------------------------------ */
+
+static PFN_cuCtxCreate_v3020 raw_ctx_create;
+static PFN_cuCtxDestroy_v4000 raw_ctx_destroy;
+static PFN_cuCtxPopCurrent_v4000 raw_ctx_pop;
+static PFN_cuDeviceGetCount_v2000 raw_device_count;
+static PFN_cuGraphCreate_v10000 raw_graph_create;
+static PFN_cuGraphAddEmptyNode_v10000 raw_graph_add_empty;
+static PFN_cuGraphDestroy_v10000 raw_graph_destroy;
+static PFN_cuMemGetInfo_v3020 raw_mem_info;
+
+static struct {
+    size_t (*misuse_count)(void);
+    const char *(*misuse_text)(size_t);
+    size_t (*live)(const char *);
+    unsigned long (*calls)(const char *);
+} sim;
+static int have_sim;
+
+static void *symbol(const char *name, int version, int required)
+{
+    void *p = NULL;
+    CUresult rc = cuctx_driver_symbol(name, version, &p);
+    if (rc != CUDA_SUCCESS && required) {
+        fprintf(stderr, "stress: %s@%d: %s\n", name, version, cuctx_last_error_message());
+        exit(2);
+    }
+    return rc == CUDA_SUCCESS ? p : NULL;
+}
+
+static void load_driver(void)
+{
+    CUresult rc = cuctx_init();
+    if (rc != CUDA_SUCCESS) {
+        fprintf(stderr, "stress: cuctx_init: %s: %s\n", RC(rc), cuctx_last_error_message());
+        exit(2);
+    }
+    raw_ctx_create = (PFN_cuCtxCreate_v3020)symbol("cuCtxCreate", 3020, 1);
+    raw_ctx_destroy = (PFN_cuCtxDestroy_v4000)symbol("cuCtxDestroy", 4000, 1);
+    raw_ctx_pop = (PFN_cuCtxPopCurrent_v4000)symbol("cuCtxPopCurrent", 4000, 1);
+    raw_device_count = (PFN_cuDeviceGetCount_v2000)symbol("cuDeviceGetCount", 2000, 1);
+    raw_graph_create = (PFN_cuGraphCreate_v10000)symbol("cuGraphCreate", 10000, 0);
+    raw_graph_add_empty = (PFN_cuGraphAddEmptyNode_v10000)symbol("cuGraphAddEmptyNode", 10000, 0);
+    raw_graph_destroy = (PFN_cuGraphDestroy_v10000)symbol("cuGraphDestroy", 10000, 0);
+
+    const char *path = getenv("CUCTX_DRIVER");
+    void *h = path && *path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    if (h && dlsym(h, "cusim_misuse_count") && dlsym(h, "cusim_live")) {
+        sim.misuse_count = (size_t (*)(void))dlsym(h, "cusim_misuse_count");
+        sim.misuse_text = (const char *(*)(size_t))dlsym(h, "cusim_misuse_text");
+        sim.live = (size_t (*)(const char *))dlsym(h, "cusim_live");
+        sim.calls = (unsigned long (*)(const char *))dlsym(h, "cusim_calls");
+        have_sim = sim.misuse_text && sim.calls;
+    }
+    if (!have_sim)
+        raw_mem_info = (PFN_cuMemGetInfo_v3020)symbol("cuMemGetInfo", 3020, 1);
+}
+
+static const char *const destroy_fns[] = {"cuEventDestroy", "cuStreamDestroy", "cuMemFree", "cuMemFreeHost",
+                                          "cuGraphExecDestroy", NULL};
+static const char *const create_fns[] = {"cuEventCreate", "cuStreamCreateWithPriority", "cuMemAlloc",
+                                         "cuMemHostAlloc", "cuGraphInstantiateWithFlags", NULL};
+
+static unsigned long sim_calls(const char *const *fns)
+{
+    unsigned long n = 0;
+    for (; have_sim && *fns; fns++)
+        n += sim.calls(*fns);
+    return n;
+}
+
+/* Free device memory, asked with dev's primary context current (real driver only). */
+static int mem_info(CUdevice dev, size_t *free_b, size_t *total_b)
+{
+    cuctx_ctx p = {0};
+    CUresult rc = cuctx_ctx_primary(&p, dev);
+    if (rc != CUDA_SUCCESS)
+        return -1;
+    rc = CUDA_ERROR_UNKNOWN;
+    CUCTX_SCOPED(p) {
+        rc = raw_mem_info(free_b, total_b);
+    }
+    cuctx_ctx_destroy(&p);
+    return rc == CUDA_SUCCESS ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------------
+ *  Contexts: the pool, and what is known of each context's life
+ * ------------------------------------------------------------------------ */
+
+enum { ALIVE, DYING, DEAD };
+
+/* One driver context's life: DYING from just before its destroy (for a
+ * primary context: the release of the last retain) to DEAD just after. */
+struct life {
+    _Atomic int state;
+    struct life *all_next;
+};
+
+enum ctx_kind { CK_OWNED, CK_PRIMARY, CK_BORROW_OWNED, CK_BORROW_RAW, CK_COUNT };
+static const char *const ctx_kind_names[CK_COUNT] = {"owned", "primary", "borrowed (owned)", "borrowed (raw)"};
+
+/* One pool generation. Its fields never change once published (handles are
+ * destroyed through copies), and it is freed only at exit, so a worker may
+ * keep a pointer to it past its replacement. */
+struct rec {
+    enum ctx_kind kind;
+    int slot;                   /* its pool slot: that slot's raw_lock guards a raw destroy */
+    CUdevice dev;
+    cuctx_ctx h;                /* the handle children are made through */
+    cuctx_ctx owned;            /* CK_BORROW_OWNED: the owning handle */
+    CUcontext raw;              /* CK_BORROW_RAW: the driver's context */
+    _Atomic int hstate;         /* h's life: ALIVE, DYING, DEAD */
+    struct life *life;          /* the context's */
+    struct rec *all_next;
+};
+
+#define POOL_MAX 64
+struct slot {
+    pthread_mutex_t mu;         /* guards rec */
+    struct rec *rec;
+    pthread_rwlock_t raw_lock;  /* read: a child call in a CK_BORROW_RAW context; write: its cuCtxDestroy */
+};
+static struct slot pool[POOL_MAX];
+static int pool_n = 8;
+static int n_devices = 1;
+
+/* Everything allocated, freed at exit. */
+static pthread_mutex_t all_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct rec *all_recs;
+static struct life *all_lives;
+
+static struct life *life_new(void)
+{
+    struct life *l = calloc(1, sizeof *l);
+    if (!l) {
+        perror("stress: calloc");
+        exit(2);
+    }
+    atomic_init(&l->state, ALIVE);
+    pthread_mutex_lock(&all_mu);
+    l->all_next = all_lives;
+    all_lives = l;
+    pthread_mutex_unlock(&all_mu);
+    return l;
+}
+
+/* Primary contexts: one life per device from the first retain to the last
+ * release, tracked under prim_mu with the program's count of retains (no one
+ * else retains them here). */
+#define DEV_MAX 2
+static pthread_mutex_t prim_mu = PTHREAD_MUTEX_INITIALIZER;
+static int prim_count[DEV_MAX];
+static struct life *prim_life[DEV_MAX];
+
+/* Destroyed context handles, for workers to try again. */
+#define STALE_CTX_MAX 64
+static pthread_mutex_t stale_ctx_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t stale_ctx[STALE_CTX_MAX];
+static int n_stale_ctx, stale_ctx_next;
+
+static void stale_ctx_push(uint64_t id)
+{
+    pthread_mutex_lock(&stale_ctx_mu);
+    stale_ctx[stale_ctx_next] = id;
+    stale_ctx_next = (stale_ctx_next + 1) % STALE_CTX_MAX;
+    if (n_stale_ctx < STALE_CTX_MAX)
+        n_stale_ctx++;
+    pthread_mutex_unlock(&stale_ctx_mu);
+}
+
+static uint64_t stale_ctx_pick(uint64_t *rng)
+{
+    uint64_t id = 0;
+    pthread_mutex_lock(&stale_ctx_mu);
+    if (n_stale_ctx)
+        id = stale_ctx[rnd(rng, (unsigned)n_stale_ctx)];
+    pthread_mutex_unlock(&stale_ctx_mu);
+    return id;
+}
+
+/* Context counters, from the churn threads and the setup. */
+static _Atomic unsigned long ctx_made[CK_COUNT], ctx_retired[CK_COUNT];
+static _Atomic unsigned long ctx_handles_made, ctx_handles_destroyed;
+
+static void state_set(_Atomic int *s, int v)
+{
+    atomic_store(s, v);
+}
+
+/* A new pool generation of the given kind for slot s; NULL (a failure
+ * counted) if the driver refused. */
+static struct rec *rec_make(enum ctx_kind kind, int s, CUdevice dev)
+{
+    struct rec *r = calloc(1, sizeof *r);
+    CUresult rc;
+    if (!r) {
+        perror("stress: calloc");
+        exit(2);
+    }
+    r->kind = kind;
+    r->slot = s;
+    r->dev = dev;
+    atomic_init(&r->hstate, ALIVE);
+    switch (kind) {
+    case CK_OWNED:
+        if ((rc = cuctx_ctx_create(&r->h, dev, CUCTX_SCHED_AUTO)) != CUDA_SUCCESS)
+            goto refused;
+        if ((rc = cuctx_pop_current()) != CUDA_SUCCESS)
+            fail("cuctx_pop_current after a create: %s", RC(rc));
+        r->life = life_new();
+        atomic_fetch_add(&ctx_handles_made, 1);
+        break;
+    case CK_PRIMARY:
+        pthread_mutex_lock(&prim_mu);
+        rc = cuctx_ctx_primary(&r->h, dev);
+        if (rc == CUDA_SUCCESS) {
+            if (prim_count[dev]++ == 0)
+                prim_life[dev] = life_new();
+            r->life = prim_life[dev];
+        }
+        pthread_mutex_unlock(&prim_mu);
+        if (rc != CUDA_SUCCESS)
+            goto refused;
+        atomic_fetch_add(&ctx_handles_made, 1);
+        break;
+    case CK_BORROW_OWNED:
+        if ((rc = cuctx_ctx_create(&r->owned, dev, CUCTX_SCHED_AUTO)) != CUDA_SUCCESS)
+            goto refused;
+        if ((rc = cuctx_pop_current()) != CUDA_SUCCESS)
+            fail("cuctx_pop_current after a create: %s", RC(rc));
+        atomic_fetch_add(&ctx_handles_made, 1);
+        r->life = life_new();
+        if ((rc = cuctx_ctx_borrow(&r->h, cuctx_ctx_raw(r->owned))) != CUDA_SUCCESS) {
+            fail("cuctx_ctx_borrow of a live owned context: %s: %s", RC(rc), cuctx_last_error_message());
+            cuctx_ctx_destroy(&r->owned);
+            atomic_fetch_add(&ctx_handles_destroyed, 1);
+            state_set(&r->life->state, DEAD);
+            free(r);
+            return NULL;
+        }
+        atomic_fetch_add(&ctx_handles_made, 1);
+        break;
+    case CK_BORROW_RAW: {
+        CUcontext popped = NULL;
+        if ((rc = raw_ctx_create(&r->raw, 0, dev)) != CUDA_SUCCESS)
+            goto refused;
+        if ((rc = raw_ctx_pop(&popped)) != CUDA_SUCCESS || popped != r->raw)
+            fail("cuCtxPopCurrent after cuCtxCreate: %s", RC(rc));
+        r->life = life_new();
+        if ((rc = cuctx_ctx_borrow(&r->h, r->raw)) != CUDA_SUCCESS) {
+            fail("cuctx_ctx_borrow of a live raw context: %s: %s", RC(rc), cuctx_last_error_message());
+            raw_ctx_destroy(r->raw);
+            state_set(&r->life->state, DEAD);
+            free(r);
+            return NULL;
+        }
+        atomic_fetch_add(&ctx_handles_made, 1);
+        break;
+    }
+    default:
+        break;
+    }
+    atomic_fetch_add(&ctx_made[kind], 1);
+    pthread_mutex_lock(&all_mu);
+    r->all_next = all_recs;
+    all_recs = r;
+    pthread_mutex_unlock(&all_mu);
+    return r;
+refused:
+    fail("making a %s context on device %d: %s: %s", ctx_kind_names[kind], (int)dev, RC(rc),
+         cuctx_last_error_message());
+    free(r);
+    return NULL;
+}
+
+/* Destroys handle h (a copy: the record stays as it was), which must work. */
+static void ctx_handle_destroy(cuctx_ctx h, const char *what)
+{
+    CUresult rc = cuctx_ctx_destroy(&h);
+    if (rc != CUDA_SUCCESS)
+        fail("cuctx_ctx_destroy (%s): %s: %s", what, RC(rc), cuctx_last_error_message());
+    if (h.id != 0)
+        fail("cuctx_ctx_destroy (%s) left the handle set", what);
+    atomic_fetch_add(&ctx_handles_destroyed, 1);
+}
+
+/* Ends a pool generation taken out of its slot: its contexts and handles. */
+static void rec_retire(struct rec *r, uint64_t *rng)
+{
+    CUresult rc;
+    switch (r->kind) {
+    case CK_OWNED:
+        state_set(&r->hstate, DYING);
+        state_set(&r->life->state, DYING);
+        ctx_handle_destroy(r->h, "owned");
+        state_set(&r->life->state, DEAD);
+        state_set(&r->hstate, DEAD);
+        stale_ctx_push(r->h.id);
+        break;
+    case CK_PRIMARY: {
+        pthread_mutex_lock(&prim_mu);
+        int last = prim_count[r->dev] == 1;
+        state_set(&r->hstate, DYING);
+        if (last)
+            state_set(&r->life->state, DYING);
+        ctx_handle_destroy(r->h, "primary");
+        prim_count[r->dev]--;
+        if (last)
+            state_set(&r->life->state, DEAD);
+        state_set(&r->hstate, DEAD);
+        pthread_mutex_unlock(&prim_mu);
+        stale_ctx_push(r->h.id);
+        break;
+    }
+    case CK_BORROW_OWNED:
+        if (rnd(rng, 2)) {      /* the borrow first, then its owner */
+            state_set(&r->hstate, DYING);
+            ctx_handle_destroy(r->h, "borrow of an owned context");
+            state_set(&r->hstate, DEAD);
+            state_set(&r->life->state, DYING);
+            ctx_handle_destroy(r->owned, "owner of a borrowed context");
+            state_set(&r->life->state, DEAD);
+        } else {                /* the owner first: the borrow outlives the context */
+            state_set(&r->life->state, DYING);
+            ctx_handle_destroy(r->owned, "owner of a borrowed context");
+            state_set(&r->life->state, DEAD);
+            state_set(&r->hstate, DYING);
+            ctx_handle_destroy(r->h, "borrow of a destroyed owned context");
+            state_set(&r->hstate, DEAD);
+        }
+        stale_ctx_push(r->owned.id);
+        stale_ctx_push(r->h.id);
+        break;
+    case CK_BORROW_RAW:
+        /* Behind cuctx's back: no child call of this slot may be under way. */
+        state_set(&r->life->state, DYING);
+        pthread_rwlock_wrlock(&pool[r->slot].raw_lock);
+        rc = raw_ctx_destroy(r->raw);
+        pthread_rwlock_unlock(&pool[r->slot].raw_lock);
+        state_set(&r->life->state, DEAD);
+        if (rc != CUDA_SUCCESS)
+            fail("cuCtxDestroy of a raw context: %s", RC(rc));
+        /* The borrow still names it: cuctx must see it gone. This call also
+         * ends cuctx's entry for it; without any call that holds the entry,
+         * a dead borrowed context stays counted in cuctx_stats.contexts
+         * until a sweep or a new context at its address ends it. */
+        if ((rc = cuctx_ctx_synchronize(r->h)) != CUDA_ERROR_CONTEXT_IS_DESTROYED)
+            fail("cuctx_ctx_synchronize of a borrow whose raw context was destroyed: %s, expected "
+                 "CUDA_ERROR_CONTEXT_IS_DESTROYED", RC(rc));
+        state_set(&r->hstate, DYING);
+        ctx_handle_destroy(r->h, "borrow of a destroyed raw context");
+        state_set(&r->hstate, DEAD);
+        stale_ctx_push(r->h.id);
+        break;
+    default:
+        break;
+    }
+    atomic_fetch_add(&ctx_retired[r->kind], 1);
+}
+
+static struct rec *rec_make_random(int s, uint64_t *rng)
+{
+    for (int tries = 0; tries < 4; tries++) {
+        struct rec *r = rec_make((enum ctx_kind)rnd(rng, CK_COUNT), s, (CUdevice)rnd(rng, (unsigned)n_devices));
+        if (r)
+            return r;
+    }
+    return NULL;
+}
+
+/* The current generation of a random slot. */
+static struct rec *pick_rec(uint64_t *rng)
+{
+    struct slot *sl = &pool[rnd(rng, (unsigned)pool_n)];
+    pthread_mutex_lock(&sl->mu);
+    struct rec *r = sl->rec;
+    pthread_mutex_unlock(&sl->mu);
+    return r;
+}
+
+/* The read side of the raw locks of one or two records' slots, in slot
+ * order; only raw-borrowed contexts need it. */
+struct raw_hold { int n; int slots[2]; };
+
+static void raw_lock(struct raw_hold *h, const struct rec *a, const struct rec *b)
+{
+    h->n = 0;
+    if (a && a->kind == CK_BORROW_RAW)
+        h->slots[h->n++] = a->slot;
+    if (b && b->kind == CK_BORROW_RAW && !(h->n && h->slots[0] == b->slot))
+        h->slots[h->n++] = b->slot;
+    if (h->n == 2 && h->slots[0] > h->slots[1]) {
+        int t = h->slots[0];
+        h->slots[0] = h->slots[1];
+        h->slots[1] = t;
+    }
+    for (int i = 0; i < h->n; i++)
+        pthread_rwlock_rdlock(&pool[h->slots[i]].raw_lock);
+}
+
+static void raw_unlock(struct raw_hold *h)
+{
+    for (int i = h->n - 1; i >= 0; i--)
+        pthread_rwlock_unlock(&pool[h->slots[i]].raw_lock);
+}
+
+/* ------------------------------------------------------------------------
+ *  Children
+ * ------------------------------------------------------------------------ */
+
+enum child_kind { C_EVENT, C_STREAM, C_MEM, C_HOST_MEM, C_GRAPH_EXEC, C_COUNT };
+static const char *const child_names[C_COUNT] = {"event", "stream", "mem", "host_mem", "graph_exec"};
+static int have_graphs;
+/* The context current while graphs are created and destroyed: an owned one
+ * outside the pool, alive for the whole run. (With the real driver, graphs
+ * made and destroyed with no context current crashed cuGraphDestroy at the
+ * end of a run, now and then, once every context they had been
+ * instantiated in was gone.) */
+static cuctx_ctx home;
+/* STRESS_SHARED_GRAPH=1: every instantiation of a worker uses the worker's
+ * one graph, for the whole run. By default each instantiation gets a graph
+ * of its own, destroyed right after it: with the real driver, execs of one
+ * graph instantiated in contexts that were later destroyed crashed
+ * cuGraphExecDestroy of a sibling exec or cuGraphDestroy of the graph, now
+ * and then (driver 580.159.04). */
+static int shared_graph;
+
+/* A graph of one empty node, made in home; NULL (a failure counted) if the
+ * driver refused. */
+static CUgraph graph_new(void)
+{
+    CUgraph g = NULL;
+    CUgraphNode node;
+    CUresult rc = CUDA_ERROR_INVALID_CONTEXT;
+    CUCTX_SCOPED(home) {
+        if ((rc = raw_graph_create(&g, 0)) == CUDA_SUCCESS
+            && (rc = raw_graph_add_empty(&node, g, NULL, 0)) != CUDA_SUCCESS) {
+            raw_graph_destroy(g);
+            g = NULL;
+        }
+    }
+    if (rc != CUDA_SUCCESS) {
+        fail("making a graph: %s", RC(rc));
+        return NULL;
+    }
+    return g;
+}
+
+static void graph_free(CUgraph g)
+{
+    CUresult rc = CUDA_ERROR_INVALID_CONTEXT;
+    CUCTX_SCOPED(home) {
+        rc = raw_graph_destroy(g);
+    }
+    if (rc != CUDA_SUCCESS)
+        fail("cuGraphDestroy: %s", RC(rc));
+}
+
+struct child {
+    enum child_kind kind;
+    uint64_t id;
+    struct rec *rec;            /* the pool generation it was made in */
+    size_t size;
+};
+
+#define OWN_MAX 48
+#define STALE_MAX 32
+#define SHARED_MAX 512
+
+static pthread_mutex_t shared_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct child shared[SHARED_MAX];
+static int n_shared;
+
+struct counts {
+    unsigned long ops;
+    unsigned long creates[C_COUNT];     /* successful */
+    unsigned long create_refused;       /* in a stale handle or a dead context */
+    unsigned long destroys;             /* successful child destroys (each child once) */
+    unsigned long sure_stale;           /* destroys begun after their context was dead */
+    unsigned long sure_live;            /* destroys ended before their context's destroy began */
+    unsigned long uses, uses_dead, uses_raced;
+    unsigned long stale_checks;
+    unsigned long shared_destroys, ctx_ops;
+};
+
+struct worker {
+    int index;
+    pthread_t thread;
+    uint64_t rng;
+    unsigned long quota;
+    struct child own[OWN_MAX];
+    int n_own;
+    struct { enum child_kind kind; uint64_t id; } stale[STALE_MAX];
+    int n_stale, stale_next;
+    CUgraph graph;
+    struct rec *cached;         /* a pool generation kept for a while: it may die meanwhile */
+    struct counts c;
+};
+
+/* The context for the next create or context call: mostly the one used
+ * last, which churn may have replaced (and destroyed) since. */
+static struct rec *worker_rec(struct worker *w)
+{
+    if (!w->cached || rnd(&w->rng, 8) == 0)
+        w->cached = pick_rec(&w->rng);
+    return w->cached;
+}
+
+static int life_is(const struct rec *r, int state)
+{
+    return atomic_load(&r->life->state) == state;
+}
+
+static CUresult child_create(struct worker *w, struct child *c, cuctx_ctx ctx)
+{
+    CUresult rc = CUDA_ERROR_INVALID_VALUE;
+    c->id = 0;
+    switch (c->kind) {
+    case C_EVENT: {
+        cuctx_event e = {0};
+        rc = cuctx_event_create(&e, ctx, rnd(&w->rng, 2) ? CU_EVENT_DISABLE_TIMING : CU_EVENT_DEFAULT);
+        c->id = e.id;
+        break;
+    }
+    case C_STREAM: {
+        cuctx_stream s = {0};
+        rc = cuctx_stream_create(&s, ctx, rnd(&w->rng, 2) ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT, 0);
+        c->id = s.id;
+        break;
+    }
+    case C_MEM: {
+        cuctx_mem m = {0};
+        c->size = 256 + rnd(&w->rng, 64 << 10);
+        rc = cuctx_mem_alloc(&m, ctx, c->size);
+        c->id = m.id;
+        break;
+    }
+    case C_HOST_MEM: {
+        cuctx_host_mem hm = {0};
+        c->size = 64 + rnd(&w->rng, 16 << 10);
+        rc = cuctx_host_mem_alloc(&hm, ctx, c->size, rnd(&w->rng, 2) ? CU_MEMHOSTALLOC_PORTABLE : 0);
+        c->id = hm.id;
+        break;
+    }
+    case C_GRAPH_EXEC: {
+        cuctx_graph_exec ge = {0};
+        CUgraph g = w->graph;
+        if (!shared_graph && (g = graph_new()) == NULL)
+            return CUDA_ERROR_UNKNOWN;
+        rc = cuctx_graph_exec_instantiate(&ge, ctx, g, 0);
+        if (!shared_graph)
+            graph_free(g);
+        c->id = ge.id;
+        break;
+    }
+    default:
+        break;
+    }
+    if ((rc == CUDA_SUCCESS) != (c->id != 0))
+        fail("%s create returned %s with handle %#" PRIx64, child_names[c->kind], RC(rc), c->id);
+    return rc;
+}
+
+/* The kind's destroy, or now and then the generic one. */
+static CUresult child_destroy_id(struct worker *w, enum child_kind kind, uint64_t *id)
+{
+    CUresult rc;
+    if (rnd(&w->rng, 4) == 0)
+        return cuctx_destroy(id);
+    switch (kind) {
+    case C_EVENT: { cuctx_event h = {*id}; rc = cuctx_event_destroy(&h); *id = h.id; break; }
+    case C_STREAM: { cuctx_stream h = {*id}; rc = cuctx_stream_destroy(&h); *id = h.id; break; }
+    case C_MEM: { cuctx_mem h = {*id}; rc = cuctx_mem_destroy(&h); *id = h.id; break; }
+    case C_HOST_MEM: { cuctx_host_mem h = {*id}; rc = cuctx_host_mem_destroy(&h); *id = h.id; break; }
+    case C_GRAPH_EXEC: { cuctx_graph_exec h = {*id}; rc = cuctx_graph_exec_destroy(&h); *id = h.id; break; }
+    default: rc = CUDA_ERROR_INVALID_VALUE; break;
+    }
+    return rc;
+}
+
+/* Destroys a live child this thread owns (taken out of its array): must
+ * succeed, stale or not; counted for the stale-skip bounds. */
+static void child_destroy(struct worker *w, struct child *c, int keep_stale_copy)
+{
+    struct raw_hold rh;
+    uint64_t id = c->id;
+    raw_lock(&rh, c->rec, NULL);
+    int dead_before = life_is(c->rec, DEAD);
+    CUresult rc = child_destroy_id(w, c->kind, &id);
+    int alive_after = life_is(c->rec, ALIVE);
+    raw_unlock(&rh);
+    if (rc != CUDA_SUCCESS)
+        fail("destroy of a live %s (%s context, %s): %s: %s", child_names[c->kind], ctx_kind_names[c->rec->kind],
+             dead_before ? "dead" : "alive or dying", RC(rc), cuctx_last_error_message());
+    if (id != 0)
+        fail("destroy of a %s left the handle set", child_names[c->kind]);
+    w->c.destroys++;
+    w->c.sure_stale += dead_before;
+    w->c.sure_live += alive_after;
+    if (keep_stale_copy) {
+        w->stale[w->stale_next].kind = c->kind;
+        w->stale[w->stale_next].id = c->id;
+        w->stale_next = (w->stale_next + 1) % STALE_MAX;
+        if (w->n_stale < STALE_MAX)
+            w->n_stale++;
+    }
+    c->id = 0;
+    beat();
+}
+
+/* One use of a child, checked. c may be a copy of a shared child another
+ * thread may destroy meanwhile (raced: CUDA_ERROR_INVALID_HANDLE allowed).
+ * other: NULL, or a live child of this thread's that the use then involves
+ * (an event recorded on stream other, a stream waiting for event other, a
+ * graph exec launched on stream other). */
+static void child_use(struct worker *w, const struct child *c, const struct child *other, int raced)
+{
+    CUresult rc = CUDA_SUCCESS;
+    CUresult alive_rc = CUDA_SUCCESS;   /* the answer while every context involved lives */
+    int query = 0;
+    const char *what = "";
+    struct raw_hold rh;
+    const struct rec *orec = other ? other->rec : NULL;
+    raw_lock(&rh, c->rec, orec);
+    int dead_before = life_is(c->rec, DEAD) || (orec && life_is(orec, DEAD));
+    switch (c->kind) {
+    case C_EVENT: {
+        cuctx_event e = {c->id};
+        switch (other ? 0 : rnd(&w->rng, 4)) {   /* with other: a record on that stream */
+        case 0:
+            what = "cuctx_event_record";
+            if (other && other->kind == C_STREAM) {
+                rc = cuctx_event_record(e, (cuctx_stream){other->id});
+                if (other->rec->life != c->rec->life)
+                    alive_rc = CUDA_ERROR_INVALID_CONTEXT;
+            } else {
+                rc = cuctx_event_record(e, (cuctx_stream){0});
+            }
+            break;
+        case 1:
+            what = "cuctx_event_query";
+            rc = cuctx_event_query(e);
+            query = 1;
+            break;
+        case 2:
+            what = "cuctx_event_synchronize";
+            rc = cuctx_event_synchronize(e);
+            break;
+        default:
+            what = "cuctx_event_raw";
+            rc = cuctx_event_raw(e) ? CUDA_SUCCESS : cuctx_last_error();
+            break;
+        }
+        break;
+    }
+    case C_STREAM: {
+        cuctx_stream s = {c->id};
+        if (other && other->kind == C_EVENT) {
+            what = "cuctx_stream_wait_event";   /* the event may be another context's */
+            rc = cuctx_stream_wait_event(s, (cuctx_event){other->id});
+        } else if (rnd(&w->rng, 4)) {
+            what = "cuctx_stream_synchronize";
+            rc = cuctx_stream_synchronize(s);
+        } else {
+            what = "cuctx_stream_raw";
+            rc = cuctx_stream_raw(s) ? CUDA_SUCCESS : cuctx_last_error();
+        }
+        break;
+    }
+    case C_MEM: {
+        cuctx_mem m = {c->id};
+        what = "cuctx_mem_ptr/size";
+        CUdeviceptr p = cuctx_mem_ptr(m);
+        rc = p ? CUDA_SUCCESS : cuctx_last_error();
+        if (rc == CUDA_SUCCESS) {
+            size_t n = cuctx_mem_size(m);
+            rc = n ? CUDA_SUCCESS : cuctx_last_error();
+            if (n && n != c->size)
+                fail("cuctx_mem_size: %zu, allocated %zu", n, c->size);
+        }
+        break;
+    }
+    case C_HOST_MEM: {
+        cuctx_host_mem hm = {c->id};
+        what = "cuctx_host_mem_ptr/size";
+        void *p = cuctx_host_mem_ptr(hm);
+        rc = p ? CUDA_SUCCESS : cuctx_last_error();
+        if (rc == CUDA_SUCCESS) {
+            size_t n = cuctx_host_mem_size(hm);
+            rc = n ? CUDA_SUCCESS : cuctx_last_error();
+            if (n && n != c->size)
+                fail("cuctx_host_mem_size: %zu, allocated %zu", n, c->size);
+        }
+        break;
+    }
+    case C_GRAPH_EXEC: {
+        cuctx_graph_exec ge = {c->id};
+        what = "cuctx_graph_exec_launch";
+        if (other && other->kind == C_STREAM) {
+            rc = cuctx_graph_exec_launch(ge, (cuctx_stream){other->id});
+            if (other->rec->life != c->rec->life)
+                alive_rc = CUDA_ERROR_INVALID_CONTEXT;
+        } else {
+            rc = cuctx_graph_exec_launch(ge, (cuctx_stream){0});
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    int alive_after = life_is(c->rec, ALIVE) && (!orec || life_is(orec, ALIVE));
+    raw_unlock(&rh);
+    w->c.uses++;
+    w->c.uses_dead += rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    w->c.uses_raced += rc == CUDA_ERROR_INVALID_HANDLE;
+    int ok;
+    if (rc == CUDA_ERROR_INVALID_HANDLE)
+        ok = raced;
+    else if (dead_before)
+        ok = rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    else if (alive_after)
+        ok = rc == alive_rc || (query && rc == CUDA_ERROR_NOT_READY);
+    else
+        ok = rc == alive_rc || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED || (query && rc == CUDA_ERROR_NOT_READY);
+    if (!ok)
+        fail("%s on a %s%s (%s context, %s%s): %s: %s", what, raced ? "shared " : "", child_names[c->kind],
+             ctx_kind_names[c->rec->kind], dead_before ? "dead" : alive_after ? "alive" : "dying",
+             other ? ", with another child" : "", RC(rc), cuctx_last_error_message());
+}
+
+/* A stale copy of a destroyed child: every use and destroy must say
+ * CUDA_ERROR_INVALID_HANDLE, and touch nothing. */
+static void stale_use(struct worker *w)
+{
+    int i = (int)rnd(&w->rng, (unsigned)w->n_stale);
+    enum child_kind kind = w->stale[i].kind;
+    uint64_t id = w->stale[i].id;
+    CUresult rc;
+    const char *what;
+    switch (rnd(&w->rng, 3)) {
+    case 0:
+        what = "destroy";
+        rc = child_destroy_id(w, kind, &id);
+        if (id != 0)
+            fail("destroy of a stale %s left the handle set", child_names[kind]);
+        break;
+    default:
+        what = "use";
+        switch (kind) {
+        case C_EVENT: rc = cuctx_event_query((cuctx_event){id}); break;
+        case C_STREAM: rc = cuctx_stream_synchronize((cuctx_stream){id}); break;
+        case C_MEM: rc = cuctx_mem_ptr((cuctx_mem){id}) ? CUDA_SUCCESS : cuctx_last_error(); break;
+        case C_HOST_MEM: rc = cuctx_host_mem_ptr((cuctx_host_mem){id}) ? CUDA_SUCCESS : cuctx_last_error(); break;
+        case C_GRAPH_EXEC: rc = cuctx_graph_exec_launch((cuctx_graph_exec){id}, (cuctx_stream){0}); break;
+        default: rc = CUDA_ERROR_INVALID_VALUE; break;
+        }
+        break;
+    }
+    w->c.stale_checks++;
+    if (rc != CUDA_ERROR_INVALID_HANDLE)
+        fail("%s of a stale %s copy: %s, expected CUDA_ERROR_INVALID_HANDLE", what, child_names[kind], RC(rc));
+}
+
+/* A stale copy of a destroyed context handle. */
+static void stale_ctx_use(struct worker *w)
+{
+    cuctx_ctx h = {stale_ctx_pick(&w->rng)};
+    CUresult rc;
+    const char *what;
+    if (!h.id)
+        return;
+    switch (rnd(&w->rng, 3)) {
+    case 0:
+        what = "cuctx_ctx_destroy";
+        rc = cuctx_ctx_destroy(&h);
+        break;
+    case 1: {
+        cuctx_event e = {0};
+        what = "cuctx_event_create";
+        rc = cuctx_event_create(&e, h, 0);
+        if (e.id) {
+            fail("cuctx_event_create in a destroyed context handle made an event");
+            cuctx_event_destroy(&e);
+        }
+        break;
+    }
+    default:
+        what = "cuctx_ctx_synchronize";
+        rc = cuctx_ctx_synchronize(h);
+        break;
+    }
+    w->c.stale_checks++;
+    if (rc != CUDA_ERROR_INVALID_HANDLE)
+        fail("%s of a stale context handle copy: %s, expected CUDA_ERROR_INVALID_HANDLE", what, RC(rc));
+}
+
+/* A context-level call on a pool context. */
+static void ctx_use(struct worker *w)
+{
+    struct rec *r = worker_rec(w);
+    struct raw_hold rh;
+    int is_cur = -1;
+    const char *what;
+    raw_lock(&rh, r, NULL);
+    int dead_before = atomic_load(&r->hstate) == DEAD || life_is(r, DEAD);
+    int handle_dead = atomic_load(&r->hstate) == DEAD;
+    CUresult rc;
+    if (rnd(&w->rng, 2)) {
+        what = "cuctx_ctx_synchronize";
+        rc = cuctx_ctx_synchronize(r->h);
+    } else {
+        what = "cuctx_ctx_is_current";
+        rc = cuctx_ctx_is_current(r->h, &is_cur);
+        if (rc == CUDA_SUCCESS && is_cur != 0)
+            fail("a pool context is current on a worker thread");
+    }
+    int alive_after = atomic_load(&r->hstate) == ALIVE && life_is(r, ALIVE);
+    raw_unlock(&rh);
+    w->c.ctx_ops++;
+    int ok;
+    if (handle_dead)
+        ok = rc == CUDA_ERROR_INVALID_HANDLE;
+    else if (dead_before)
+        ok = rc == CUDA_ERROR_INVALID_HANDLE || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    else if (alive_after)
+        ok = rc == CUDA_SUCCESS;
+    else
+        ok = rc == CUDA_SUCCESS || rc == CUDA_ERROR_INVALID_HANDLE || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    if (!ok)
+        fail("%s on a %s context (%s): %s: %s", what, ctx_kind_names[r->kind],
+             handle_dead ? "handle destroyed" : dead_before ? "dead" : alive_after ? "alive" : "dying", RC(rc),
+             cuctx_last_error_message());
+}
+
+static void op_create(struct worker *w)
+{
+    struct rec *r = worker_rec(w);
+    struct child c = {(enum child_kind)rnd(&w->rng, have_graphs ? C_COUNT : C_GRAPH_EXEC), 0, r, 0};
+    struct raw_hold rh;
+    raw_lock(&rh, r, NULL);
+    int handle_dead = atomic_load(&r->hstate) == DEAD;
+    int dead_before = handle_dead || life_is(r, DEAD);
+    CUresult rc = child_create(w, &c, r->h);
+    int alive_after = atomic_load(&r->hstate) == ALIVE && life_is(r, ALIVE);
+    raw_unlock(&rh);
+    int ok;
+    if (handle_dead)
+        ok = rc == CUDA_ERROR_INVALID_HANDLE;
+    else if (dead_before)
+        ok = rc == CUDA_ERROR_INVALID_HANDLE || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    else if (alive_after)
+        ok = rc == CUDA_SUCCESS;
+    else
+        ok = rc == CUDA_SUCCESS || rc == CUDA_ERROR_INVALID_HANDLE || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    if (!ok)
+        fail("%s create in a %s context (%s): %s: %s", child_names[c.kind], ctx_kind_names[r->kind],
+             handle_dead ? "handle destroyed" : dead_before ? "dead" : alive_after ? "alive" : "dying", RC(rc),
+             cuctx_last_error_message());
+    if (rc != CUDA_SUCCESS) {
+        w->c.create_refused++;
+        return;
+    }
+    w->c.creates[c.kind]++;
+    if (rnd(&w->rng, 5) == 0) {
+        pthread_mutex_lock(&shared_mu);
+        if (n_shared < SHARED_MAX) {
+            shared[n_shared++] = c;
+            c.id = 0;
+        }
+        pthread_mutex_unlock(&shared_mu);
+        if (!c.id)
+            return;
+    }
+    if (w->n_own < OWN_MAX)
+        w->own[w->n_own++] = c;
+    else
+        child_destroy(w, &c, 0);
+}
+
+static struct child *random_own(struct worker *w, int kind)
+{
+    if (!w->n_own)
+        return NULL;
+    for (int tries = 0; tries < 4; tries++) {
+        struct child *c = &w->own[rnd(&w->rng, (unsigned)w->n_own)];
+        if (kind < 0 || (int)c->kind == kind)
+            return c;
+    }
+    return NULL;
+}
+
+static void op_use_own(struct worker *w)
+{
+    struct child *c = random_own(w, -1);
+    struct child *other = NULL;
+    if (!c) {
+        op_create(w);
+        return;
+    }
+    if (rnd(&w->rng, 3) == 0) {
+        if (c->kind == C_EVENT || c->kind == C_GRAPH_EXEC)
+            other = random_own(w, C_STREAM);
+        else if (c->kind == C_STREAM)
+            other = random_own(w, C_EVENT);
+    }
+    child_use(w, c, other, 0);
+}
+
+static void op_destroy_own(struct worker *w)
+{
+    if (!w->n_own) {
+        op_create(w);
+        return;
+    }
+    int i = (int)rnd(&w->rng, (unsigned)w->n_own);
+    struct child c = w->own[i];
+    w->own[i] = w->own[--w->n_own];
+    child_destroy(w, &c, rnd(&w->rng, 3) == 0);
+}
+
+static void op_destroy_shared(struct worker *w)
+{
+    struct child c = {0};
+    pthread_mutex_lock(&shared_mu);
+    if (n_shared) {
+        int i = (int)rnd(&w->rng, (unsigned)n_shared);
+        c = shared[i];
+        shared[i] = shared[--n_shared];
+    }
+    pthread_mutex_unlock(&shared_mu);
+    if (!c.id) {
+        op_create(w);
+        return;
+    }
+    w->c.shared_destroys++;
+    child_destroy(w, &c, rnd(&w->rng, 3) == 0);
+}
+
+static void op_use_shared(struct worker *w)
+{
+    struct child c = {0};
+    pthread_mutex_lock(&shared_mu);
+    if (n_shared)
+        c = shared[rnd(&w->rng, (unsigned)n_shared)];     /* a copy: others may destroy it meanwhile */
+    pthread_mutex_unlock(&shared_mu);
+    if (!c.id) {
+        op_create(w);
+        return;
+    }
+    child_use(w, &c, NULL, 1);
+}
+
+static void *work(void *arg)
+{
+    struct worker *w = arg;
+    for (unsigned long i = 0; i < w->quota; i++) {
+        unsigned r = rnd(&w->rng, 100);
+        if (r < 28)
+            op_create(w);
+        else if (r < 52)
+            op_use_own(w);
+        else if (r < 66)
+            op_destroy_own(w);
+        else if (r < 74)
+            op_destroy_shared(w);
+        else if (r < 82)
+            op_use_shared(w);
+        else if (r < 92) {
+            if (w->n_stale)
+                stale_use(w);
+            else
+                stale_ctx_use(w);
+        } else if (r < 96) {
+            stale_ctx_use(w);
+        } else {
+            ctx_use(w);
+        }
+        w->c.ops++;
+        beat();
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------
+ *  Churn
+ * ------------------------------------------------------------------------ */
+
+static _Atomic int stop_churn;
+static unsigned long churn_us;
+
+struct churner {
+    pthread_t thread;
+    uint64_t rng;
+    unsigned long replaced;
+};
+
+static void *churn(void *arg)
+{
+    struct churner *ch = arg;
+    while (!atomic_load(&stop_churn)) {
+        if (churn_us)
+            sleep_us(churn_us);
+        if (atomic_load(&stop_churn))
+            break;
+        int s = (int)rnd(&ch->rng, (unsigned)pool_n);
+        struct rec *nr = rec_make_random(s, &ch->rng);
+        if (!nr)
+            continue;
+        pthread_mutex_lock(&pool[s].mu);
+        struct rec *old = pool[s].rec;
+        pool[s].rec = nr;
+        pthread_mutex_unlock(&pool[s].mu);
+        rec_retire(old, &ch->rng);
+        ch->replaced++;
+        beat();
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------
+ *  main
+ * ------------------------------------------------------------------------ */
+
+static _Atomic unsigned long handler_calls;
+
+static void on_error(CUresult rc, const char *message, void *user)
+{
+    (void)user;
+    if (rc == CUDA_SUCCESS)
+        return;     /* CUCTX_LOG=debug notes */
+    if (atomic_fetch_add(&handler_calls, 1) < 5)
+        fprintf(stderr, "stress: error handler: %s: %s\n", RC(rc), message);
+}
+
+static unsigned long env_or(const char *name, unsigned long dflt)
+{
+    const char *v = getenv(name);
+    return v && *v ? strtoul(v, NULL, 0) : dflt;
+}
+
+static void add_counts(struct counts *to, const struct counts *c)
+{
+    to->ops += c->ops;
+    for (int k = 0; k < C_COUNT; k++)
+        to->creates[k] += c->creates[k];
+    to->create_refused += c->create_refused;
+    to->destroys += c->destroys;
+    to->sure_stale += c->sure_stale;
+    to->sure_live += c->sure_live;
+    to->uses += c->uses;
+    to->uses_dead += c->uses_dead;
+    to->uses_raced += c->uses_raced;
+    to->stale_checks += c->stale_checks;
+    to->shared_destroys += c->shared_destroys;
+    to->ctx_ops += c->ctx_ops;
+}
+
+#define CHECK(cond, ...)                    \
+    do {                                    \
+        if (!(cond))                        \
+            fail(__VA_ARGS__);              \
+    } while (0)
+
+int main(int argc, char **argv)
+{
+    unsigned long ops = argc > 1 ? strtoul(argv[1], NULL, 0) : 1000000ul;
+    int threads = argc > 2 ? atoi(argv[2]) : 16;
+    uint64_t seed = argc > 3 ? strtoull(argv[3], NULL, 0)
+                             : env_or("STRESS_SEED", (unsigned long)time(NULL) ^ ((unsigned long)clock() << 20));
+    int churners = (int)env_or("STRESS_CHURNERS", 2);
+    pool_n = (int)env_or("STRESS_POOL", 8);
+    if (threads < 1 || threads > 1024 || churners < 0 || churners > 8 || pool_n < 1 || pool_n > POOL_MAX) {
+        fprintf(stderr, "usage: stress [operations] [threads 1-1024] [seed] [churn-interval-us]\n"
+                        "  environment: STRESS_SEED, STRESS_CHURN_US, STRESS_POOL (1-%d), STRESS_CHURNERS (0-8), "
+                        "STRESS_WATCHDOG_S\n",
+                POOL_MAX);
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    cuctx_set_error_handler(on_error, NULL);
+    load_driver();
+    churn_us = argc > 4 ? strtoul(argv[4], NULL, 0) : env_or("STRESS_CHURN_US", have_sim ? 200 : 100000);
+    watchdog_s = env_or("STRESS_WATCHDOG_S", 120);
+    shared_graph = (int)env_or("STRESS_SHARED_GRAPH", 0);
+    run_seed = seed;
+    pthread_t dog;
+    if (watchdog_s && pthread_create(&dog, NULL, watchdog, NULL) != 0) {
+        perror("stress: pthread_create");
+        return 2;
+    }
+
+    int count = 0;
+    CUresult rc = raw_device_count(&count);
+    if (rc != CUDA_SUCCESS || count < 1) {
+        fprintf(stderr, "stress: no device (%s, %d)\n", RC(rc), count);
+        return 2;
+    }
+    n_devices = count < DEV_MAX ? count : DEV_MAX;
+    have_graphs = raw_graph_create && raw_graph_add_empty && raw_graph_destroy;
+    const char *drv = getenv("CUCTX_DRIVER");
+    printf("stress: seed %" PRIu64 ", %lu operations, %d threads, %d churn threads every %lu us, pool %d, "
+           "%d device%s, driver %s (%s)\n",
+           seed, ops, threads, churners, churn_us, pool_n, n_devices, n_devices == 1 ? "" : "s",
+           drv && *drv ? drv : "libcuda.so.1", have_sim ? "simulator" : "real");
+
+    size_t free0 = 0, free1 = 0, total = 0;
+    if (!have_sim && mem_info(0, &free0, &total) == 0)
+        printf("stress: device 0 memory before: %zu MiB free of %zu MiB\n", free0 >> 20, total >> 20);
+
+    unsigned long destroy_calls0 = sim_calls(destroy_fns), create_calls0 = sim_calls(create_fns);
+    struct cuctx_stats st0;
+    cuctx_stats_get(&st0);
+
+    /* The pool: each kind at least once where there is room. */
+    uint64_t setup_rng = seed ^ UINT64_C(0x5eed);
+    for (int s = 0; s < pool_n; s++) {
+        pthread_mutex_init(&pool[s].mu, NULL);
+        pthread_rwlock_init(&pool[s].raw_lock, NULL);
+        pool[s].rec = rec_make((enum ctx_kind)(s % CK_COUNT), s, (CUdevice)(s / CK_COUNT % n_devices));
+        if (!pool[s].rec && !(pool[s].rec = rec_make_random(s, &setup_rng))) {
+            fprintf(stderr, "stress: cannot fill the pool\n");
+            return 1;
+        }
+    }
+
+    struct worker *ws = calloc((size_t)threads, sizeof *ws);
+    struct churner *cs = calloc((size_t)(churners ? churners : 1), sizeof *cs);
+    if (!ws || !cs) {
+        perror("stress: calloc");
+        return 2;
+    }
+    for (int i = 0; i < threads; i++) {
+        ws[i].index = i;
+        ws[i].rng = seed + UINT64_C(0x9e3779b97f4a7c15) * (uint64_t)(i + 1);
+        ws[i].quota = ops / (unsigned long)threads + ((unsigned long)i < ops % (unsigned long)threads);
+    }
+    if (have_graphs) {
+        if ((rc = cuctx_ctx_create(&home, 0, CUCTX_SCHED_AUTO)) != CUDA_SUCCESS
+            || (rc = cuctx_pop_current()) != CUDA_SUCCESS) {
+            fprintf(stderr, "stress: cannot make the graphs' context: %s\n", cuctx_last_error_message());
+            return 2;
+        }
+        atomic_fetch_add(&ctx_handles_made, 1);
+        for (int i = 0; shared_graph && i < threads; i++)
+            if ((ws[i].graph = graph_new()) == NULL)
+                return 2;
+    }
+
+    double t0 = now_s();
+    for (int i = 0; i < churners; i++) {
+        cs[i].rng = seed ^ (UINT64_C(0xc42c42) + (uint64_t)i * UINT64_C(0x100000001b3));
+        if (pthread_create(&cs[i].thread, NULL, churn, &cs[i]) != 0) {
+            perror("stress: pthread_create");
+            return 2;
+        }
+    }
+    for (int i = 0; i < threads; i++) {
+        if (pthread_create(&ws[i].thread, NULL, work, &ws[i]) != 0) {
+            perror("stress: pthread_create");
+            return 2;
+        }
+    }
+    for (int i = 0; i < threads; i++)
+        pthread_join(ws[i].thread, NULL);
+    double seconds = now_s() - t0;
+    atomic_store(&stop_churn, 1);
+    unsigned long replaced = 0;
+    for (int i = 0; i < churners; i++) {
+        pthread_join(cs[i].thread, NULL);
+        replaced += cs[i].replaced;
+    }
+
+    /* Teardown: every child left, then the pool (no other thread runs now,
+     * so every destroy here is known stale or live). */
+    struct counts tot = {0};
+    struct worker *mw = &ws[0];
+    unsigned long left = 0;
+    for (int i = 0; i < threads; i++) {
+        for (int j = 0; j < ws[i].n_own; j++) {
+            child_destroy(mw, &ws[i].own[j], 0);
+            left++;
+        }
+        ws[i].n_own = 0;
+    }
+    for (int j = 0; j < n_shared; j++) {
+        child_destroy(mw, &shared[j], 0);
+        left++;
+    }
+    n_shared = 0;
+    for (int s = 0; s < pool_n; s++) {
+        rec_retire(pool[s].rec, &setup_rng);
+        pool[s].rec = NULL;
+        beat();
+    }
+    atomic_store(&finished, 1);
+    if (watchdog_s)
+        pthread_join(dog, NULL);
+    if (have_graphs) {
+        for (int i = 0; i < threads; i++)
+            if (ws[i].graph)
+                graph_free(ws[i].graph);
+        ctx_handle_destroy(home, "the graphs' context");
+    }
+    for (int i = 0; i < threads; i++)
+        add_counts(&tot, &ws[i].c);
+
+    /* The checks. */
+    struct cuctx_stats st;
+    cuctx_stats_get(&st);
+    unsigned long creates = 0;
+    for (int k = 0; k < C_COUNT; k++)
+        creates += tot.creates[k];
+    uint64_t skips = st.stale_skips - st0.stale_skips;
+    CHECK(creates == tot.destroys, "children: %lu created, %lu destroyed", creates, tot.destroys);
+    CHECK(atomic_load(&ctx_handles_made) == atomic_load(&ctx_handles_destroyed),
+          "context handles: %lu made, %lu destroyed", atomic_load(&ctx_handles_made),
+          atomic_load(&ctx_handles_destroyed));
+    CHECK(st.contexts == 0 && st.ctx_handles == 0 && st.events == 0 && st.streams == 0 && st.modules == 0
+              && st.mems == 0 && st.host_mems == 0 && st.graph_execs == 0,
+          "cuctx_stats: live contexts %zu, context handles %zu, events %zu, streams %zu, modules %zu, mems %zu, "
+          "host_mems %zu, graph_execs %zu (all must be 0)",
+          st.contexts, st.ctx_handles, st.events, st.streams, st.modules, st.mems, st.host_mems, st.graph_execs);
+    CHECK(st.failed_destroys == st0.failed_destroys, "cuctx_stats: %" PRIu64 " failed destroys",
+          st.failed_destroys - st0.failed_destroys);
+    CHECK(st.shutdown_skips == st0.shutdown_skips, "cuctx_stats: %" PRIu64 " shutdown skips",
+          st.shutdown_skips - st0.shutdown_skips);
+    CHECK(tot.sure_stale <= skips && skips + tot.sure_live <= tot.destroys,
+          "stale skips %" PRIu64 " outside [%lu, %lu] (destroys begun after their context died .. destroys "
+          "less those ended before it began to die)",
+          skips, tot.sure_stale, tot.destroys - tot.sure_live);
+    CHECK(atomic_load(&handler_calls) == 0, "the error handler was called %lu times", atomic_load(&handler_calls));
+
+    size_t misuses = 0;
+    unsigned long destroy_calls = 0, create_calls = 0;
+    if (have_sim) {
+        destroy_calls = sim_calls(destroy_fns) - destroy_calls0;
+        create_calls = sim_calls(create_fns) - create_calls0;
+        misuses = sim.misuse_count();
+        for (size_t i = 0; i < misuses && i < 10; i++)
+            fprintf(stderr, "stress: simulator misuse: %s\n", sim.misuse_text(i));
+        CHECK(misuses == 0, "the simulator recorded %zu misuses", misuses);
+        CHECK(skips == tot.destroys - destroy_calls,
+              "stale skips %" PRIu64 " != child destroys %lu - driver destroy calls %lu", skips, tot.destroys,
+              destroy_calls);
+        CHECK(create_calls == creates, "driver create calls %lu != successful creates %lu", create_calls, creates);
+        size_t live = sim.live("all");
+        CHECK(live == 0, "the simulator has %zu live objects (context %zu, primary %zu, event %zu, stream %zu, "
+              "mem %zu, host_mem %zu, graph %zu, graph_exec %zu)", live, sim.live("context"), sim.live("primary"),
+              sim.live("event"), sim.live("stream"), sim.live("mem"), sim.live("host_mem"), sim.live("graph"),
+              sim.live("graph_exec"));
+    } else if (mem_info(0, &free1, &total) == 0) {
+        printf("stress: device 0 memory after: %zu MiB free of %zu MiB (%+lld MiB)\n", free1 >> 20, total >> 20,
+               ((long long)free1 - (long long)free0) / (1 << 20));
+    }
+
+    printf("stress: children: %lu events, %lu streams, %lu mems, %lu host_mems, %lu graph_execs created; "
+           "%lu creates refused (stale handle or dead context); %lu destroyed (%lu of them from the shared array, "
+           "%lu at teardown)\n",
+           tot.creates[C_EVENT], tot.creates[C_STREAM], tot.creates[C_MEM], tot.creates[C_HOST_MEM],
+           tot.creates[C_GRAPH_EXEC], tot.create_refused, tot.destroys, tot.shared_destroys, left);
+    printf("stress: uses: %lu (%lu found the context destroyed, %lu raced a destroy of a shared handle); "
+           "%lu stale-copy checks; %lu context calls\n",
+           tot.uses, tot.uses_dead, tot.uses_raced, tot.stale_checks, tot.ctx_ops);
+    printf("stress: contexts: %lu replaced by churn; made owned %lu, primary %lu, borrowed-owned %lu, "
+           "borrowed-raw %lu\n",
+           replaced, atomic_load(&ctx_made[CK_OWNED]), atomic_load(&ctx_made[CK_PRIMARY]),
+           atomic_load(&ctx_made[CK_BORROW_OWNED]), atomic_load(&ctx_made[CK_BORROW_RAW]));
+    printf("stress: stale skips %" PRIu64 ": %lu certain (destroy begun after the context died), %lu in "
+           "flight with the context's destroy%s\n",
+           skips, tot.sure_stale, (unsigned long)(skips - tot.sure_stale),
+           have_sim ? "; driver destroy calls + stale skips = child destroys" : "");
+    printf("stress: %lu operations, %d threads, %.2f s, %.0f ops/s, %" PRIu64 " stale skips, %zu misuses%s\n",
+           tot.ops, threads, seconds, seconds > 0 ? (double)tot.ops / seconds : 0.0, skips, misuses,
+           have_sim ? "" : " (real driver: not counted)");
+
+    while (all_recs) {
+        struct rec *r = all_recs;
+        all_recs = r->all_next;
+        free(r);
+    }
+    while (all_lives) {
+        struct life *l = all_lives;
+        all_lives = l->all_next;
+        free(l);
+    }
+    free(ws);
+    free(cs);
+    unsigned long nf = atomic_load(&failures);
+    if (nf) {
+        printf("stress: FAILED: %lu check%s did not hold (seed %" PRIu64 ")\n", nf, nf == 1 ? "" : "s", seed);
+        return 1;
+    }
+    printf("stress: all checks passed\n");
+    return 0;
+}
