@@ -189,6 +189,17 @@ static CUresult entry_register(CUcontext raw, const char *fn, uint64_t *out)
  * scope looks up the context it leaves. */
 static CUCTX_TLS struct { CUcontext raw; uint64_t entry; } seen[2];
 
+/* Under the lock: whether the address of an entry being destroyed already
+ * names a new context (its destroy has reached the driver, which gave the
+ * address out again before the entry left the map). The closing entry's
+ * fields stay put until it is freed, which takes the lock. */
+static int retaken_while_closing(uint64_t id, CUcontext raw)
+{
+    struct cuctx_slot *s = cuctx__closing_slot(id, KIND_ENTRY);
+    unsigned long long now = 0;
+    return s && DRV(cuCtxGetId) && DRV(cuCtxGetId)(raw, &now) == CUDA_SUCCESS && now != s->u.entry.ctx_id;
+}
+
 /* The entry for raw, registered if new (*fresh: its id was just read). */
 static CUresult entry_lookup(CUcontext raw, const char *fn, uint64_t *out, int *fresh)
 {
@@ -202,8 +213,10 @@ static CUresult entry_lookup(CUcontext raw, const char *fn, uint64_t *out, int *
     CUresult rc = CUDA_SUCCESS;
     cuctx__ctx_lock();
     uint64_t id = cuctx__map_find(raw);
-    if (id && cuctx__closing(id, KIND_ENTRY))
+    if (id && cuctx__closing(id, KIND_ENTRY) && !retaken_while_closing(id, raw))
         rc = cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: context %p is being destroyed", fn, (void *)raw);
+    else if (id && cuctx__closing(id, KIND_ENTRY) && (rc = entry_register(raw, fn, &id)) == CUDA_SUCCESS)
+        *fresh = 1;
     else if (!(id && cuctx__alive(id, KIND_ENTRY)) && (rc = entry_register(raw, fn, &id)) == CUDA_SUCCESS)
         *fresh = 1;
     cuctx__ctx_unlock();
@@ -222,10 +235,11 @@ static CUresult hold(uint64_t entry, const char *fn, int check, struct cuctx_own
     struct cuctx_slot *s;
     out->slot = NULL;
     /* A closing entry may be reopened (a primary context that lived on past
-     * cuctx's last release): wait for the verdict, unless this thread
-     * holds it already, which the closer would wait for in turn. */
+     * cuctx's last release): wait for the verdict - but not while this
+     * thread holds any entry: the closer may be waiting, through the
+     * context lock, for that one to drain. */
     while (!(s = cuctx__hold(entry, KIND_ENTRY, &out->hazard))) {
-        if (!cuctx__closing(entry, KIND_ENTRY) || cuctx__holding(entry))
+        if (!cuctx__closing(entry, KIND_ENTRY) || cuctx__thread_holds())
             return fn ? cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: the context has been destroyed", fn)
                       : CUDA_ERROR_CONTEXT_IS_DESTROYED;
         cuctx__wait_closed(entry, KIND_ENTRY);

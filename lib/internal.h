@@ -173,6 +173,8 @@ void cuctx__slot_free(struct cuctx_slot *s);
 int cuctx__alive(uint64_t id, enum cuctx_kind kind);
 /* Whether id names a slot whose destroy has begun but not finished. */
 int cuctx__closing(uint64_t id, enum cuctx_kind kind);
+/* The slot of such an id, else NULL; its payload is its closer's to free. */
+struct cuctx_slot *cuctx__closing_slot(uint64_t id, enum cuctx_kind kind);
 /* Reads without a pin, as a seqlock reader: cuctx__peek gives the slot if
  * id is live; read its fields with relaxed atomic loads; the values hold if
  * cuctx__peek_valid then says id is still live (the slot was not reused). */

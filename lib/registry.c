@@ -527,6 +527,11 @@ int cuctx__alive(uint64_t id, enum cuctx_kind kind)
     return s && matches(atomic_load_explicit(&s->word, memory_order_acquire), id, kind);
 }
 
+struct cuctx_slot *cuctx__closing_slot(uint64_t id, enum cuctx_kind kind)
+{
+    return cuctx__closing(id, kind) ? slot_at(cuctx__id_index(id)) : NULL;
+}
+
 int cuctx__closing(uint64_t id, enum cuctx_kind kind)
 {
     struct cuctx_slot *s = slot_at(cuctx__id_index(id));
