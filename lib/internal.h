@@ -135,51 +135,10 @@ struct cuctx_slot {
 };
 _Static_assert(sizeof(struct cuctx_slot) == CUCTX_CACHE_LINE, "a slot is one cache line");
 
-/* Reserves a free slot; publish it with cuctx__slot_publish once filled. */
-struct cuctx_slot *cuctx__slot_alloc(void);
-/* Makes the slot live as kind; returns its id. */
-uint64_t cuctx__slot_publish(struct cuctx_slot *s, enum cuctx_kind kind);
-/* Returns an unpublished slot to the free list. */
-void cuctx__slot_discard(struct cuctx_slot *s);
-
-/* A pin keeps a live slot from being destroyed while held; NULL when id is
- * stale, of another kind, or closing. Cheap: one CAS on the slot's word. */
-struct cuctx_slot *cuctx__pin(uint64_t id, enum cuctx_kind kind);
-void cuctx__unpin(struct cuctx_slot *s);
-/* The pin of a context entry on the tether's hot path: the id goes into one
- * of the calling thread's hazard slots with plain stores, so a hold costs no
- * atomic read-modify-write and threads sharing a context share no written
- * cache line. Released on the same thread; *hazard is for cuctx__unhold.
- * cuctx__drain waits for holds as for pins. */
-struct cuctx_slot *cuctx__hold(uint64_t id, enum cuctx_kind kind, unsigned *hazard);
-void cuctx__unhold(struct cuctx_slot *s, unsigned hazard);
-/* Claims the one destroy of id (NULL if stale, wrong kind or already
- * closing); new pins fail from here on. */
-struct cuctx_slot *cuctx__close(uint64_t id, enum cuctx_kind kind);
-/* Waits until the pins taken before the close are released; sleeps, with
- * backoff, when they last. */
-void cuctx__drain(struct cuctx_slot *s);
-/* Abandons a close: the slot is live again with the same generation. */
-void cuctx__reopen(struct cuctx_slot *s);
-/* Waits until id is no longer closing (freed, or reopened). */
-void cuctx__wait_closed(uint64_t id, enum cuctx_kind kind);
-/* Whether the calling thread holds id in one of its hazard slots. */
-int cuctx__holding(uint64_t id);
-/* Whether the calling thread holds any entry or pin. */
-int cuctx__thread_holds(void);
-/* Ends the slot's generation and frees it. */
-void cuctx__slot_free(struct cuctx_slot *s);
-/* Whether id names a live slot (not closing), without pinning. */
-int cuctx__alive(uint64_t id, enum cuctx_kind kind);
-/* Whether id names a slot whose destroy has begun but not finished. */
-int cuctx__closing(uint64_t id, enum cuctx_kind kind);
-/* The slot of such an id, else NULL; its payload is its closer's to free. */
-struct cuctx_slot *cuctx__closing_slot(uint64_t id, enum cuctx_kind kind);
-/* Reads without a pin, as a seqlock reader: cuctx__peek gives the slot if
- * id is live; read its fields with relaxed atomic loads; the values hold if
- * cuctx__peek_valid then says id is still live (the slot was not reused). */
-struct cuctx_slot *cuctx__peek(uint64_t id, enum cuctx_kind kind);
-int cuctx__peek_valid(struct cuctx_slot *s, uint64_t id, enum cuctx_kind kind);
+/* The slot primitives (alloc, publish, pin, hold, close, drain, free,
+ * peek): inline, in registry.h, since every handle operation is made of
+ * them. */
+#include "registry.h"
 
 /* Live objects per kind, summed over the threads' own counters: cheap at
  * any table size. Exact while no thread creates or destroys. */

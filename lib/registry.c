@@ -35,16 +35,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define GEN_SHIFT 32
-#define KIND_SHIFT 26
-#define KIND_MASK 0x3fu
-#define CLOSING (UINT64_C(1) << 25)
-#define PINS_MASK ((UINT64_C(1) << 25) - 1)
-
-#define SEG_BASE_BITS 10
-#define SEG_COUNT 17        /* 1024 * (2^17 - 1) slots: more than the 2^26 ids can name */
-
-static _Atomic(struct cuctx_slot *) segments[SEG_COUNT];
+_Atomic(struct cuctx_slot *) cuctx__segments[CUCTX_SEG_COUNT];
+CUCTX_TLS struct cuctx_thread cuctx__me;
+int cuctx__asymmetric;
 static _Atomic uint32_t next_index;     /* slots below this were handed out once */
 static _Atomic uint64_t free_head;      /* tag (high 32) | index + 1 (low 32) */
 
@@ -66,48 +59,25 @@ static void backoff(unsigned *round)
     (*round)++;
 }
 
-static inline uint32_t word_gen(uint64_t w) { return (uint32_t)(w >> GEN_SHIFT); }
-static inline unsigned word_kind(uint64_t w) { return (unsigned)(w >> KIND_SHIFT) & KIND_MASK; }
-
-static inline void seg_of(uint32_t index, unsigned *seg, uint64_t *off)
-{
-    uint64_t j = (uint64_t)index + (1u << SEG_BASE_BITS);
-    unsigned bits = 63u - (unsigned)__builtin_clzll(j);
-    *seg = bits - SEG_BASE_BITS;
-    *off = j - (UINT64_C(1) << bits);
-}
-
-/* The slot for an index, or NULL where no segment holds it yet. A slot in a
- * segment that was never handed out is zero: kind NONE, matching no id. */
-static inline struct cuctx_slot *slot_at(uint32_t index)
-{
-    unsigned seg;
-    uint64_t off;
-    seg_of(index, &seg, &off);
-    if (seg >= SEG_COUNT)
-        return NULL;
-    struct cuctx_slot *base = atomic_load_explicit(&segments[seg], memory_order_acquire);
-    return base ? &base[off] : NULL;
-}
-
 static struct cuctx_slot *fresh_slot(void)
 {
     uint32_t index = atomic_fetch_add(&next_index, 1);
-    unsigned seg;
-    uint64_t off;
     if (index >= CUCTX_ID_INDEX_LIMIT) {
         atomic_fetch_sub(&next_index, 1);
         return NULL;
     }
-    seg_of(index, &seg, &off);
-    struct cuctx_slot *base = atomic_load_explicit(&segments[seg], memory_order_acquire);
+    uint64_t j = (uint64_t)index + (1u << CUCTX_SEG_BASE_BITS);
+    unsigned bits = 63u - (unsigned)__builtin_clzll(j);
+    unsigned seg = bits - CUCTX_SEG_BASE_BITS;
+    uint64_t off = j - (UINT64_C(1) << bits);
+    struct cuctx_slot *base = atomic_load_explicit(&cuctx__segments[seg], memory_order_acquire);
     if (!base) {
         /* Only the slots an id can name: the last segment is mostly beyond
          * the 2^26 limit. Anonymous memory is zero and takes no RAM until a
          * slot in a page is first used. Segments are never given back:
          * stale ids may still read them. */
         uint64_t first = index - off;
-        uint64_t slots = (uint64_t)1 << (seg + SEG_BASE_BITS);
+        uint64_t slots = (uint64_t)1 << (seg + CUCTX_SEG_BASE_BITS);
         if (first + slots > CUCTX_ID_INDEX_LIMIT)
             slots = CUCTX_ID_INDEX_LIMIT - first;
         size_t bytes = (size_t)slots * sizeof(struct cuctx_slot);
@@ -115,8 +85,8 @@ static struct cuctx_slot *fresh_slot(void)
         struct cuctx_slot *mine = m == MAP_FAILED ? NULL : m;
         struct cuctx_slot *expected = NULL;
         if (!mine)
-            return NULL;    /* the index is lost; slot_at() sees no segment for it */
-        if (atomic_compare_exchange_strong(&segments[seg], &expected, mine))
+            return NULL;    /* the index is lost; cuctx__slot_at() sees no segment for it */
+        if (atomic_compare_exchange_strong(&cuctx__segments[seg], &expected, mine))
             base = mine;
         else {
             munmap(mine, bytes);
@@ -125,7 +95,7 @@ static struct cuctx_slot *fresh_slot(void)
     }
     struct cuctx_slot *s = &base[off];
     s->index = index;
-    atomic_store_explicit(&s->word, (uint64_t)1 << GEN_SHIFT, memory_order_relaxed);
+    atomic_store_explicit(&s->word, (uint64_t)1 << CUCTX_W_GEN_SHIFT, memory_order_relaxed);
     return s;
 }
 
@@ -136,7 +106,7 @@ static struct cuctx_slot *pop_global(void)
         uint32_t top = (uint32_t)head;
         if (top == 0)
             return fresh_slot();
-        struct cuctx_slot *s = slot_at(top - 1);
+        struct cuctx_slot *s = cuctx__slot_at(top - 1);
         uint32_t next = atomic_load_explicit(&s->next_free, memory_order_relaxed);
         uint64_t want = ((head >> 32) + 1) << 32 | next;
         if (atomic_compare_exchange_weak_explicit(&free_head, &head, want,
@@ -157,14 +127,8 @@ static void push_global(struct cuctx_slot *s)
     }
 }
 
-/* The per-thread cache of free slots; handed back when the thread ends. */
-#define CACHE_SIZE 32
-struct slot_cache {
-    unsigned n;
-    int registered;     /* its destructor is set for this thread */
-    struct cuctx_slot *slots[CACHE_SIZE];
-};
-static CUCTX_TLS struct slot_cache cache;
+/* The per-thread cache of free slots (cuctx__me.cache) goes back to the
+ * shared list when the thread ends. */
 static pthread_key_t cache_key;
 static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 
@@ -173,10 +137,10 @@ static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
  * the shared list, never to a cache nobody will flush again. */
 static void cache_flush(void *arg)
 {
-    struct slot_cache *c = arg;
-    while (c->n)
-        push_global(c->slots[--c->n]);
-    c->registered = -1;
+    struct cuctx_thread *t = arg;
+    while (t->ncache)
+        push_global(t->cache[--t->ncache]);
+    t->cache_registered = -1;
 }
 
 static void cache_key_make(void)
@@ -184,62 +148,41 @@ static void cache_key_make(void)
     pthread_key_create(&cache_key, cache_flush);
 }
 
-struct cuctx_slot *cuctx__slot_alloc(void)
+struct cuctx_slot *cuctx__slot_alloc_slow(void)
 {
-    return cache.n ? cache.slots[--cache.n] : pop_global();
+    return pop_global();
 }
 
-static void push_free(struct cuctx_slot *s)
+/* The first free of a thread registers its cache's flush; a thread whose
+ * registration failed, or that is exiting, frees to the shared list. */
+void cuctx__slot_push_slow(struct cuctx_slot *s)
 {
-    if (!cache.registered && cache.n < CACHE_SIZE) {
+    struct cuctx_thread *t = &cuctx__me;
+    if (!t->cache_registered) {
         pthread_once(&cache_key_once, cache_key_make);
-        cache.registered = pthread_setspecific(cache_key, &cache) == 0 ? 1 : -1;
+        t->cache_registered = pthread_setspecific(cache_key, t) == 0 ? 1 : -1;
     }
-    if (cache.registered > 0 && cache.n < CACHE_SIZE)
-        cache.slots[cache.n++] = s;
+    if (t->cache_registered > 0 && t->ncache < CUCTX_SLOT_CACHE)
+        t->cache[t->ncache++] = s;
     else
         push_global(s);
 }
 
-static void count_live(unsigned kind, int64_t delta);
-
-uint64_t cuctx__slot_publish(struct cuctx_slot *s, enum cuctx_kind kind)
-{
-    uint32_t gen = word_gen(atomic_load_explicit(&s->word, memory_order_relaxed));
-    atomic_store_explicit(&s->word, (uint64_t)gen << GEN_SHIFT | (uint64_t)kind << KIND_SHIFT,
-                          memory_order_release);
-    count_live(kind, 1);
-    return cuctx__id_make(kind, s->index, gen);
-}
-
-void cuctx__slot_discard(struct cuctx_slot *s)
-{
-    push_free(s);   /* never published: its generation was not used */
-}
-
-static inline int matches(uint64_t w, uint64_t id, enum cuctx_kind kind)
-{
-    return cuctx__id_kind(id) == kind && word_kind(w) == (unsigned)kind
-        && word_gen(w) == cuctx__id_gen(id) && !(w & CLOSING);
-}
-
 /* The pins this thread holds, so that a thread cancelled inside a driver
  * call leaves none behind: its exit releases them (thread_exit below). */
-static CUCTX_TLS unsigned my_used;  /* bit i: my_rec->ids[i] in use; only this thread writes them */
 #define MY_PINS 8
 static CUCTX_TLS struct cuctx_slot *my_pins[MY_PINS];
 static CUCTX_TLS unsigned my_npins;
-static struct hazard_rec *hazard_rec(void);
 
 struct cuctx_slot *cuctx__pin(uint64_t id, enum cuctx_kind kind)
 {
-    struct cuctx_slot *s = slot_at(cuctx__id_index(id));
+    struct cuctx_slot *s = cuctx__slot_at(cuctx__id_index(id));
     if (!s)
         return NULL;
-    hazard_rec();   /* its key runs thread_exit */
+    cuctx__hazard_rec();     /* its key runs thread_exit */
     uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
     do {
-        if (!matches(w, id, kind) || (w & PINS_MASK) == PINS_MASK)
+        if (!cuctx__matches(w, id, kind) || (w & CUCTX_W_PINS) == CUCTX_W_PINS)
             return NULL;
     } while (!atomic_compare_exchange_weak_explicit(&s->word, &w, w + 1,
                                                     memory_order_acquire, memory_order_acquire));
@@ -262,44 +205,31 @@ void cuctx__unpin(struct cuctx_slot *s)
 
 int cuctx__thread_holds(void)
 {
-    return my_used != 0 || my_npins != 0;
+    return cuctx__me.used != 0 || my_npins != 0;
 }
 
 /* ---- holds: hazard slots -----------------------------------------------------
- * Each thread that holds context entries owns a record of HAZARDS slots.
+ * Each thread that holds context entries owns a record of CUCTX_HAZARDS
+ * slots (registry.h).
  *   hold:  write the id into a free slot of my record, fence, read the
  *          entry's word: if closing or reused, clear the slot and fail.
  *   drain: (after close set the closing flag) fence, then wait while any
  *          record's slot names this id.
  * Either the holder's read sees closing, or the closer's scan sees the id:
- * a hold never overlaps the destroy. The fence is asymmetric where Linux
+ * a hold never overlaps the destroy. The fence is cuctx__asymmetric where Linux
  * offers membarrier(2): the holder's side is only a compiler barrier, and
  * the closer, about to spend milliseconds in cuCtxDestroy anyway, makes
  * every running thread of the process execute a full barrier. Otherwise the
- * holder pays a full fence. A thread holding more than HAZARDS entries at
- * once falls back to pinning the word. */
-#define HAZARDS 4
-#define NO_HAZARD UINT32_MAX
-struct hazard_rec {
-    _Alignas(CUCTX_CACHE_LINE) _Atomic uint64_t ids[HAZARDS];
-    struct hazard_rec *next;        /* the list only grows: records are reused, never freed */
-    _Atomic int taken;              /* a live thread owns it */
-    /* Objects published minus objects freed by the record's threads, per
-     * kind: the sum over records is the live count, with no shared counter
-     * on the hot path. Only the owning thread writes; a new owner goes on
-     * adding to the same sums. */
-    _Alignas(CUCTX_CACHE_LINE) _Atomic int64_t live[KIND_COUNT];
-};
-static _Atomic(struct hazard_rec *) hazard_list;
-static CUCTX_TLS struct hazard_rec *my_rec;
+ * holder pays a full fence. A thread holding more than CUCTX_HAZARDS entries
+ * at once falls back to pinning the word. */
+static _Atomic(struct cuctx_hazard_rec *) hazard_list;
 static pthread_key_t hazard_key;
 static pthread_once_t hazard_once = PTHREAD_ONCE_INIT;
-static int asymmetric;              /* membarrier registered: holders skip the fence */
 
 static void hazard_release(void *arg)
 {
-    struct hazard_rec *r = arg;
-    for (unsigned i = 0; i < HAZARDS; i++)
+    struct cuctx_hazard_rec *r = arg;
+    for (unsigned i = 0; i < CUCTX_HAZARDS; i++)
         atomic_store_explicit(&r->ids[i], 0, memory_order_release);
     atomic_store_explicit(&r->taken, 0, memory_order_release);
 }
@@ -323,8 +253,8 @@ static void thread_exit(void *arg)
     while (my_npins)
         cuctx__unpin(my_pins[my_npins - 1]);
     hazard_release(arg);
-    my_rec = NULL;
-    my_used = 0;
+    cuctx__me.rec = NULL;
+    cuctx__me.used = 0;
 }
 
 void cuctx__registry_after_fork(void)
@@ -332,31 +262,33 @@ void cuctx__registry_after_fork(void)
     /* Only the forking thread lives on in the child: the other threads'
      * holds and pins are gone with them, and the membarrier registration is
      * made anew for the child (holders fence for themselves if it fails). */
-    for (struct hazard_rec *r = atomic_load(&hazard_list); r; r = r->next)
-        if (r != my_rec)
+    for (struct cuctx_hazard_rec *r = atomic_load(&hazard_list); r; r = r->next)
+        if (r != cuctx__me.rec)
             hazard_release(r);
     uint32_t n = atomic_load(&next_index);
     for (uint32_t i = 0; i < n; i++) {
-        struct cuctx_slot *s = slot_at(i);
+        struct cuctx_slot *s = cuctx__slot_at(i);
         if (s)
-            atomic_store(&s->word, atomic_load(&s->word) & ~PINS_MASK);
+            atomic_store(&s->word, atomic_load(&s->word) & ~CUCTX_W_PINS);
     }
     my_npins = 0;
-    if (asymmetric && !membarrier_register())
-        asymmetric = 0;
+    if (cuctx__asymmetric && !membarrier_register())
+        cuctx__asymmetric = 0;
 }
 
 static void hazard_init(void)
 {
     pthread_key_create(&hazard_key, thread_exit);
-    asymmetric = membarrier_register();
+    cuctx__asymmetric = membarrier_register();
 }
 
-static struct hazard_rec *hazard_rec(void)
+/* The calling thread's first hold or count: a record from the list, or a
+ * new one; NULL if none can be had (the thread pins and counts centrally). */
+struct cuctx_hazard_rec *cuctx__hazard_rec_slow(void)
 {
-    struct hazard_rec *r;
-    if (my_rec)
-        return my_rec;
+    struct cuctx_hazard_rec *r;
+    if (cuctx__me.rec)
+        return cuctx__me.rec;
     pthread_once(&hazard_once, hazard_init);
     for (r = atomic_load_explicit(&hazard_list, memory_order_acquire); r; r = r->next) {
         int unowned = 0;
@@ -378,15 +310,15 @@ static struct hazard_rec *hazard_rec(void)
         atomic_store(&r->taken, 0);
         return NULL;
     }
-    return my_rec = r;
+    return cuctx__me.rec = r;
 }
 
 /* Threads without a record (its allocation failed) count here. */
 static _Atomic int64_t live_unowned[KIND_COUNT];
 
-static void count_live(unsigned kind, int64_t delta)
+void cuctx__count_live_slow(unsigned kind, int64_t delta)
 {
-    struct hazard_rec *r = my_rec ? my_rec : hazard_rec();
+    struct cuctx_hazard_rec *r = cuctx__hazard_rec();
     if (kind >= KIND_COUNT)
         return;
     if (r)
@@ -400,23 +332,15 @@ void cuctx__live_counts(int64_t out[KIND_COUNT])
 {
     for (unsigned k = 0; k < KIND_COUNT; k++)
         out[k] = atomic_load_explicit(&live_unowned[k], memory_order_relaxed);
-    for (struct hazard_rec *r = atomic_load_explicit(&hazard_list, memory_order_acquire); r; r = r->next)
+    for (struct cuctx_hazard_rec *r = atomic_load_explicit(&hazard_list, memory_order_acquire); r; r = r->next)
         for (unsigned k = 0; k < KIND_COUNT; k++)
             out[k] += atomic_load_explicit(&r->live[k], memory_order_relaxed);
-}
-
-static inline void holder_fence(void)
-{
-    if (asymmetric)
-        atomic_signal_fence(memory_order_seq_cst);
-    else
-        atomic_thread_fence(memory_order_seq_cst);
 }
 
 static void closer_fence(void)
 {
 #ifdef __linux__
-    if (asymmetric && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+    if (cuctx__asymmetric && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
         return;
 #endif
     atomic_thread_fence(memory_order_seq_cst);
@@ -424,84 +348,49 @@ static void closer_fence(void)
 
 static void hazards_wait(uint64_t id)
 {
-    pthread_once(&hazard_once, hazard_init);    /* so that `asymmetric` is settled */
+    pthread_once(&hazard_once, hazard_init);    /* so that `cuctx__asymmetric` is settled */
     closer_fence();
-    for (struct hazard_rec *r = atomic_load_explicit(&hazard_list, memory_order_acquire); r; r = r->next)
-        for (unsigned i = 0, round = 0; i < HAZARDS; i++)
+    for (struct cuctx_hazard_rec *r = atomic_load_explicit(&hazard_list, memory_order_acquire); r; r = r->next)
+        for (unsigned i = 0, round = 0; i < CUCTX_HAZARDS; i++)
             while (atomic_load_explicit(&r->ids[i], memory_order_acquire) == id)
                 backoff(&round);
 }
 
 int cuctx__holding(uint64_t id)
 {
-    if (!my_rec)
+    struct cuctx_thread *t = &cuctx__me;
+    if (!t->rec)
         return 0;
-    for (unsigned i = 0; i < HAZARDS; i++)
-        if ((my_used & (1u << i)) && atomic_load_explicit(&my_rec->ids[i], memory_order_relaxed) == id)
+    for (unsigned i = 0; i < CUCTX_HAZARDS; i++)
+        if ((t->used & (1u << i)) && atomic_load_explicit(&t->rec->ids[i], memory_order_relaxed) == id)
             return 1;
     return 0;
 }
 
-struct cuctx_slot *cuctx__hold(uint64_t id, enum cuctx_kind kind, unsigned *hazard)
+/* A hold without a free hazard slot of the thread's own: the thread's first
+ * (its record is made here), or one beyond CUCTX_HAZARDS at once, which pins. */
+struct cuctx_slot *cuctx__hold_slow(uint64_t id, enum cuctx_kind kind, unsigned *hazard)
 {
-    struct hazard_rec *r = hazard_rec();
-    if (!r || my_used == (1u << HAZARDS) - 1) {
-        struct cuctx_slot *s = cuctx__pin(id, kind);
-        if (s)
-            *hazard = NO_HAZARD;
-        return s;
-    }
-    struct cuctx_slot *s = slot_at(cuctx__id_index(id));
-    if (!s || !matches(atomic_load_explicit(&s->word, memory_order_relaxed), id, kind))
-        return NULL;
-    unsigned i = (unsigned)__builtin_ctz(~my_used);
-    atomic_store_explicit(&r->ids[i], id, memory_order_relaxed);
-    holder_fence();
-    if (!matches(atomic_load_explicit(&s->word, memory_order_acquire), id, kind)) {
-        atomic_store_explicit(&r->ids[i], 0, memory_order_release);
-        return NULL;
-    }
-    my_used |= 1u << i;
-    *hazard = i;
+    struct cuctx_slot *s;
+    if (!cuctx__me.rec && cuctx__hazard_rec_slow())
+        return cuctx__hold(id, kind, hazard);
+    if ((s = cuctx__pin(id, kind)))
+        *hazard = CUCTX_NO_HAZARD;
     return s;
 }
 
-void cuctx__unhold(struct cuctx_slot *s, unsigned hazard)
-{
-    if (hazard == NO_HAZARD) {
-        cuctx__unpin(s);
-        return;
-    }
-    atomic_store_explicit(&my_rec->ids[hazard], 0, memory_order_release);
-    my_used &= ~(1u << hazard);
-}
-
-struct cuctx_slot *cuctx__close(uint64_t id, enum cuctx_kind kind)
-{
-    struct cuctx_slot *s = slot_at(cuctx__id_index(id));
-    if (!s)
-        return NULL;
-    uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
-    do {
-        if (!matches(w, id, kind))
-            return NULL;
-    } while (!atomic_compare_exchange_weak_explicit(&s->word, &w, w | CLOSING,
-                                                    memory_order_seq_cst, memory_order_acquire));
-    return s;
-}
-
-void cuctx__drain(struct cuctx_slot *s)
+void cuctx__drain_slow(struct cuctx_slot *s)
 {
     uint64_t w = atomic_load_explicit(&s->word, memory_order_seq_cst);
-    if (word_kind(w) == KIND_ENTRY)
-        hazards_wait(cuctx__id_make(KIND_ENTRY, s->index, word_gen(w)));
-    for (unsigned round = 0; atomic_load_explicit(&s->word, memory_order_seq_cst) & PINS_MASK;)
+    if (cuctx__word_kind(w) == KIND_ENTRY)
+        hazards_wait(cuctx__id_make(KIND_ENTRY, s->index, cuctx__word_gen(w)));
+    for (unsigned round = 0; atomic_load_explicit(&s->word, memory_order_seq_cst) & CUCTX_W_PINS;)
         backoff(&round);
 }
 
 void cuctx__reopen(struct cuctx_slot *s)
 {
-    atomic_fetch_and_explicit(&s->word, ~CLOSING, memory_order_release);
+    atomic_fetch_and_explicit(&s->word, ~CUCTX_W_CLOSING, memory_order_release);
 }
 
 void cuctx__wait_closed(uint64_t id, enum cuctx_kind kind)
@@ -510,61 +399,32 @@ void cuctx__wait_closed(uint64_t id, enum cuctx_kind kind)
         backoff(&round);
 }
 
-void cuctx__slot_free(struct cuctx_slot *s)
-{
-    uint64_t w = atomic_load_explicit(&s->word, memory_order_relaxed);
-    uint32_t gen = word_gen(w) + 1;
-    count_live(word_kind(w), -1);
-    atomic_store_explicit(&s->word, (uint64_t)gen << GEN_SHIFT, memory_order_release);
-    if (gen != UINT32_MAX)
-        push_free(s);
-    /* else retired for good: reusing it would bring its old ids back to life */
-}
-
-int cuctx__alive(uint64_t id, enum cuctx_kind kind)
-{
-    struct cuctx_slot *s = slot_at(cuctx__id_index(id));
-    return s && matches(atomic_load_explicit(&s->word, memory_order_acquire), id, kind);
-}
-
 struct cuctx_slot *cuctx__closing_slot(uint64_t id, enum cuctx_kind kind)
 {
-    return cuctx__closing(id, kind) ? slot_at(cuctx__id_index(id)) : NULL;
+    return cuctx__closing(id, kind) ? cuctx__slot_at(cuctx__id_index(id)) : NULL;
 }
 
 int cuctx__closing(uint64_t id, enum cuctx_kind kind)
 {
-    struct cuctx_slot *s = slot_at(cuctx__id_index(id));
+    struct cuctx_slot *s = cuctx__slot_at(cuctx__id_index(id));
     uint64_t w = s ? atomic_load_explicit(&s->word, memory_order_acquire) : 0;
-    return s && (w & CLOSING) && matches(w & ~CLOSING, id, kind);
-}
-
-struct cuctx_slot *cuctx__peek(uint64_t id, enum cuctx_kind kind)
-{
-    struct cuctx_slot *s = slot_at(cuctx__id_index(id));
-    return s && matches(atomic_load_explicit(&s->word, memory_order_acquire), id, kind) ? s : NULL;
-}
-
-int cuctx__peek_valid(struct cuctx_slot *s, uint64_t id, enum cuctx_kind kind)
-{
-    atomic_thread_fence(memory_order_acquire);  /* the field reads happen before this check */
-    return matches(atomic_load_explicit(&s->word, memory_order_relaxed), id, kind);
+    return s && (w & CUCTX_W_CLOSING) && cuctx__matches(w & ~CUCTX_W_CLOSING, id, kind);
 }
 
 uint64_t cuctx__slot_id(struct cuctx_slot *s)
 {
     uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
-    return cuctx__id_make((enum cuctx_kind)word_kind(w), s->index, word_gen(w));
+    return cuctx__id_make((enum cuctx_kind)cuctx__word_kind(w), s->index, cuctx__word_gen(w));
 }
 
 void cuctx__slot_foreach(void (*fn)(enum cuctx_kind kind, struct cuctx_slot *s, void *arg), void *arg)
 {
     uint32_t n = atomic_load_explicit(&next_index, memory_order_acquire);
     for (uint32_t i = 0; i < n; i++) {
-        struct cuctx_slot *s = slot_at(i);
+        struct cuctx_slot *s = cuctx__slot_at(i);
         if (!s)
             continue;
-        unsigned k = word_kind(atomic_load_explicit(&s->word, memory_order_acquire));
+        unsigned k = cuctx__word_kind(atomic_load_explicit(&s->word, memory_order_acquire));
         if (k != KIND_NONE && k < KIND_COUNT)
             fn((enum cuctx_kind)k, s, arg);
     }
