@@ -13,12 +13,10 @@ void cuctx__popped(void)
         pushes--;
 }
 
-CUresult cuctx__switch_to(CUcontext raw, const char *fn, struct cuctx_switch *sw)
+/* cuCtxGetCurrent failed, or answered another context: push raw. */
+CUresult cuctx__switch_slow(CUcontext raw, CUresult rc, const char *fn, struct cuctx_switch *sw)
 {
-    CUcontext cur = NULL;
-    CUresult rc = DRV(cuCtxGetCurrent)(&cur);
-    sw->pushed = 0;
-    if (rc == CUDA_SUCCESS && cur != raw) {
+    if (rc == CUDA_SUCCESS) {
         rc = DRV(cuCtxPushCurrent)(raw);
         sw->pushed = rc == CUDA_SUCCESS;
     }
@@ -27,11 +25,9 @@ CUresult cuctx__switch_to(CUcontext raw, const char *fn, struct cuctx_switch *sw
     return CUDA_SUCCESS;
 }
 
-void cuctx__switch_back(struct cuctx_switch *sw, const char *fn)
+void cuctx__switch_back_slow(struct cuctx_switch *sw, const char *fn)
 {
     CUcontext popped;
-    if (!sw->pushed)
-        return;
     sw->pushed = 0;
     CUresult rc = DRV(cuCtxPopCurrent)(&popped);
     if (rc != CUDA_SUCCESS)

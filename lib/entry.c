@@ -143,7 +143,7 @@ CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev
     struct cuctx_slot *s = cuctx__slot_alloc();
     if (!s)
         return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
-    __atomic_store_n(&s->u.entry.raw, raw, __ATOMIC_RELAXED);  /* the word handle_entry peeks at */
+    __atomic_store_n(&s->u.entry.raw, raw, __ATOMIC_RELAXED);  /* peeked at through a reused slot */
     s->u.entry.ctx_id = ctx_id;
     s->u.entry.dev = dev;
     s->u.entry.owner = (unsigned char)owner;
@@ -229,21 +229,11 @@ static CUresult entry_lookup(CUcontext raw, const char *fn, uint64_t *out, int *
     return CUDA_SUCCESS;
 }
 
-/* fn NULL: an ended context is not recorded as an error (other failures are). */
-static CUresult hold(uint64_t entry, const char *fn, int check, struct cuctx_owner *out)
+/* An entry held (s): its fields, and the id check where the driver
+ * decides its life (check: the caller did not just read that id). */
+static CUresult held(struct cuctx_slot *s, uint64_t entry, const char *fn, int check, struct cuctx_owner *out)
 {
-    struct cuctx_slot *s;
     out->slot = NULL;
-    /* A closing entry may be reopened (a primary context that lived on past
-     * cuctx's last release): wait for the verdict - but not while this
-     * thread holds any entry: the closer may be waiting, through the
-     * context lock, for that one to drain. */
-    while (!(s = cuctx__hold(entry, KIND_ENTRY, &out->hazard))) {
-        if (!cuctx__closing(entry, KIND_ENTRY) || cuctx__thread_holds())
-            return fn ? cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: the context has been destroyed", fn)
-                      : CUDA_ERROR_CONTEXT_IS_DESTROYED;
-        cuctx__wait_closed(entry, KIND_ENTRY);
-    }
     out->id = entry;
     out->raw = s->u.entry.raw;
     if (check && s->u.entry.checked) {
@@ -264,17 +254,27 @@ static CUresult hold(uint64_t entry, const char *fn, int check, struct cuctx_own
     return CUDA_SUCCESS;
 }
 
-CUresult cuctx__owner_hold(uint64_t entry, const char *fn, struct cuctx_owner *out)
+/* fn NULL: an ended context is not recorded as an error (other failures are). */
+static CUresult hold(uint64_t entry, const char *fn, int check, struct cuctx_owner *out)
 {
-    return hold(entry, fn, 1, out);
+    struct cuctx_slot *s;
+    out->slot = NULL;
+    /* A closing entry may be reopened (a primary context that lived on past
+     * cuctx's last release): wait for the verdict - but not while this
+     * thread holds any entry: the closer may be waiting, through the
+     * context lock, for that one to drain. */
+    while (!(s = cuctx__hold(entry, KIND_ENTRY, &out->hazard))) {
+        if (!cuctx__closing(entry, KIND_ENTRY) || cuctx__thread_holds())
+            return fn ? cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: the context has been destroyed", fn)
+                      : CUDA_ERROR_CONTEXT_IS_DESTROYED;
+        cuctx__wait_closed(entry, KIND_ENTRY);
+    }
+    return held(s, entry, fn, check, out);
 }
 
-void cuctx__owner_release(struct cuctx_owner *o)
+CUresult cuctx__owner_hold_slow(uint64_t entry, const char *fn, struct cuctx_owner *out, struct cuctx_slot *s)
 {
-    if (o->slot)
-        cuctx__unhold(o->slot, o->hazard);
-    o->slot = NULL;
-    cuctx__deliver_reports();
+    return s ? held(s, entry, fn, 1, out) : hold(entry, fn, 1, out);
 }
 
 CUresult cuctx__owner_of_raw(CUcontext raw, const char *fn, struct cuctx_owner *out)
@@ -293,30 +293,8 @@ CUresult cuctx__owner_of_raw(CUcontext raw, const char *fn, struct cuctx_owner *
     }
 }
 
-/* The entry a live ctx handle names: read without a pin (this is on every
- * child create), so the field is read atomically and kept only if the
- * handle was still live after the read. */
-static CUresult handle_entry(cuctx_ctx ctx, const char *fn, uint64_t *entry)
+CUresult cuctx__owner_acquire_slow(cuctx_ctx ctx, const char *fn, struct cuctx_owner *out)
 {
-    struct cuctx_slot *h = cuctx__peek(ctx.id, KIND_CTX);
-    if (h) {
-        *entry = __atomic_load_n(&h->u.ctx.entry, __ATOMIC_RELAXED);
-        if (!cuctx__peek_valid(h, ctx.id, KIND_CTX))
-            h = NULL;
-    }
-    if (!h) {
-        if (ctx.id && cuctx__id_kind(ctx.id) != KIND_CTX)
-            return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: handle %#llx is not a context handle", fn,
-                               (unsigned long long)ctx.id);
-        return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: context handle %#llx is stale or invalid", fn,
-                           (unsigned long long)ctx.id);
-    }
-    return CUDA_SUCCESS;
-}
-
-CUresult cuctx__owner_acquire(cuctx_ctx ctx, const char *fn, struct cuctx_owner *out)
-{
-    uint64_t entry = 0;
     out->slot = NULL;
     if (ctx.id == 0) {
         CUcontext cur = NULL;
@@ -327,6 +305,16 @@ CUresult cuctx__owner_acquire(cuctx_ctx ctx, const char *fn, struct cuctx_owner 
             return cuctx__fail(CUDA_ERROR_INVALID_CONTEXT, "%s: no context given and none is current", fn);
         return cuctx__owner_of_raw(cur, fn, out);
     }
-    CUresult rc = handle_entry(ctx, fn, &entry);
-    return rc == CUDA_SUCCESS ? cuctx__owner_hold(entry, fn, out) : rc;
+    /* The fast path found the handle stale, or reused while it read. */
+    struct cuctx_slot *h = cuctx__peek(ctx.id, KIND_CTX);
+    if (h) {
+        uint64_t entry = __atomic_load_n(&h->u.ctx.entry, __ATOMIC_RELAXED);
+        if (cuctx__peek_valid(h, ctx.id, KIND_CTX))
+            return cuctx__owner_hold(entry, fn, out);
+    }
+    if (cuctx__id_kind(ctx.id) != KIND_CTX)
+        return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: handle %#llx is not a context handle", fn,
+                           (unsigned long long)ctx.id);
+    return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: context handle %#llx is stale or invalid", fn,
+                       (unsigned long long)ctx.id);
 }

@@ -28,7 +28,7 @@ CUCTX_API CUresult (cuctx_event_create)(cuctx_event *out, cuctx_ctx ctx, unsigne
 
 CUCTX_API CUresult cuctx_event_destroy(cuctx_event *ev)
 {
-    return cuctx__child_destroy(ev ? &ev->id : NULL, KIND_EVENT, "cuctx_event_destroy");
+    return cuctx__child_destroy(ev ? &ev->id : NULL, KIND_EVENT, "cuctx_event_destroy", &cuctx__event_kind);
 }
 
 /* The driver call, checked and named, for the simple event operations. */

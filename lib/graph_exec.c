@@ -48,7 +48,7 @@ CUCTX_API CUresult (cuctx_graph_exec_instantiate)(cuctx_graph_exec *out, cuctx_c
 
 CUCTX_API CUresult cuctx_graph_exec_destroy(cuctx_graph_exec *ge)
 {
-    return cuctx__child_destroy(ge ? &ge->id : NULL, KIND_GRAPH_EXEC, "cuctx_graph_exec_destroy");
+    return cuctx__child_destroy(ge ? &ge->id : NULL, KIND_GRAPH_EXEC, "cuctx_graph_exec_destroy", &cuctx__graph_exec_kind);
 }
 
 CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s)

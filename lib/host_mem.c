@@ -34,7 +34,7 @@ CUCTX_API CUresult (cuctx_host_mem_alloc)(cuctx_host_mem *out, cuctx_ctx ctx, si
 
 CUCTX_API CUresult cuctx_host_mem_destroy(cuctx_host_mem *h)
 {
-    return cuctx__child_destroy(h ? &h->id : NULL, KIND_HOST_MEM, "cuctx_host_mem_destroy");
+    return cuctx__child_destroy(h ? &h->id : NULL, KIND_HOST_MEM, "cuctx_host_mem_destroy", &cuctx__host_mem_kind);
 }
 
 CUCTX_API size_t cuctx_host_mem_size(cuctx_host_mem h)

@@ -195,13 +195,46 @@ struct cuctx_owner {
  * id (one cuCtxGetId): an entry whose context is gone ends here.
  * CONTEXT_IS_DESTROYED when it has ended; the driver's error if the check
  * itself failed. fn NULL: nothing recorded, for callers to whom an ended
- * context is no failure. */
-CUresult cuctx__owner_hold(uint64_t entry, const char *fn, struct cuctx_owner *out);
-void cuctx__owner_release(struct cuctx_owner *o);
+ * context is no failure. Inline for an owned context's live entry; the
+ * rest (checks, waiting for a closing entry, failures) in entry.c, which
+ * gets the slot already held, or NULL. */
+CUresult cuctx__owner_hold_slow(uint64_t entry, const char *fn, struct cuctx_owner *out, struct cuctx_slot *held);
+static inline CUresult cuctx__owner_hold(uint64_t entry, const char *fn, struct cuctx_owner *out)
+{
+    struct cuctx_slot *s = cuctx__hold(entry, KIND_ENTRY, &out->hazard);
+    if (__builtin_expect(s != NULL && !s->u.entry.checked, 1)) {
+        out->slot = s;
+        out->id = entry;
+        out->raw = s->u.entry.raw;
+        return CUDA_SUCCESS;
+    }
+    return cuctx__owner_hold_slow(entry, fn, out, s);
+}
+
+static inline void cuctx__owner_release(struct cuctx_owner *o)
+{
+    if (o->slot)
+        cuctx__unhold(o->slot, o->hazard);
+    o->slot = NULL;
+    cuctx__deliver_reports();
+}
+
 /* Resolves ctx ({0}: the current context) to its held entry. Errors:
  * INVALID_HANDLE for a bad handle, INVALID_CONTEXT when nothing is current,
- * CONTEXT_IS_DESTROYED when the context is gone. */
-CUresult cuctx__owner_acquire(cuctx_ctx ctx, const char *fn, struct cuctx_owner *out);
+ * CONTEXT_IS_DESTROYED when the context is gone. The handle's entry is
+ * read without a pin (this is on every child create), so the field is read
+ * atomically and kept only if the handle was still live after the read. */
+CUresult cuctx__owner_acquire_slow(cuctx_ctx ctx, const char *fn, struct cuctx_owner *out);
+static inline CUresult cuctx__owner_acquire(cuctx_ctx ctx, const char *fn, struct cuctx_owner *out)
+{
+    struct cuctx_slot *h = ctx.id ? cuctx__peek(ctx.id, KIND_CTX) : NULL;
+    if (__builtin_expect(h != NULL, 1)) {
+        uint64_t entry = __atomic_load_n(&h->u.ctx.entry, __ATOMIC_RELAXED);
+        if (cuctx__peek_valid(h, ctx.id, KIND_CTX))
+            return cuctx__owner_hold(entry, fn, out);
+    }
+    return cuctx__owner_acquire_slow(ctx, fn, out);
+}
 /* The held entry of a raw context, registering it as borrowed when cuctx
  * has not met it (its id and device asked of the driver). */
 CUresult cuctx__owner_of_raw(CUcontext raw, const char *fn, struct cuctx_owner *out);
@@ -234,8 +267,22 @@ void cuctx__map_foreach(void (*fn)(CUcontext raw, uint64_t entry, void *arg), vo
 /* Makes raw current for one driver call and puts the old one back, with
  * push/pop, so the previous context is never handed to the driver. */
 struct cuctx_switch { int pushed; };
-CUresult cuctx__switch_to(CUcontext raw, const char *fn, struct cuctx_switch *sw);
-void cuctx__switch_back(struct cuctx_switch *sw, const char *fn);
+CUresult cuctx__switch_slow(CUcontext raw, CUresult rc, const char *fn, struct cuctx_switch *sw);
+void cuctx__switch_back_slow(struct cuctx_switch *sw, const char *fn);
+static inline CUresult cuctx__switch_to(CUcontext raw, const char *fn, struct cuctx_switch *sw)
+{
+    CUcontext cur = NULL;
+    CUresult rc = DRV(cuCtxGetCurrent)(&cur);
+    sw->pushed = 0;
+    if (__builtin_expect(rc == CUDA_SUCCESS && cur == raw, 1))
+        return CUDA_SUCCESS;
+    return cuctx__switch_slow(raw, rc, fn, sw);
+}
+static inline void cuctx__switch_back(struct cuctx_switch *sw, const char *fn)
+{
+    if (sw->pushed)
+        cuctx__switch_back_slow(sw, fn);
+}
 /* Levels cuctx left pushed on the calling thread's stack (creates, scopes):
  * a scope pops those pushed inside it. */
 unsigned cuctx__pushes(void);
@@ -261,12 +308,91 @@ extern const struct cuctx_child_kind cuctx__event_kind, cuctx__stream_kind,
 /* A kind's driver create, run with the owner current. */
 typedef CUresult (*cuctx_make_fn)(void *arg, uint64_t *raw, size_t *size);
 
+/* The out-of-line ends of the two below: failures, skips, waiting. */
+CUresult cuctx__child_null(const char *fn);
+CUresult cuctx__child_table_full(struct cuctx_owner *o, const char *fn);
+CUresult cuctx__child_bad_handle(uint64_t id, enum cuctx_kind kind, const char *fn);
+CUresult cuctx__child_skip(struct cuctx_slot *s, _Atomic uint64_t *counter);
+CUresult cuctx__child_unheld(struct cuctx_slot *s, CUresult rc, const char *fn, const struct cuctx_child_kind *k);
+CUresult cuctx__child_refused(struct cuctx_slot *s, CUresult rc, const char *fn, const struct cuctx_child_kind *k);
+
 /* Creates a child: resolves the owner, runs make with it current, and
- * registers the result tethered to the owner's generation. */
-CUresult cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx,
-                             const char *fn, cuctx_make_fn make, void *arg, const struct cuctx_site *site);
-/* Destroys a child: the driver is called only while the owner lives. */
-CUresult cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn);
+ * registers the result tethered to the owner's generation. Inline, so that
+ * each kind's create is one function with its driver call in it. */
+static inline __attribute__((always_inline)) CUresult
+cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const char *fn, cuctx_make_fn make,
+                    void *arg, const struct cuctx_site *site)
+{
+    struct cuctx_owner o;
+    struct cuctx_switch sw;
+    uint64_t raw = 0;
+    size_t size = 0;
+    if (__builtin_expect(!out, 0))
+        return cuctx__child_null(fn);
+    *out = 0;
+    CUCTX_INIT_OR_RETURN(fn);
+    CUresult rc = cuctx__owner_acquire(ctx, fn, &o);
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0))
+        return rc;
+    struct cuctx_slot *s = cuctx__slot_alloc();
+    if (__builtin_expect(!s, 0))
+        return cuctx__child_table_full(&o, fn);
+    if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
+        rc = make(arg, &raw, &size);
+        cuctx__switch_back(&sw, fn);
+    }
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0)) {
+        cuctx__slot_discard(s);
+        cuctx__owner_release(&o);
+        return rc;
+    }
+    /* atomic: a reused slot's first word is peeked at as a context handle's entry */
+    __atomic_store_n(&s->u.child.owner, o.id, __ATOMIC_RELAXED);
+    s->u.child.raw = raw;
+    s->u.child.size = size;
+    s->u.child.site = *site;
+    *out = cuctx__slot_publish(s, kind);
+    cuctx__owner_release(&o);
+    return CUDA_SUCCESS;
+}
+
+/* Destroys a child: the driver is called only while the owner lives.
+ * Inline for the kind k (its destroy is called directly); the skips and
+ * failures are in tether.c. */
+static inline __attribute__((always_inline)) CUresult
+cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const struct cuctx_child_kind *k)
+{
+    struct cuctx_owner o;
+    if (__builtin_expect(!id, 0))
+        return cuctx__child_null(fn);
+    if (*id == 0)
+        return CUDA_SUCCESS;
+    uint64_t mine = *id;
+    *id = 0;    /* whatever happens, the variable names nothing afterwards */
+    CUCTX_INIT_OR_RETURN(fn);
+    struct cuctx_slot *s = cuctx__close(mine, kind);
+    if (__builtin_expect(!s, 0))
+        return cuctx__child_bad_handle(mine, kind, fn);
+    cuctx__drain(s);
+    if (__builtin_expect(atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed), 0))
+        return cuctx__child_skip(s, &cuctx__shutdown_skips);
+    CUresult rc = cuctx__owner_hold(s->u.child.owner, NULL, &o);
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0))
+        return cuctx__child_unheld(s, rc, fn, k);
+    struct cuctx_switch sw = {0};
+    if (k->destroy_needs_current)
+        rc = cuctx__switch_to(o.raw, fn, &sw);
+    if (__builtin_expect(rc == CUDA_SUCCESS, 1)) {
+        rc = k->destroy(s->u.child.raw);
+        if (k->destroy_needs_current)
+            cuctx__switch_back(&sw, fn);
+    }
+    cuctx__owner_release(&o);
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0))
+        return cuctx__child_refused(s, rc, fn, k);
+    cuctx__slot_free(s);
+    return CUDA_SUCCESS;
+}
 
 /* A child pinned for use, with its owner pinned too. */
 struct cuctx_use {

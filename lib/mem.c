@@ -32,7 +32,7 @@ CUCTX_API CUresult (cuctx_mem_alloc)(cuctx_mem *out, cuctx_ctx ctx, size_t bytes
 
 CUCTX_API CUresult cuctx_mem_destroy(cuctx_mem *m)
 {
-    return cuctx__child_destroy(m ? &m->id : NULL, KIND_MEM, "cuctx_mem_destroy");
+    return cuctx__child_destroy(m ? &m->id : NULL, KIND_MEM, "cuctx_mem_destroy", &cuctx__mem_kind);
 }
 
 CUCTX_API size_t cuctx_mem_size(cuctx_mem m)

@@ -63,7 +63,7 @@ CUCTX_API CUresult (cuctx_module_load_data)(cuctx_module *out, cuctx_ctx ctx, co
 
 CUCTX_API CUresult cuctx_module_destroy(cuctx_module *mod)
 {
-    return cuctx__child_destroy(mod ? &mod->id : NULL, KIND_MODULE, "cuctx_module_destroy");
+    return cuctx__child_destroy(mod ? &mod->id : NULL, KIND_MODULE, "cuctx_module_destroy", &cuctx__module_kind);
 }
 
 CUCTX_API CUresult cuctx_module_function(cuctx_module mod, const char *name, CUfunction *out)

@@ -33,7 +33,7 @@ CUCTX_API CUresult (cuctx_stream_create)(cuctx_stream *out, cuctx_ctx ctx, unsig
 
 CUCTX_API CUresult cuctx_stream_destroy(cuctx_stream *s)
 {
-    return cuctx__child_destroy(s ? &s->id : NULL, KIND_STREAM, "cuctx_stream_destroy");
+    return cuctx__child_destroy(s ? &s->id : NULL, KIND_STREAM, "cuctx_stream_destroy", &cuctx__stream_kind);
 }
 
 CUCTX_API CUresult cuctx_stream_synchronize(cuctx_stream s)

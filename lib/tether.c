@@ -26,45 +26,18 @@ const struct cuctx_child_kind *const cuctx__child_kinds[KIND_COUNT] = {
     [KIND_GRAPH_EXEC] = &cuctx__graph_exec_kind,
 };
 
-CUresult cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx,
-                             const char *fn, cuctx_make_fn make, void *arg, const struct cuctx_site *site)
+CUresult cuctx__child_null(const char *fn)
 {
-    struct cuctx_owner o = {0};
-    struct cuctx_switch sw;
-    uint64_t raw = 0;
-    size_t size = 0;
-    if (!out)
-        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: out is NULL", fn);
-    *out = 0;
-    CUCTX_INIT_OR_RETURN(fn);
-    CUresult rc = cuctx__owner_acquire(ctx, fn, &o);
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    struct cuctx_slot *s = cuctx__slot_alloc();
-    if (!s) {
-        cuctx__owner_release(&o);
-        return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
-    }
-    if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
-        rc = make(arg, &raw, &size);
-        cuctx__switch_back(&sw, fn);
-    }
-    if (rc != CUDA_SUCCESS) {
-        cuctx__slot_discard(s);
-        cuctx__owner_release(&o);
-        return rc;
-    }
-    /* atomic: a reused slot's first word is peeked at as a context handle's entry */
-    __atomic_store_n(&s->u.child.owner, o.id, __ATOMIC_RELAXED);
-    s->u.child.raw = raw;
-    s->u.child.size = size;
-    s->u.child.site = *site;
-    *out = cuctx__slot_publish(s, kind);
-    cuctx__owner_release(&o);
-    return CUDA_SUCCESS;
+    return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: the handle pointer is NULL", fn);
 }
 
-static CUresult bad_handle(uint64_t id, enum cuctx_kind kind, const char *fn)
+CUresult cuctx__child_table_full(struct cuctx_owner *o, const char *fn)
+{
+    cuctx__owner_release(o);
+    return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
+}
+
+CUresult cuctx__child_bad_handle(uint64_t id, enum cuctx_kind kind, const char *fn)
 {
     const char *want = cuctx__child_kinds[kind]->name;
     if (cuctx__id_kind(id) != kind)
@@ -76,63 +49,41 @@ static CUresult bad_handle(uint64_t id, enum cuctx_kind kind, const char *fn)
 
 /* A destroy that does not reach the driver: the handle is released and
  * the reason counted. */
-static CUresult skipped(struct cuctx_slot *s, _Atomic uint64_t *counter)
+CUresult cuctx__child_skip(struct cuctx_slot *s, _Atomic uint64_t *counter)
 {
     cuctx__slot_free(s);
     atomic_fetch_add_explicit(counter, 1, memory_order_relaxed);
     return CUDA_SUCCESS;
 }
 
-CUresult cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn)
+/* The owner could not be held: the driver has shut down, the context has
+ * ended (the driver freed the child with it), or the check failed. */
+CUresult cuctx__child_unheld(struct cuctx_slot *s, CUresult rc, const char *fn, const struct cuctx_child_kind *k)
 {
-    const struct cuctx_child_kind *k = cuctx__child_kinds[kind];
-    struct cuctx_owner o = {0};
-    struct cuctx_switch sw;
-    if (!id)
-        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: the handle pointer is NULL", fn);
-    if (*id == 0)
-        return CUDA_SUCCESS;
-    uint64_t mine = *id;
-    *id = 0;    /* whatever happens, the variable names nothing afterwards */
-    CUCTX_INIT_OR_RETURN(fn);
-    struct cuctx_slot *s = cuctx__close(mine, kind);
-    if (!s)
-        return bad_handle(mine, kind, fn);
-    cuctx__drain(s);
     uint64_t raw = s->u.child.raw;
-    if (atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed))
-        return skipped(s, &cuctx__shutdown_skips);
-    CUresult rc = cuctx__owner_hold(s->u.child.owner, NULL, &o);
     if (cuctx__driver_gone(rc))
-        return skipped(s, &cuctx__shutdown_skips);
+        return cuctx__child_skip(s, &cuctx__shutdown_skips);
     if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED) {
-        skipped(s, &cuctx__stale_skips);
+        cuctx__child_skip(s, &cuctx__stale_skips);
         cuctx__debug("%s: %s %#llx outlived its context; the driver freed it with the context, not called again",
                      fn, k->name, (unsigned long long)raw);
         return CUDA_SUCCESS;
     }
-    if (rc != CUDA_SUCCESS) {
-        cuctx__slot_free(s);    /* cannot tell whether its context lives: the driver's error */
-        atomic_fetch_add_explicit(&cuctx__failed_destroys, 1, memory_order_relaxed);
-        return rc;
-    }
-    if (k->destroy_needs_current)
-        rc = cuctx__switch_to(o.raw, fn, &sw);
-    if (rc == CUDA_SUCCESS) {
-        rc = k->destroy(raw);
-        if (k->destroy_needs_current)
-            cuctx__switch_back(&sw, fn);
-    }
-    cuctx__owner_release(&o);
+    cuctx__slot_free(s);    /* cannot tell whether its context lives: the driver's error */
+    atomic_fetch_add_explicit(&cuctx__failed_destroys, 1, memory_order_relaxed);
+    return rc;
+}
+
+/* The switch to the owner, or the driver's destroy, failed. */
+CUresult cuctx__child_refused(struct cuctx_slot *s, CUresult rc, const char *fn, const struct cuctx_child_kind *k)
+{
+    uint64_t raw = s->u.child.raw;
     if (cuctx__driver_gone(rc))
-        return skipped(s, &cuctx__shutdown_skips);
+        return cuctx__child_skip(s, &cuctx__shutdown_skips);
     cuctx__slot_free(s);
-    if (rc != CUDA_SUCCESS) {
-        atomic_fetch_add_explicit(&cuctx__failed_destroys, 1, memory_order_relaxed);
-        return cuctx__fail(rc, "%s: the driver refused to destroy %s %#llx: %s", fn, k->name,
-                           (unsigned long long)raw, cuctx_result_name(rc));
-    }
-    return CUDA_SUCCESS;
+    atomic_fetch_add_explicit(&cuctx__failed_destroys, 1, memory_order_relaxed);
+    return cuctx__fail(rc, "%s: the driver refused to destroy %s %#llx: %s", fn, k->name,
+                       (unsigned long long)raw, cuctx_result_name(rc));
 }
 
 CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u)
@@ -141,7 +92,7 @@ CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, str
     u->owner.slot = NULL;
     CUCTX_INIT_OR_RETURN(fn);
     if (!(u->obj = cuctx__pin(id, kind)))
-        return bad_handle(id, kind, fn);
+        return cuctx__child_bad_handle(id, kind, fn);
     CUresult rc = cuctx__owner_hold(u->obj->u.child.owner, fn, &u->owner);
     if (rc != CUDA_SUCCESS) {
         cuctx__unpin(u->obj);
@@ -183,7 +134,7 @@ CUCTX_API CUresult cuctx_destroy(void *handle)
     if (kind == KIND_CTX)
         return cuctx_ctx_destroy((cuctx_ctx *)handle);
     if (kind < KIND_COUNT && cuctx__child_kinds[kind])
-        return cuctx__child_destroy(id, kind, "cuctx_destroy");
+        return cuctx__child_destroy(id, kind, "cuctx_destroy", cuctx__child_kinds[kind]);
     uint64_t bad = *id;
     *id = 0;
     return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "cuctx_destroy: %#llx is not a cuctx handle", (unsigned long long)bad);
