@@ -3,16 +3,6 @@
  * scopes use to take back exactly what was pushed inside them. */
 #include "internal.h"
 
-static CUCTX_TLS unsigned pushes;
-
-unsigned cuctx__pushes(void) { return pushes; }
-void cuctx__pushed(void) { pushes++; }
-void cuctx__popped(void)
-{
-    if (pushes)
-        pushes--;
-}
-
 /* cuCtxGetCurrent failed, or answered another context: push raw. */
 CUresult cuctx__switch_slow(CUcontext raw, CUresult rc, const char *fn, struct cuctx_switch *sw)
 {

@@ -184,10 +184,9 @@ static CUresult entry_register(CUcontext raw, const char *fn, uint64_t *out)
 
 /* ---- finding and holding ---------------------------------------------------- */
 
-/* The last two entries this thread looked up by address: a thread's
- * current context rarely changes between the creates made in it, and a
- * scope looks up the context it leaves. */
-static CUCTX_TLS struct { CUcontext raw; uint64_t entry; } seen[2];
+/* cuctx__me.seen: the last two entries this thread looked up by address:
+ * a thread's current context rarely changes between the creates made in
+ * it, and a scope looks up the context it leaves. */
 
 /* Under the lock: whether the address of an entry being destroyed already
  * names a new context (its destroy has reached the driver, which gave the
@@ -205,8 +204,8 @@ static CUresult entry_lookup(CUcontext raw, const char *fn, uint64_t *out, int *
 {
     *fresh = 0;
     for (int i = 0; i < 2; i++) {
-        if (seen[i].raw == raw && cuctx__alive(seen[i].entry, KIND_ENTRY)) {
-            *out = seen[i].entry;
+        if (cuctx__me.seen[i].raw == raw && cuctx__alive(cuctx__me.seen[i].entry, KIND_ENTRY)) {
+            *out = cuctx__me.seen[i].entry;
             return CUDA_SUCCESS;
         }
     }
@@ -222,9 +221,9 @@ static CUresult entry_lookup(CUcontext raw, const char *fn, uint64_t *out, int *
     cuctx__ctx_unlock();
     if (rc != CUDA_SUCCESS)
         return rc;
-    seen[1] = seen[0];
-    seen[0].raw = raw;
-    seen[0].entry = id;
+    cuctx__me.seen[1] = cuctx__me.seen[0];
+    cuctx__me.seen[0].raw = raw;
+    cuctx__me.seen[0].entry = id;
     *out = id;
     return CUDA_SUCCESS;
 }

@@ -88,7 +88,6 @@ CUresult cuctx__fail(CUresult rc, const char *fmt, ...)
  * for holds: so it is never called while this thread holds an entry, a pin
  * or the context lock. A report made then waits for the last release; if
  * several do, the first is kept. */
-CUCTX_TLS int cuctx__reports_pending;
 static CUCTX_TLS CUresult pending_rc;
 static CUCTX_TLS char pending_msg[512];
 
@@ -101,10 +100,10 @@ static void deliver_or_defer(CUresult rc, const char *msg)
 {
     if (!busy()) {
         call_handler(rc, msg);
-    } else if (!cuctx__reports_pending) {
+    } else if (!cuctx__me.reports_pending) {
         pending_rc = rc;
         snprintf(pending_msg, sizeof pending_msg, "%s", msg);
-        cuctx__reports_pending = 1;
+        cuctx__me.reports_pending = 1;
     }
 }
 
@@ -112,7 +111,7 @@ void cuctx__deliver_reports_slow(void)
 {
     if (busy())
         return;
-    cuctx__reports_pending = 0;
+    cuctx__me.reports_pending = 0;
     call_handler(pending_rc, pending_msg);
 }
 

@@ -35,13 +35,8 @@ void cuctx__report(CUresult rc, const char *fmt, ...) CUCTX_PRINTF(2, 3);
 void cuctx__debug(const char *fmt, ...) CUCTX_PRINTF(1, 2);
 /* Reports made while this thread held something wait for its last release
  * (the handler may call back into cuctx); releases deliver them. */
-extern CUCTX_TLS int cuctx__reports_pending;
 void cuctx__deliver_reports_slow(void);
-static inline void cuctx__deliver_reports(void)
-{
-    if (__builtin_expect(cuctx__reports_pending, 0))
-        cuctx__deliver_reports_slow();
-}
+static inline void cuctx__deliver_reports(void);
 /* Reads CUCTX_LOG; called once by the loader. */
 void cuctx__log_init(void);
 
@@ -139,6 +134,12 @@ _Static_assert(sizeof(struct cuctx_slot) == CUCTX_CACHE_LINE, "a slot is one cac
  * peek): inline, in registry.h, since every handle operation is made of
  * them. */
 #include "registry.h"
+
+static inline void cuctx__deliver_reports(void)
+{
+    if (__builtin_expect(cuctx__me.reports_pending, 0))
+        cuctx__deliver_reports_slow();
+}
 
 /* Live objects per kind, summed over the threads' own counters: cheap at
  * any table size. Exact while no thread creates or destroys. */
@@ -285,9 +286,13 @@ static inline void cuctx__switch_back(struct cuctx_switch *sw, const char *fn)
 }
 /* Levels cuctx left pushed on the calling thread's stack (creates, scopes):
  * a scope pops those pushed inside it. */
-unsigned cuctx__pushes(void);
-void cuctx__pushed(void);
-void cuctx__popped(void);
+static inline unsigned cuctx__pushes(void) { return cuctx__me.pushes; }
+static inline void cuctx__pushed(void) { cuctx__me.pushes++; }
+static inline void cuctx__popped(void)
+{
+    if (cuctx__me.pushes)
+        cuctx__me.pushes--;
+}
 
 /* While a quiet section is open on the calling thread, failures are not
  * recorded as its last error (scope enter's look at the previous context). */

@@ -60,14 +60,17 @@ struct cuctx_hazard_rec {
     _Alignas(CUCTX_CACHE_LINE) _Atomic int64_t live[KIND_COUNT];
 };
 
-/* The calling thread's registry state, in one thread-local so that the
- * hot paths find all of it from one address. */
+/* The calling thread's state that hot paths touch, in one thread-local so
+ * that they find all of it from one address. */
 #define CUCTX_SLOT_CACHE 32
 struct cuctx_thread {
     struct cuctx_hazard_rec *rec;   /* NULL until the thread's first hold or count */
     unsigned used;                  /* bit i: rec->ids[i] in use; only this thread writes them */
     unsigned ncache;
     int cache_registered;           /* 1: the cache is flushed at thread exit; -1: never use it */
+    unsigned pushes;                /* stack levels cuctx left pushed (current.c) */
+    int reports_pending;            /* handler reports waiting for the last release (error.c) */
+    struct { CUcontext raw; uint64_t entry; } seen[2];     /* last entries looked up by address (entry.c) */
     struct cuctx_slot *cache[CUCTX_SLOT_CACHE];    /* free slots, this thread's first */
 };
 extern CUCTX_TLS struct cuctx_thread cuctx__me;

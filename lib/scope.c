@@ -13,7 +13,6 @@
 #include "internal.h"
 
 #include <stdio.h>
-#include <string.h>
 
 /* prev_entry of a previous context that could not be registered at enter
  * (a driver question failed, not for being dead): known by its driver id
@@ -47,14 +46,53 @@ static void identify_prev(cuctx_scope *scope, CUcontext prev, const char *fn)
     }
 }
 
-CUCTX_API CUresult cuctx_scope_enter(cuctx_scope *scope, cuctx_ctx ctx)
+/* The context a live handle names, read without holding it; NULL when
+ * the handle is not live (the enter's hold then says why). */
+static inline CUcontext peek_raw(cuctx_ctx ctx)
+{
+    struct cuctx_slot *h = cuctx__peek(ctx.id, KIND_CTX), *e;
+    if (!h)
+        return NULL;
+    uint64_t entry = __atomic_load_n(&h->u.ctx.entry, __ATOMIC_RELAXED);
+    if (!cuctx__peek_valid(h, ctx.id, KIND_CTX) || !(e = cuctx__peek(entry, KIND_ENTRY)))
+        return NULL;
+    CUcontext raw = __atomic_load_n(&e->u.entry.raw, __ATOMIC_RELAXED);
+    return cuctx__peek_valid(e, entry, KIND_ENTRY) ? raw : NULL;
+}
+
+/* The previous context when it is one cuctx owns and this thread looked it
+ * up lately: its entry needs no hold, having no driver id to check. */
+static inline int prev_seen(cuctx_scope *scope, CUcontext prev)
+{
+    for (int i = 0; i < 2; i++) {
+        if (cuctx__me.seen[i].raw != prev)
+            continue;
+        uint64_t id = cuctx__me.seen[i].entry;
+        struct cuctx_slot *e = cuctx__peek(id, KIND_ENTRY);
+        if (!e || __atomic_load_n(&e->u.entry.checked, __ATOMIC_RELAXED) || !cuctx__peek_valid(e, id, KIND_ENTRY))
+            return 0;
+        scope->prev_entry = id;
+        return 1;
+    }
+    return 0;
+}
+
+/* The previous context is the one entered: known from its hold. */
+static inline void prev_is_target(cuctx_scope *scope, const struct cuctx_owner *o)
+{
+    scope->prev_entry = o->id;
+    scope->prev_ctx_id = o->slot->u.entry.checked ? o->slot->u.entry.ctx_id : 0;
+}
+
+static inline __attribute__((always_inline)) CUresult enter(cuctx_scope *scope, cuctx_ctx ctx)
 {
     static const char fn[] = "cuctx_scope_enter";
-    struct cuctx_owner o = {0};
+    struct cuctx_owner o;
     CUcontext prev = NULL;
-    if (!scope)
-        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: scope is NULL", fn);
-    memset(scope, 0, sizeof *scope);
+    scope->prev_raw = NULL;
+    scope->prev_entry = 0;
+    scope->prev_ctx_id = 0;
+    scope->depth = 0;
     scope->state = CUCTX__SCOPE_FAILED;
     CUCTX_INIT_OR_RETURN(fn);
     if (ctx.id == 0)
@@ -62,14 +100,26 @@ CUCTX_API CUresult cuctx_scope_enter(cuctx_scope *scope, cuctx_ctx ctx)
     CUresult rc = DRV(cuCtxGetCurrent)(&prev);
     if (rc != CUDA_SUCCESS)
         return cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, cuctx_result_name(rc));
-    /* Looked up (maybe registered, under the lock) before ctx is held:
-     * never wait for that lock while holding an entry. A dead previous
-     * context is no failure of the enter; one that could not be identified
-     * is left alone at exit. */
-    if (prev)
+    /* The previous context is looked up (maybe registered, under the lock)
+     * before ctx is held: never wait for that lock while holding an entry.
+     * A dead previous context is no failure of the enter; one that could
+     * not be identified is left alone at exit. When it is ctx itself, the
+     * hold of ctx identifies it. */
+    int is_target = prev && prev == peek_raw(ctx);
+    if (prev && !is_target && !prev_seen(scope, prev))
         identify_prev(scope, prev, fn);
     if ((rc = cuctx__owner_acquire(ctx, fn, &o)) != CUDA_SUCCESS)
         return rc;
+    if (is_target && prev != o.raw) {
+        /* the handle moved to another entry since the peek: the slow way */
+        cuctx__owner_release(&o);
+        identify_prev(scope, prev, fn);
+        if ((rc = cuctx__owner_acquire(ctx, fn, &o)) != CUDA_SUCCESS)
+            return rc;
+        is_target = 0;
+    }
+    if (is_target)
+        prev_is_target(scope, &o);
     scope->depth = cuctx__pushes();
     if (prev != o.raw) {
         rc = DRV(cuCtxPushCurrent)(o.raw);
@@ -85,10 +135,17 @@ CUCTX_API CUresult cuctx_scope_enter(cuctx_scope *scope, cuctx_ctx ctx)
     return CUDA_SUCCESS;
 }
 
+CUCTX_API CUresult cuctx_scope_enter(cuctx_scope *scope, cuctx_ctx ctx)
+{
+    if (!scope)
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "cuctx_scope_enter: scope is NULL");
+    return enter(scope, ctx);
+}
+
 /* After the pops the previous context's stack slot is on top again. When
  * a check the conclusion needs fails, the handler is told that the slot
  * was left unchecked. */
-static void settle_prev(const cuctx_scope *scope, const char *fn)
+static void settle_prev_slow(const cuctx_scope *scope, const char *fn)
 {
     unsigned long long now = 0;
     CUcontext top = NULL;
@@ -133,8 +190,10 @@ CUCTX_API void cuctx_scope_exit(cuctx_scope *scope)
         }
         cuctx__popped();
     }
-    if (scope->prev_raw)
-        settle_prev(scope, fn);
+    /* An owned previous context that lives is where it was: nothing to ask. */
+    if (scope->prev_raw && !(scope->prev_ctx_id == 0 && scope->prev_entry != 0 && scope->prev_entry < PREV_ID_ONLY
+                             && cuctx__alive(scope->prev_entry, KIND_ENTRY)))
+        settle_prev_slow(scope, fn);
 }
 
 /* The enter's own message, handed on to the error handler with what the
@@ -149,8 +208,8 @@ static void report_enter(CUresult rc, const char *macro, const char *then)
 CUCTX_API cuctx_scope cuctx__scope_begin(cuctx_ctx ctx, int report)
 {
     cuctx_scope s;
-    CUresult rc = cuctx_scope_enter(&s, ctx);
-    if (rc != CUDA_SUCCESS && report)
+    CUresult rc = enter(&s, ctx);
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0) && report)
         report_enter(rc, "CUCTX_SCOPED", "the block is skipped");
     return s;
 }
@@ -158,7 +217,7 @@ CUCTX_API cuctx_scope cuctx__scope_begin(cuctx_ctx ctx, int report)
 CUCTX_API cuctx_scope cuctx__scope_guard(cuctx_ctx ctx)
 {
     cuctx_scope s;
-    CUresult rc = cuctx_scope_enter(&s, ctx);
+    CUresult rc = enter(&s, ctx);
     if (rc != CUDA_SUCCESS)
         report_enter(rc, "CUCTX_GUARD", "the block runs without the switch");
     return s;
