@@ -38,7 +38,7 @@ void bench_config(struct bench_cfg *cfg, const char *name, int argc, char **argv
         cfg->rounds = (int)number(prog, "BENCH_ROUNDS", s, 1, BENCH_MAX_ROUNDS);
     if ((s = getenv("BENCH_THREADS")) && *s)
         cfg->max_threads = (int)number(prog, "BENCH_THREADS", s, 1, BENCH_MAX_THREADS);
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) {
         const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!val || opt[0] != '-' || !opt[1] || opt[2]) {
             fprintf(stderr, "usage: %s [-s SECONDS-PER-RUN] [-r ROUNDS] [-t MAX-THREADS] [-o DATA-FILE]\n", prog);
@@ -53,7 +53,6 @@ void bench_config(struct bench_cfg *cfg, const char *name, int argc, char **argv
             fprintf(stderr, "%s: unknown option %s\n", prog, opt);
             exit(2);
         }
-        i++;
     }
     if (!cfg->data) {
         const char *dir = getenv("BENCH_DATA_DIR");
