@@ -1,95 +1,112 @@
 /* bench_scope.c - a scoped context switch, side by side with the raw calls
  * it replaces, in one run, on one thread: cuCtxGetCurrent + cuCtxSetCurrent
  * + cuCtxSetCurrent, cuCtxPushCurrent + cuCtxPopCurrent, and CUCTX_SCOPED,
- * for a context that is not current and for one that is. Prints
- * nanoseconds per enter+exit (best of the rounds) and the ratio of cuctx to
- * each raw sequence. Usage: bench_scope [iterations-per-round] */
+ * entering a context that is not current and one that is. The three run one
+ * after the other in each round, in a rotating order. Prints nanoseconds per
+ * enter+exit (best run of each) and SCOPED / each raw sequence: the ratio of
+ * the bests and the median of the ratios within a round; writes the same
+ * rows to bench-scope.dat.
+ * Usage: bench_scope [-s SECONDS] [-r ROUNDS] [-o FILE] (see benchlib.h) */
+#include "benchlib.h"
+
 #include <cuctx.h>
-#include <cudaTypedefs.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
 
-#define ROUNDS 9
+static const char *prog = "bench_scope";
 
-static PFN_cuCtxGetCurrent_v4000 get_current;
-static PFN_cuCtxSetCurrent_v4000 set_current;
-static PFN_cuCtxPushCurrent_v4000 push;
-static PFN_cuCtxPopCurrent_v4000 pop;
+enum way { GET_SET_SET, PUSH_POP, SCOPED, WAYS };
+static const char *const way_name[WAYS] = {"get+set+set", "push+pop", "SCOPED"};
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-enum way { GET_SET_SET, PUSH_POP, SCOPED };
-
-/* Nanoseconds per switch in and back, entering `in` with `base` current. */
-static double once(enum way way, cuctx_ctx in, CUcontext raw_in, long n)
+/* n switches into `in` and back; returns how many failed. */
+static long body(enum way way, cuctx_ctx in, CUcontext raw_in, long n)
 {
     CUcontext prev, popped;
-    double t0 = now();
+    long bad = 0;
     for (long i = 0; i < n; i++) {
         switch (way) {
         case GET_SET_SET:
-            get_current(&prev);
-            set_current(raw_in);
-            set_current(prev);
+            bad += bench_raw.get_current(&prev) != CUDA_SUCCESS;
+            bad += bench_raw.set_current(raw_in) != CUDA_SUCCESS;
+            bad += bench_raw.set_current(prev) != CUDA_SUCCESS;
             break;
         case PUSH_POP:
-            push(raw_in);
-            pop(&popped);
+            bad += bench_raw.push(raw_in) != CUDA_SUCCESS;
+            bad += bench_raw.pop(&popped) != CUDA_SUCCESS;
             break;
-        case SCOPED:
+        default: {
+            int ran = 0;
             CUCTX_SCOPED(in) {
-                __asm__ volatile("" ::: "memory");
+                ran = 1;
+                __asm__ volatile("" : "+r"(ran) : : "memory");
             }
+            bad += !ran;
             break;
         }
+        }
     }
-    return (now() - t0) / (double)n;
+    return bad;
 }
 
-static double best(enum way way, cuctx_ctx in, long n)
+/* Nanoseconds per enter+exit over one run of about `seconds`. */
+static double run(enum way way, cuctx_ctx in, double seconds)
 {
     CUcontext raw_in = cuctx_ctx_raw(in);
-    double b = 1e30;
-    for (int r = 0; r < ROUNDS; r++) {
-        double t = once(way, in, raw_in, n);
-        b = t < b ? t : b;
-    }
-    return b;
+    long n = 0, bad = 0;
+    double start = bench_now(), end = start + seconds, t;
+    do {
+        bad += body(way, in, raw_in, 1024);
+        n += 1024;
+    } while ((t = bench_now()) < end);
+    if (bad)
+        bench_die(prog, way_name[way]);
+    return (t - start) * 1e9 / (double)n;
 }
 
 int main(int argc, char **argv)
 {
-    long n = argc > 1 ? atol(argv[1]) : 200000;
+    struct bench_cfg cfg;
+    bench_config(&cfg, "scope", argc, argv);
+    bench_start(prog);
     cuctx_ctx base = {0}, other = {0};
-    if (cuctx_init() != CUDA_SUCCESS
-        || cuctx_driver_symbol("cuCtxGetCurrent", 4000, (void **)&get_current) != CUDA_SUCCESS
-        || cuctx_driver_symbol("cuCtxSetCurrent", 4000, (void **)&set_current) != CUDA_SUCCESS
-        || cuctx_driver_symbol("cuCtxPushCurrent", 4000, (void **)&push) != CUDA_SUCCESS
-        || cuctx_driver_symbol("cuCtxPopCurrent", 4000, (void **)&pop) != CUDA_SUCCESS
-        || cuctx_ctx_create(&other, 0, CUCTX_SCHED_AUTO) != CUDA_SUCCESS
-        || cuctx_pop_current() != CUDA_SUCCESS
-        || cuctx_ctx_create(&base, 0, CUCTX_SCHED_AUTO) != CUDA_SUCCESS) {
-        fprintf(stderr, "bench_scope: %s\n", cuctx_last_error_message());
-        return 1;
-    }
+    if (cuctx_ctx_create(&other, 0, CUCTX_SCHED_AUTO) != CUDA_SUCCESS || cuctx_pop_current() != CUDA_SUCCESS
+        || cuctx_ctx_create(&base, 0, CUCTX_SCHED_AUTO) != CUDA_SUCCESS)
+        bench_die(prog, "context create");
     /* base stays current below everything: the usual case of a scope */
-    printf("scoped context switch, ns per enter+exit, best of %d rounds of %ld\n", ROUNDS, n);
-    printf("%-12s %12s %10s %10s %14s %12s\n", "entered", "get+set+set", "push+pop", "SCOPED", "SCOPED/gss", "SCOPED/pp");
-    struct { const char *name; cuctx_ctx in; } cases[] = {{"not current", other}, {"current", base}};
+    FILE *data = bench_data_open(&cfg, prog,
+        "# one thread, ns per enter+exit, best run of each; ratios: SCOPED / raw sequence,\n"
+        "# of the bests (best) and median over rounds (median)\n"
+        "# entered gss_ns pp_ns scoped_ns gss_best gss_median pp_best pp_median\n");
+    printf("scoped context switch, one thread: ns per enter+exit, best of %d runs of %g s;\n"
+           "SCOPED / raw: best = of the bests, median = median over the rounds\n", cfg.rounds, cfg.seconds);
+    printf("%-12s %12s %9s %9s %9s %9s %9s %9s\n", "entered", "get+set+set", "push+pop", "SCOPED",
+           "/gss best", "median", "/pp best", "median");
+    struct { const char *name, *row; cuctx_ctx in; } cases[] = {
+        {"not current", "not_current", other},
+        {"current", "current", base},
+    };
     for (int c = 0; c < 2; c++) {
-        once(SCOPED, cases[c].in, cuctx_ctx_raw(cases[c].in), n / 10);     /* warm-up */
-        double gss = best(GET_SET_SET, cases[c].in, n);
-        double pp = best(PUSH_POP, cases[c].in, n);
-        double sc = best(SCOPED, cases[c].in, n);
-        printf("%-12s %12.1f %10.1f %10.1f %14.2f %12.2f\n", cases[c].name, gss, pp, sc, sc / gss, sc / pp);
+        double t[WAYS][BENCH_MAX_ROUNDS], vs_gss[BENCH_MAX_ROUNDS], vs_pp[BENCH_MAX_ROUNDS], best[WAYS];
+        for (int w = 0; w < WAYS; w++)
+            run((enum way)w, cases[c].in, cfg.seconds / 4);       /* warm-up */
+        for (int r = 0; r < cfg.rounds; r++) {
+            for (int k = 0; k < WAYS; k++) {
+                int w = (r + k) % WAYS;       /* each way goes first, second and third in turn */
+                t[w][r] = run((enum way)w, cases[c].in, cfg.seconds);
+            }
+            vs_gss[r] = t[SCOPED][r] / t[GET_SET_SET][r];
+            vs_pp[r] = t[SCOPED][r] / t[PUSH_POP][r];
+        }
+        for (int w = 0; w < WAYS; w++)
+            best[w] = bench_min(t[w], cfg.rounds);
+        double gss_best = best[SCOPED] / best[GET_SET_SET], pp_best = best[SCOPED] / best[PUSH_POP];
+        double gss_med = bench_median(vs_gss, cfg.rounds), pp_med = bench_median(vs_pp, cfg.rounds);
+        printf("%-12s %12.1f %9.1f %9.1f %9.3f %9.3f %9.3f %9.3f\n", cases[c].name, best[GET_SET_SET],
+               best[PUSH_POP], best[SCOPED], gss_best, gss_med, pp_best, pp_med);
+        fprintf(data, "%s %.2f %.2f %.2f %.4f %.4f %.4f %.4f\n", cases[c].row, best[GET_SET_SET],
+                best[PUSH_POP], best[SCOPED], gss_best, gss_med, pp_best, pp_med);
+        fflush(stdout);
     }
-    cuctx_ctx_destroy(&base);
-    cuctx_ctx_destroy(&other);
+    bench_data_close(data, &cfg);
+    if (cuctx_ctx_destroy(&base) != CUDA_SUCCESS || cuctx_ctx_destroy(&other) != CUDA_SUCCESS)
+        bench_die(prog, "context destroy");
     return 0;
 }

@@ -1,0 +1,64 @@
+/* benchlib.h - what the benchmarks share: settings from the environment,
+ * the clock, the raw driver entry points, paired statistics, data files.
+ *
+ * Every benchmark times cuctx and the raw driver in one process, one run
+ * after the other, alternating which goes first, for BENCH_ROUNDS rounds.
+ * Noise on a shared machine only ever slows a run down, so the best run of
+ * each is its figure, and the ratio of the bests is one summary; the other is
+ * the median over the rounds of the ratio of the two runs of a round, which
+ * is robust to drift (both runs of a pair see the same machine state). */
+#ifndef BENCHLIB_H
+#define BENCHLIB_H
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <stdio.h>
+
+#define BENCH_MAX_ROUNDS 101
+#define BENCH_MAX_THREADS 64
+
+struct bench_cfg {
+    double seconds;      /* one timed run: BENCH_SECONDS, default 0.1 */
+    int rounds;          /* paired runs per row: BENCH_ROUNDS, default 9 */
+    int max_threads;     /* the sweep's largest thread count: BENCH_THREADS, default 16 */
+    const char *data;    /* the data file: argument -o FILE, else BENCH_DATA_DIR/bench-NAME.dat */
+};
+
+/* Reads the settings (environment, then -s SECONDS -r ROUNDS -t THREADS
+ * -o FILE on the command line); exits with a message on a bad value. */
+void bench_config(struct bench_cfg *cfg, const char *name, int argc, char **argv);
+
+/* The raw driver, from the same library cuctx loaded (cuctx_driver_symbol). */
+struct bench_raw {
+    PFN_cuCtxCreate_v3020 ctx_create;
+    PFN_cuCtxDestroy_v4000 ctx_destroy;
+    PFN_cuCtxGetCurrent_v4000 get_current;
+    PFN_cuCtxSetCurrent_v4000 set_current;
+    PFN_cuCtxPushCurrent_v4000 push;
+    PFN_cuCtxPopCurrent_v4000 pop;
+    PFN_cuEventCreate_v2000 event_create;
+    PFN_cuEventDestroy_v4000 event_destroy;
+    PFN_cuStreamCreateWithPriority_v5050 stream_create;
+    PFN_cuStreamDestroy_v4000 stream_destroy;
+    PFN_cuMemAlloc_v3020 mem_alloc;
+    PFN_cuMemFree_v3020 mem_free;
+};
+extern struct bench_raw bench_raw;
+
+/* cuctx_init and the raw entry points; exits with a message on failure. */
+void bench_start(const char *prog);
+/* Exits with the failing step and cuctx's last error message. */
+void bench_die(const char *prog, const char *what);
+
+double bench_now(void);                     /* seconds, monotonic */
+double bench_median(const double *v, int n);
+double bench_max(const double *v, int n);
+double bench_min(const double *v, int n);
+
+/* Opens cfg->data for writing and writes its header lines (each "# ...");
+ * exits with a message if it cannot. */
+FILE *bench_data_open(const struct bench_cfg *cfg, const char *prog, const char *header);
+/* Closes it, and says where the rows went. */
+void bench_data_close(FILE *f, const struct bench_cfg *cfg);
+
+#endif
