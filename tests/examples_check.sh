@@ -36,9 +36,9 @@ verdict() {
 
 echo "1..5"
 
-run quickstart; verdict "quickstart: a scope, four objects, the context current again after it" $? \
+run quickstart; verdict "quickstart: a scope, four objects, none current again after it" $? \
   "inside CUCTX_SCOPED: current context is ours" \
-  "after the scope: current context is ours again" \
+  "after the scope: current context is none again" \
   "live now: 1 context handle(s), 0 events, 0 streams, 0 allocations"
 
 run scoped_switch; verdict "scoped_switch: the previous context is back after every way out of a scope" $? \
