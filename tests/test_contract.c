@@ -94,7 +94,11 @@ static void load(void)
 	void *gpa = dlsym(D.lib, "cuGetProcAddress_v2");
 	cr_assert_not_null(gpa, "%s exports no cuGetProcAddress_v2 (CUDA 12.0 and later do)", path);
 	memcpy(&D.GetProcAddress, &gpa, sizeof gpa);
+	/* cuInit first and the rest after it, in the order cuctx's loader uses. */
 	RESOLVE(Init, "cuInit", 2000);
+	CUresult rc = D.Init(0);
+	if (rc != CUDA_SUCCESS)
+		cr_skip_test("cuInit(0) gave %d: no usable CUDA device", (int)rc);
 	RESOLVE(DriverGetVersion, "cuDriverGetVersion", 2020);
 	RESOLVE(GetErrorName, "cuGetErrorName", 6000);
 	RESOLVE(CtxCreate, "cuCtxCreate", 3020);
@@ -126,9 +130,6 @@ static void load(void)
 	RESOLVE(GraphDestroy, "cuGraphDestroy", 10000);
 	RESOLVE(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 11040);
 	RESOLVE(GraphExecDestroy, "cuGraphExecDestroy", 10000);
-	CUresult rc = D.Init(0);
-	if (rc != CUDA_SUCCESS)
-		cr_skip_test("cuInit(0) gave %d: no usable CUDA device", (int)rc);
 	cr_assert_eq(D.DriverGetVersion(&D.version), CUDA_SUCCESS);
 }
 
