@@ -2,7 +2,7 @@
  * driver, run through cuctx.
  *
  * Each hazard below is a mistake real programs make. On the raw driver
- * (measured on an H200, driver 580; see the README) each one crashes the
+ * (measured on an H200, driver 580.159.04) each one crashes the
  * process or silently frees memory that belongs to someone else. Through
  * cuctx each one is caught: the program prints what the raw driver would
  * have done and what happened instead, and exits 0 only if every hazard was
