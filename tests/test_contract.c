@@ -1,0 +1,544 @@
+/*
+ * test_contract.c - what cuctx relies on the driver to do, asked of the
+ * driver itself.
+ *
+ * Each test is a row of the measured table (DRIVER-FACTS.md in the design
+ * notes; the README's "Driver contract" list): a sequence of raw driver calls
+ * and the answers the real driver gave on an H200 (driver 580.159.04). The
+ * driver is the one the suite runs against - CUCTX_DRIVER, the simulator in
+ * make check; libcuda.so.1 in make check-gpu - opened here with dlopen and
+ * resolved through cuGetProcAddress_v2 at pinned ABI versions, as cuctx does,
+ * but without cuctx in between. So the same tests hold the simulator to the
+ * real driver's answers, and notice a real driver that answers differently.
+ *
+ * Out of scope: the sequences that crash the real driver (a stream destroyed
+ * after its context, a double stream destroy, a pop of a context made current
+ * after its destroy); the simulator's own tests cover what it does there.
+ * Where the simulator is deliberately stricter than the real driver, the test
+ * says so and asserts each one's answer.
+ */
+#include <criterion/criterion.h>
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Entry points at the versions cuctx pins; member names drop "cu". */
+static struct {
+	void *lib;
+	int sim;                /* the simulated driver (it exports cusim_reset) */
+	int version;            /* cuDriverGetVersion */
+	PFN_cuGetProcAddress_v12000 GetProcAddress;
+	PFN_cuInit_v2000 Init;
+	PFN_cuDriverGetVersion_v2020 DriverGetVersion;
+	PFN_cuGetErrorName_v6000 GetErrorName;
+	PFN_cuCtxCreate_v3020 CtxCreate;
+	PFN_cuCtxDestroy_v4000 CtxDestroy;
+	PFN_cuCtxPushCurrent_v4000 CtxPushCurrent;
+	PFN_cuCtxPopCurrent_v4000 CtxPopCurrent;
+	PFN_cuCtxSetCurrent_v4000 CtxSetCurrent;
+	PFN_cuCtxGetCurrent_v4000 CtxGetCurrent;
+	PFN_cuCtxGetApiVersion_v3020 CtxGetApiVersion;
+	PFN_cuCtxGetId_v12000 CtxGetId;
+	PFN_cuDevicePrimaryCtxRetain_v7000 PrimaryRetain;
+	PFN_cuDevicePrimaryCtxRelease_v11000 PrimaryRelease;
+	PFN_cuDevicePrimaryCtxGetState_v7000 PrimaryGetState;
+	PFN_cuDevicePrimaryCtxReset_v11000 PrimaryReset;
+	PFN_cuEventCreate_v2000 EventCreate;
+	PFN_cuEventDestroy_v4000 EventDestroy;
+	PFN_cuEventRecord_v2000 EventRecord;
+	PFN_cuEventSynchronize_v2000 EventSynchronize;
+	PFN_cuEventElapsedTime_v2000 EventElapsedTime;
+	PFN_cuModuleLoadData_v2000 ModuleLoadData;
+	PFN_cuModuleUnload_v2000 ModuleUnload;
+	PFN_cuMemAlloc_v3020 MemAlloc;
+	PFN_cuMemFree_v3020 MemFree;
+	PFN_cuMemAllocHost_v3020 MemAllocHost;
+	PFN_cuMemFreeHost_v2000 MemFreeHost;
+	PFN_cuMemsetD8_v3020 MemsetD8;
+	PFN_cuGraphCreate_v10000 GraphCreate;
+	PFN_cuGraphAddEmptyNode_v10000 GraphAddEmptyNode;
+	PFN_cuGraphDestroy_v10000 GraphDestroy;
+	PFN_cuGraphInstantiateWithFlags_v11040 GraphInstantiateWithFlags;
+	PFN_cuGraphExecDestroy_v10000 GraphExecDestroy;
+} D;
+
+static void resolve(void *slot, const char *symbol, int version)
+{
+	CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	void *fn = NULL;
+	CUresult rc = D.GetProcAddress(symbol, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &status);
+	cr_assert(rc == CUDA_SUCCESS && status == CU_GET_PROC_ADDRESS_SUCCESS && fn,
+		  "cuGetProcAddress(%s, %d): %d, status %d", symbol, version, (int)rc, (int)status);
+	memcpy(slot, &fn, sizeof fn);
+}
+
+#define RESOLVE(field, symbol, version) resolve(&D.field, symbol, version)
+
+/* The driver the suite runs against, or a skip when there is none. */
+static void load(void)
+{
+	const char *path = getenv("CUCTX_DRIVER");
+	if (!path || !*path)
+		path = "libcuda.so.1";
+	D.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!D.lib)
+		cr_skip_test("no CUDA driver: %s", dlerror());
+	D.sim = dlsym(D.lib, "cusim_reset") != NULL;
+	void *gpa = dlsym(D.lib, "cuGetProcAddress_v2");
+	cr_assert_not_null(gpa, "%s exports no cuGetProcAddress_v2 (CUDA 12.0 and later do)", path);
+	memcpy(&D.GetProcAddress, &gpa, sizeof gpa);
+	/* cuInit first and the rest after it, in the order cuctx's loader uses. */
+	RESOLVE(Init, "cuInit", 2000);
+	CUresult rc = D.Init(0);
+	if (rc != CUDA_SUCCESS)
+		cr_skip_test("cuInit(0) gave %d: no usable CUDA device", (int)rc);
+	RESOLVE(DriverGetVersion, "cuDriverGetVersion", 2020);
+	RESOLVE(GetErrorName, "cuGetErrorName", 6000);
+	RESOLVE(CtxCreate, "cuCtxCreate", 3020);
+	RESOLVE(CtxDestroy, "cuCtxDestroy", 4000);
+	RESOLVE(CtxPushCurrent, "cuCtxPushCurrent", 4000);
+	RESOLVE(CtxPopCurrent, "cuCtxPopCurrent", 4000);
+	RESOLVE(CtxSetCurrent, "cuCtxSetCurrent", 4000);
+	RESOLVE(CtxGetCurrent, "cuCtxGetCurrent", 4000);
+	RESOLVE(CtxGetApiVersion, "cuCtxGetApiVersion", 3020);
+	RESOLVE(CtxGetId, "cuCtxGetId", 12000);
+	RESOLVE(PrimaryRetain, "cuDevicePrimaryCtxRetain", 7000);
+	RESOLVE(PrimaryRelease, "cuDevicePrimaryCtxRelease", 11000);
+	RESOLVE(PrimaryGetState, "cuDevicePrimaryCtxGetState", 7000);
+	RESOLVE(PrimaryReset, "cuDevicePrimaryCtxReset", 11000);
+	RESOLVE(EventCreate, "cuEventCreate", 2000);
+	RESOLVE(EventDestroy, "cuEventDestroy", 4000);
+	RESOLVE(EventRecord, "cuEventRecord", 2000);
+	RESOLVE(EventSynchronize, "cuEventSynchronize", 2000);
+	RESOLVE(EventElapsedTime, "cuEventElapsedTime", 2000);
+	RESOLVE(ModuleLoadData, "cuModuleLoadData", 2000);
+	RESOLVE(ModuleUnload, "cuModuleUnload", 2000);
+	RESOLVE(MemAlloc, "cuMemAlloc", 3020);
+	RESOLVE(MemFree, "cuMemFree", 3020);
+	RESOLVE(MemAllocHost, "cuMemAllocHost", 3020);
+	RESOLVE(MemFreeHost, "cuMemFreeHost", 2000);
+	RESOLVE(MemsetD8, "cuMemsetD8", 3020);
+	RESOLVE(GraphCreate, "cuGraphCreate", 10000);
+	RESOLVE(GraphAddEmptyNode, "cuGraphAddEmptyNode", 10000);
+	RESOLVE(GraphDestroy, "cuGraphDestroy", 10000);
+	RESOLVE(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 11040);
+	RESOLVE(GraphExecDestroy, "cuGraphExecDestroy", 10000);
+	cr_assert_eq(D.DriverGetVersion(&D.version), CUDA_SUCCESS);
+}
+
+TestSuite(contract_contexts, .init = load);
+TestSuite(contract_ids, .init = load);
+TestSuite(contract_primary, .init = load);
+TestSuite(contract_children, .init = load);
+TestSuite(contract_reuse, .init = load);
+TestSuite(contract_loader, .init = load);
+
+static const char *rc_name(CUresult rc)
+{
+	const char *s = NULL;
+	return D.GetErrorName && D.GetErrorName(rc, &s) == CUDA_SUCCESS && s ? s : "an unknown code";
+}
+
+/* Asserts that `call` gave `want`, naming both answers when it did not. */
+#define WANT(call, want)                                                                             \
+	do {                                                                                         \
+		CUresult got_ = (call), want_ = (want);                                              \
+		cr_assert_eq(got_, want_, "line %d: %s gave %d %s, the measured answer is %d %s", __LINE__, \
+			     #call, (int)got_, rc_name(got_), (int)want_, rc_name(want_));           \
+	} while (0)
+#define OK(call) WANT(call, CUDA_SUCCESS)
+
+static CUcontext new_ctx(void)
+{
+	CUcontext c = NULL;
+	OK(D.CtxCreate(&c, 0, 0));
+	return c;
+}
+
+/* A new context on device 0, popped: nothing current afterwards (if nothing was before). */
+static CUcontext floating_ctx(void)
+{
+	CUcontext c = new_ctx(), popped = NULL;
+	OK(D.CtxPopCurrent(&popped));
+	cr_assert_eq(popped, c);
+	return c;
+}
+
+static CUcontext current(void)
+{
+	CUcontext c = (CUcontext)(uintptr_t)0xdead;
+	OK(D.CtxGetCurrent(&c));
+	return c;
+}
+
+static unsigned long long ctx_id(CUcontext c)
+{
+	unsigned long long id = 0;
+	OK(D.CtxGetId(c, &id));
+	return id;
+}
+
+static int primary_active(CUdevice dev)
+{
+	unsigned int flags = 0;
+	int active = -1;
+	OK(D.PrimaryGetState(dev, &flags, &active));
+	return active;
+}
+
+/* --- contexts: the lifetimes table, context rows ----------------------------------------- */
+
+Test(contract_contexts, create_pushes_the_new_context_and_pop_returns_it_leaving_none_current)
+{
+	cr_assert_null(current(), "a new thread starts with no current context");
+	CUcontext c = new_ctx(), popped = NULL;
+	cr_assert_eq(current(), c, "cuCtxCreate makes the new context current");
+	OK(D.CtxPopCurrent(&popped));
+	cr_assert_eq(popped, c);
+	cr_assert_null(current());
+	OK(D.CtxDestroy(c));
+}
+
+Test(contract_contexts, destroying_a_floating_context_succeeds)
+{
+	CUcontext c = floating_ctx();
+	OK(D.CtxDestroy(c));
+	cr_assert_null(current());
+}
+
+Test(contract_contexts, destroying_the_top_of_two_makes_the_one_below_current)
+{
+	CUcontext a = new_ctx(), b = new_ctx();
+	cr_assert_eq(current(), b);
+	OK(D.CtxDestroy(b));
+	cr_assert_eq(current(), a);
+	OK(D.CtxDestroy(a));
+}
+
+Test(contract_contexts, set_current_replaces_the_top_and_destroying_it_leaves_none_current)
+{
+	CUcontext a = new_ctx(), b = floating_ctx();
+	cr_assert_eq(current(), a);
+	OK(D.CtxSetCurrent(b));
+	cr_assert_eq(current(), b);
+	OK(D.CtxDestroy(b));
+	cr_assert_null(current(), "a was replaced, not stacked");
+	OK(D.CtxDestroy(a));
+}
+
+Test(contract_contexts, a_context_destroyed_below_the_top_is_current_after_the_pop_gives_709_and_pops)
+{
+	CUcontext below = new_ctx(), top = new_ctx(), popped = NULL;
+	CUevent e = NULL;
+	OK(D.CtxDestroy(below));
+	cr_assert_eq(current(), top);
+	OK(D.CtxPopCurrent(&popped));
+	cr_assert_eq(popped, top);
+	cr_assert_eq(current(), below, "the dead context is current");
+	WANT(D.EventCreate(&e, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	OK(D.CtxPopCurrent(&popped));
+	cr_assert_eq(popped, below);
+	cr_assert_null(current());
+	OK(D.CtxDestroy(top));
+}
+
+Test(contract_contexts, api_version_and_a_second_destroy_of_a_destroyed_context_are_201)
+{
+	CUcontext c = floating_ctx();
+	unsigned int v = 0;
+	OK(D.CtxGetApiVersion(c, &v));
+	OK(D.CtxDestroy(c));
+	WANT(D.CtxGetApiVersion(c, &v), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(D.CtxDestroy(c), CUDA_ERROR_INVALID_CONTEXT);
+}
+
+struct destroyer {
+	CUcontext victim;
+	CUresult rc;
+};
+
+static void *destroy_on_other_thread(void *arg)
+{
+	struct destroyer *d = arg;
+	d->rc = D.CtxDestroy(d->victim);
+	return NULL;
+}
+
+static void destroy_elsewhere(CUcontext c)
+{
+	struct destroyer d = {c, CUDA_ERROR_UNKNOWN};
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, destroy_on_other_thread, &d), 0);
+	pthread_join(t, NULL);
+	OK(d.rc);
+}
+
+Test(contract_contexts, a_context_destroyed_on_another_thread_stays_current_here_until_replaced)
+{
+	CUcontext other = floating_ctx(), c = new_ctx();
+	CUevent e = NULL;
+	unsigned long long id = 0;
+	destroy_elsewhere(c);
+	cr_assert_eq(current(), c, "this thread still names the dead context");
+	WANT(D.EventCreate(&e, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.CtxGetId(c, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.CtxGetId(NULL, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	OK(D.CtxSetCurrent(other));
+	cr_assert_eq(current(), other);
+	OK(D.CtxSetCurrent(NULL));
+	cr_assert_null(current());
+	OK(D.CtxDestroy(other));
+}
+
+/* --- context ids: cuCtxGetId -------------------------------------------------------------- */
+
+Test(contract_ids, ids_increase_and_are_never_reused_also_at_a_reused_address)
+{
+	unsigned long long last = 0;
+	CUcontext prev = NULL;
+	int reused = 0;
+	for (int i = 0; i < 5; i++) {
+		CUcontext c = floating_ctx();
+		unsigned long long id = ctx_id(c);
+		cr_assert_gt(id, last, "round %d: id %llu after %llu", i, id, last);
+		reused += c == prev;
+		last = id;
+		prev = c;
+		OK(D.CtxDestroy(c));
+	}
+	cr_log_info("a new context took the address of the one destroyed just before it in %d of 4 rounds", reused);
+}
+
+Test(contract_ids, the_id_of_a_dead_context_is_709)
+{
+	CUcontext c = floating_ctx();
+	unsigned long long id = 0;
+	OK(D.CtxDestroy(c));
+	WANT(D.CtxGetId(c, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+}
+
+Test(contract_ids, the_id_at_a_reused_address_is_the_new_contexts)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		CUcontext old = floating_ctx();
+		unsigned long long old_id = ctx_id(old);
+		OK(D.CtxDestroy(old));
+		CUcontext fresh = floating_ctx();
+		unsigned long long fresh_id = ctx_id(fresh);
+		if (fresh == old) {
+			cr_assert_gt(fresh_id, old_id);
+			cr_assert_eq(ctx_id(old), fresh_id, "the address now names the new context");
+			OK(D.CtxDestroy(fresh));
+			return;
+		}
+		OK(D.CtxDestroy(fresh));
+	}
+	cr_skip_test("the driver did not hand a dead context's address to a new one in 8 tries (the real "
+		     "driver did in 3 of 5)");
+}
+
+/* --- primary contexts --------------------------------------------------------------------- */
+
+Test(contract_primary, the_last_release_makes_it_inactive_and_its_event_destroy_709)
+{
+	CUcontext p = NULL, popped = NULL;
+	CUevent e = NULL;
+	cr_assert_eq(primary_active(0), 0, "nothing in this process has retained it yet");
+	OK(D.PrimaryRetain(&p, 0));
+	cr_assert_eq(primary_active(0), 1);
+	cr_assert_null(current(), "a retain does not make it current");
+	OK(D.CtxPushCurrent(p));
+	OK(D.EventCreate(&e, 0));
+	OK(D.CtxPopCurrent(&popped));
+	OK(D.PrimaryRelease(0));
+	cr_assert_eq(primary_active(0), 0);
+	WANT(D.EventDestroy(e), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+}
+
+Test(contract_primary, a_second_holder_keeps_it_alive_past_the_first_release)
+{
+	CUcontext p = NULL, q = NULL;
+	OK(D.PrimaryRetain(&p, 0));     /* the CUDA runtime, say */
+	OK(D.PrimaryRetain(&q, 0));     /* cuctx */
+	cr_assert_eq(p, q);
+	unsigned long long id = ctx_id(p);
+	OK(D.PrimaryRelease(0));
+	cr_assert_eq(primary_active(0), 1, "the other retain holds it");
+	cr_assert_eq(ctx_id(p), id, "still the same context");
+	OK(D.PrimaryRelease(0));
+	cr_assert_eq(primary_active(0), 0);
+}
+
+Test(contract_primary, it_comes_back_at_the_same_address_with_a_new_id)
+{
+	CUcontext first = NULL, again = NULL;
+	unsigned long long id = 0;
+	OK(D.PrimaryRetain(&first, 0));
+	unsigned long long first_id = ctx_id(first);
+	OK(D.PrimaryRelease(0));
+	WANT(D.CtxGetId(first, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	OK(D.PrimaryRetain(&again, 0));
+	cr_assert_eq(again, first, "the same address");
+	cr_assert_gt(ctx_id(again), first_id, "a new id");
+	OK(D.PrimaryRelease(0));
+}
+
+Test(contract_primary, destroying_it_is_201)
+{
+	CUcontext p = NULL;
+	OK(D.PrimaryRetain(&p, 0));
+	WANT(D.CtxDestroy(p), CUDA_ERROR_INVALID_CONTEXT);
+	cr_assert_eq(primary_active(0), 1, "and it is still there");
+	OK(D.PrimaryRelease(0));
+}
+
+Test(contract_primary, a_reset_ends_the_context_but_releases_no_retain)
+{
+	CUcontext p = NULL, again = NULL;
+	unsigned long long id = 0;
+	OK(D.PrimaryRetain(&p, 0));
+	unsigned long long old_id = ctx_id(p);
+	OK(D.PrimaryReset(0));
+	cr_assert_eq(primary_active(0), 0);
+	WANT(D.CtxGetId(p, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	OK(D.PrimaryRetain(&again, 0));
+	cr_assert_eq(again, p, "the same address");
+	unsigned long long new_id = ctx_id(again);
+	cr_assert_gt(new_id, old_id, "a new context");
+	OK(D.PrimaryRelease(0));
+	cr_assert_eq(primary_active(0), 1, "the retain from before the reset still holds it");
+	cr_assert_eq(ctx_id(again), new_id);
+	OK(D.PrimaryRelease(0));
+	cr_assert_eq(primary_active(0), 0);
+}
+
+/* --- children whose context died: the lifetimes table, child rows ------------------------- */
+
+static const char noop_ptx[] =
+	".version 7.0\n.target sm_50\n.address_size 64\n\n.visible .entry noop()\n{\n\tret;\n}\n";
+
+Test(contract_children, event_destroy_after_its_context_is_709)
+{
+	CUcontext c = new_ctx();
+	CUevent e = NULL;
+	OK(D.EventCreate(&e, CU_EVENT_DISABLE_TIMING));
+	OK(D.CtxDestroy(c));
+	WANT(D.EventDestroy(e), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+}
+
+Test(contract_children, module_unload_after_its_context_is_400)
+{
+	CUcontext c = new_ctx();
+	CUmodule m = NULL;
+	OK(D.ModuleLoadData(&m, noop_ptx));
+	OK(D.CtxDestroy(c));
+	WANT(D.ModuleUnload(m), CUDA_ERROR_INVALID_HANDLE);
+}
+
+Test(contract_children, memory_frees_after_their_context_are_1_while_no_one_has_the_address)
+{
+	CUcontext c = new_ctx();
+	CUdeviceptr p = 0;
+	void *h = NULL;
+	OK(D.MemAlloc(&p, 4096));
+	OK(D.MemAllocHost(&h, 4096));
+	OK(D.CtxDestroy(c));
+	WANT(D.MemFree(p), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.MemFreeHost(h), CUDA_ERROR_INVALID_VALUE);
+}
+
+Test(contract_children, graph_exec_destroy_after_its_context_succeeds_on_the_real_driver)
+{
+	CUcontext c = new_ctx();
+	CUgraph g = NULL;
+	CUgraphNode n = NULL;
+	CUgraphExec x = NULL;
+	OK(D.GraphCreate(&g, 0));
+	OK(D.GraphAddEmptyNode(&n, g, NULL, 0));
+	OK(D.GraphInstantiateWithFlags(&x, g, 0));
+	OK(D.CtxDestroy(c));
+	/* The simulator refuses it (400) and records a misuse: stricter on purpose. */
+	WANT(D.GraphExecDestroy(x), D.sim ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS);
+	OK(D.GraphDestroy(g));
+}
+
+Test(contract_children, elapsed_time_is_400_without_timing_or_before_the_end_is_recorded)
+{
+	CUcontext c = new_ctx();
+	CUevent a = NULL, b = NULL, quiet = NULL;
+	float ms = -1;
+	OK(D.EventCreate(&a, 0));
+	OK(D.EventCreate(&b, 0));
+	OK(D.EventCreate(&quiet, CU_EVENT_DISABLE_TIMING));
+	OK(D.EventRecord(a, NULL));
+	WANT(D.EventElapsedTime(&ms, a, b), CUDA_ERROR_INVALID_HANDLE);
+	OK(D.EventRecord(quiet, NULL));
+	OK(D.EventSynchronize(quiet));
+	WANT(D.EventElapsedTime(&ms, a, quiet), CUDA_ERROR_INVALID_HANDLE);
+	cr_assert_eq(ms, -1, "no time was written");
+	OK(D.EventRecord(b, NULL));
+	OK(D.EventSynchronize(b));
+	OK(D.EventElapsedTime(&ms, a, b));
+	cr_assert_geq(ms, 0);
+	OK(D.CtxDestroy(c));
+}
+
+/* --- address reuse: the use-after-free the registry prevents ------------------------------ */
+
+Test(contract_reuse, a_stale_free_at_a_reused_address_frees_the_new_owners_allocation)
+{
+	for (int tries = 0; tries < 5; tries++) {
+		CUcontext a = new_ctx();
+		CUdeviceptr old = 0, fresh = 0;
+		OK(D.MemAlloc(&old, 1 << 20));
+		OK(D.CtxDestroy(a));
+		CUcontext b = new_ctx();
+		OK(D.MemAlloc(&fresh, 1 << 20));
+		if (fresh == old) {
+			OK(D.MemFree(old));     /* the stale free: no error... */
+			WANT(D.MemsetD8(fresh, 0, 1 << 20), CUDA_ERROR_INVALID_VALUE);   /* ...the new owner's memory is gone */
+			WANT(D.MemFree(fresh), CUDA_ERROR_INVALID_VALUE);
+			OK(D.CtxDestroy(b));
+			return;
+		}
+		OK(D.MemFree(fresh));
+		OK(D.CtxDestroy(b));
+	}
+	cr_skip_test("no allocation of a new context took a dead context's device address in 5 tries (the "
+		     "real driver's did in 5 of 5)");
+}
+
+/* --- loading: cuGetProcAddress ------------------------------------------------------------ */
+
+Test(contract_loader, a_version_newer_than_the_driver_is_an_error_and_null)
+{
+	void *fn = &fn;
+	CUresult rc = D.GetProcAddress("cuInit", &fn, D.version + 10, CU_GET_PROC_ADDRESS_DEFAULT, NULL);
+	cr_assert_neq(rc, CUDA_SUCCESS, "cuInit at version %d of a %d driver was found", D.version + 10, D.version);
+	cr_assert_null(fn);
+}
+
+Test(contract_loader, the_plain_symbol_is_another_abi_than_the_v2_one)
+{
+	void *plain = dlsym(D.lib, "cuMemAlloc"), *v2 = dlsym(D.lib, "cuMemAlloc_v2");
+	cr_assert(plain && v2, "both cuMemAlloc and cuMemAlloc_v2 are exported");
+	cr_assert_neq(plain, v2, "plain dlsym(\"cuMemAlloc\") is the 32-bit ABI, not cuMemAlloc_v2");
+}
+
+Test(contract_loader, ctx_get_id_exists_from_12000_and_not_before)
+{
+	void *fn = &fn;
+	CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
+	cr_assert_neq(D.GetProcAddress("cuCtxGetId", &fn, 11080, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_SUCCESS);
+	cr_assert_null(fn);
+	cr_assert_eq(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+	OK(D.GetProcAddress("cuCtxGetId", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st));
+	cr_assert_not_null(fn);
+}
