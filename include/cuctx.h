@@ -185,6 +185,26 @@
  * the library named by the environment variable CUCTX_DRIVER (ignored in
  * setuid/setgid programs), and resolves each entry point at a pinned ABI
  * version through cuGetProcAddress.
+ *
+ * Versions and ABI: CUCTX_VERSION_MAJOR, _MINOR, _PATCH and _HEX are the
+ * header's version, cuctx_version_hex() the library's. Between releases
+ * that change the library's soname, what the header compiles into a program
+ * stays valid: a handle is one uint64_t for good; cuctx_scope, which the
+ * macros keep on the caller's stack, has reserved words that later versions
+ * may use without changing its size; and cuctx_stats_get passes the
+ * caller's sizeof(struct cuctx_stats), so fields added at its end read 0
+ * from an older library, and a newer library fills only the fields an older
+ * program knows. The exported functions carry the symbol version CUCTX_0.1
+ * (functions added later get later versions).
+ *
+ * Thread-local storage: the library keeps about 1.4 KiB per thread in
+ * initial-exec TLS, fast for a program that links cuctx (or loads it at
+ * start). A program that dlopen()s libcuctx later takes those bytes from
+ * glibc's small reserve of static TLS, which every library loaded that way
+ * shares; when it is used up, dlopen fails with "cannot allocate memory in
+ * static TLS block". Link cuctx or preload it (LD_PRELOAD) then, or enlarge
+ * the reserve (glibc 2.32 and later: GLIBC_TUNABLES=
+ * glibc.rtld.optional_static_tls=BYTES).
  */
 #ifndef CUCTX_H
 #define CUCTX_H
@@ -193,6 +213,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "cuctx_version.h"
 
 #if defined(_WIN32)
 #  define CUCTX_API
@@ -223,6 +245,16 @@ CUCTX_API const char *cuctx_result_name(CUresult rc);
  * fn == NULL restores the default, which writes one line to stderr. */
 typedef void (*cuctx_error_fn)(CUresult rc, const char *message, void *user);
 CUCTX_API void cuctx_set_error_handler(cuctx_error_fn fn, void *user);
+
+/* ------------------------------------------------------------------------
+ *  Version
+ * ------------------------------------------------------------------------ */
+
+/* The library's version, "MAJOR.MINOR.PATCH", and the same as 0xMMmmpp:
+ * compare cuctx_version_hex() with CUCTX_VERSION_HEX, the header's, to see
+ * whether the program runs with the library it was built against. */
+CUCTX_API const char *cuctx_version(void);
+CUCTX_API unsigned cuctx_version_hex(void);
 
 /* ------------------------------------------------------------------------
  *  Driver
@@ -419,6 +451,9 @@ typedef struct cuctx_scope {
     unsigned long long prev_ctx_id; /* its driver id if others can end it; 0: cuctx's own */
     unsigned depth;         /* stack levels cuctx had pushed on this thread at enter */
     int state;              /* CUCTX__SCOPE_* */
+    /* Room for later versions (the size is compiled into callers): the enter
+     * zeroes it; nothing reads it yet. */
+    uint64_t cuctx__reserved[2];
 } cuctx_scope;
 #define CUCTX__SCOPE_FAILED  0  /* enter failed: block skipped, nothing to undo */
 #define CUCTX__SCOPE_ENTERED 1  /* entered, block not yet run */
@@ -456,12 +491,17 @@ struct cuctx_stats {
     uint64_t shutdown_skips;    /* destroys not sent because the driver had shut down
                                    (process exit): they succeed quietly */
 };
-/* Cheap at any number of objects (each thread keeps its own counts); exact
- * while no other thread creates or destroys. The handle table itself costs
- * 64 bytes per slot at the most objects ever alive at once, up to 2^26
- * slots (4 GiB), and is not given back: a stale handle may still be checked
- * against its slot. */
-CUCTX_API void cuctx_stats_get(struct cuctx_stats *out);
+/* cuctx_stats_get(&st) fills st. Cheap at any number of objects (each
+ * thread keeps its own counts); exact while no other thread creates or
+ * destroys. The handle table itself costs 64 bytes per slot at the most
+ * objects ever alive at once, up to 2^26 slots (4 GiB), and is not given
+ * back: a stale handle may still be checked against its slot.
+ * Later versions add fields at the end of struct cuctx_stats only. The macro
+ * passes the size the program was compiled with: the library writes that
+ * many bytes - the fields it knows, zero for any it does not - and returns
+ * how many of them it filled (the smaller of size and its own size). */
+CUCTX_API size_t cuctx_stats_get_sized(struct cuctx_stats *out, size_t size);
+#define cuctx_stats_get(out) ((void)cuctx_stats_get_sized((out), sizeof *(out)))
 /* Writes one line per live object - kind, driver handle, cuctx handle,
  * owning context, and the file:line and function of its create - then a
  * count, to out (stderr if NULL). With the environment variable

@@ -1,27 +1,36 @@
-/* diagnostics.c - cuctx_stats_get, from the threads' own live counters
+/* diagnostics.c - cuctx_stats_get_sized, from the threads' own live counters
  * (registry.c), and the leak report, which scans the table. */
 #include "internal.h"
 
 #include <string.h>
 
-CUCTX_API void cuctx_stats_get(struct cuctx_stats *out)
+/* The fields of 0.1.0 end with shutdown_skips; later ones are appended, and
+ * a caller compiled with a shorter struct gets only the fields it has room
+ * for (see cuctx.h). */
+CUCTX_API size_t cuctx_stats_get_sized(struct cuctx_stats *out, size_t size)
 {
     int64_t n[KIND_COUNT];
-    if (!out)
-        return;
-    memset(out, 0, sizeof *out);
+    struct cuctx_stats st;
+    if (!out || size == 0)
+        return 0;
+    memset(&st, 0, sizeof st);
     cuctx__live_counts(n);
-    out->contexts = (size_t)n[KIND_ENTRY];
-    out->ctx_handles = (size_t)n[KIND_CTX];
-    out->events = (size_t)n[KIND_EVENT];
-    out->streams = (size_t)n[KIND_STREAM];
-    out->modules = (size_t)n[KIND_MODULE];
-    out->mems = (size_t)n[KIND_MEM];
-    out->host_mems = (size_t)n[KIND_HOST_MEM];
-    out->graph_execs = (size_t)n[KIND_GRAPH_EXEC];
-    out->stale_skips = atomic_load(&cuctx__stale_skips);
-    out->failed_destroys = atomic_load(&cuctx__failed_destroys);
-    out->shutdown_skips = atomic_load(&cuctx__shutdown_skips);
+    st.contexts = (size_t)n[KIND_ENTRY];
+    st.ctx_handles = (size_t)n[KIND_CTX];
+    st.events = (size_t)n[KIND_EVENT];
+    st.streams = (size_t)n[KIND_STREAM];
+    st.modules = (size_t)n[KIND_MODULE];
+    st.mems = (size_t)n[KIND_MEM];
+    st.host_mems = (size_t)n[KIND_HOST_MEM];
+    st.graph_execs = (size_t)n[KIND_GRAPH_EXEC];
+    st.stale_skips = atomic_load(&cuctx__stale_skips);
+    st.failed_destroys = atomic_load(&cuctx__failed_destroys);
+    st.shutdown_skips = atomic_load(&cuctx__shutdown_skips);
+    size_t known = size < sizeof st ? size : sizeof st;
+    memcpy(out, &st, known);
+    if (size > known)   /* fields of a newer header: zero, not unknown */
+        memset((char *)out + known, 0, size - known);
+    return known;
 }
 
 /* ---- the leak report ------------------------------------------------------ */

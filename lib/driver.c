@@ -52,6 +52,15 @@ static CUresult lookup(const char *name, int version, void **out)
     return rc;
 }
 
+/* Stores a data pointer from dlsym or cuGetProcAddress into a function
+ * pointer by copying its bytes: ISO C has no cast between the two
+ * (-Wpedantic), POSIX guarantees they share a representation. */
+static void sym_to_fn(void *fn_ptr, size_t fn_size, void *sym)
+{
+    _Static_assert(sizeof(void *) == sizeof(void (*)(void)), "dlsym needs function and data pointers of one size");
+    memcpy(fn_ptr, &sym, fn_size);
+}
+
 static void init_fail(CUresult rc, const char *fmt, ...) CUCTX_PRINTF(2, 3);
 static void init_fail(CUresult rc, const char *fmt, ...)
 {
@@ -77,9 +86,9 @@ static void load(void)
                   path, why ? why : "unknown dlopen error");
         return;
     }
-    gpa_v2 = (PFN_cuGetProcAddress_v12000)dlsym(lib, "cuGetProcAddress_v2");
+    sym_to_fn(&gpa_v2, sizeof gpa_v2, dlsym(lib, "cuGetProcAddress_v2"));
     if (!gpa_v2)
-        gpa_v1 = (PFN_cuGetProcAddress_v11030)dlsym(lib, "cuGetProcAddress");
+        sym_to_fn(&gpa_v1, sizeof gpa_v1, dlsym(lib, "cuGetProcAddress"));
     if (!gpa_v2 && !gpa_v1) {
         init_fail(CUDA_ERROR_NOT_INITIALIZED,
                   "cuctx_init: the CUDA driver %s has no cuGetProcAddress (%s); cuctx needs a driver for CUDA 11.3 or newer",
@@ -95,7 +104,7 @@ static void load(void)
         init_fail(CUDA_ERROR_NOT_FOUND, "cuctx_init: the CUDA driver %s does not provide %s", path, "cuInit");
         return;
     }
-    cuctx__drv.f_cuInit = (PFN_cuInit_v2000)p;
+    sym_to_fn(&cuctx__drv.f_cuInit, sizeof cuctx__drv.f_cuInit, p);
     rc = cuctx__drv.f_cuInit(0);
     if (rc != CUDA_SUCCESS) {
         const char *why = rc == CUDA_ERROR_STUB_LIBRARY ? "it is the CUDA toolkit's stub library, not a driver"

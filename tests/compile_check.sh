@@ -36,7 +36,8 @@ GOTO=$CUCTX_SRCDIR/tests/compile/goto_into_scope.c
 NOT_HANDLE=$CUCTX_SRCDIR/tests/compile/auto_not_a_handle.c
 DROPPED=$CUCTX_SRCDIR/tests/compile/move_dropped.c
 STATIC=$CUCTX_SRCDIR/tests/compile/static_auto.c
-INC="-I$CUCTX_INCLUDE $CUDA_CPPFLAGS"
+# cuctx_version.h, which cuctx.h includes, is written by configure into the build tree.
+INC="-I$CUCTX_INCLUDE -I${CUCTX_BUILDDIR:-$CUCTX_SRCDIR}/include $CUDA_CPPFLAGS"
 WARN="-Wall -Wextra -Wpedantic -Werror"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/cuctx-compile.XXXXXX") || { echo "1..0 # SKIP cannot make a temporary directory"; exit 0; }

@@ -71,6 +71,17 @@ else
   } > "$work/config.h"
   cmp -s "$work/config.h" "$cfg/config.h" || cp "$work/config.h" "$cfg/config.h"
 fi
+# cuctx_version.h (included by cuctx.h): a configured build directory's, or
+# one made here from configure.ac's version, as configure would.
+if [ -f "$B/include/cuctx_version.h" ]; then
+  cp "$B/include/cuctx_version.h" "$work/cuctx_version.h"
+else
+  ver=$(sed -n 's/^AC_INIT(\[cuctx\], \[\([0-9.]*\)\].*/\1/p' "$src/configure.ac")
+  sed -e "s/@CUCTX_VERSION_MAJOR@/$(echo "$ver" | cut -d. -f1)/" -e "s/@CUCTX_VERSION_MINOR@/$(echo "$ver" | cut -d. -f2)/" \
+    -e "s/@CUCTX_VERSION_PATCH@/$(echo "$ver" | cut -d. -f3)/" -e "s/@PACKAGE_VERSION@/$ver/" \
+    "$src/include/cuctx_version.h.in" > "$work/cuctx_version.h"
+fi
+cmp -s "$work/cuctx_version.h" "$cfg/cuctx_version.h" || cp "$work/cuctx_version.h" "$cfg/cuctx_version.h"
 
 # Does this clang have libFuzzer?
 printf '#include <stddef.h>\n#include <stdint.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n' > "$work/probe.c"
@@ -80,7 +91,7 @@ if ! "$CC" -fsanitize=fuzzer "$work/probe.c" -o "$work/probe" >/dev/null 2>&1; t
 fi
 
 san="-fsanitize=address,undefined -fno-sanitize-recover=all"
-common="-std=gnu11 -g -O1 -fno-omit-frame-pointer -I$cuda_inc -I$src/include"
+common="-std=gnu11 -g -O1 -fno-omit-frame-pointer -I$cuda_inc -I$src/include -I$cfg"
 
 echo "run.sh: building in $B" >&2
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -104,7 +115,7 @@ build() {
 }
 build_failed=0
 objs=()
-hdrs=("$src"/lib/*.h "$src/include/cuctx.h" "$cfg/config.h" "$0")
+hdrs=("$src"/lib/*.h "$src/include/cuctx.h" "$cfg/config.h" "$cfg/cuctx_version.h" "$0")
 for f in "$src"/lib/*.c; do
   o=$B/lib_$(basename "$f" .c).o
   build "$o" "$f" "${hdrs[@]}" -- "$CC" $common $san -fsanitize=fuzzer-no-link -DCUCTX_BUILDING \
