@@ -94,6 +94,7 @@ static inline __attribute__((always_inline)) CUresult enter(cuctx_scope *scope, 
     scope->prev_ctx_id = 0;
     scope->depth = 0;
     scope->state = CUCTX__SCOPE_FAILED;
+    scope->cuctx__reserved[0] = scope->cuctx__reserved[1] = 0;
     CUCTX_INIT_OR_RETURN(fn);
     if (ctx.id == 0)
         return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: the context handle is {0}", fn);
