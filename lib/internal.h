@@ -200,7 +200,7 @@ struct cuctx_owner {
  * rest (checks, waiting for a closing entry, failures) in entry.c, which
  * gets the slot already held, or NULL. */
 CUresult cuctx__owner_hold_slow(uint64_t entry, const char *fn, struct cuctx_owner *out, struct cuctx_slot *held);
-static inline CUresult cuctx__owner_hold(uint64_t entry, const char *fn, struct cuctx_owner *out)
+static inline __attribute__((always_inline)) CUresult cuctx__owner_hold(uint64_t entry, const char *fn, struct cuctx_owner *out)
 {
     struct cuctx_slot *s = cuctx__hold(entry, KIND_ENTRY, &out->hazard);
     if (__builtin_expect(s != NULL && !s->u.entry.checked, 1)) {

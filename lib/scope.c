@@ -46,20 +46,6 @@ static void identify_prev(cuctx_scope *scope, CUcontext prev, const char *fn)
     }
 }
 
-/* The context a live handle names, read without holding it; NULL when
- * the handle is not live (the enter's hold then says why). */
-static inline CUcontext peek_raw(cuctx_ctx ctx)
-{
-    struct cuctx_slot *h = cuctx__peek(ctx.id, KIND_CTX), *e;
-    if (!h)
-        return NULL;
-    uint64_t entry = __atomic_load_n(&h->u.ctx.entry, __ATOMIC_RELAXED);
-    if (!cuctx__peek_valid(h, ctx.id, KIND_CTX) || !(e = cuctx__peek(entry, KIND_ENTRY)))
-        return NULL;
-    CUcontext raw = __atomic_load_n(&e->u.entry.raw, __ATOMIC_RELAXED);
-    return cuctx__peek_valid(e, entry, KIND_ENTRY) ? raw : NULL;
-}
-
 /* The previous context when it is one cuctx owns and this thread looked it
  * up lately: its entry needs no hold, having no driver id to check. */
 static inline int prev_seen(cuctx_scope *scope, CUcontext prev)
@@ -101,26 +87,22 @@ static inline __attribute__((always_inline)) CUresult enter(cuctx_scope *scope, 
     CUresult rc = DRV(cuCtxGetCurrent)(&prev);
     if (rc != CUDA_SUCCESS)
         return cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, cuctx_result_name(rc));
-    /* The previous context is looked up (maybe registered, under the lock)
-     * before ctx is held: never wait for that lock while holding an entry.
-     * A dead previous context is no failure of the enter; one that could
-     * not be identified is left alone at exit. When it is ctx itself, the
-     * hold of ctx identifies it. */
-    int is_target = prev && prev == peek_raw(ctx);
-    if (prev && !is_target && !prev_seen(scope, prev))
-        identify_prev(scope, prev, fn);
     if ((rc = cuctx__owner_acquire(ctx, fn, &o)) != CUDA_SUCCESS)
         return rc;
-    if (is_target && prev != o.raw) {
-        /* the handle moved to another entry since the peek: the slow way */
+    /* Which context the previous one is: ctx itself (its hold says), an
+     * owned one this thread met lately (no lock, no driver call), or else
+     * looked up, maybe registered under the lock - never waited for while
+     * holding an entry, so ctx is let go meanwhile. A dead previous context
+     * is no failure of the enter; one that could not be identified is left
+     * alone at exit. */
+    if (prev == o.raw) {
+        prev_is_target(scope, &o);
+    } else if (prev && !prev_seen(scope, prev)) {
         cuctx__owner_release(&o);
         identify_prev(scope, prev, fn);
         if ((rc = cuctx__owner_acquire(ctx, fn, &o)) != CUDA_SUCCESS)
             return rc;
-        is_target = 0;
     }
-    if (is_target)
-        prev_is_target(scope, &o);
     scope->depth = cuctx__pushes();
     if (prev != o.raw) {
         rc = DRV(cuCtxPushCurrent)(o.raw);
