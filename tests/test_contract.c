@@ -433,13 +433,21 @@ Test(contract_children, event_destroy_after_its_context_is_709)
 	WANT(D.EventDestroy(e), CUDA_ERROR_CONTEXT_IS_DESTROYED);
 }
 
-Test(contract_children, module_unload_after_its_context_is_400)
+/* DRIVER-FACTS has 400 from an earlier measurement; driver 580.159.04
+ * answered 709 in the GPU proof of 2026-11-30. Either is an error, which is
+ * all cuctx relies on (it never unloads a module of a dead context). */
+Test(contract_children, module_unload_after_its_context_is_an_error)
 {
 	CUcontext c = new_ctx();
 	CUmodule m = NULL;
 	OK(D.ModuleLoadData(&m, noop_ptx));
 	OK(D.CtxDestroy(c));
-	WANT(D.ModuleUnload(m), CUDA_ERROR_INVALID_HANDLE);
+	CUresult rc = D.ModuleUnload(m);
+	if (D.sim)
+		cr_assert_eq(rc, CUDA_ERROR_INVALID_HANDLE);
+	else
+		cr_assert(rc == CUDA_ERROR_INVALID_HANDLE || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED,
+			  "cuModuleUnload after its context gave %d; measured 400 and 709", (int)rc);
 }
 
 Test(contract_children, memory_frees_after_their_context_are_1_while_no_one_has_the_address)
@@ -522,7 +530,10 @@ Test(contract_loader, a_version_newer_than_the_driver_is_an_error_and_null)
 	void *fn = &fn;
 	CUresult rc = D.GetProcAddress("cuInit", &fn, D.version + 10, CU_GET_PROC_ADDRESS_DEFAULT, NULL);
 	cr_assert_neq(rc, CUDA_SUCCESS, "cuInit at version %d of a %d driver was found", D.version + 10, D.version);
-	cr_assert_null(fn);
+	/* The simulator clears the pointer; the real driver (580.159.04) leaves
+	 * it as it was. cuctx's loader clears it itself on any error. */
+	if (D.sim)
+		cr_assert_null(fn);
 }
 
 Test(contract_loader, the_plain_symbol_is_another_abi_than_the_v2_one)
@@ -532,13 +543,18 @@ Test(contract_loader, the_plain_symbol_is_another_abi_than_the_v2_one)
 	cr_assert_neq(plain, v2, "plain dlsym(\"cuMemAlloc\") is the 32-bit ABI, not cuMemAlloc_v2");
 }
 
-Test(contract_loader, ctx_get_id_exists_from_12000_and_not_before)
+Test(contract_loader, ctx_get_id_exists_at_12000)
 {
 	void *fn = &fn;
 	CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
-	cr_assert_neq(D.GetProcAddress("cuCtxGetId", &fn, 11080, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_SUCCESS);
-	cr_assert_null(fn);
-	cr_assert_eq(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+	/* Asked below 12000 the simulator refuses it; the real driver
+	 * (580.159.04) hands it out anyway. cuctx asks at 12000 only. */
+	if (D.sim) {
+		cr_assert_neq(D.GetProcAddress("cuCtxGetId", &fn, 11080, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_SUCCESS);
+		cr_assert_null(fn);
+		cr_assert_eq(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+	}
 	OK(D.GetProcAddress("cuCtxGetId", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st));
+	cr_assert_eq(st, CU_GET_PROC_ADDRESS_SUCCESS);
 	cr_assert_not_null(fn);
 }

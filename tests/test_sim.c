@@ -505,9 +505,14 @@ Test(sim_procaddress, unknown_symbol_is_not_found_with_null_pointer)
 {
 	void *fn = (void *)&fn;
 	CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
-	RC(D.GetProcAddress("cuNoSuchThing", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_ERROR_NOT_FOUND);
-	cr_assert_null(fn);
-	cr_assert_eq(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+	CUresult rc = D.GetProcAddress("cuNoSuchThing", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st);
+	/* What cuctx's loader relies on, on any driver: no usable pointer. The
+	 * real driver (580.159.04) does not answer 500 here; the simulator's
+	 * exact answer is asserted against it alone. */
+	cr_assert(rc != CUDA_SUCCESS || st != CU_GET_PROC_ADDRESS_SUCCESS || fn == NULL,
+		  "an unknown symbol came back as found (rc %d, status %d)", (int)rc, (int)st);
+	SIM_CHECK(cr_assert_eq(rc, CUDA_ERROR_NOT_FOUND); cr_assert_null(fn);
+		  cr_assert_eq(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND));
 }
 
 Test(sim_procaddress, hiding_ctx_get_id_makes_only_it_unknown_until_reset)
@@ -542,6 +547,8 @@ Test(sim_procaddress, version_below_the_first_is_version_not_sufficient)
 {
 	void *fn = (void *)&fn;
 	CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
+	SIM_ONLY("the real driver (580.159.04, measured 2026-11-30) does not refuse an entry point asked at a "
+		 "version below its first; cuctx asks each at the version it was introduced, so it relies on no answer here");
 	RC(D.GetProcAddress("cuGraphCreate", &fn, 9020, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_ERROR_NOT_FOUND);
 	cr_assert_null(fn);
 	cr_assert_eq(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
@@ -691,10 +698,12 @@ Test(sim_contexts, api_version_and_second_destroy_on_a_destroyed_context_are_201
 	OK(D.CtxDestroy(c));
 	RC(D.CtxGetApiVersion(c, &v), CUDA_ERROR_INVALID_CONTEXT);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0, "asking whether a context is alive is safe"));
-	RC(D.CtxDestroy(c), CUDA_ERROR_INVALID_CONTEXT);
-	SIM_CHECK(cr_assert_eq(D.misuse_count(), 1));
-	assert_misuse(0, "cuCtxDestroy", "context not live: already destroyed");
-	SIM_CHECK(cr_assert_eq(last_call("cuCtxDestroy").rc, CUDA_ERROR_INVALID_CONTEXT));
+	/* A second destroy is a misuse: on the real driver it answered 201 when
+	 * run alone and something else in the parallel suite (2026-11-30), so
+	 * it is asked of the simulator only. */
+	SIM_CHECK(RC(D.CtxDestroy(c), CUDA_ERROR_INVALID_CONTEXT); cr_assert_eq(D.misuse_count(), 1);
+		  assert_misuse(0, "cuCtxDestroy", "context not live: already destroyed");
+		  cr_assert_eq(last_call("cuCtxDestroy").rc, CUDA_ERROR_INVALID_CONTEXT));
 }
 
 Test(sim_contexts, context_calls_without_a_current_context_are_201)
