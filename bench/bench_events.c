@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_events.c - the hot path, side by side: event create + destroy
  * (CU_EVENT_DISABLE_TIMING) through the raw driver and through cuctx, in one
  * run, on 1..T threads each in its own context and all in one shared context.

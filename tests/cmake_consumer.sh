@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # cmake_consumer.sh PREFIX VERSION - builds tests/cmake_consumer, a small CMake
 # project, against the cuctx installed under PREFIX (find_package(cuctx),
 # cuctx::cuctx) and runs it; then checks that the package refuses versions

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # man_check.sh - the manual pages, as a TAP test (make check):
 #
 #   1. every page, and every .so link followed, formats with groff -man
