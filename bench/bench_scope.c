@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_scope.c - a scoped context switch, side by side with the raw calls
  * it replaces, in one run, on one thread: cuCtxGetCurrent + cuCtxSetCurrent
  * + cuCtxSetCurrent, cuCtxPushCurrent + cuCtxPopCurrent, and CUCTX_SCOPED,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* event_timing.c - times a kernel with two events on a stream. The kernel
  * (vadd.cu) was compiled to PTX by nvcc at build time; every resource here
  * is under CUCTX_AUTO, so each early return below cleans up after itself. */

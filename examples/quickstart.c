@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* quickstart.c - the README's main example: a context and a few children
  * under CUCTX_AUTO, a switch with CUCTX_SCOPED, and what happened, printed. */
 #include <cuctx.h>

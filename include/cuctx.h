@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cuctx.h - CUDA Driver API resources that clean themselves up, for C.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* context.c - the context API: owned, primary and borrowed handles.
  *
  * Every cuctx_ctx handle names a KIND_CTX slot that points at a context

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ctxmap.c - the map from a context's address to its registry entry.
  *
  * It holds live contexts only: an entry leaves it when the entry ends, so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* current.c - the calling thread's current context: switching for one
  * driver call, and the count of stack levels cuctx left pushed, which
  * scopes use to take back exactly what was pushed inside them. */

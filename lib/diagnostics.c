@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* diagnostics.c - cuctx_stats_get_sized, from the threads' own live counters
  * (registry.c), and the leak report, which scans the table. */
 #include "internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* driver.c - loads the CUDA driver at run time and resolves every entry
  * point through cuGetProcAddress at a pinned ABI version, once per process. */
 #include "internal.h"

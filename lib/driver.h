@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* driver.h - the driver entry points cuctx calls, each pinned to the ABI
  * version of the typedef it is called through (cudaTypedefs.h). One table,
  * enumerable: later tools (fault injection, tracing) walk it. */

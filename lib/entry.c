@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* entry.c - context entries: what cuctx knows of one driver context (its
  * address, the driver's id for it, its device, who decides its life), and
  * how an entry is found, held for a child call, checked and ended.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* error.c - the calling thread's last error, the error handler, CUCTX_LOG,
  * and CUresult names that work without a driver. */
 #include "internal.h"

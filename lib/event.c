@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* event.c - cuctx_event: what is particular to events. */
 #include "internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* graph_exec.c - cuctx_graph_exec: what is particular to graph execs. */
 #include "internal.h"
 

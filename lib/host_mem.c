@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* host_mem.c - cuctx_host_mem (page-locked host memory): what is particular to it. */
 #include "internal.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* internal.h - what the library's files share: errors, the registry, the
  * tether and the context switch used by creates. Nothing here is exported. */
 #ifndef CUCTX_INTERNAL_H

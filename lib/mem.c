@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* mem.c - cuctx_mem (device memory): what is particular to it. A stale
  * cuMemFree is the worst hazard the tether stops: after the address is
  * reused it frees another context's allocation and reports success. */

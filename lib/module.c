@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* module.c - cuctx_module: what is particular to modules. */
 #include "internal.h"
 

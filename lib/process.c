@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* process.c - the odd moments of a process's life: fork and exit.
  *
  * fork: CUDA cannot be used in a forked child, and nothing the parent made

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* registry.c - the table of slots behind every handle.
  *
  * A handle id is kind | slot index | generation (internal.h). Each slot has

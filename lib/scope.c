@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* scope.c - the restore guard behind CUCTX_SCOPED, CUCTX_SCOPED_ELSE and
  * CUCTX_GUARD.
  *

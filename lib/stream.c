@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stream.c - cuctx_stream: what is particular to streams. */
 #include "internal.h"
 

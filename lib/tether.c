@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tether.c - the one mechanism every child kind uses.
  *
  * A child records its owner's registry entry id (slot and generation) at

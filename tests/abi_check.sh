@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # abi_check.sh - the built library's interface, as a TAP test (make check):
 #
 #   1. the dynamic symbols libcuctx.so defines are exactly the functions

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # cmake_consumer.sh PREFIX VERSION - builds tests/cmake_consumer, a small CMake
 # project, against the cuctx installed under PREFIX (find_package(cuctx),
 # cuctx::cuctx) and runs it; then checks that the package refuses versions
@@ -12,7 +13,7 @@
 # not there).
 set -u
 [ $# -eq 2 ] || { echo "usage: $0 PREFIX VERSION" >&2; exit 2; }
-prefix=$1
+prefix=$(cd "$1" 2>/dev/null && pwd) || { echo "cmake consumer: FAILED: no directory $1"; exit 1; }
 version=$2
 here=$(cd "$(dirname "$0")" && pwd)
 cmake=${CMAKE:-cmake}
@@ -67,7 +68,7 @@ for want in $refused; do
         echo "cmake consumer: FAILED: find_package(cuctx $want) accepted cuctx $version"
         exit 1
     fi
-    grep -q "cuctxConfigVersion.cmake" "$work/no.log" || {
+    grep -q "considered but not accepted" "$work/no.log" || {
         sed 's/^/  /' "$work/no.log"
         echo "cmake consumer: FAILED: find_package(cuctx $want) failed, but not on the version"
         exit 1

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # compile_check.sh - the header's promises to compilers, as a TAP test.
 #
 #   - tests/compile/uses_every_macro.c (every macro and the API) builds with

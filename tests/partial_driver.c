@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* partial_driver.c - a "driver" for the loader tests that provides
  * cuGetProcAddress_v2 and cuInit, and nothing else, so that the loader's
  * report of a missing required entry point can be checked. */

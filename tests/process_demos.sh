@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # process_demos.sh - runs the programs in tests/demo/ (TAP): a leak report at
 # exit, a fork with live objects, handles destroyed after the driver shut
 # down. Against whatever driver CUCTX_DRIVER names, so also on a GPU.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stress.c - many threads doing random operations on cuctx objects, in a
  * shared pool of contexts that other threads keep destroying and remaking.
  *

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # stress_check.sh - a short run of tests/stress as one TAP test (make check):
 # 20000 operations on 8 threads against whatever driver CUCTX_DRIVER names.
 # STRESS_OPS, STRESS_THREADS and STRESS_SEED override; the seed is printed.

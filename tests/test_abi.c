@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_abi.c - what the header compiles into callers and the library must
  * honour: the version macros against the library's, struct cuctx_stats read
  * through a size (shorter and longer than the library's), and the reserved

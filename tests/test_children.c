@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_children.c - the six child kinds and their tether to the owning
  * context's generation.
  *

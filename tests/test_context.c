@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_context.c - owned, primary and borrowed contexts, their handles and
  * registry entries, asserted on what the driver was asked to do. */
 #include "testlib.h"

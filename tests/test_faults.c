@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_faults.c - fault injection over every driver call cuctx makes.
  *
  * The driver entry points come from the loader's own table

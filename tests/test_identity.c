@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_identity.c - contexts others can end (rule 9): primary contexts shared with the runtime or raw code,
  * resets and borrowed contexts destroyed behind cuctx's back, the address map forgetting dead contexts, the
  * driver's errors at registration, the cost of the id check, and drivers without cuCtxGetId. */

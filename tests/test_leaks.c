@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_leaks.c - the leak report: one line per live object naming its kind,
  * driver handle, cuctx handle, owning context and the file:line and
  * function of its create, then a count; on demand through

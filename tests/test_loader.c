@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_loader.c - loading the driver, cuctx_init, errors and their names.
  * Each test runs in its own process, so each sees a first cuctx_init. */
 #include "testlib.h"

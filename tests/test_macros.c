@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_macros.c - every exit path of CUCTX_AUTO, CUCTX_SCOPED,
  * CUCTX_SCOPED_ELSE and CUCTX_GUARD, and CUCTX_MOVE: which context is current
  * at each point, and (against the simulated driver) exactly which destroys

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_process.c - the odd moments of a process's life, where cleanup runs:
  * fork with threads inside cuctx calls, a thread cancelled inside a driver
  * call, handles destroyed by thread-exit destructors, an error handler that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_registry.c - the slot table, generations, pins and the close/drain
  * protocol that the tether is built on, tested directly (no driver). */
 #include <criterion/criterion.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_runtime.c - cuctx beside the CUDA runtime and raw driver code in one
  * process, on a real GPU: the runtime shares the primary context, and code
  * outside cuctx destroys, recreates and resets contexts. Each test prints

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_scopes.c - what CUCTX_SCOPED and CUCTX_GUARD leave on the thread's
  * context stack: the stack below the scope as it was at entry, contexts
  * pushed inside taken back, dead and retaken previous contexts never made

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_sim.c - the simulated driver checked against each measured behaviour
  * of the real driver that it models.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_threads.c - the tether under concurrency.
  *
  * - workers create and destroy children of a context while another thread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* testlib.c - see testlib.h. */
 #include "testlib.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* testlib.h - what the cuctx test programs share: access to the simulated
  * driver's control API (when the suite runs against it) and small helpers. */
 #ifndef CUCTX_TESTLIB_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* consumer.c - built by tests/cmake_consumer/CMakeLists.txt against an
  * installed cuctx: the header (and the cuda.h it includes) come from the
  * imported target's include directories, the library from its location.

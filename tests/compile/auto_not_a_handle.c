@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* auto_not_a_handle.c - must NOT compile with gcc or g++
  * (tests/compile_check.sh): CUCTX_AUTO on an int would have the cleanup read
  * and zero 8 bytes of a 4-byte variable as if it were a handle. gcc says

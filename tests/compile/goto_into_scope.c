@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* goto_into_scope.c - must NOT compile (tests/compile_check.sh): the goto
  * jumps into the scope of a CUCTX_AUTO variable, past its initialisation,
  * so the cleanup would run on an uninitialised handle. clang rejects it

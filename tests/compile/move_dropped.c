@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* move_dropped.c - must draw a warning (tests/compile_check.sh, under
  * -Werror): the result of CUCTX_MOVE is dropped, so the event is no longer
  * destroyed by anyone. gcc, clang, g++ and clang++ say "ignoring return

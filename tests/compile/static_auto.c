@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* static_auto.c - must NOT compile under -Werror (tests/compile_check.sh): a
  * static variable never leaves scope, so its cleanup would never run. gcc
  * rejects `static CUCTX_AUTO` in C outright; g++ (-Wattributes), clang and

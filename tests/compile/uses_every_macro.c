@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* uses_every_macro.c - compiled, never run, by tests/compile_check.sh: every
  * macro (CUCTX_AUTO, CUCTX_MOVE, CUCTX_SCOPED, CUCTX_SCOPED_ELSE, CUCTX_GUARD)
  * and the API as documented, which must build without a single warning

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* exit.cc - handles destroyed after the driver shut down: by an atexit
  * handler and by a C++ static destructor, both set up before the first cuctx
  * call, so both run after cuctx's exit hook. The program exits 0 and cuctx

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fork.c - a parent with live objects forks; the child exits at once
  * (cuctx's exit hook and any cleanup there must neither touch the parent's
  * objects nor hang), and the parent's objects still work afterwards. */

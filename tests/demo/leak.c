@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* leak.c - a program that leaks one event and one stream. Run with
  * CUCTX_LEAK_CHECK=1: at exit cuctx names both, with where they were made. */
 #include <cuctx.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * fuzz_api.c - a libFuzzer harness for cuctx against the simulated driver.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # tests/fuzz/run.sh SECONDS [BUILDDIR]
 #
 # Builds cuctx (lib/*.c), the simulated driver (tests/sim/cudasim.c, as a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cudasim.c - a simulated CUDA driver for running cuctx's tests without a GPU.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * cudasim.h - control API of the simulated CUDA driver used by cuctx's tests.
  *
