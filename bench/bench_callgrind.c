@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_callgrind.c - one operation in a loop, nothing else, for counting
  * instructions under valgrind --tool=callgrind (tools/bench-callgrind runs
  * it twice, with two loop counts, and divides the difference, so that

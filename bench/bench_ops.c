@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_ops.c - single operations on one thread, cuctx beside the raw
  * driver: event create+destroy (CU_EVENT_DISABLE_TIMING), stream
  * create+destroy, 4 KiB device memory alloc+free, each in an owned context

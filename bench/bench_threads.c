@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_threads.c - the thread sweep: event create+destroy pairs
  * (CU_EVENT_DISABLE_TIMING) on 1, 2, 4, 8, 16 threads, each thread in its
  * own context ("own") and all in one context ("shared"), each without and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* benchlib.c - see benchlib.h. */
 #include "benchlib.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* benchlib.h - what the benchmarks share: settings from the environment,
  * the clock, the raw driver entry points, paired statistics, data files.
  *

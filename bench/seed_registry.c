@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* seed_registry.c - see seed_registry.h. */
 #include "seed_registry.h"
 

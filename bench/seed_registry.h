@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* seed_registry.h - the project's first ("seed") registry design, made
  * again in a few lines so that the benchmarks can run it beside cuctx.
  *

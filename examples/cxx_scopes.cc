@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // cxx_scopes.cc - the same header from C++.
 //
 // cuctx is a C library, but C++ code that talks to the Driver API (or mixes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hazards.c - the call sequences that crash or corrupt memory on the raw
  * driver, run through cuctx.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* multi_gpu.c - every GPU at once: one thread per device, each in its
  * device's primary context, each running the vadd kernel (vadd.cu, compiled
  * to PTX at build time) on its own memory.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ownership.c - who destroys what, and when.
  *
  *   1. A function makes a stream and a buffer and hands them out with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* runtime_interop.c - cuctx beside the CUDA runtime in one program.
  *
  * The runtime (libcudart: cudaMalloc, cudaMemcpy, ...) works in each device's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 // saxpy.cu - a .cu file: a kernel, and host code that keeps its resources
 // with cuctx and launches the kernel with <<<...>>>.
 //

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* scoped_switch.c - two contexts, and work in each through CUCTX_SCOPED and
  * CUCTX_GUARD.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* registry.h - the slot primitives, inline: every handle operation is a
  * few of them, and a call per primitive cost more than the work inside
  * (callgrind: 693 instructions per event create + destroy as calls). The

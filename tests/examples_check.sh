@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # examples_check.sh - runs the examples that launch no kernel (TAP) against
 # whatever driver CUCTX_DRIVER names: the simulator in make check, the real
 # driver in make check-gpu. Each must exit 0 and print its key lines; the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * test_contract.c - what cuctx relies on the driver to do, asked of the
  * driver itself.
