@@ -18,12 +18,9 @@ CUCTX_API size_t cuctx_stats_get_sized(struct cuctx_stats *out, size_t size)
     cuctx__live_counts(n);
     st.contexts = (size_t)n[KIND_ENTRY];
     st.ctx_handles = (size_t)n[KIND_CTX];
-    st.events = (size_t)n[KIND_EVENT];
-    st.streams = (size_t)n[KIND_STREAM];
-    st.modules = (size_t)n[KIND_MODULE];
-    st.mems = (size_t)n[KIND_MEM];
-    st.host_mems = (size_t)n[KIND_HOST_MEM];
-    st.graph_execs = (size_t)n[KIND_GRAPH_EXEC];
+#define CUCTX__KIND_COUNT(K, name, field) st.field = (size_t)n[KIND_##K];
+    CUCTX_CHILD_KINDS(CUCTX__KIND_COUNT)
+#undef CUCTX__KIND_COUNT
     st.stale_skips = atomic_load(&cuctx__stale_skips);
     st.failed_destroys = atomic_load(&cuctx__failed_destroys);
     st.shutdown_skips = atomic_load(&cuctx__shutdown_skips);

@@ -51,20 +51,30 @@ void cuctx__log_init(void);
 
 /* ---- the registry (registry.c) ------------------------------------------ */
 
+/* The child kinds, one line each: X(KIND, name, stats field). A kind is
+ * this line plus its file, lib/NAME.c, which defines cuctx__NAME_kind (its
+ * driver destroy) and its public functions; the enum value, the table of
+ * kinds and the stats count follow from the line. Appended only: the
+ * order is in every id. */
+#define CUCTX_CHILD_KINDS(X)                    \
+    X(EVENT, event, events)                     \
+    X(STREAM, stream, streams)                  \
+    X(MODULE, module, modules)                  \
+    X(MEM, mem, mems)                           \
+    X(HOST_MEM, host_mem, host_mems)            \
+    X(GRAPH_EXEC, graph_exec, graph_execs)
+
 /* Object kinds; the top byte of every id. KIND_ENTRY names a context's
  * registry entry (generation and address) and never leaves the library. */
+#define CUCTX__KIND_ENUM(K, name, field) KIND_##K,
 enum cuctx_kind {
     KIND_NONE = 0,
     KIND_CTX,
-    KIND_EVENT,
-    KIND_STREAM,
-    KIND_MODULE,
-    KIND_MEM,
-    KIND_HOST_MEM,
-    KIND_GRAPH_EXEC,
+    CUCTX_CHILD_KINDS(CUCTX__KIND_ENUM)
     KIND_ENTRY,
     KIND_COUNT
 };
+#undef CUCTX__KIND_ENUM
 
 /* A handle id: kind (6 bits) | slot index (26 bits) | generation (32 bits).
  * 2^26 slots is 67 million live objects; a slot whose generation would wrap
@@ -308,8 +318,9 @@ struct cuctx_child_kind {
     CUresult (*destroy)(uint64_t raw);
 };
 extern const struct cuctx_child_kind *const cuctx__child_kinds[KIND_COUNT];
-extern const struct cuctx_child_kind cuctx__event_kind, cuctx__stream_kind,
-    cuctx__module_kind, cuctx__mem_kind, cuctx__host_mem_kind, cuctx__graph_exec_kind;
+#define CUCTX__KIND_DECL(K, name, field) extern const struct cuctx_child_kind cuctx__##name##_kind;
+CUCTX_CHILD_KINDS(CUCTX__KIND_DECL)
+#undef CUCTX__KIND_DECL
 
 /* A kind's driver create, run with the owner current. */
 typedef CUresult (*cuctx_make_fn)(void *arg, uint64_t *raw, size_t *size);

@@ -18,14 +18,9 @@
 
 #include <stdio.h>
 
-const struct cuctx_child_kind *const cuctx__child_kinds[KIND_COUNT] = {
-    [KIND_EVENT] = &cuctx__event_kind,
-    [KIND_STREAM] = &cuctx__stream_kind,
-    [KIND_MODULE] = &cuctx__module_kind,
-    [KIND_MEM] = &cuctx__mem_kind,
-    [KIND_HOST_MEM] = &cuctx__host_mem_kind,
-    [KIND_GRAPH_EXEC] = &cuctx__graph_exec_kind,
-};
+#define CUCTX__KIND_ENTRY(K, name, field) [KIND_##K] = &cuctx__##name##_kind,
+const struct cuctx_child_kind *const cuctx__child_kinds[KIND_COUNT] = {CUCTX_CHILD_KINDS(CUCTX__KIND_ENTRY)};
+#undef CUCTX__KIND_ENTRY
 
 CUresult cuctx__child_null(const char *fn)
 {
