@@ -29,6 +29,7 @@ void bench_config(struct bench_cfg *cfg, const char *name, int argc, char **argv
     char prog[64];
     const char *s;
     snprintf(prog, sizeof prog, "bench_%s", name);
+    setvbuf(stdout, NULL, _IOLBF, 0);   /* rows appear as they are measured, also into a pipe */
     cfg->seconds = 0.1;
     cfg->rounds = 9;
     cfg->max_threads = 16;
@@ -136,6 +137,7 @@ FILE *bench_data_open(const struct bench_cfg *cfg, const char *prog, const char 
         fprintf(stderr, "%s: cannot write %s: %s\n", prog, cfg->data, strerror(errno));
         exit(1);
     }
+    setvbuf(f, NULL, _IOLBF, 0);    /* a run cut short keeps the rows it measured */
     int version = 0;
     cuctx_driver_version(&version);
     const char *drv = getenv("CUCTX_DRIVER");
