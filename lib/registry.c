@@ -138,10 +138,10 @@ static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
  * the shared list, never to a cache nobody will flush again. */
 static void cache_flush(void *arg)
 {
-    struct cuctx_thread *t = arg;
-    while (t->ncache)
-        push_global(t->cache[--t->ncache]);
-    t->cache_registered = -1;
+    (void)arg;      /* the exiting thread's own cuctx__me */
+    while (cuctx__me.ncache)
+        push_global(cuctx__me.cache[--cuctx__me.ncache]);
+    cuctx__me.cache_registered = -1;
 }
 
 static void cache_key_make(void)
@@ -158,13 +158,12 @@ struct cuctx_slot *cuctx__slot_alloc_slow(void)
  * registration failed, or that is exiting, frees to the shared list. */
 void cuctx__slot_push_slow(struct cuctx_slot *s)
 {
-    struct cuctx_thread *t = &cuctx__me;
-    if (!t->cache_registered) {
+    if (!cuctx__me.cache_registered) {
         pthread_once(&cache_key_once, cache_key_make);
-        t->cache_registered = pthread_setspecific(cache_key, t) == 0 ? 1 : -1;
+        cuctx__me.cache_registered = pthread_setspecific(cache_key, &cuctx__me) == 0 ? 1 : -1;
     }
-    if (t->cache_registered > 0 && t->ncache < CUCTX_SLOT_CACHE)
-        t->cache[t->ncache++] = s;
+    if (cuctx__me.cache_registered > 0 && cuctx__me.ncache < CUCTX_SLOT_CACHE)
+        cuctx__me.cache[cuctx__me.ncache++] = s;
     else
         push_global(s);
 }
@@ -359,11 +358,10 @@ static void hazards_wait(uint64_t id)
 
 int cuctx__holding(uint64_t id)
 {
-    struct cuctx_thread *t = &cuctx__me;
-    if (!t->rec)
+    if (!cuctx__me.rec)
         return 0;
     for (unsigned i = 0; i < CUCTX_HAZARDS; i++)
-        if ((t->used & (1u << i)) && atomic_load_explicit(&t->rec->ids[i], memory_order_relaxed) == id)
+        if ((cuctx__me.used & (1u << i)) && atomic_load_explicit(&cuctx__me.rec->ids[i], memory_order_relaxed) == id)
             return 1;
     return 0;
 }

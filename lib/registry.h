@@ -62,7 +62,11 @@ struct cuctx_hazard_rec {
 };
 
 /* The calling thread's state that hot paths touch, in one thread-local so
- * that they find all of it from one address. */
+ * that they find all of it from one address. Always named as cuctx__me,
+ * never through a pointer to it: in a program that links cuctx statically
+ * the linker rewrites the TLS address computation into a form that no
+ * longer sets the flags gcc 12's -fsanitize=null check of such a pointer
+ * reads (a false "member access within null pointer" under UBSan). */
 #define CUCTX_SLOT_CACHE 32
 struct cuctx_thread {
     struct cuctx_hazard_rec *rec;   /* NULL until the thread's first hold or count */
@@ -107,16 +111,14 @@ static inline void cuctx__count_live(unsigned kind, int64_t delta)
  * NULL when the table cannot grow. */
 static inline struct cuctx_slot *cuctx__slot_alloc(void)
 {
-    struct cuctx_thread *t = &cuctx__me;
-    return __builtin_expect(t->ncache != 0, 1) ? t->cache[--t->ncache] : cuctx__slot_alloc_slow();
+    return __builtin_expect(cuctx__me.ncache != 0, 1) ? cuctx__me.cache[--cuctx__me.ncache] : cuctx__slot_alloc_slow();
 }
 
 /* A free slot back: to the thread's cache, else to the shared list. */
 static inline void cuctx__slot_push(struct cuctx_slot *s)
 {
-    struct cuctx_thread *t = &cuctx__me;
-    if (__builtin_expect(t->cache_registered > 0 && t->ncache < CUCTX_SLOT_CACHE, 1))
-        t->cache[t->ncache++] = s;
+    if (__builtin_expect(cuctx__me.cache_registered > 0 && cuctx__me.ncache < CUCTX_SLOT_CACHE, 1))
+        cuctx__me.cache[cuctx__me.ncache++] = s;
     else
         cuctx__slot_push_slow(s);
 }
@@ -164,9 +166,8 @@ void cuctx__unpin(struct cuctx_slot *s);
  * cuctx__drain waits for holds as for pins. */
 static inline struct cuctx_slot *cuctx__hold(uint64_t id, enum cuctx_kind kind, unsigned *hazard)
 {
-    struct cuctx_thread *t = &cuctx__me;
-    struct cuctx_hazard_rec *r = t->rec;
-    unsigned used = t->used;
+    struct cuctx_hazard_rec *r = cuctx__me.rec;
+    unsigned used = cuctx__me.used;
     if (__builtin_expect(!r || used == (1u << CUCTX_HAZARDS) - 1, 0))
         return cuctx__hold_slow(id, kind, hazard);
     struct cuctx_slot *s = cuctx__slot_at(cuctx__id_index(id));
@@ -184,20 +185,19 @@ static inline struct cuctx_slot *cuctx__hold(uint64_t id, enum cuctx_kind kind, 
         atomic_store_explicit(&r->ids[i], 0, memory_order_release);
         return NULL;
     }
-    t->used = used | 1u << i;
+    cuctx__me.used = used | 1u << i;
     *hazard = i;
     return s;
 }
 
 static inline void cuctx__unhold(struct cuctx_slot *s, unsigned hazard)
 {
-    struct cuctx_thread *t = &cuctx__me;
     if (__builtin_expect(hazard == CUCTX_NO_HAZARD, 0)) {
         cuctx__unpin(s);
         return;
     }
-    atomic_store_explicit(&t->rec->ids[hazard], 0, memory_order_release);
-    t->used &= ~(1u << hazard);
+    atomic_store_explicit(&cuctx__me.rec->ids[hazard], 0, memory_order_release);
+    cuctx__me.used &= ~(1u << hazard);
 }
 
 /* Claims the one destroy of id (NULL if stale, wrong kind or already

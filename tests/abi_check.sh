@@ -94,8 +94,10 @@ int main(int argc, char **argv)
     return hex() == CUCTX_VERSION_HEX ? 0 : 1;
 }
 PROG
-# shellcheck disable=SC2086  # CUDA_CPPFLAGS is a word list
-if ! $CC -I"$src/include" -I"$build/include" ${CUDA_CPPFLAGS:-} -o "$work/dl" "$work/dl.c" -ldl > "$work/out" 2>&1; then
+# In a sanitizer build the program links the sanitizers' runtime too, which
+# must come first in a process that loads an instrumented library.
+# shellcheck disable=SC2086  # CUDA_CPPFLAGS and CUCTX_SAN_CFLAGS are word lists
+if ! $CC ${CUCTX_SAN_CFLAGS:-} -I"$src/include" -I"$build/include" ${CUDA_CPPFLAGS:-} -o "$work/dl" "$work/dl.c" -ldl > "$work/out" 2>&1; then
     echo "ok 4 # SKIP cannot build the dlopen program with $CC"
     sed 's/^/# /' "$work/out"
 elif "$work/dl" "$lib" > "$work/out" 2>&1; then
