@@ -1322,6 +1322,9 @@ static void print_trace(const struct outcome *o)
     }
 }
 
+/* libgcov's, where it is linked (configure --enable-code-coverage). */
+extern void __gcov_dump(void) __attribute__((weak));
+
 /* Runs one child to its end; fills *out, or describes a crash or hang. */
 static void fork_case(const struct workload *w, int no_ids, int fault, unsigned long k, struct outcome *out,
                       const struct outcome *clean)
@@ -1333,6 +1336,8 @@ static void fork_case(const struct workload *w, int no_ids, int fault, unsigned 
     cr_assert_neq(pid, -1, "fork: %s", strerror(errno));
     if (pid == 0) {
         run_child(w, no_ids, fault, k, out, clean);
+        if (__gcov_dump)
+            __gcov_dump();      /* _exit skips it: a coverage build would not see the case */
         _exit(0);
     }
     int status = 0;
