@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void use_driver(const char *path)
 {
@@ -188,19 +189,48 @@ Test(errors, another_thread_does_not_see_this_threads_error)
     cr_assert_eq(seen, CUDA_SUCCESS);
 }
 
+/* What cuctx_cleanup(h) writes to stderr (fd 2 sent to a temporary file). */
+static void stderr_of_cleanup(cuctx_event *h, char *buf, size_t n)
+{
+    FILE *tmp = tmpfile();
+    cr_assert_not_null(tmp);
+    fflush(stderr);
+    int saved = dup(2);
+    cr_assert_geq(saved, 0);
+    cr_assert_geq(dup2(fileno(tmp), 2), 0);
+    cuctx_cleanup(h);
+    fflush(stderr);
+    int back = dup2(saved, 2);
+    close(saved);
+    cr_assert_geq(back, 0);
+    rewind(tmp);
+    size_t got = fread(buf, 1, n - 1, tmp);
+    buf[got] = 0;
+    fclose(tmp);
+}
+
+/* The handler gets the failure instead of stderr; once the default is
+ * restored, the failure is written to stderr again (read back: a restored
+ * default that drops messages fails here). */
 Test(errors, cleanup_failure_goes_to_the_handler_and_default_is_restorable)
 {
     struct handler_count hc;
+    char out[1024];
     cuctx_event bogus = {0x0123456789abcdefull};   /* names no object */
+    cr_assert_eq(unsetenv("CUCTX_LOG"), 0);        /* the default level: warnings are written */
     NEED_DRIVER();
     count_handler_install(&hc);
-    cuctx_cleanup(&bogus);
+    stderr_of_cleanup(&bogus, out, sizeof out);
     cr_assert_eq(hc.calls, 1);
     cr_assert_eq(hc.last_rc, CUDA_ERROR_INVALID_HANDLE);
     cr_assert_not_null(strstr(hc.last_msg, "automatic cleanup"), "%s", hc.last_msg);
+    cr_assert_str_eq(out, "", "the installed handler took it, not stderr");
     cuctx_set_error_handler(NULL, NULL);
-    cuctx_cleanup(&bogus);
+    bogus.id = 0x0123456789abcdefull;
+    stderr_of_cleanup(&bogus, out, sizeof out);
     cr_assert_eq(hc.calls, 1, "default handler back in place");
+    cr_assert_eq(strncmp(out, "cuctx: ", 7), 0, "stderr got \"%s\"", out);
+    cr_assert_not_null(strstr(out, "automatic cleanup"), "stderr got \"%s\"", out);
 }
 
 Test(errors, quiet_log_level_silences_the_default_handler, .init = cr_redirect_stderr)
