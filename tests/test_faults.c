@@ -1322,8 +1322,10 @@ static void print_trace(const struct outcome *o)
     }
 }
 
-/* libgcov's, where it is linked (configure --enable-code-coverage). */
-extern void __gcov_dump(void) __attribute__((weak));
+#ifdef CUCTX_GCOV_DUMP
+/* libgcov's (coverage builds define CUCTX_GCOV_DUMP: see Makefile.am). */
+void __gcov_dump(void);
+#endif
 
 /* Runs one child to its end; fills *out, or describes a crash or hang. */
 static void fork_case(const struct workload *w, int no_ids, int fault, unsigned long k, struct outcome *out,
@@ -1336,8 +1338,9 @@ static void fork_case(const struct workload *w, int no_ids, int fault, unsigned 
     cr_assert_neq(pid, -1, "fork: %s", strerror(errno));
     if (pid == 0) {
         run_child(w, no_ids, fault, k, out, clean);
-        if (__gcov_dump)
-            __gcov_dump();      /* _exit skips it: a coverage build would not see the case */
+#ifdef CUCTX_GCOV_DUMP
+        __gcov_dump();      /* _exit skips it: the coverage of the case would be lost */
+#endif
         _exit(0);
     }
     int status = 0;
