@@ -502,3 +502,25 @@ Test(context, driver_version_failure_is_the_drivers_error_with_a_message)
     sim()->fail_call("cuDriverGetVersion", 1, CUDA_ERROR_UNKNOWN);    /* the next call */
     REFUSED(cuctx_driver_version(&v), CUDA_ERROR_UNKNOWN, "cuDriverGetVersion failed");
 }
+
+/* cuCtxDestroy went through but whether the context was this thread's
+ * current one is not known (cuCtxGetCurrent failed twice): the destroy is
+ * done, and its result says what is not known. */
+Test(context, destroy_that_cannot_tell_whether_it_popped_says_so)
+{
+    cuctx_ctx c = {0};
+    NEED_SIM();
+    NEED_DRIVER();
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    uint64_t raw = (uint64_t)(uintptr_t)cuctx_ctx_raw(c);
+    size_t mark = log_mark();
+    sim()->fail_call("cuCtxGetCurrent", 1, CUDA_ERROR_UNKNOWN);
+    sim()->fail_call("cuCtxGetCurrent", 2, CUDA_ERROR_UNKNOWN);
+    REFUSED(cuctx_ctx_destroy(&c), CUDA_ERROR_UNKNOWN, "cuCtxGetCurrent failed");
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "the context was destroyed"), "%s",
+                       cuctx_last_error_message());
+    cr_assert_eq(c.id, 0);
+    cr_assert_eq(last_call("cuCtxDestroy", mark).handle, raw, "destroyed all the same");
+    cr_assert_eq(stats().contexts, 0);
+    cr_assert_eq(misuses(), 0);
+}
