@@ -140,6 +140,21 @@ Test(loader, missing_required_entry_point_is_named)
                        cuctx_last_error_message());
 }
 
+/* A CUDA 11.3 driver (cuGetProcAddress without _v2) is used through it; one
+ * that answers success without an address has not found the entry point. */
+Test(loader, old_cuGetProcAddress_is_used_and_a_missing_cuInit_is_named)
+{
+    const char *dir = getenv("CUCTX_TEST_LIBS");
+    char path[1024];
+    if (!dir)
+        cr_skip_test("CUCTX_TEST_LIBS not set (run under make check)");
+    snprintf(path, sizeof path, "%s/libpartialdrv1.so", dir);
+    use_driver(path);
+    cr_assert_eq(cuctx_init(), CUDA_ERROR_NOT_FOUND, "%s", cuctx_last_error_message());
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "does not provide cuInit"), "%s",
+                       cuctx_last_error_message());
+}
+
 Test(loader, driver_symbol_resolves_other_entry_points)
 {
     void *p = (void *)1;
