@@ -155,6 +155,31 @@ Test(loader, old_cuGetProcAddress_is_used_and_a_missing_cuInit_is_named)
                        cuctx_last_error_message());
 }
 
+/* Without a driver every create gives the load's error and leaves its
+ * handle {0}; nothing is made. */
+Test(loader, creates_without_a_driver_give_its_error_and_leave_their_handle_empty)
+{
+    cuctx_ctx c = {7};
+    cuctx_event ev = {7};
+    cuctx_stream s = {7};
+    cuctx_mem m = {7};
+    cuctx_graph_exec ge = {7};
+    use_driver("/nonexistent/libcuda-missing.so.1");
+    cr_assert_eq(cuctx_ctx_create(&c, 0, 0), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_eq(cuctx_event_create(&ev, (cuctx_ctx){0}, 0), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_eq(cuctx_stream_create(&s, (cuctx_ctx){0}, 0, 0), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_eq(cuctx_mem_alloc(&m, (cuctx_ctx){0}, 64), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_eq(cuctx_graph_exec_instantiate(&ge, (cuctx_ctx){0}, (CUgraph)(uintptr_t)0x1000, 0),
+                 CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "libcuda-missing"), "%s", cuctx_last_error_message());
+    cr_assert_eq(c.id, 0);
+    cr_assert_eq(ev.id, 0);
+    cr_assert_eq(s.id, 0);
+    cr_assert_eq(m.id, 0);
+    cr_assert_eq(ge.id, 0);
+    cr_assert_eq(stats().contexts + stats().events + stats().streams + stats().mems + stats().graph_execs, 0);
+}
+
 Test(loader, driver_symbol_resolves_other_entry_points)
 {
     void *p = (void *)1;
