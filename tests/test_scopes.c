@@ -474,3 +474,33 @@ Test(scope_stack, a_previous_context_whose_id_could_not_be_read_is_reported_and_
     cr_assert_eq(raw_pop(), X);
     CHECK_OK(cuctx_ctx_destroy(&a));
 }
+
+/* A create that fails after cuCtxCreate (its id could not be read) destroys
+ * the new context, which the driver pops: cuctx must count that pop, or the
+ * scope's exit pops one level too many and takes the context below it. */
+Test(scope_stack, a_create_failing_after_cuCtxCreate_inside_a_scope_leaves_the_stack_below)
+{
+    cuctx_ctx a = {0}, x = {0}, b = {5};
+    NEED_DRIVER();
+    NEED_SIM();
+    unique_addresses();
+    CUcontext X = ctx_new(&x, "X");
+    CUcontext A = ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(x));
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        EXPECT_CURRENT(A);
+        sim()->fail_call("cuCtxGetId", 1, CUDA_ERROR_UNKNOWN);
+        cr_assert_eq(cuctx_ctx_create(&b, 0, 0), CUDA_ERROR_UNKNOWN);
+        cr_assert_eq(b.id, 0);
+        EXPECT_CURRENT(A);
+    }
+    EXPECT_CURRENT(X);
+    cr_assert_eq(last_call("cuCtxPopCurrent", mark).rc, CUDA_SUCCESS);
+    cr_assert_eq(calls_on("cuCtxPopCurrent", H(A), mark), 1, "A's push popped once");
+    cr_assert_eq(calls_on("cuCtxPopCurrent", H(X), mark), 0, "X, below the scope, not popped");
+    cr_assert_eq(stats().contexts, 2);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&x));
+    cr_assert_eq(misuses(), 0);
+}
