@@ -107,7 +107,7 @@ Test(context, destroying_a_zero_handle_is_a_no_op)
 
 static void assert_every_function_refuses(cuctx_ctx bad, CUresult want)
 {
-    int is = 7;
+    int is = 0;
     size_t mark = log_mark();
     cr_assert_eq(cuctx_ctx_set_current(bad), want);
     cr_assert_eq(cuctx_ctx_is_current(bad, &is), want);
@@ -451,4 +451,77 @@ Test(context, refused_destroy_is_reported_and_still_ends_the_generation)
     CHECK_OK(cuctx_event_destroy(&ev));
     cr_assert_eq(calls("cuEventDestroy"), before);
     cr_assert_eq(stats().stale_skips, 1);
+}
+
+/* Missing outputs and {0} handles are refused with CUDA_ERROR_INVALID_VALUE
+ * or CUDA_ERROR_INVALID_HANDLE and a message naming the function, before
+ * any driver call that could do something. */
+#define REFUSED(expr, want_rc, fn)                                                              \
+    do {                                                                                        \
+        CUresult rc_ = (expr);                                                                  \
+        cr_assert_eq(rc_, (want_rc), "%s gave %s", #expr, cuctx_result_name(rc_));              \
+        cr_assert_not_null(strstr(cuctx_last_error_message(), (fn)), "%s: last error \"%s\"",   \
+                           #expr, cuctx_last_error_message());                                  \
+    } while (0)
+
+Test(context, missing_outputs_and_empty_handles_are_refused_before_the_driver)
+{
+    cuctx_ctx c = {0};
+    NEED_DRIVER();
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    static const char *const fns[] = {"cuDevicePrimaryCtxRetain", "cuCtxSynchronize", "cuCtxPushCurrent",
+                                      "cuCtxSetCurrent", "cuCtxPopCurrent", "cuDriverGetVersion"};
+    unsigned long before[6];
+    for (int i = 0; i < 6; i++)
+        before[i] = calls(fns[i]);
+    int is = 0;
+    cuctx_scope sc;
+    REFUSED(cuctx_ctx_primary(NULL, 0), CUDA_ERROR_INVALID_VALUE, "cuctx_ctx_primary");
+    REFUSED(cuctx_ctx_borrow(NULL, cuctx_ctx_raw(c)), CUDA_ERROR_INVALID_VALUE, "cuctx_ctx_borrow");
+    REFUSED(cuctx_ctx_set_current((cuctx_ctx){0}), CUDA_ERROR_INVALID_HANDLE, "cuctx_ctx_set_current");
+    REFUSED(cuctx_ctx_is_current((cuctx_ctx){0}, &is), CUDA_ERROR_INVALID_HANDLE, "cuctx_ctx_is_current");
+    REFUSED(cuctx_ctx_synchronize((cuctx_ctx){0}), CUDA_ERROR_INVALID_HANDLE, "cuctx_ctx_synchronize");
+    REFUSED(cuctx_scope_enter(NULL, c), CUDA_ERROR_INVALID_VALUE, "cuctx_scope_enter");
+    REFUSED(cuctx_scope_enter(&sc, (cuctx_ctx){0}), CUDA_ERROR_INVALID_HANDLE, "cuctx_scope_enter");
+    cuctx_scope_exit(&sc);      /* the failed enter left nothing to undo */
+    REFUSED(cuctx_driver_version(NULL), CUDA_ERROR_INVALID_VALUE, "cuctx_driver_version");
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(calls(fns[i]), before[i], "%s reached the driver", fns[i]);
+    EXPECT_CURRENT(NULL);
+    cuctx_stats_get(NULL);      /* nowhere to write: nothing written */
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+Test(context, driver_version_failure_is_the_drivers_error_with_a_message)
+{
+    int v = -5;
+    NEED_SIM();
+    NEED_DRIVER();
+    CHECK_OK(cuctx_driver_version(&v));
+    cr_assert_gt(v, 0);
+    sim()->fail_call("cuDriverGetVersion", 1, CUDA_ERROR_UNKNOWN);    /* the next call */
+    REFUSED(cuctx_driver_version(&v), CUDA_ERROR_UNKNOWN, "cuDriverGetVersion failed");
+}
+
+/* cuCtxDestroy went through but whether the context was this thread's
+ * current one is not known (cuCtxGetCurrent failed twice): the destroy is
+ * done, and its result says what is not known. */
+Test(context, destroy_that_cannot_tell_whether_it_popped_says_so)
+{
+    cuctx_ctx c = {0};
+    NEED_SIM();
+    NEED_DRIVER();
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    uint64_t raw = (uint64_t)(uintptr_t)cuctx_ctx_raw(c);
+    size_t mark = log_mark();
+    sim()->fail_call("cuCtxGetCurrent", 1, CUDA_ERROR_UNKNOWN);
+    sim()->fail_call("cuCtxGetCurrent", 2, CUDA_ERROR_UNKNOWN);
+    REFUSED(cuctx_ctx_destroy(&c), CUDA_ERROR_UNKNOWN, "cuCtxGetCurrent failed");
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "the context was destroyed"), "%s",
+                       cuctx_last_error_message());
+    cr_assert_eq(c.id, 0);
+    cr_assert_eq(last_call("cuCtxDestroy", mark).handle, raw, "destroyed all the same");
+    cr_assert_eq(stats().contexts, 0);
+    cr_assert_eq(misuses(), 0);
 }

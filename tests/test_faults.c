@@ -1323,6 +1323,11 @@ static void print_trace(const struct outcome *o)
     }
 }
 
+#ifdef CUCTX_GCOV_DUMP
+/* libgcov's (coverage builds define CUCTX_GCOV_DUMP: see Makefile.am). */
+void __gcov_dump(void);
+#endif
+
 /* Runs one child to its end; fills *out, or describes a crash or hang. */
 static void fork_case(const struct workload *w, int no_ids, int fault, unsigned long k, struct outcome *out,
                       const struct outcome *clean)
@@ -1334,6 +1339,9 @@ static void fork_case(const struct workload *w, int no_ids, int fault, unsigned 
     cr_assert_neq(pid, -1, "fork: %s", strerror(errno));
     if (pid == 0) {
         run_child(w, no_ids, fault, k, out, clean);
+#ifdef CUCTX_GCOV_DUMP
+        __gcov_dump();      /* _exit skips it: the coverage of the case would be lost */
+#endif
         _exit(0);
     }
     int status = 0;

@@ -136,6 +136,82 @@ Test(leaks, a_child_of_a_destroyed_context_and_a_plain_function_call_are_named_s
     CHECK_OK(cuctx_event_destroy(&plain));
 }
 
+/* Each create is also a plain function (the macro's name in parentheses),
+ * for callers that take its address or compile with CUCTX_NO_SITES: it does
+ * the same work, with the arguments reaching the driver, and its objects are
+ * reported without a site. */
+Test(leaks, every_create_as_a_plain_function_works_and_is_reported_without_a_site)
+{
+    cuctx_ctx ctx = {0}, p = {0}, b = {0};
+    cuctx_event ev = {0};
+    cuctx_stream s = {0};
+    cuctx_module mod = {0}, mod2 = {0};
+    cuctx_mem m = {0};
+    cuctx_host_mem hm = {0};
+    cuctx_graph_exec ge = {0};
+    static char image[1 << 16];
+    NEED_DRIVER();
+    const char *data = getenv("CUCTX_TEST_DATA");
+    snprintf(vadd_path, sizeof vadd_path, "%s/vadd.ptx", data ? data : "tests/data");
+    FILE *f = fopen(vadd_path, "r");
+    cr_assert_not_null(f, "%s", vadd_path);
+    size_t len = fread(image, 1, sizeof image - 1, f);
+    fclose(f);
+    image[len] = 0;
+    size_t mark = log_mark();
+    CHECK_OK((cuctx_ctx_create)(&ctx, 0, CUCTX_SCHED_YIELD));
+    CHECK_OK((cuctx_ctx_primary)(&p, 0));
+    CHECK_OK((cuctx_ctx_borrow)(&b, cuctx_ctx_raw(ctx)));
+    CHECK_OK((cuctx_event_create)(&ev, ctx, CU_EVENT_DISABLE_TIMING));
+    CHECK_OK((cuctx_stream_create)(&s, ctx, CU_STREAM_NON_BLOCKING, -1));
+    CHECK_OK((cuctx_module_load)(&mod, ctx, vadd_path));
+    CHECK_OK((cuctx_module_load_data)(&mod2, ctx, image));
+    CHECK_OK((cuctx_mem_alloc)(&m, ctx, 5000));
+    CHECK_OK((cuctx_host_mem_alloc)(&hm, ctx, 6000, CU_MEMHOSTALLOC_PORTABLE));
+    CHECK_OK((cuctx_graph_exec_instantiate)(&ge, ctx, empty_graph(ctx), 0));
+    cr_assert_eq(cuctx_ctx_raw(b), cuctx_ctx_raw(ctx));
+    cr_assert_eq(cuctx_mem_size(m), 5000);
+    cr_assert_eq(cuctx_host_mem_size(hm), 6000);
+    CUfunction fn = NULL;
+    CHECK_OK(cuctx_module_function(mod2, "vadd", &fn));
+    cr_assert_not_null(fn);
+    if (sim()) {
+        cr_assert_eq(last_call("cuCtxCreate", mark).flags, CUCTX_SCHED_YIELD);
+        cr_assert_eq(last_call("cuEventCreate", mark).flags, CU_EVENT_DISABLE_TIMING);
+        struct cusim_call c = last_call("cuStreamCreateWithPriority", mark);
+        cr_assert_eq(c.flags, CU_STREAM_NON_BLOCKING);
+        cr_assert_eq(c.arg, -1);
+        cr_assert_eq(last_call("cuMemAlloc", mark).arg, 5000);
+        c = last_call("cuMemHostAlloc", mark);
+        cr_assert_eq(c.arg, 6000);
+        cr_assert_eq(c.flags, CU_MEMHOSTALLOC_PORTABLE);
+        cr_assert_eq(calls("cuModuleLoad"), 1);
+        cr_assert_eq(calls("cuModuleLoadData"), 1);
+        cr_assert_eq(calls("cuDevicePrimaryCtxRetain"), 1);
+        cr_assert_eq(calls("cuGraphInstantiateWithFlags"), 1);
+    }
+    char *text = report();
+    int plain = 0;
+    for (const char *c = text; (c = strstr(c, ", created by a call without its site (a plain function)\n")); c++)
+        plain++;
+    cr_assert_eq(plain, 10, "ten objects made by plain functions:\n%s", text);
+    EXPECT_LINE(text, "cuctx: 10 objects alive\n");
+    free(text);
+    cuctx_destroy(&ge);
+    cuctx_destroy(&hm);
+    cuctx_destroy(&m);
+    cuctx_destroy(&mod2);
+    cuctx_destroy(&mod);
+    cuctx_destroy(&s);
+    cuctx_destroy(&ev);
+    cuctx_destroy(&b);
+    cuctx_destroy(&p);
+    cuctx_destroy(&ctx);
+    text = report();
+    cr_assert_str_eq(text, "cuctx: 0 objects alive\n");
+    free(text);
+}
+
 /* A program that leaks one event and one stream, with CUCTX_LEAK_CHECK=1:
  * two lines and the count on stderr at exit, and its own exit status. */
 static cuctx_ctx leak_ctx;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void use_driver(const char *path)
 {
@@ -140,6 +141,46 @@ Test(loader, missing_required_entry_point_is_named)
                        cuctx_last_error_message());
 }
 
+/* A CUDA 11.3 driver (cuGetProcAddress without _v2) is used through it; one
+ * that answers success without an address has not found the entry point. */
+Test(loader, old_cuGetProcAddress_is_used_and_a_missing_cuInit_is_named)
+{
+    const char *dir = getenv("CUCTX_TEST_LIBS");
+    char path[1024];
+    if (!dir)
+        cr_skip_test("CUCTX_TEST_LIBS not set (run under make check)");
+    snprintf(path, sizeof path, "%s/libpartialdrv1.so", dir);
+    use_driver(path);
+    cr_assert_eq(cuctx_init(), CUDA_ERROR_NOT_FOUND, "%s", cuctx_last_error_message());
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "does not provide cuInit"), "%s",
+                       cuctx_last_error_message());
+}
+
+/* Without a driver every create gives the load's error and leaves its
+ * handle {0}; nothing is made. */
+Test(loader, creates_without_a_driver_give_its_error_and_leave_their_handle_empty)
+{
+    cuctx_ctx c = {7};
+    cuctx_event ev = {7};
+    cuctx_stream s = {7};
+    cuctx_mem m = {7};
+    cuctx_graph_exec ge = {7};
+    use_driver("/nonexistent/libcuda-missing.so.1");
+    cr_assert_eq(cuctx_ctx_create(&c, 0, 0), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_eq(cuctx_event_create(&ev, (cuctx_ctx){0}, 0), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_eq(cuctx_stream_create(&s, (cuctx_ctx){0}, 0, 0), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_eq(cuctx_mem_alloc(&m, (cuctx_ctx){0}, 64), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_eq(cuctx_graph_exec_instantiate(&ge, (cuctx_ctx){0}, (CUgraph)(uintptr_t)0x1000, 0),
+                 CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "libcuda-missing"), "%s", cuctx_last_error_message());
+    cr_assert_eq(c.id, 0);
+    cr_assert_eq(ev.id, 0);
+    cr_assert_eq(s.id, 0);
+    cr_assert_eq(m.id, 0);
+    cr_assert_eq(ge.id, 0);
+    cr_assert_eq(stats().contexts + stats().events + stats().streams + stats().mems + stats().graph_execs, 0);
+}
+
 Test(loader, driver_symbol_resolves_other_entry_points)
 {
     void *p = (void *)1;
@@ -189,19 +230,48 @@ Test(errors, another_thread_does_not_see_this_threads_error)
     cr_assert_eq(seen, CUDA_SUCCESS);
 }
 
+/* What cuctx_cleanup(h) writes to stderr (fd 2 sent to a temporary file). */
+static void stderr_of_cleanup(cuctx_event *h, char *buf, size_t n)
+{
+    FILE *tmp = tmpfile();
+    cr_assert_not_null(tmp);
+    fflush(stderr);
+    int saved = dup(2);
+    cr_assert_geq(saved, 0);
+    cr_assert_geq(dup2(fileno(tmp), 2), 0);
+    cuctx_cleanup(h);
+    fflush(stderr);
+    int back = dup2(saved, 2);
+    close(saved);
+    cr_assert_geq(back, 0);
+    rewind(tmp);
+    size_t got = fread(buf, 1, n - 1, tmp);
+    buf[got] = 0;
+    fclose(tmp);
+}
+
+/* The handler gets the failure instead of stderr; once the default is
+ * restored, the failure is written to stderr again (read back: a restored
+ * default that drops messages fails here). */
 Test(errors, cleanup_failure_goes_to_the_handler_and_default_is_restorable)
 {
     struct handler_count hc;
+    char out[1024];
     cuctx_event bogus = {0x0123456789abcdefull};   /* names no object */
+    cr_assert_eq(unsetenv("CUCTX_LOG"), 0);        /* the default level: warnings are written */
     NEED_DRIVER();
     count_handler_install(&hc);
-    cuctx_cleanup(&bogus);
+    stderr_of_cleanup(&bogus, out, sizeof out);
     cr_assert_eq(hc.calls, 1);
     cr_assert_eq(hc.last_rc, CUDA_ERROR_INVALID_HANDLE);
     cr_assert_not_null(strstr(hc.last_msg, "automatic cleanup"), "%s", hc.last_msg);
+    cr_assert_str_eq(out, "", "the installed handler took it, not stderr");
     cuctx_set_error_handler(NULL, NULL);
-    cuctx_cleanup(&bogus);
+    bogus.id = 0x0123456789abcdefull;
+    stderr_of_cleanup(&bogus, out, sizeof out);
     cr_assert_eq(hc.calls, 1, "default handler back in place");
+    cr_assert_eq(strncmp(out, "cuctx: ", 7), 0, "stderr got \"%s\"", out);
+    cr_assert_not_null(strstr(out, "automatic cleanup"), "stderr got \"%s\"", out);
 }
 
 Test(errors, quiet_log_level_silences_the_default_handler, .init = cr_redirect_stderr)

@@ -150,6 +150,40 @@ Test(registry, context_close_waits_for_holds)
     cr_assert_null(cuctx__hold(a.id, KIND_ENTRY, &late), "and after the free");
 }
 
+/* A thread has a few hazard slots; holds beyond them (many contexts at
+ * once, or one held again and again) are pins, which keep a close waiting
+ * all the same. cuctx__holding sees the thread's hazard holds. */
+#define MANY_HOLDS 9
+Test(registry, holds_beyond_the_hazard_slots_still_keep_a_close_waiting)
+{
+    struct drain_arg a = {.id = make(KIND_ENTRY, 0)};
+    uint64_t other = make(KIND_ENTRY, 0);
+    struct cuctx_slot *held[MANY_HOLDS];
+    unsigned hazard[MANY_HOLDS];
+    cr_assert_not(cuctx__holding(a.id));
+    held[0] = cuctx__hold(other, KIND_ENTRY, &hazard[0]);
+    cr_assert_not_null(held[0]);
+    cr_assert(cuctx__holding(other));
+    cr_assert_not(cuctx__holding(a.id), "only what this thread holds");
+    for (int i = 1; i < MANY_HOLDS; i++) {
+        held[i] = cuctx__hold(a.id, KIND_ENTRY, &hazard[i]);
+        cr_assert_not_null(held[i], "hold %d", i);
+    }
+    cr_assert(cuctx__holding(a.id));
+    /* let go of all but the last (a pin, the hazard slots being full) */
+    for (int i = 1; i < MANY_HOLDS - 1; i++)
+        cuctx__unhold(held[i], hazard[i]);
+    cuctx__unhold(held[0], hazard[0]);
+    cr_assert_not(cuctx__holding(other));
+    pthread_t t;
+    close_elsewhere_and_see_it_wait(&a, &t);
+    cuctx__unhold(held[MANY_HOLDS - 1], hazard[MANY_HOLDS - 1]);
+    pthread_join(t, NULL);
+    cr_assert_eq(atomic_load(&a.drained), 1);
+    cr_assert_not(cuctx__holding(a.id));
+    destroy(other, KIND_ENTRY);
+}
+
 struct holder_arg { uint64_t id; _Atomic int stop; _Atomic long inside; };
 
 static void *holder(void *p)

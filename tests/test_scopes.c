@@ -439,3 +439,69 @@ Test(scope_stack, a_stale_entry_at_the_previous_address_does_not_cost_the_new_co
     CHECK_OK(cuctx_ctx_destroy(&p));
     cr_assert_eq(misuses(), 0);
 }
+
+/* Neither its device nor its id could be read at enter: at exit the scope
+ * says so to the error handler and leaves the previous context where it
+ * was, current again, without another look at it. */
+Test(scope_stack, a_previous_context_whose_id_could_not_be_read_is_reported_and_left_alone)
+{
+    cuctx_ctx a = {0};
+    CUcontext X = NULL;
+    struct handler_count hc;
+    NEED_DRIVER();
+    NEED_SIM();
+    unique_addresses();
+    CUcontext A = ctx_new(&a, "A");
+    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    cr_assert_eq(create(&X, 0, 0), CUDA_SUCCESS);  /* current, and new to cuctx */
+    name_handle('c', H(X), "X");
+    count_handler_install(&hc);
+    sim()->fail_call("cuCtxGetDevice", 1, CUDA_ERROR_UNKNOWN);
+    sim()->fail_call("cuCtxGetId", 1, CUDA_ERROR_UNKNOWN);
+    sim()->fail_call("cuCtxGetId", 2, CUDA_ERROR_UNKNOWN);
+    unsigned long ids = calls("cuCtxGetId");
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        EXPECT_CURRENT(A);
+        cr_assert_eq(hc.calls, 0, "the enter itself succeeded quietly");
+    }
+    EXPECT_CURRENT(X);
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(A),cuCtxPopCurrent(A)");
+    cr_assert_eq(hc.calls, 1, "the exit reported the unchecked slot");
+    cr_assert_eq(hc.last_rc, CUDA_ERROR_UNKNOWN);
+    cr_assert_not_null(strstr(hc.last_msg, "could not be identified at enter"), "%s", hc.last_msg);
+    cr_assert_leq(calls("cuCtxGetId"), ids + 2, "no look at it at exit");
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(raw_pop(), X);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+}
+
+/* A create that fails after cuCtxCreate (its id could not be read) destroys
+ * the new context, which the driver pops: cuctx must count that pop, or the
+ * scope's exit pops one level too many and takes the context below it. */
+Test(scope_stack, a_create_failing_after_cuCtxCreate_inside_a_scope_leaves_the_stack_below)
+{
+    cuctx_ctx a = {0}, x = {0}, b = {5};
+    NEED_DRIVER();
+    NEED_SIM();
+    unique_addresses();
+    CUcontext X = ctx_new(&x, "X");
+    CUcontext A = ctx_new(&a, "A");
+    CHECK_OK(cuctx_ctx_set_current(x));
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        EXPECT_CURRENT(A);
+        sim()->fail_call("cuCtxGetId", 1, CUDA_ERROR_UNKNOWN);
+        cr_assert_eq(cuctx_ctx_create(&b, 0, 0), CUDA_ERROR_UNKNOWN);
+        cr_assert_eq(b.id, 0);
+        EXPECT_CURRENT(A);
+    }
+    EXPECT_CURRENT(X);
+    cr_assert_eq(last_call("cuCtxPopCurrent", mark).rc, CUDA_SUCCESS);
+    cr_assert_eq(calls_on("cuCtxPopCurrent", H(A), mark), 1, "A's push popped once");
+    cr_assert_eq(calls_on("cuCtxPopCurrent", H(X), mark), 0, "X, below the scope, not popped");
+    cr_assert_eq(stats().contexts, 2);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&x));
+    cr_assert_eq(misuses(), 0);
+}

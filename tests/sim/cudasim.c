@@ -192,6 +192,7 @@ static struct {
 	bool hide_ctx_id;
 	CUresult fail_all;
 	unsigned int delay_us[F_COUNT]; /* read without the lock, so only through __atomic builtins */
+	unsigned int sleeping;          /* calls in delay() now; __atomic builtins too */
 } S = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.recycling = true,
@@ -551,6 +552,12 @@ static void misuse(const struct call *c, uint64_t handle, const char *fmt, ...)
 	S.misuse[S.misuse_kept++] = text;
 }
 
+static void not_sleeping(void *unused)
+{
+	(void)unused;
+	__atomic_sub_fetch(&S.sleeping, 1u, __ATOMIC_SEQ_CST);
+}
+
 /* Sleeps without the lock, so other threads keep calling meanwhile and a cancel can land here. */
 static void delay(enum fn fn)
 {
@@ -558,8 +565,11 @@ static void delay(enum fn fn)
 	if (!us)
 		return;
 	struct timespec left = { (time_t)(us / 1000000u), (long)(us % 1000000u) * 1000 };
+	__atomic_add_fetch(&S.sleeping, 1u, __ATOMIC_SEQ_CST);
+	pthread_cleanup_push(not_sleeping, NULL);      /* a cancel in the sleep still counts it out */
 	while (nanosleep(&left, &left) != 0 && errno == EINTR)
 		continue;
+	pthread_cleanup_pop(1);
 }
 
 /* Returns true when the call must stop now with c->rc (everything fails, a
@@ -2181,6 +2191,11 @@ SIM_VISIBLE void cusim_set_delay(const char *fn, unsigned usec)
 	int i = fn_index(fn);
 	if (i >= 0)
 		__atomic_store_n(&S.delay_us[i], usec, __ATOMIC_RELAXED);
+}
+
+SIM_VISIBLE unsigned cusim_sleeping(void)
+{
+	return __atomic_load_n(&S.sleeping, __ATOMIC_SEQ_CST);
 }
 
 SIM_VISIBLE void cusim_fail_all(CUresult rc)
