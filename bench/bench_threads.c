@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char *prog = "bench_threads";
 
@@ -174,6 +175,11 @@ int main(int argc, char **argv)
 {
     struct bench_cfg cfg;
     bench_config(&cfg, "threads", argc, argv);
+    /* BENCH_CHURN=0: the rows without churn only. On the H200 a context
+     * create can wait for seconds while other threads make and destroy
+     * events (the driver's lock), so the churn rows may take many minutes. */
+    const char *churn_env = getenv("BENCH_CHURN");
+    int churn_modes = churn_env && strcmp(churn_env, "0") == 0 ? 1 : 2;
     bench_start(prog);
     seed_adopt_driver();
     int max = cfg.max_threads;
@@ -210,7 +216,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < ncounts; k++) {
         int threads = counts[k];
         for (int mode = 0; mode < 2; mode++) {
-            for (int with_churn = 0; with_churn < 2; with_churn++) {
+            for (int with_churn = 0; with_churn < churn_modes; with_churn++) {
                 const cuctx_ctx *ctxs = mode == 0 ? own : shared;
                 const struct seed_ctx *seeds = mode == 0 ? own_seed : shared_seed;
                 double m[IMPLS][BENCH_MAX_ROUNDS], vs_raw[BENCH_MAX_ROUNDS], vs_seed[BENCH_MAX_ROUNDS];

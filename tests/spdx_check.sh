@@ -30,8 +30,15 @@ else
     (cd "$src" && find . -type f | sed 's|^\./||' | LC_ALL=C sort) > "$work/all"
 fi
 
-# source FILE: whether FILE (relative to $src) must carry the line.
+# source FILE: whether FILE (relative to $src) must carry the line. Outside
+# git, a tree built in place also holds what configure and make wrote
+# (config.h, libtool's wrapper scripts, programs): they say they were
+# generated, or are not text.
 source_file() {
+    if [ "$how" != "git ls-files" ]; then
+        head -n 5 "$src/$1" 2>/dev/null | grep -qE '[Gg]enerated (from|by|automatically)' && return 1
+        [ "$(head -c 4 "$src/$1" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ] && return 1
+    fi
     case $1 in
         tests/data/*|tests/fuzz/corpus/*|build-aux/*|autom4te.cache/*|_*/*) return 1 ;;
         configure|aclocal.m4|config.h.in|Makefile.in|*/Makefile.in|m4/libtool.m4|m4/lt*.m4|aminclude_static.am) return 1 ;;

@@ -71,8 +71,10 @@ Test(runtime, primary_allocation_is_freed_after_cuctx_release_while_the_runtime_
     cr_assert_eq(drv.mem_free(ptr), CUDA_ERROR_INVALID_VALUE, "cuctx freed the allocation already");
     fprintf(stderr, "runtime primary: free before %zu MiB, with 1 GiB allocated %zu MiB, after destroy %zu MiB; stale skips %llu\n",
             before >> 20, during >> 20, after >> 20, (unsigned long long)stats().stale_skips);
-    cr_assert_geq(before - during, GIB, "the allocation took 1 GiB");
-    cr_assert_geq(after + GIB / 2, before, "the 1 GiB came back");
+    /* The free figures are printed, not asserted: in make check-gpu other
+     * test processes make and end contexts on the same device meanwhile (in
+     * the GPU proof of 2026-11-30 one of them moved "before" by more than
+     * the 1 GiB). The second free above is the exact check. */
     cr_assert_eq(stats().stale_skips, 0);
     cr_assert_eq(cudaDeviceSynchronize(), cudaSuccess, "the runtime still works");
     drv.set_current(NULL);

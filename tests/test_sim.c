@@ -881,7 +881,11 @@ Test(sim_lifetimes, module_unload_after_context_destroy_is_400_and_a_misuse)
 	CUmodule m;
 	OK(D.ModuleLoadData(&m, vadd_ptx));
 	OK(D.CtxDestroy(c));
-	RC(D.ModuleUnload(m), CUDA_ERROR_INVALID_HANDLE);
+	CUresult rc = D.ModuleUnload(m);
+	/* 400 in DRIVER-FACTS; driver 580.159.04 answered 709 in the GPU proof
+	 * of 2026-11-30 (test_contract accepts either on the real driver). */
+	cr_assert(rc == CUDA_ERROR_INVALID_HANDLE || (!D.sim && rc == CUDA_ERROR_CONTEXT_IS_DESTROYED),
+		  "cuModuleUnload after its context gave %d", (int)rc);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 1));
 	assert_misuse(0, "cuModuleUnload", "its context was destroyed");
 }
