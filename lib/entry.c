@@ -305,13 +305,8 @@ CUresult cuctx__owner_acquire_slow(cuctx_ctx ctx, const char *fn, struct cuctx_o
             return cuctx__fail(CUDA_ERROR_INVALID_CONTEXT, "%s: no context given and none is current", fn);
         return cuctx__owner_of_raw(cur, fn, out);
     }
-    /* The fast path found the handle stale, or reused while it read. */
-    struct cuctx_slot *h = cuctx__peek(ctx.id, KIND_CTX);
-    if (h) {
-        uint64_t entry = __atomic_load_n(&h->u.ctx.entry, __ATOMIC_RELAXED);
-        if (cuctx__peek_valid(h, ctx.id, KIND_CTX))
-            return cuctx__owner_hold(entry, fn, out);
-    }
+    /* The fast path found the handle not live (stale, being destroyed, of
+     * another kind, or never valid). */
     if (cuctx__id_kind(ctx.id) != KIND_CTX)
         return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: handle %#llx is not a context handle", fn,
                            (unsigned long long)ctx.id);

@@ -287,8 +287,6 @@ static void hazard_init(void)
 struct cuctx_hazard_rec *cuctx__hazard_rec_slow(void)
 {
     struct cuctx_hazard_rec *r;
-    if (cuctx__me.rec)
-        return cuctx__me.rec;
     pthread_once(&hazard_once, hazard_init);
     for (r = atomic_load_explicit(&hazard_list, memory_order_acquire); r; r = r->next) {
         int unowned = 0;

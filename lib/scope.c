@@ -142,8 +142,7 @@ static void settle_prev_slow(const cuctx_scope *scope, const char *fn)
     }
     int alive = scope->prev_entry == PREV_ID_ONLY
              || (scope->prev_entry && cuctx__alive(scope->prev_entry, KIND_ENTRY));
-    if (alive && !scope->prev_ctx_id)
-        return;     /* an owned context cuctx still has */
+    /* (a live owned previous context never gets here: exit settles it) */
     CUresult rc = DRV(cuCtxGetId)(scope->prev_raw, &now);
     if (cuctx__gone(rc) || (rc == CUDA_SUCCESS && alive && now == scope->prev_ctx_id))
         return;     /* dead: left where it was; or the same live context */

@@ -1283,3 +1283,29 @@ Test(children, create_with_stale_context_handle_fails)
     cr_assert_eq(calls("cuEventCreate"), before);
     ASSERT_NO_MISUSE();
 }
+
+/* A handle whose slot index lies beyond every segment of the table (a
+ * forged or corrupted value, not one cuctx ever gave out) names nothing:
+ * refused as invalid, the driver never asked. Kind in the top 6 bits,
+ * index in the next 26: index 2^26 - 1 is in no segment a small table has. */
+Test(children, a_handle_beyond_the_table_is_refused_before_the_driver)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    new_ctx(&a, 0);
+    const uint64_t far_index = ((uint64_t)1 << 26) - 1;
+    cuctx_ctx forged_ctx = {((uint64_t)1 << 58) | far_index << 32 | 1};     /* kind 1: context */
+    cuctx_event forged_ev = {((uint64_t)2 << 58) | far_index << 32 | 1};    /* kind 2: event */
+    unsigned long creates = calls("cuEventCreate"), destroys = calls("cuEventDestroy");
+    cuctx_event ev = {0x42};
+    CUresult rc = cuctx_event_create(&ev, forged_ctx, 0);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_HANDLE, "%s", cuctx_result_name(rc));
+    cr_assert_eq(ev.id, 0);
+    cr_assert_eq(cuctx_event_query(forged_ev), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(cuctx_event_destroy(&forged_ev), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(forged_ev.id, 0, "the variable is reset even so");
+    cr_assert_eq(calls("cuEventCreate"), creates);
+    cr_assert_eq(calls("cuEventDestroy"), destroys);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
