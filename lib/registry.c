@@ -317,8 +317,6 @@ static _Atomic int64_t live_unowned[KIND_COUNT];
 void cuctx__count_live_slow(unsigned kind, int64_t delta)
 {
     struct cuctx_hazard_rec *r = cuctx__hazard_rec();
-    if (kind >= KIND_COUNT)
-        return;
     if (r)
         atomic_store_explicit(&r->live[kind], atomic_load_explicit(&r->live[kind], memory_order_relaxed) + delta,
                               memory_order_relaxed);
@@ -356,8 +354,7 @@ static void hazards_wait(uint64_t id)
 
 int cuctx__holding(uint64_t id)
 {
-    if (!cuctx__me.rec)
-        return 0;
+    /* a used bit is set only while the thread has its record */
     for (unsigned i = 0; i < CUCTX_HAZARDS; i++)
         if ((cuctx__me.used & (1u << i)) && atomic_load_explicit(&cuctx__me.rec->ids[i], memory_order_relaxed) == id)
             return 1;

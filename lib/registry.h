@@ -23,15 +23,18 @@ extern _Atomic(struct cuctx_slot *) cuctx__segments[CUCTX_SEG_COUNT];
 static inline uint32_t cuctx__word_gen(uint64_t w) { return (uint32_t)(w >> CUCTX_W_GEN_SHIFT); }
 static inline unsigned cuctx__word_kind(uint64_t w) { return (unsigned)(w >> CUCTX_W_KIND_SHIFT) & CUCTX_W_KIND_MASK; }
 
+/* Every index is below CUCTX_ID_INDEX_LIMIT (ids carry 26 bits of it), so
+ * its segment is one of the table's. */
+_Static_assert(CUCTX_ID_INDEX_LIMIT + (UINT64_C(1) << CUCTX_SEG_BASE_BITS) <= UINT64_C(1) << (CUCTX_SEG_BASE_BITS + CUCTX_SEG_COUNT),
+               "every index has a segment");
+
 /* The slot for an index, or NULL where no segment holds it yet. A slot in a
  * segment that was never handed out is zero: kind NONE, matching no id. */
 static inline struct cuctx_slot *cuctx__slot_at(uint32_t index)
 {
     uint64_t j = (uint64_t)index + (1u << CUCTX_SEG_BASE_BITS);
     unsigned bits = 63u - (unsigned)__builtin_clzll(j);
-    unsigned seg = bits - CUCTX_SEG_BASE_BITS;
-    if (seg >= CUCTX_SEG_COUNT)
-        return NULL;
+    unsigned seg = bits - CUCTX_SEG_BASE_BITS;     /* < CUCTX_SEG_COUNT: see below */
     struct cuctx_slot *base = atomic_load_explicit(&cuctx__segments[seg], memory_order_acquire);
     return base ? &base[j - (UINT64_C(1) << bits)] : NULL;
 }
@@ -98,7 +101,7 @@ static inline struct cuctx_hazard_rec *cuctx__hazard_rec(void)
 static inline void cuctx__count_live(unsigned kind, int64_t delta)
 {
     struct cuctx_hazard_rec *r = cuctx__me.rec;
-    if (__builtin_expect(r != NULL && kind < KIND_COUNT, 1))
+    if (__builtin_expect(r != NULL, 1))     /* kind: a published slot's, < KIND_COUNT */
         atomic_store_explicit(&r->live[kind], atomic_load_explicit(&r->live[kind], memory_order_relaxed) + delta,
                               memory_order_relaxed);
     else
@@ -170,9 +173,9 @@ static inline struct cuctx_slot *cuctx__hold(uint64_t id, enum cuctx_kind kind, 
     unsigned used = cuctx__me.used;
     if (__builtin_expect(!r || used == (1u << CUCTX_HAZARDS) - 1, 0))
         return cuctx__hold_slow(id, kind, hazard);
+    /* an entry id comes from the library (a handle's checked field, a
+     * child's owner): its slot's segment exists */
     struct cuctx_slot *s = cuctx__slot_at(cuctx__id_index(id));
-    if (!s)
-        return NULL;
     unsigned i = (unsigned)__builtin_ctz(~used);
     atomic_store_explicit(&r->ids[i], id, memory_order_relaxed);
     /* The holder's half of the fence (registry.c): a compiler barrier where
