@@ -266,6 +266,8 @@ CUCTX_API CUresult cuctx_ctx_destroy(cuctx_ctx *ctx)
     uint64_t entry = h->u.ctx.entry;
     int role = h->u.ctx.role;
     CUdevice dev = h->u.ctx.dev;
+    /* An owned handle's entry closes right after this, with no call between:
+     * cuctx__owner_last (internal.h) counts on it. */
     cuctx__slot_free(h);
     if (role == OWNER_BORROWED)
         return CUDA_SUCCESS;

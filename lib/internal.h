@@ -237,13 +237,38 @@ static inline void cuctx__owner_release(struct cuctx_owner *o)
  * read without a pin (this is on every child create), so the field is read
  * atomically and kept only if the handle was still live after the read. */
 CUresult cuctx__owner_acquire_slow(cuctx_ctx ctx, const char *fn, struct cuctx_owner *out);
+/* The handle is the thread's last. An owned context's handle and entry end
+ * together: cuctx_ctx_destroy frees the handle and closes the entry with no
+ * call between, and a fork ends every entry. So while the entry can be
+ * held the handle is live, and neither needs looking up: the entry is held
+ * by its known slot. Else the full path below. */
+static inline __attribute__((always_inline)) int cuctx__owner_last(cuctx_ctx ctx, struct cuctx_owner *out)
+{
+    if (__builtin_expect(ctx.id != cuctx__me.last.handle || ctx.id == 0, 0))
+        return 0;
+    out->slot = cuctx__hold_at(cuctx__me.last.slot, cuctx__me.last.entry, KIND_ENTRY, &out->hazard);
+    out->id = cuctx__me.last.entry;
+    out->raw = cuctx__me.last.raw;
+    return out->slot != NULL;
+}
 static inline CUresult cuctx__owner_acquire(cuctx_ctx ctx, const char *fn, struct cuctx_owner *out)
 {
+    if (__builtin_expect(cuctx__owner_last(ctx, out), 1))
+        return CUDA_SUCCESS;
     struct cuctx_slot *h = ctx.id ? cuctx__peek(ctx.id, KIND_CTX) : NULL;
     if (__builtin_expect(h != NULL, 1)) {
         uint64_t entry = __atomic_load_n(&h->u.ctx.entry, __ATOMIC_RELAXED);
-        if (cuctx__peek_valid(h, ctx.id, KIND_CTX))
-            return cuctx__owner_hold(entry, fn, out);
+        int role = __atomic_load_n(&h->u.ctx.role, __ATOMIC_RELAXED);
+        if (cuctx__peek_valid(h, ctx.id, KIND_CTX)) {
+            CUresult rc = cuctx__owner_hold(entry, fn, out);
+            if (rc == CUDA_SUCCESS && role == OWNER_OWNED && out->slot && !out->slot->u.entry.checked) {
+                cuctx__me.last.handle = ctx.id;
+                cuctx__me.last.entry = entry;
+                cuctx__me.last.slot = out->slot;
+                cuctx__me.last.raw = out->raw;
+            }
+            return rc;
+        }
     }
     return cuctx__owner_acquire_slow(ctx, fn, out);
 }
@@ -387,10 +412,12 @@ cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const s
     uint64_t mine = *id;
     *id = 0;    /* whatever happens, the variable names nothing afterwards */
     CUCTX_INIT_OR_RETURN(fn);
-    struct cuctx_slot *s = cuctx__close(mine, kind);
+    uint64_t pins;
+    struct cuctx_slot *s = cuctx__close_pinned(mine, kind, &pins);
     if (__builtin_expect(!s, 0))
         return cuctx__child_bad_handle(mine, kind, fn);
-    cuctx__drain(s);
+    if (__builtin_expect(pins != 0, 0))     /* a child has no holds: pins taken before the close */
+        cuctx__drain_slow(s);
     if (__builtin_expect(atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed), 0))
         return cuctx__child_skip(s, &cuctx__shutdown_skips);
     CUresult rc = cuctx__owner_hold(s->u.child.owner, NULL, &o);

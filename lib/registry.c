@@ -15,8 +15,8 @@
  * pinned: through per-thread hazard slots, with no read-modify-write at all
  * (see "holds" below).
  *
- * No lock is taken. The table grows in segments that never move (segment k
- * holds 1024 << k slots), so a reader holding a stale id reads a slot that
+ * No lock is taken. The table grows in segments of 65536 slots that never
+ * move, so a reader holding a stale id reads a slot that
  * still exists and sees that its generation moved on. Freed slots go to a
  * small per-thread cache first, else to a lock-free stack whose head carries
  * a tag against ABA: threads creating and destroying in their own contexts
@@ -67,21 +67,14 @@ static struct cuctx_slot *fresh_slot(void)
         atomic_fetch_sub(&next_index, 1);
         return NULL;
     }
-    uint64_t j = (uint64_t)index + (1u << CUCTX_SEG_BASE_BITS);
-    unsigned bits = 63u - (unsigned)__builtin_clzll(j);
-    unsigned seg = bits - CUCTX_SEG_BASE_BITS;
-    uint64_t off = j - (UINT64_C(1) << bits);
+    unsigned seg = index >> CUCTX_SEG_BITS;
+    uint32_t off = index & ((UINT32_C(1) << CUCTX_SEG_BITS) - 1);
     struct cuctx_slot *base = atomic_load_explicit(&cuctx__segments[seg], memory_order_acquire);
     if (!base) {
-        /* Only the slots an id can name: the last segment is mostly beyond
-         * the 2^26 limit. Anonymous memory is zero and takes no RAM until a
-         * slot in a page is first used. Segments are never given back:
-         * stale ids may still read them. */
-        uint64_t first = index - off;
-        uint64_t slots = (uint64_t)1 << (seg + CUCTX_SEG_BASE_BITS);
-        if (first + slots > CUCTX_ID_INDEX_LIMIT)
-            slots = CUCTX_ID_INDEX_LIMIT - first;
-        size_t bytes = (size_t)slots * sizeof(struct cuctx_slot);
+        /* Anonymous memory is zero and takes no RAM until a slot in a page
+         * is first used. Segments are never given back: stale ids may still
+         * read them. */
+        size_t bytes = ((size_t)1 << CUCTX_SEG_BITS) * sizeof(struct cuctx_slot);
         void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         struct cuctx_slot *mine = m == MAP_FAILED ? NULL : m;
         struct cuctx_slot *expected = NULL;

@@ -15,36 +15,45 @@
 #define CUCTX_W_CLOSING (UINT64_C(1) << 25)
 #define CUCTX_W_PINS ((UINT64_C(1) << 25) - 1)
 
-/* Segment k holds 1024 << k slots and never moves. */
-#define CUCTX_SEG_BASE_BITS 10
-#define CUCTX_SEG_COUNT 17      /* 1024 * (2^17 - 1) slots: more than the 2^26 ids can name */
+/* The table is CUCTX_SEG_COUNT segments of 2^CUCTX_SEG_BITS slots each
+ * (4 MiB of address space, touched a page at a time), made on demand and
+ * never moved or freed: a slot's address is one load and an add away. */
+#define CUCTX_SEG_BITS 16
+#define CUCTX_SEG_COUNT (CUCTX_ID_INDEX_LIMIT >> CUCTX_SEG_BITS)
 extern _Atomic(struct cuctx_slot *) cuctx__segments[CUCTX_SEG_COUNT];
 
 static inline uint32_t cuctx__word_gen(uint64_t w) { return (uint32_t)(w >> CUCTX_W_GEN_SHIFT); }
 static inline unsigned cuctx__word_kind(uint64_t w) { return (unsigned)(w >> CUCTX_W_KIND_SHIFT) & CUCTX_W_KIND_MASK; }
 
-/* Every index is below CUCTX_ID_INDEX_LIMIT (ids carry 26 bits of it), so
- * its segment is one of the table's. */
-_Static_assert(CUCTX_ID_INDEX_LIMIT + (UINT64_C(1) << CUCTX_SEG_BASE_BITS) <= UINT64_C(1) << (CUCTX_SEG_BASE_BITS + CUCTX_SEG_COUNT),
-               "every index has a segment");
+_Static_assert(CUCTX_ID_INDEX_LIMIT % (UINT32_C(1) << CUCTX_SEG_BITS) == 0, "every index has a segment");
 
-/* The slot for an index, or NULL where no segment holds it yet. A slot in a
- * segment that was never handed out is zero: kind NONE, matching no id. */
+/* The slot for an index (< CUCTX_ID_INDEX_LIMIT, as every id's is), or NULL
+ * where no segment holds it yet. A slot in a segment that was never handed
+ * out is zero: kind NONE, matching no id. */
 static inline struct cuctx_slot *cuctx__slot_at(uint32_t index)
 {
-    uint64_t j = (uint64_t)index + (1u << CUCTX_SEG_BASE_BITS);
-    unsigned bits = 63u - (unsigned)__builtin_clzll(j);
-    unsigned seg = bits - CUCTX_SEG_BASE_BITS;     /* < CUCTX_SEG_COUNT: see below */
-    struct cuctx_slot *base = atomic_load_explicit(&cuctx__segments[seg], memory_order_acquire);
-    return base ? &base[j - (UINT64_C(1) << bits)] : NULL;
+    struct cuctx_slot *base = atomic_load_explicit(&cuctx__segments[index >> CUCTX_SEG_BITS], memory_order_acquire);
+    return base ? &base[index & ((UINT32_C(1) << CUCTX_SEG_BITS) - 1)] : NULL;
+}
+
+/* The slot of an index the library handed out itself (a held entry's, a
+ * child's owner): its segment exists. */
+static inline struct cuctx_slot *cuctx__slot_of(uint32_t index)
+{
+    struct cuctx_slot *base = atomic_load_explicit(&cuctx__segments[index >> CUCTX_SEG_BITS], memory_order_acquire);
+    return &base[index & ((UINT32_C(1) << CUCTX_SEG_BITS) - 1)];
 }
 
 /* Whether word w is the live, not closing, slot of id as kind: the word
  * less its pins must be exactly the id's generation and kind. */
+static inline int cuctx__word_is(uint64_t w, uint64_t id, enum cuctx_kind kind)
+{
+    return (w & ~CUCTX_W_PINS) == ((id << CUCTX_W_GEN_SHIFT) | (uint64_t)kind << CUCTX_W_KIND_SHIFT);
+}
+/* The same for an id from outside, which may name another kind. */
 static inline int cuctx__matches(uint64_t w, uint64_t id, enum cuctx_kind kind)
 {
-    uint64_t want = (id << CUCTX_W_GEN_SHIFT) | (uint64_t)kind << CUCTX_W_KIND_SHIFT;
-    return cuctx__id_kind(id) == kind && (w & ~CUCTX_W_PINS) == want;
+    return cuctx__id_kind(id) == kind && cuctx__word_is(w, id, kind);
 }
 
 /* ---- per-thread state ------------------------------------------------------ */
@@ -79,6 +88,9 @@ struct cuctx_thread {
     unsigned pushes;                /* stack levels cuctx left pushed (current.c) */
     int reports_pending;            /* handler reports waiting for the last release (error.c) */
     struct { CUcontext raw; uint64_t entry; } seen[2];     /* last entries looked up by address (entry.c) */
+    /* The owned context handle this thread resolved last, with its entry
+     * and the entry's slot (internal.h: cuctx__owner_acquire); 0: none. */
+    struct { uint64_t handle, entry; struct cuctx_slot *slot; CUcontext raw; } last;
     struct cuctx_slot *cache[CUCTX_SLOT_CACHE];    /* free slots, this thread's first */
 };
 extern CUCTX_TLS struct cuctx_thread cuctx__me;
@@ -166,16 +178,14 @@ void cuctx__unpin(struct cuctx_slot *s);
  * of the calling thread's hazard slots with plain stores, so a hold costs no
  * atomic read-modify-write and threads sharing a context share no written
  * cache line. Released on the same thread; *hazard is for cuctx__unhold.
- * cuctx__drain waits for holds as for pins. */
-static inline struct cuctx_slot *cuctx__hold(uint64_t id, enum cuctx_kind kind, unsigned *hazard)
+ * cuctx__drain waits for holds as for pins. s is id's slot. */
+static inline struct cuctx_slot *cuctx__hold_at(struct cuctx_slot *s, uint64_t id, enum cuctx_kind kind,
+                                                unsigned *hazard)
 {
     struct cuctx_hazard_rec *r = cuctx__me.rec;
     unsigned used = cuctx__me.used;
     if (__builtin_expect(!r || used == (1u << CUCTX_HAZARDS) - 1, 0))
         return cuctx__hold_slow(id, kind, hazard);
-    /* an entry id comes from the library (a handle's checked field, a
-     * child's owner): its slot's segment exists */
-    struct cuctx_slot *s = cuctx__slot_at(cuctx__id_index(id));
     unsigned i = (unsigned)__builtin_ctz(~used);
     atomic_store_explicit(&r->ids[i], id, memory_order_relaxed);
     /* The holder's half of the fence (registry.c): a compiler barrier where
@@ -184,13 +194,20 @@ static inline struct cuctx_slot *cuctx__hold(uint64_t id, enum cuctx_kind kind, 
         atomic_signal_fence(memory_order_seq_cst);
     else
         atomic_thread_fence(memory_order_seq_cst);
-    if (!cuctx__matches(atomic_load_explicit(&s->word, memory_order_acquire), id, kind)) {
+    if (!cuctx__word_is(atomic_load_explicit(&s->word, memory_order_acquire), id, kind)) {
         atomic_store_explicit(&r->ids[i], 0, memory_order_release);
         return NULL;
     }
     cuctx__me.used = used | 1u << i;
     *hazard = i;
     return s;
+}
+
+/* The same by id alone. id comes from the library (a handle's field, a
+ * child's owner, the context map): its segment exists, its kind is kind. */
+static inline struct cuctx_slot *cuctx__hold(uint64_t id, enum cuctx_kind kind, unsigned *hazard)
+{
+    return cuctx__hold_at(cuctx__slot_of(cuctx__id_index(id)), id, kind, hazard);
 }
 
 static inline void cuctx__unhold(struct cuctx_slot *s, unsigned hazard)
@@ -204,8 +221,9 @@ static inline void cuctx__unhold(struct cuctx_slot *s, unsigned hazard)
 }
 
 /* Claims the one destroy of id (NULL if stale, wrong kind or already
- * closing); new pins fail from here on. */
-static inline struct cuctx_slot *cuctx__close(uint64_t id, enum cuctx_kind kind)
+ * closing); new pins fail from here on. *pins: the pins the slot had at the
+ * close, the most there can be from then on. */
+static inline struct cuctx_slot *cuctx__close_pinned(uint64_t id, enum cuctx_kind kind, uint64_t *pins)
 {
     struct cuctx_slot *s = cuctx__slot_at(cuctx__id_index(id));
     if (!s)
@@ -216,7 +234,14 @@ static inline struct cuctx_slot *cuctx__close(uint64_t id, enum cuctx_kind kind)
             return NULL;
     } while (!atomic_compare_exchange_weak_explicit(&s->word, &w, w | CUCTX_W_CLOSING,
                                                     memory_order_seq_cst, memory_order_acquire));
+    *pins = w & CUCTX_W_PINS;
     return s;
+}
+
+static inline struct cuctx_slot *cuctx__close(uint64_t id, enum cuctx_kind kind)
+{
+    uint64_t pins;
+    return cuctx__close_pinned(id, kind, &pins);
 }
 
 /* Waits until the pins and holds taken before the close are released;

@@ -139,6 +139,37 @@ Test(context, use_after_destroy_is_an_error_without_a_driver_call)
     assert_every_function_refuses(stale, CUDA_ERROR_INVALID_HANDLE);
 }
 
+/* A thread remembers the owned context handle it used last, with its
+ * entry, and skips looking either up while that entry lives: for an owned
+ * context, handle and entry end together. A primary or borrowed handle can
+ * end while its entry lives on, so it must never be remembered so. */
+Test(context, a_handle_used_just_before_its_end_is_refused_after_it)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = fresh(), p1 = {0}, p2 = {0}, b = {0};
+    cuctx_event ev = {0};
+    CHECK_OK(cuctx_ctx_primary(&p1, 0));
+    CHECK_OK(cuctx_ctx_primary(&p2, 0));
+    CHECK_OK(cuctx_ctx_borrow(&b, cuctx_ctx_raw(c)));
+    cuctx_ctx ended[] = {p1, b, c};
+    for (int i = 0; i < 3; i++) {
+        cuctx_ctx h = ended[i], copy = h;
+        CHECK_OK(cuctx_event_create(&ev, h, 0));
+        CHECK_OK(cuctx_event_destroy(&ev));
+        CHECK_OK(cuctx_ctx_destroy(&copy));
+        size_t mark = log_mark();
+        cr_assert_eq(cuctx_event_create(&ev, h, 0), CUDA_ERROR_INVALID_HANDLE, "handle %d", i);
+        cr_assert_eq(ev.id, 0);
+        if (sim()) {
+            char buf[256];
+            static const char *const made[] = {"cuEventCreate", NULL};
+            cr_assert_str_eq(log_seq(mark, made, buf, sizeof buf), "", "handle %d: no event made", i);
+        }
+    }
+    cr_assert_neq(cuctx_ctx_raw(p2), NULL, "the primary context lives on through p2");
+    CHECK_OK(cuctx_ctx_destroy(&p2));
+}
+
 Test(context, handle_of_another_kind_or_garbage_is_refused)
 {
     NEED_DRIVER();
