@@ -19,76 +19,71 @@ static cuctx_event live_event;
 static CUevent live_event_raw;
 static CUcontext live_ctx_raw;
 
-/* Each body does n operations and returns how many failed. */
-typedef long body_fn(long n);
+/* One create+destroy pair in the context c, which is current on the thread
+ * (the raw driver calls act on the current context, so the raw pairs do not
+ * read c); returns how many of the two calls failed. */
+typedef long pair_fn(cuctx_ctx c);
 
-static long event_raw(long n)
+/* The timing loop of all pair rows: n pairs; returns how many calls failed.
+ * Both sides pay the same indirect call per pair. */
+static long pairs(pair_fn *pair, long n)
 {
     long bad = 0;
-    for (long i = 0; i < n; i++) {
-        CUevent ev;
-        bad += bench_raw.event_create(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS;
-        bad += bench_raw.event_destroy(ev) != CUDA_SUCCESS;
-    }
+    for (long i = 0; i < n; i++)
+        bad += pair(ctx);
     return bad;
 }
 
-static long event_cuctx(long n)
+static long event_pair_raw(cuctx_ctx c)
 {
-    long bad = 0;
-    for (long i = 0; i < n; i++) {
-        cuctx_event ev = {0};
-        bad += cuctx_event_create(&ev, ctx, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS;
-        bad += cuctx_event_destroy(&ev) != CUDA_SUCCESS;
-    }
-    return bad;
+    (void)c;
+    CUevent ev;
+    long bad = bench_raw.event_create(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS;
+    return bad + (bench_raw.event_destroy(ev) != CUDA_SUCCESS);
+}
+
+static long event_pair_cuctx(cuctx_ctx c)
+{
+    cuctx_event ev = {0};
+    long bad = cuctx_event_create(&ev, c, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS;
+    return bad + (cuctx_event_destroy(&ev) != CUDA_SUCCESS);
 }
 
 /* cuctx_stream_create calls cuStreamCreateWithPriority; so does the raw side,
  * with priority 0, which is what cuStreamCreate means. */
-static long stream_raw(long n)
+static long stream_pair_raw(cuctx_ctx c)
 {
-    long bad = 0;
-    for (long i = 0; i < n; i++) {
-        CUstream s;
-        bad += bench_raw.stream_create(&s, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS;
-        bad += bench_raw.stream_destroy(s) != CUDA_SUCCESS;
-    }
-    return bad;
+    (void)c;
+    CUstream s;
+    long bad = bench_raw.stream_create(&s, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS;
+    return bad + (bench_raw.stream_destroy(s) != CUDA_SUCCESS);
 }
 
-static long stream_cuctx(long n)
+static long stream_pair_cuctx(cuctx_ctx c)
 {
-    long bad = 0;
-    for (long i = 0; i < n; i++) {
-        cuctx_stream s = {0};
-        bad += cuctx_stream_create(&s, ctx, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS;
-        bad += cuctx_stream_destroy(&s) != CUDA_SUCCESS;
-    }
-    return bad;
+    cuctx_stream s = {0};
+    long bad = cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS;
+    return bad + (cuctx_stream_destroy(&s) != CUDA_SUCCESS);
 }
 
-static long mem_raw(long n)
+static long mem_pair_raw(cuctx_ctx c)
 {
-    long bad = 0;
-    for (long i = 0; i < n; i++) {
-        CUdeviceptr p;
-        bad += bench_raw.mem_alloc(&p, 4096) != CUDA_SUCCESS;
-        bad += bench_raw.mem_free(p) != CUDA_SUCCESS;
-    }
-    return bad;
+    (void)c;
+    CUdeviceptr p;
+    long bad = bench_raw.mem_alloc(&p, 4096) != CUDA_SUCCESS;
+    return bad + (bench_raw.mem_free(p) != CUDA_SUCCESS);
 }
 
-static long mem_cuctx(long n)
+static long mem_pair_cuctx(cuctx_ctx c)
 {
-    long bad = 0;
-    for (long i = 0; i < n; i++) {
-        cuctx_mem m = {0};
-        bad += cuctx_mem_alloc(&m, ctx, 4096) != CUDA_SUCCESS;
-        bad += cuctx_mem_destroy(&m) != CUDA_SUCCESS;
-    }
-    return bad;
+    cuctx_mem m = {0};
+    long bad = cuctx_mem_alloc(&m, c, 4096) != CUDA_SUCCESS;
+    return bad + (cuctx_mem_destroy(&m) != CUDA_SUCCESS);
 }
+
+/* A lookup row's loop, one per side, without a call per operation (it would
+ * be most of a lookup's cost): n lookups; returns how many failed. */
+typedef long body_fn(long n);
 
 /* The raw side of a lookup: the raw handle as a program without cuctx keeps
  * it, in a variable the compiler must read each time. */
@@ -134,26 +129,31 @@ static long ctx_lookup_cuctx(long n)
     return bad;
 }
 
+enum side { RAW, CUCTX };
+
 static const struct op {
     const char *name;     /* the row's name in the data file */
     const char *title;
     long block;           /* operations between two looks at the clock */
-    body_fn *raw, *cuctx;
+    pair_fn *pair[2];     /* a pair row: the raw pair and cuctx's, timed by pairs() */
+    body_fn *body[2];     /* a lookup row: the raw loop and cuctx's */
 } ops[] = {
-    {"event", "event create+destroy", 64, event_raw, event_cuctx},
-    {"stream", "stream create+destroy", 16, stream_raw, stream_cuctx},
-    {"mem4k", "4 KiB alloc+free", 4, mem_raw, mem_cuctx},
-    {"event_raw", "cuctx_event_raw lookup", 4096, event_lookup_raw, event_lookup_cuctx},
-    {"ctx_raw", "cuctx_ctx_raw lookup", 4096, ctx_lookup_raw, ctx_lookup_cuctx},
+    {"event", "event create+destroy", 64, {event_pair_raw, event_pair_cuctx}, {NULL, NULL}},
+    {"stream", "stream create+destroy", 16, {stream_pair_raw, stream_pair_cuctx}, {NULL, NULL}},
+    {"mem4k", "4 KiB alloc+free", 4, {mem_pair_raw, mem_pair_cuctx}, {NULL, NULL}},
+    {"event_raw", "cuctx_event_raw lookup", 4096, {NULL, NULL}, {event_lookup_raw, event_lookup_cuctx}},
+    {"ctx_raw", "cuctx_ctx_raw lookup", 4096, {NULL, NULL}, {ctx_lookup_raw, ctx_lookup_cuctx}},
 };
 
-/* Nanoseconds per operation over one run of about `seconds`. */
-static double run(const struct op *op, body_fn *body, double seconds)
+/* Nanoseconds per operation over one run of about `seconds` of one side. */
+static double run(const struct op *op, enum side side, double seconds)
 {
+    pair_fn *pair = op->pair[side];
+    body_fn *body = op->body[side];
     long n = 0, bad = 0;
     double start = bench_now(), end = start + seconds, t;
     do {
-        bad += body(op->block);
+        bad += pair ? pairs(pair, op->block) : body(op->block);
         n += op->block;
     } while ((t = bench_now()) < end);
     if (bad) {
@@ -187,16 +187,16 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
         const struct op *op = &ops[k];
         double raw[BENCH_MAX_ROUNDS], mine[BENCH_MAX_ROUNDS], ratio[BENCH_MAX_ROUNDS];
-        run(op, op->raw, cfg.seconds / 4);      /* warm-up: caches, driver pools */
-        run(op, op->cuctx, cfg.seconds / 4);
+        run(op, RAW, cfg.seconds / 4);      /* warm-up: caches, driver pools */
+        run(op, CUCTX, cfg.seconds / 4);
         for (int r = 0; r < cfg.rounds; r++) {
             /* alternate which goes first, so that drift hits both alike */
             if (r & 1) {
-                mine[r] = run(op, op->cuctx, cfg.seconds);
-                raw[r] = run(op, op->raw, cfg.seconds);
+                mine[r] = run(op, CUCTX, cfg.seconds);
+                raw[r] = run(op, RAW, cfg.seconds);
             } else {
-                raw[r] = run(op, op->raw, cfg.seconds);
-                mine[r] = run(op, op->cuctx, cfg.seconds);
+                raw[r] = run(op, RAW, cfg.seconds);
+                mine[r] = run(op, CUCTX, cfg.seconds);
             }
             ratio[r] = mine[r] / raw[r];
         }

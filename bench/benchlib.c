@@ -12,7 +12,7 @@ struct bench_raw bench_raw;
 
 static char data_path[4096];
 
-static double number(const char *prog, const char *what, const char *s, double lo, double hi)
+double bench_number(const char *prog, const char *what, const char *s, double lo, double hi)
 {
     char *end;
     errno = 0;
@@ -26,6 +26,12 @@ static double number(const char *prog, const char *what, const char *s, double l
 
 void bench_config(struct bench_cfg *cfg, const char *name, int argc, char **argv)
 {
+    bench_config_own(cfg, name, argc, argv, NULL, NULL);
+}
+
+void bench_config_own(struct bench_cfg *cfg, const char *name, int argc, char **argv, bench_opt_fn *own,
+                      const char *own_usage)
+{
     char prog[64];
     const char *s;
     snprintf(prog, sizeof prog, "bench_%s", name);
@@ -35,23 +41,26 @@ void bench_config(struct bench_cfg *cfg, const char *name, int argc, char **argv
     cfg->max_threads = 16;
     cfg->data = NULL;
     if ((s = getenv("BENCH_SECONDS")) && *s)
-        cfg->seconds = number(prog, "BENCH_SECONDS", s, 1e-4, 3600);
+        cfg->seconds = bench_number(prog, "BENCH_SECONDS", s, 1e-4, 3600);
     if ((s = getenv("BENCH_ROUNDS")) && *s)
-        cfg->rounds = (int)number(prog, "BENCH_ROUNDS", s, 1, BENCH_MAX_ROUNDS);
+        cfg->rounds = (int)bench_number(prog, "BENCH_ROUNDS", s, 1, BENCH_MAX_ROUNDS);
     if ((s = getenv("BENCH_THREADS")) && *s)
-        cfg->max_threads = (int)number(prog, "BENCH_THREADS", s, 1, BENCH_MAX_THREADS);
+        cfg->max_threads = (int)bench_number(prog, "BENCH_THREADS", s, 1, BENCH_MAX_THREADS);
     for (int i = 1; i < argc; i += 2) {
         const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!val || opt[0] != '-' || !opt[1] || opt[2]) {
-            fprintf(stderr, "usage: %s [-s SECONDS-PER-RUN] [-r ROUNDS] [-t MAX-THREADS] [-o DATA-FILE]\n", prog);
+            fprintf(stderr, "usage: %s [-s SECONDS-PER-RUN] [-r ROUNDS] [-t MAX-THREADS] [-o DATA-FILE]%s%s\n",
+                    prog, own_usage ? " " : "", own_usage ? own_usage : "");
             exit(2);
         }
         switch (opt[1]) {
-        case 's': cfg->seconds = number(prog, "-s", val, 1e-4, 3600); break;
-        case 'r': cfg->rounds = (int)number(prog, "-r", val, 1, BENCH_MAX_ROUNDS); break;
-        case 't': cfg->max_threads = (int)number(prog, "-t", val, 1, BENCH_MAX_THREADS); break;
+        case 's': cfg->seconds = bench_number(prog, "-s", val, 1e-4, 3600); break;
+        case 'r': cfg->rounds = (int)bench_number(prog, "-r", val, 1, BENCH_MAX_ROUNDS); break;
+        case 't': cfg->max_threads = (int)bench_number(prog, "-t", val, 1, BENCH_MAX_THREADS); break;
         case 'o': cfg->data = val; break;
         default:
+            if (own && own(opt[1], val))
+                break;
             fprintf(stderr, "%s: unknown option %s\n", prog, opt);
             exit(2);
         }

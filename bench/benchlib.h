@@ -29,6 +29,18 @@ struct bench_cfg {
  * -o FILE on the command line); exits with a message on a bad value. */
 void bench_config(struct bench_cfg *cfg, const char *name, int argc, char **argv);
 
+/* A program's own options beside the common ones: called with each option
+ * letter bench_config does not know and its value; returns 0 if the letter
+ * is not the program's either (a usage error). */
+typedef int bench_opt_fn(char opt, const char *val);
+/* bench_config, also taking the program's own options through own (may be
+ * NULL); own_usage (e.g. "[-T COUNTS]") is added to the usage message. */
+void bench_config_own(struct bench_cfg *cfg, const char *name, int argc, char **argv, bench_opt_fn *own,
+                      const char *own_usage);
+
+/* s as a number from lo to hi; exits with a message naming `what` if it is not. */
+double bench_number(const char *prog, const char *what, const char *s, double lo, double hi);
+
 /* The raw driver, from the same library cuctx loaded (cuctx_driver_symbol). */
 struct bench_raw {
     PFN_cuCtxCreate_v3020 ctx_create;

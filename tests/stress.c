@@ -212,19 +212,6 @@ static void load_driver(void)
         raw_mem_info = (PFN_cuMemGetInfo_v3020)symbol("cuMemGetInfo", 3020, 1);
 }
 
-static const char *const destroy_fns[] = {"cuEventDestroy", "cuStreamDestroy", "cuMemFree", "cuMemFreeHost",
-                                          "cuGraphExecDestroy", NULL};
-static const char *const create_fns[] = {"cuEventCreate", "cuStreamCreateWithPriority", "cuMemAlloc",
-                                         "cuMemHostAlloc", "cuGraphInstantiateWithFlags", NULL};
-
-static unsigned long sim_calls(const char *const *fns)
-{
-    unsigned long n = 0;
-    for (; have_sim && *fns; fns++)
-        n += sim.calls(*fns);
-    return n;
-}
-
 /* Free device memory, asked with dev's primary context current (real driver only). */
 static int mem_info(CUdevice dev, size_t *free_b, size_t *total_b)
 {
@@ -566,7 +553,6 @@ static void raw_unlock(struct raw_hold *h)
  * ------------------------------------------------------------------------ */
 
 enum child_kind { C_EVENT, C_STREAM, C_MEM, C_HOST_MEM, C_GRAPH_EXEC, C_COUNT };
-static const char *const child_names[C_COUNT] = {"event", "stream", "mem", "host_mem", "graph_exec"};
 static int have_graphs;
 /* The context current while graphs are created and destroyed: an owned one
  * outside the pool, alive for the whole run. (With the real driver, graphs
@@ -668,71 +654,113 @@ static int life_is(const struct rec *r, int state)
     return atomic_load(&r->life->state) == state;
 }
 
+/* Each kind's create: c->id set, and c->size for memory. */
+static CUresult create_event(struct worker *w, struct child *c, cuctx_ctx ctx)
+{
+    cuctx_event e = {0};
+    CUresult rc = cuctx_event_create(&e, ctx, rnd(&w->rng, 2) ? CU_EVENT_DISABLE_TIMING : CU_EVENT_DEFAULT);
+    c->id = e.id;
+    return rc;
+}
+
+static CUresult create_stream(struct worker *w, struct child *c, cuctx_ctx ctx)
+{
+    cuctx_stream s = {0};
+    CUresult rc = cuctx_stream_create(&s, ctx, rnd(&w->rng, 2) ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT, 0);
+    c->id = s.id;
+    return rc;
+}
+
+static CUresult create_mem(struct worker *w, struct child *c, cuctx_ctx ctx)
+{
+    cuctx_mem m = {0};
+    c->size = 256 + rnd(&w->rng, 64 << 10);
+    CUresult rc = cuctx_mem_alloc(&m, ctx, c->size);
+    c->id = m.id;
+    return rc;
+}
+
+static CUresult create_host_mem(struct worker *w, struct child *c, cuctx_ctx ctx)
+{
+    cuctx_host_mem hm = {0};
+    c->size = 64 + rnd(&w->rng, 16 << 10);
+    CUresult rc = cuctx_host_mem_alloc(&hm, ctx, c->size, rnd(&w->rng, 2) ? CU_MEMHOSTALLOC_PORTABLE : 0);
+    c->id = hm.id;
+    return rc;
+}
+
+static CUresult create_graph_exec(struct worker *w, struct child *c, cuctx_ctx ctx)
+{
+    cuctx_graph_exec ge = {0};
+    CUgraph g = w->graph;
+    if (!shared_graph && (g = graph_new()) == NULL)
+        return CUDA_ERROR_UNKNOWN;
+    CUresult rc = cuctx_graph_exec_instantiate(&ge, ctx, g, 0);
+    if (!shared_graph)
+        graph_free(g);
+    c->id = ge.id;
+    return rc;
+}
+
+/* Each kind's destroy, through a copy of the handle: *id is what the destroy
+ * left in it. */
+#define DESTROY_BY_ID(kind)                                  \
+    static CUresult destroy_##kind(uint64_t *id)             \
+    {                                                        \
+        cuctx_##kind h = {*id};                              \
+        CUresult rc = cuctx_##kind##_destroy(&h);            \
+        *id = h.id;                                          \
+        return rc;                                           \
+    }
+DESTROY_BY_ID(event)
+DESTROY_BY_ID(stream)
+DESTROY_BY_ID(mem)
+DESTROY_BY_ID(host_mem)
+DESTROY_BY_ID(graph_exec)
+#undef DESTROY_BY_ID
+
+/* The kinds of child, by enum child_kind: the name in messages (plural in
+ * the summary: the name and an s), cuctx's create and destroy, and the
+ * driver entry points they call, whose calls the simulator counts. */
+static const struct child_ops {
+    const char *name;
+    CUresult (*create)(struct worker *w, struct child *c, cuctx_ctx ctx);
+    CUresult (*destroy)(uint64_t *id);
+    const char *drv_create, *drv_destroy;
+} child_kinds[C_COUNT] = {
+    [C_EVENT] = {"event", create_event, destroy_event, "cuEventCreate", "cuEventDestroy"},
+    [C_STREAM] = {"stream", create_stream, destroy_stream, "cuStreamCreateWithPriority", "cuStreamDestroy"},
+    [C_MEM] = {"mem", create_mem, destroy_mem, "cuMemAlloc", "cuMemFree"},
+    [C_HOST_MEM] = {"host_mem", create_host_mem, destroy_host_mem, "cuMemHostAlloc", "cuMemFreeHost"},
+    [C_GRAPH_EXEC] = {"graph_exec", create_graph_exec, destroy_graph_exec, "cuGraphInstantiateWithFlags",
+                      "cuGraphExecDestroy"},
+};
+
+/* The simulator's count of calls of every kind's driver create (destroys: 0)
+ * or destroy (1); 0 with the real driver. */
+static unsigned long sim_child_calls(int destroys)
+{
+    unsigned long n = 0;
+    for (int k = 0; have_sim && k < C_COUNT; k++)
+        n += sim.calls(destroys ? child_kinds[k].drv_destroy : child_kinds[k].drv_create);
+    return n;
+}
+
 static CUresult child_create(struct worker *w, struct child *c, cuctx_ctx ctx)
 {
-    CUresult rc = CUDA_ERROR_INVALID_VALUE;
     c->id = 0;
-    switch (c->kind) {
-    case C_EVENT: {
-        cuctx_event e = {0};
-        rc = cuctx_event_create(&e, ctx, rnd(&w->rng, 2) ? CU_EVENT_DISABLE_TIMING : CU_EVENT_DEFAULT);
-        c->id = e.id;
-        break;
-    }
-    case C_STREAM: {
-        cuctx_stream s = {0};
-        rc = cuctx_stream_create(&s, ctx, rnd(&w->rng, 2) ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT, 0);
-        c->id = s.id;
-        break;
-    }
-    case C_MEM: {
-        cuctx_mem m = {0};
-        c->size = 256 + rnd(&w->rng, 64 << 10);
-        rc = cuctx_mem_alloc(&m, ctx, c->size);
-        c->id = m.id;
-        break;
-    }
-    case C_HOST_MEM: {
-        cuctx_host_mem hm = {0};
-        c->size = 64 + rnd(&w->rng, 16 << 10);
-        rc = cuctx_host_mem_alloc(&hm, ctx, c->size, rnd(&w->rng, 2) ? CU_MEMHOSTALLOC_PORTABLE : 0);
-        c->id = hm.id;
-        break;
-    }
-    case C_GRAPH_EXEC: {
-        cuctx_graph_exec ge = {0};
-        CUgraph g = w->graph;
-        if (!shared_graph && (g = graph_new()) == NULL)
-            return CUDA_ERROR_UNKNOWN;
-        rc = cuctx_graph_exec_instantiate(&ge, ctx, g, 0);
-        if (!shared_graph)
-            graph_free(g);
-        c->id = ge.id;
-        break;
-    }
-    default:
-        break;
-    }
+    CUresult rc = child_kinds[c->kind].create(w, c, ctx);
     if ((rc == CUDA_SUCCESS) != (c->id != 0))
-        fail("%s create returned %s with handle %#" PRIx64, child_names[c->kind], RC(rc), c->id);
+        fail("%s create returned %s with handle %#" PRIx64, child_kinds[c->kind].name, RC(rc), c->id);
     return rc;
 }
 
 /* The kind's destroy, or now and then the generic one. */
 static CUresult child_destroy_id(struct worker *w, enum child_kind kind, uint64_t *id)
 {
-    CUresult rc;
     if (rnd(&w->rng, 4) == 0)
         return cuctx_destroy(id);
-    switch (kind) {
-    case C_EVENT: { cuctx_event h = {*id}; rc = cuctx_event_destroy(&h); *id = h.id; break; }
-    case C_STREAM: { cuctx_stream h = {*id}; rc = cuctx_stream_destroy(&h); *id = h.id; break; }
-    case C_MEM: { cuctx_mem h = {*id}; rc = cuctx_mem_destroy(&h); *id = h.id; break; }
-    case C_HOST_MEM: { cuctx_host_mem h = {*id}; rc = cuctx_host_mem_destroy(&h); *id = h.id; break; }
-    case C_GRAPH_EXEC: { cuctx_graph_exec h = {*id}; rc = cuctx_graph_exec_destroy(&h); *id = h.id; break; }
-    default: rc = CUDA_ERROR_INVALID_VALUE; break;
-    }
-    return rc;
+    return child_kinds[kind].destroy(id);
 }
 
 /* Destroys a live child this thread owns (taken out of its array): must
@@ -747,10 +775,11 @@ static void child_destroy(struct worker *w, struct child *c, int keep_stale_copy
     int alive_after = life_is(c->rec, ALIVE);
     raw_unlock(&rh);
     if (rc != CUDA_SUCCESS)
-        fail("destroy of a live %s (%s context, %s): %s: %s", child_names[c->kind], ctx_kind_names[c->rec->kind],
-             dead_before ? "dead" : "alive or dying", RC(rc), cuctx_last_error_message());
+        fail("destroy of a live %s (%s context, %s): %s: %s", child_kinds[c->kind].name,
+             ctx_kind_names[c->rec->kind], dead_before ? "dead" : "alive or dying", RC(rc),
+             cuctx_last_error_message());
     if (id != 0)
-        fail("destroy of a %s left the handle set", child_names[c->kind]);
+        fail("destroy of a %s left the handle set", child_kinds[c->kind].name);
     w->c.destroys++;
     w->c.sure_stale += dead_before;
     w->c.sure_live += alive_after;
@@ -880,7 +909,7 @@ static void child_use(struct worker *w, const struct child *c, const struct chil
     else
         ok = rc == alive_rc || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED || (query && rc == CUDA_ERROR_NOT_READY);
     if (!ok)
-        fail("%s on a %s%s (%s context, %s%s): %s: %s", what, raced ? "shared " : "", child_names[c->kind],
+        fail("%s on a %s%s (%s context, %s%s): %s: %s", what, raced ? "shared " : "", child_kinds[c->kind].name,
              ctx_kind_names[c->rec->kind], dead_before ? "dead" : alive_after ? "alive" : "dying",
              other ? ", with another child" : "", RC(rc), cuctx_last_error_message());
 }
@@ -899,7 +928,7 @@ static void stale_use(struct worker *w)
         what = "destroy";
         rc = child_destroy_id(w, kind, &id);
         if (id != 0)
-            fail("destroy of a stale %s left the handle set", child_names[kind]);
+            fail("destroy of a stale %s left the handle set", child_kinds[kind].name);
         break;
     default:
         what = "use";
@@ -915,7 +944,8 @@ static void stale_use(struct worker *w)
     }
     w->c.stale_checks++;
     if (rc != CUDA_ERROR_INVALID_HANDLE)
-        fail("%s of a stale %s copy: %s, expected CUDA_ERROR_INVALID_HANDLE", what, child_names[kind], RC(rc));
+        fail("%s of a stale %s copy: %s, expected CUDA_ERROR_INVALID_HANDLE", what, child_kinds[kind].name,
+             RC(rc));
 }
 
 /* A stale copy of a destroyed context handle. */
@@ -1010,7 +1040,7 @@ static void op_create(struct worker *w)
     else
         ok = rc == CUDA_SUCCESS || rc == CUDA_ERROR_INVALID_HANDLE || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
     if (!ok)
-        fail("%s create in a %s context (%s): %s: %s", child_names[c.kind], ctx_kind_names[r->kind],
+        fail("%s create in a %s context (%s): %s: %s", child_kinds[c.kind].name, ctx_kind_names[r->kind],
              handle_dead ? "handle destroyed" : dead_before ? "dead" : alive_after ? "alive" : "dying", RC(rc),
              cuctx_last_error_message());
     if (rc != CUDA_SUCCESS) {
@@ -1264,7 +1294,7 @@ int main(int argc, char **argv)
     if (!have_sim && mem_info(0, &free0, &total) == 0)
         printf("stress: device 0 memory before: %zu MiB free of %zu MiB\n", free0 >> 20, total >> 20);
 
-    unsigned long destroy_calls0 = sim_calls(destroy_fns), create_calls0 = sim_calls(create_fns);
+    unsigned long destroy_calls0 = sim_child_calls(1), create_calls0 = sim_child_calls(0);
     struct cuctx_stats st0;
     cuctx_stats_get(&st0);
 
@@ -1390,8 +1420,8 @@ int main(int argc, char **argv)
     size_t misuses = 0;
     unsigned long destroy_calls = 0, create_calls = 0;
     if (have_sim) {
-        destroy_calls = sim_calls(destroy_fns) - destroy_calls0;
-        create_calls = sim_calls(create_fns) - create_calls0;
+        destroy_calls = sim_child_calls(1) - destroy_calls0;
+        create_calls = sim_child_calls(0) - create_calls0;
         misuses = sim.misuse_count();
         for (size_t i = 0; i < misuses && i < 10; i++)
             fprintf(stderr, "stress: simulator misuse: %s\n", sim.misuse_text(i));
@@ -1410,11 +1440,12 @@ int main(int argc, char **argv)
                ((long long)free1 - (long long)free0) / (1 << 20));
     }
 
-    printf("stress: children: %lu events, %lu streams, %lu mems, %lu host_mems, %lu graph_execs created; "
-           "%lu creates refused (stale handle or dead context); %lu destroyed (%lu of them from the shared array, "
-           "%lu at teardown)\n",
-           tot.creates[C_EVENT], tot.creates[C_STREAM], tot.creates[C_MEM], tot.creates[C_HOST_MEM],
-           tot.creates[C_GRAPH_EXEC], tot.create_refused, tot.destroys, tot.shared_destroys, left);
+    printf("stress: children: ");
+    for (int k = 0; k < C_COUNT; k++)
+        printf("%s%lu %ss", k ? ", " : "", tot.creates[k], child_kinds[k].name);
+    printf(" created; %lu creates refused (stale handle or dead context); %lu destroyed (%lu of them from the "
+           "shared array, %lu at teardown)\n",
+           tot.create_refused, tot.destroys, tot.shared_destroys, left);
     printf("stress: uses: %lu (%lu found the context destroyed, %lu raced a destroy of a shared handle); "
            "%lu stale-copy checks; %lu context calls\n",
            tot.uses, tot.uses_dead, tot.uses_raced, tot.stale_checks, tot.ctx_ops);

@@ -7,9 +7,9 @@
  * notes; the README's "Driver contract" list): a sequence of raw driver calls
  * and the answers the real driver gave on an H200 (driver 580.159.04). The
  * driver is the one the suite runs against - CUCTX_DRIVER, the simulator in
- * make check; libcuda.so.1 in make check-gpu - opened here with dlopen and
+ * make check; libcuda.so.1 in make check-gpu - opened with dlopen and
  * resolved through cuGetProcAddress_v2 at pinned ABI versions, as cuctx does,
- * but without cuctx in between. So the same tests hold the simulator to the
+ * but without cuctx in between (rawdrv.c, shared with test_sim). So the same tests hold the simulator to the
  * real driver's answers, and notice a real driver that answers differently.
  *
  * Out of scope: the sequences that crash the real driver (a stream destroyed
@@ -20,117 +20,18 @@
  */
 #include <criterion/criterion.h>
 
-#include <cuda.h>
-#include <cudaTypedefs.h>
-
 #include <dlfcn.h>
 #include <pthread.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-/* Entry points at the versions cuctx pins; member names drop "cu". */
-static struct {
-	void *lib;
-	int sim;                /* the simulated driver (it exports cusim_reset) */
-	int version;            /* cuDriverGetVersion */
-	PFN_cuGetProcAddress_v12000 GetProcAddress;
-	PFN_cuInit_v2000 Init;
-	PFN_cuDriverGetVersion_v2020 DriverGetVersion;
-	PFN_cuGetErrorName_v6000 GetErrorName;
-	PFN_cuCtxCreate_v3020 CtxCreate;
-	PFN_cuCtxDestroy_v4000 CtxDestroy;
-	PFN_cuCtxPushCurrent_v4000 CtxPushCurrent;
-	PFN_cuCtxPopCurrent_v4000 CtxPopCurrent;
-	PFN_cuCtxSetCurrent_v4000 CtxSetCurrent;
-	PFN_cuCtxGetCurrent_v4000 CtxGetCurrent;
-	PFN_cuCtxGetApiVersion_v3020 CtxGetApiVersion;
-	PFN_cuCtxGetId_v12000 CtxGetId;
-	PFN_cuDevicePrimaryCtxRetain_v7000 PrimaryRetain;
-	PFN_cuDevicePrimaryCtxRelease_v11000 PrimaryRelease;
-	PFN_cuDevicePrimaryCtxGetState_v7000 PrimaryGetState;
-	PFN_cuDevicePrimaryCtxReset_v11000 PrimaryReset;
-	PFN_cuEventCreate_v2000 EventCreate;
-	PFN_cuEventDestroy_v4000 EventDestroy;
-	PFN_cuEventRecord_v2000 EventRecord;
-	PFN_cuEventSynchronize_v2000 EventSynchronize;
-	PFN_cuEventElapsedTime_v2000 EventElapsedTime;
-	PFN_cuModuleLoadData_v2000 ModuleLoadData;
-	PFN_cuModuleUnload_v2000 ModuleUnload;
-	PFN_cuMemAlloc_v3020 MemAlloc;
-	PFN_cuMemFree_v3020 MemFree;
-	PFN_cuMemAllocHost_v3020 MemAllocHost;
-	PFN_cuMemFreeHost_v2000 MemFreeHost;
-	PFN_cuMemsetD8_v3020 MemsetD8;
-	PFN_cuGraphCreate_v10000 GraphCreate;
-	PFN_cuGraphAddEmptyNode_v10000 GraphAddEmptyNode;
-	PFN_cuGraphDestroy_v10000 GraphDestroy;
-	PFN_cuGraphInstantiateWithFlags_v11040 GraphInstantiateWithFlags;
-	PFN_cuGraphExecDestroy_v10000 GraphExecDestroy;
-} D;
+#include "rawdrv.h"
 
-static void resolve(void *slot, const char *symbol, int version)
-{
-	CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-	void *fn = NULL;
-	CUresult rc = D.GetProcAddress(symbol, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &status);
-	cr_assert(rc == CUDA_SUCCESS && status == CU_GET_PROC_ADDRESS_SUCCESS && fn,
-		  "cuGetProcAddress(%s, %d): %d, status %d", symbol, version, (int)rc, (int)status);
-	memcpy(slot, &fn, sizeof fn);
-}
-
-#define RESOLVE(field, symbol, version) resolve(&D.field, symbol, version)
-
-/* The driver the suite runs against, or a skip when there is none. */
+/* The driver the suite runs against, or a skip when there is none: cuInit
+ * first and the rest after it, in the order cuctx's loader uses. */
 static void load(void)
 {
-	const char *path = getenv("CUCTX_DRIVER");
-	if (!path || !*path)
-		path = "libcuda.so.1";
-	D.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!D.lib)
-		cr_skip_test("no CUDA driver: %s", dlerror());
-	D.sim = dlsym(D.lib, "cusim_reset") != NULL;
-	void *gpa = dlsym(D.lib, "cuGetProcAddress_v2");
-	cr_assert_not_null(gpa, "%s exports no cuGetProcAddress_v2 (CUDA 12.0 and later do)", path);
-	memcpy(&D.GetProcAddress, &gpa, sizeof gpa);
-	/* cuInit first and the rest after it, in the order cuctx's loader uses. */
-	RESOLVE(Init, "cuInit", 2000);
-	CUresult rc = D.Init(0);
-	if (rc != CUDA_SUCCESS)
-		cr_skip_test("cuInit(0) gave %d: no usable CUDA device", (int)rc);
-	RESOLVE(DriverGetVersion, "cuDriverGetVersion", 2020);
-	RESOLVE(GetErrorName, "cuGetErrorName", 6000);
-	RESOLVE(CtxCreate, "cuCtxCreate", 3020);
-	RESOLVE(CtxDestroy, "cuCtxDestroy", 4000);
-	RESOLVE(CtxPushCurrent, "cuCtxPushCurrent", 4000);
-	RESOLVE(CtxPopCurrent, "cuCtxPopCurrent", 4000);
-	RESOLVE(CtxSetCurrent, "cuCtxSetCurrent", 4000);
-	RESOLVE(CtxGetCurrent, "cuCtxGetCurrent", 4000);
-	RESOLVE(CtxGetApiVersion, "cuCtxGetApiVersion", 3020);
-	RESOLVE(CtxGetId, "cuCtxGetId", 12000);
-	RESOLVE(PrimaryRetain, "cuDevicePrimaryCtxRetain", 7000);
-	RESOLVE(PrimaryRelease, "cuDevicePrimaryCtxRelease", 11000);
-	RESOLVE(PrimaryGetState, "cuDevicePrimaryCtxGetState", 7000);
-	RESOLVE(PrimaryReset, "cuDevicePrimaryCtxReset", 11000);
-	RESOLVE(EventCreate, "cuEventCreate", 2000);
-	RESOLVE(EventDestroy, "cuEventDestroy", 4000);
-	RESOLVE(EventRecord, "cuEventRecord", 2000);
-	RESOLVE(EventSynchronize, "cuEventSynchronize", 2000);
-	RESOLVE(EventElapsedTime, "cuEventElapsedTime", 2000);
-	RESOLVE(ModuleLoadData, "cuModuleLoadData", 2000);
-	RESOLVE(ModuleUnload, "cuModuleUnload", 2000);
-	RESOLVE(MemAlloc, "cuMemAlloc", 3020);
-	RESOLVE(MemFree, "cuMemFree", 3020);
-	RESOLVE(MemAllocHost, "cuMemAllocHost", 3020);
-	RESOLVE(MemFreeHost, "cuMemFreeHost", 2000);
-	RESOLVE(MemsetD8, "cuMemsetD8", 3020);
-	RESOLVE(GraphCreate, "cuGraphCreate", 10000);
-	RESOLVE(GraphAddEmptyNode, "cuGraphAddEmptyNode", 10000);
-	RESOLVE(GraphDestroy, "cuGraphDestroy", 10000);
-	RESOLVE(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 11040);
-	RESOLVE(GraphExecDestroy, "cuGraphExecDestroy", 10000);
+	rawdrv_open();
+	rawdrv_init();
+	rawdrv_resolve(RAWDRV_CONTRACT);
 	cr_assert_eq(D.DriverGetVersion(&D.version), CUDA_SUCCESS);
 }
 
@@ -141,49 +42,13 @@ TestSuite(contract_children, .init = load);
 TestSuite(contract_reuse, .init = load);
 TestSuite(contract_loader, .init = load);
 
-static const char *rc_name(CUresult rc)
-{
-	const char *s = NULL;
-	return D.GetErrorName && D.GetErrorName(rc, &s) == CUDA_SUCCESS && s ? s : "an unknown code";
-}
-
-/* Asserts that `call` gave `want`, naming both answers when it did not. */
-#define WANT(call, want)                                                                             \
-	do {                                                                                         \
-		CUresult got_ = (call), want_ = (want);                                              \
-		cr_assert_eq(got_, want_, "line %d: %s gave %d %s, the measured answer is %d %s", __LINE__, \
-			     #call, (int)got_, rc_name(got_), (int)want_, rc_name(want_));           \
-	} while (0)
-#define OK(call) WANT(call, CUDA_SUCCESS)
-
-static CUcontext new_ctx(void)
-{
-	CUcontext c = NULL;
-	OK(D.CtxCreate(&c, 0, 0));
-	return c;
-}
-
 /* A new context on device 0, popped: nothing current afterwards (if nothing was before). */
 static CUcontext floating_ctx(void)
 {
-	CUcontext c = new_ctx(), popped = NULL;
+	CUcontext c = new_ctx(0), popped = NULL;
 	OK(D.CtxPopCurrent(&popped));
 	cr_assert_eq(popped, c);
 	return c;
-}
-
-static CUcontext current(void)
-{
-	CUcontext c = (CUcontext)(uintptr_t)0xdead;
-	OK(D.CtxGetCurrent(&c));
-	return c;
-}
-
-static unsigned long long ctx_id(CUcontext c)
-{
-	unsigned long long id = 0;
-	OK(D.CtxGetId(c, &id));
-	return id;
 }
 
 static int primary_active(CUdevice dev)
@@ -199,7 +64,7 @@ static int primary_active(CUdevice dev)
 Test(contract_contexts, create_pushes_the_new_context_and_pop_returns_it_leaving_none_current)
 {
 	cr_assert_null(current(), "a new thread starts with no current context");
-	CUcontext c = new_ctx(), popped = NULL;
+	CUcontext c = new_ctx(0), popped = NULL;
 	cr_assert_eq(current(), c, "cuCtxCreate makes the new context current");
 	OK(D.CtxPopCurrent(&popped));
 	cr_assert_eq(popped, c);
@@ -216,7 +81,7 @@ Test(contract_contexts, destroying_a_floating_context_succeeds)
 
 Test(contract_contexts, destroying_the_top_of_two_makes_the_one_below_current)
 {
-	CUcontext a = new_ctx(), b = new_ctx();
+	CUcontext a = new_ctx(0), b = new_ctx(0);
 	cr_assert_eq(current(), b);
 	OK(D.CtxDestroy(b));
 	cr_assert_eq(current(), a);
@@ -225,7 +90,7 @@ Test(contract_contexts, destroying_the_top_of_two_makes_the_one_below_current)
 
 Test(contract_contexts, set_current_replaces_the_top_and_destroying_it_leaves_none_current)
 {
-	CUcontext a = new_ctx(), b = floating_ctx();
+	CUcontext a = new_ctx(0), b = floating_ctx();
 	cr_assert_eq(current(), a);
 	OK(D.CtxSetCurrent(b));
 	cr_assert_eq(current(), b);
@@ -236,7 +101,7 @@ Test(contract_contexts, set_current_replaces_the_top_and_destroying_it_leaves_no
 
 Test(contract_contexts, a_context_destroyed_below_the_top_is_current_after_the_pop_gives_709_and_pops)
 {
-	CUcontext below = new_ctx(), top = new_ctx(), popped = NULL;
+	CUcontext below = new_ctx(0), top = new_ctx(0), popped = NULL;
 	CUevent e = NULL;
 	OK(D.CtxDestroy(below));
 	cr_assert_eq(current(), top);
@@ -287,7 +152,7 @@ static void destroy_elsewhere(CUcontext c)
 
 Test(contract_contexts, a_context_destroyed_on_another_thread_stays_current_here_until_replaced)
 {
-	CUcontext other = floating_ctx(), c = new_ctx();
+	CUcontext other = floating_ctx(), c = new_ctx(0);
 	CUevent e = NULL;
 	unsigned long long id = 0;
 	destroy_elsewhere(c);
@@ -431,7 +296,7 @@ static const char noop_ptx[] =
 
 Test(contract_children, event_destroy_after_its_context_is_709)
 {
-	CUcontext c = new_ctx();
+	CUcontext c = new_ctx(0);
 	CUevent e = NULL;
 	OK(D.EventCreate(&e, CU_EVENT_DISABLE_TIMING));
 	OK(D.CtxDestroy(c));
@@ -443,7 +308,7 @@ Test(contract_children, event_destroy_after_its_context_is_709)
  * all cuctx relies on (it never unloads a module of a dead context). */
 Test(contract_children, module_unload_after_its_context_is_an_error)
 {
-	CUcontext c = new_ctx();
+	CUcontext c = new_ctx(0);
 	CUmodule m = NULL;
 	OK(D.ModuleLoadData(&m, noop_ptx));
 	OK(D.CtxDestroy(c));
@@ -457,7 +322,7 @@ Test(contract_children, module_unload_after_its_context_is_an_error)
 
 Test(contract_children, memory_frees_after_their_context_are_1_while_no_one_has_the_address)
 {
-	CUcontext c = new_ctx();
+	CUcontext c = new_ctx(0);
 	CUdeviceptr p = 0;
 	void *h = NULL;
 	OK(D.MemAlloc(&p, 4096));
@@ -469,7 +334,7 @@ Test(contract_children, memory_frees_after_their_context_are_1_while_no_one_has_
 
 Test(contract_children, graph_exec_destroy_after_its_context_succeeds_on_the_real_driver)
 {
-	CUcontext c = new_ctx();
+	CUcontext c = new_ctx(0);
 	CUgraph g = NULL;
 	CUgraphNode n = NULL;
 	CUgraphExec x = NULL;
@@ -484,7 +349,7 @@ Test(contract_children, graph_exec_destroy_after_its_context_succeeds_on_the_rea
 
 Test(contract_children, elapsed_time_is_400_without_timing_or_before_the_end_is_recorded)
 {
-	CUcontext c = new_ctx();
+	CUcontext c = new_ctx(0);
 	CUevent a = NULL, b = NULL, quiet = NULL;
 	float ms = -1;
 	OK(D.EventCreate(&a, 0));
@@ -508,11 +373,11 @@ Test(contract_children, elapsed_time_is_400_without_timing_or_before_the_end_is_
 Test(contract_reuse, a_stale_free_at_a_reused_address_frees_the_new_owners_allocation)
 {
 	for (int tries = 0; tries < 5; tries++) {
-		CUcontext a = new_ctx();
+		CUcontext a = new_ctx(0);
 		CUdeviceptr old = 0, fresh = 0;
 		OK(D.MemAlloc(&old, 1 << 20));
 		OK(D.CtxDestroy(a));
-		CUcontext b = new_ctx();
+		CUcontext b = new_ctx(0);
 		OK(D.MemAlloc(&fresh, 1 << 20));
 		if (fresh == old) {
 			OK(D.MemFree(old));     /* the stale free: no error... */

@@ -16,6 +16,9 @@ static void use_driver(const char *path)
     cr_assert_eq(setenv("CUCTX_DRIVER", path, 1), 0);
 }
 
+/* A driver library that is not there. */
+static const char missing_driver[] = "/nonexistent/libcuda-missing.so.1";
+
 Test(loader, init_succeeds_with_the_configured_driver)
 {
     CUresult rc = cuctx_init();
@@ -71,11 +74,10 @@ Test(loader, concurrent_first_init_calls_cuInit_once)
 
 Test(loader, missing_library_is_not_initialized_and_names_the_path)
 {
-    use_driver("/nonexistent/libcuda-missing.so.1");
+    use_driver(missing_driver);
     cr_assert_eq(cuctx_init(), CUDA_ERROR_NOT_INITIALIZED);
     cr_assert_eq(cuctx_last_error(), CUDA_ERROR_NOT_INITIALIZED);
-    cr_assert_not_null(strstr(cuctx_last_error_message(), "/nonexistent/libcuda-missing.so.1"), "%s",
-                       cuctx_last_error_message());
+    cr_assert_not_null(strstr(cuctx_last_error_message(), missing_driver), "%s", cuctx_last_error_message());
     cr_assert_not_null(strstr(cuctx_last_error_message(), "No such file"), "dlerror text: %s",
                        cuctx_last_error_message());
 }
@@ -85,7 +87,7 @@ Test(loader, every_function_fails_cleanly_without_a_driver)
     cuctx_ctx ctx = {7};
     cuctx_event ev = {7};
     int v = 0;
-    use_driver("/nonexistent/libcuda-missing.so.1");
+    use_driver(missing_driver);
     cr_assert_eq(cuctx_ctx_create(&ctx, 0, 0), CUDA_ERROR_NOT_INITIALIZED);
     cr_assert_eq(ctx.id, 0, "failed create leaves {0}");
     cr_assert_not_null(strstr(cuctx_last_error_message(), "cuctx_ctx_create"), "%s", cuctx_last_error_message());
@@ -165,7 +167,7 @@ Test(loader, creates_without_a_driver_give_its_error_and_leave_their_handle_empt
     cuctx_stream s = {7};
     cuctx_mem m = {7};
     cuctx_graph_exec ge = {7};
-    use_driver("/nonexistent/libcuda-missing.so.1");
+    use_driver(missing_driver);
     cr_assert_eq(cuctx_ctx_create(&c, 0, 0), CUDA_ERROR_NOT_INITIALIZED);
     cr_assert_eq(cuctx_event_create(&ev, (cuctx_ctx){0}, 0), CUDA_ERROR_NOT_INITIALIZED);
     cr_assert_eq(cuctx_stream_create(&s, (cuctx_ctx){0}, 0, 0), CUDA_ERROR_NOT_INITIALIZED);
@@ -196,7 +198,7 @@ Test(loader, driver_symbol_resolves_other_entry_points)
 
 Test(errors, result_names_work_without_a_driver)
 {
-    use_driver("/nonexistent/libcuda-missing.so.1");
+    use_driver(missing_driver);
     cr_assert_str_eq(cuctx_result_name(CUDA_SUCCESS), "CUDA_SUCCESS");
     cr_assert_str_eq(cuctx_result_name(CUDA_ERROR_INVALID_HANDLE), "CUDA_ERROR_INVALID_HANDLE");
     cr_assert_str_eq(cuctx_result_name(CUDA_ERROR_CONTEXT_IS_DESTROYED), "CUDA_ERROR_CONTEXT_IS_DESTROYED");
@@ -230,6 +232,9 @@ Test(errors, another_thread_does_not_see_this_threads_error)
     cr_assert_eq(seen, CUDA_SUCCESS);
 }
 
+/* A handle that names no object: its cleanup fails. */
+#define NO_SUCH_EVENT 0x0123456789abcdefull
+
 /* What cuctx_cleanup(h) writes to stderr (fd 2 sent to a temporary file). */
 static void stderr_of_cleanup(cuctx_event *h, char *buf, size_t n)
 {
@@ -257,7 +262,7 @@ Test(errors, cleanup_failure_goes_to_the_handler_and_default_is_restorable)
 {
     struct handler_count hc;
     char out[1024];
-    cuctx_event bogus = {0x0123456789abcdefull};   /* names no object */
+    cuctx_event bogus = {NO_SUCH_EVENT};
     cr_assert_eq(unsetenv("CUCTX_LOG"), 0);        /* the default level: warnings are written */
     NEED_DRIVER();
     count_handler_install(&hc);
@@ -267,7 +272,7 @@ Test(errors, cleanup_failure_goes_to_the_handler_and_default_is_restorable)
     cr_assert_not_null(strstr(hc.last_msg, "automatic cleanup"), "%s", hc.last_msg);
     cr_assert_str_eq(out, "", "the installed handler took it, not stderr");
     cuctx_set_error_handler(NULL, NULL);
-    bogus.id = 0x0123456789abcdefull;
+    bogus.id = NO_SUCH_EVENT;
     stderr_of_cleanup(&bogus, out, sizeof out);
     cr_assert_eq(hc.calls, 1, "default handler back in place");
     cr_assert_eq(strncmp(out, "cuctx: ", 7), 0, "stderr got \"%s\"", out);
@@ -276,7 +281,7 @@ Test(errors, cleanup_failure_goes_to_the_handler_and_default_is_restorable)
 
 Test(errors, quiet_log_level_silences_the_default_handler, .init = cr_redirect_stderr)
 {
-    cuctx_event bogus = {0x0123456789abcdefull};
+    cuctx_event bogus = {NO_SUCH_EVENT};
     cr_assert_eq(setenv("CUCTX_LOG", "quiet", 1), 0);
     NEED_DRIVER();
     cuctx_cleanup(&bogus);
@@ -286,7 +291,7 @@ Test(errors, quiet_log_level_silences_the_default_handler, .init = cr_redirect_s
 
 Test(errors, warn_log_level_writes_one_line, .init = cr_redirect_stderr)
 {
-    cuctx_event bogus = {0x0123456789abcdefull};
+    cuctx_event bogus = {NO_SUCH_EVENT};
     NEED_DRIVER();
     cuctx_cleanup(&bogus);
     fflush(stderr);

@@ -27,6 +27,30 @@ static CUcontext raw_pop(void)
     return c;
 }
 
+/* A context made through the driver, as code outside cuctx would: current
+ * (pushed) until popped. */
+static CUcontext raw_create(void)
+{
+    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    CUcontext c = NULL;
+    cr_assert_eq(create(&c, 0, 0), CUDA_SUCCESS);
+    return c;
+}
+
+static void raw_destroy(CUcontext c)
+{
+    PFN_cuCtxDestroy_v4000 destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+    cr_assert_eq(destroy(c), CUDA_SUCCESS);
+}
+
+/* Most tests here: a driver, and with the simulator one address per object
+ * (its recycling off), so that a trace names each context once. */
+static void need_driver_unique_addresses(void)
+{
+    NEED_DRIVER();
+    unique_addresses();
+}
+
 /* Calls that hand a context to the driver to make it current. */
 static unsigned long bound(CUcontext c, size_t mark)
 {
@@ -36,8 +60,7 @@ static unsigned long bound(CUcontext c, size_t mark)
 Test(scope_stack, depth_two_below_the_scope_is_untouched)
 {
     cuctx_ctx a = {0}, x = {0}, y = {0};
-    NEED_DRIVER();
-    unique_addresses();
+    need_driver_unique_addresses();
     CUcontext A = ctx_new(&a, "A"), X = ctx_new(&x, "X"), Y = ctx_new(&y, "Y");
     raw_push(X);
     raw_push(Y);
@@ -59,8 +82,7 @@ Test(scope_stack, depth_two_below_the_scope_is_untouched)
 Test(scope_stack, depth_three_nested_scopes_leave_every_level)
 {
     cuctx_ctx a = {0}, b = {0}, x = {0}, y = {0}, z = {0};
-    NEED_DRIVER();
-    unique_addresses();
+    need_driver_unique_addresses();
     CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
     CUcontext X = ctx_new(&x, "X"), Y = ctx_new(&y, "Y"), Z = ctx_new(&z, "Z");
     raw_push(X);
@@ -91,8 +113,7 @@ Test(scope_stack, depth_three_nested_scopes_leave_every_level)
 Test(scope_stack, a_context_created_inside_does_not_leak_out)
 {
     cuctx_ctx a = {0}, c = {0};
-    NEED_DRIVER();
-    unique_addresses();
+    need_driver_unique_addresses();
     CUcontext A = ctx_new(&a, "A");
     CUcontext C = NULL;
     size_t mark = log_mark();
@@ -115,8 +136,7 @@ Test(scope_stack, a_context_created_inside_does_not_leak_out)
 Test(scope_stack, contexts_created_inside_over_a_previous_one_are_all_taken_back)
 {
     cuctx_ctx a = {0}, x = {0}, c = {0}, d = {0}, e = {0};
-    NEED_DRIVER();
-    unique_addresses();
+    need_driver_unique_addresses();
     ctx_new(&a, "A");
     CUcontext X = ctx_new(&x, "X");
     CHECK_OK(cuctx_ctx_set_current(x));
@@ -142,8 +162,7 @@ Test(scope_stack, contexts_created_inside_over_a_previous_one_are_all_taken_back
 Test(scope_stack, set_current_inside_replaces_the_scopes_level_only)
 {
     cuctx_ctx a = {0}, b = {0}, x = {0};
-    NEED_DRIVER();
-    unique_addresses();
+    need_driver_unique_addresses();
     ctx_new(&a, "A");
     CUcontext B = ctx_new(&b, "B"), X = ctx_new(&x, "X");
     raw_push(X);
@@ -166,8 +185,7 @@ Test(scope_stack, set_current_inside_replaces_the_scopes_level_only)
 Test(scope_stack, previous_destroyed_inside_stays_dead_in_its_place_over_the_rest)
 {
     cuctx_ctx a = {0}, x = {0}, y = {0};
-    NEED_DRIVER();
-    unique_addresses();
+    need_driver_unique_addresses();
     ctx_new(&a, "A");
     CUcontext X = ctx_new(&x, "X"), Y = ctx_new(&y, "Y");
     raw_push(X);
@@ -190,8 +208,7 @@ Test(scope_stack, previous_destroyed_inside_stays_dead_in_its_place_over_the_res
 Test(scope_stack, both_levels_below_destroyed_inside_nothing_dead_is_bound)
 {
     cuctx_ctx a = {0}, x = {0}, y = {0};
-    NEED_DRIVER();
-    unique_addresses();
+    need_driver_unique_addresses();
     ctx_new(&a, "A");
     CUcontext X = ctx_new(&x, "X"), Y = ctx_new(&y, "Y");
     raw_push(X);
@@ -229,8 +246,7 @@ static void destroy_elsewhere(cuctx_ctx *victim)
 Test(scope_stack, previous_destroyed_on_another_thread_inside_is_not_bound)
 {
     cuctx_ctx a = {0}, x = {0};
-    NEED_DRIVER();
-    unique_addresses();
+    need_driver_unique_addresses();
     CUcontext A = ctx_new(&a, "A"), X = ctx_new(&x, "X");
     CHECK_OK(cuctx_ctx_set_current(x));
     size_t mark = log_mark();
@@ -280,8 +296,7 @@ Test(scope_stack, previous_dead_at_entry_whose_address_is_retaken_is_not_left_cu
 Test(scope_stack, previous_dead_at_entry_stays_in_its_place)
 {
     cuctx_ctx a = {0}, p = {0};
-    NEED_DRIVER();
-    unique_addresses();
+    need_driver_unique_addresses();
     CUcontext P = ctx_new(&p, "P");
     ctx_new(&a, "A");
     CHECK_OK(cuctx_ctx_set_current(p));
@@ -300,8 +315,7 @@ Test(scope_stack, previous_dead_at_entry_stays_in_its_place)
 Test(scope_stack, a_successful_enter_leaves_the_last_error_alone)
 {
     cuctx_ctx a = {0}, p = {0}, stale = {0};
-    NEED_DRIVER();
-    unique_addresses();
+    need_driver_unique_addresses();
     ctx_new(&p, "P");
     ctx_new(&a, "A");
     CHECK_OK(cuctx_ctx_create(&stale, 0, CUCTX_SCHED_AUTO));
@@ -323,8 +337,7 @@ Test(scope_stack, a_successful_enter_leaves_the_last_error_alone)
 Test(scope_stack, the_same_context_nested_is_pushed_once)
 {
     cuctx_ctx a = {0};
-    NEED_DRIVER();
-    unique_addresses();
+    need_driver_unique_addresses();
     CUcontext A = ctx_new(&a, "A");
     size_t mark = log_mark();
     CUCTX_SCOPED(a) {
@@ -342,8 +355,7 @@ Test(scope_stack, the_same_context_nested_is_pushed_once)
 Test(scope_stack, the_entered_context_destroyed_inside_is_not_popped_twice)
 {
     cuctx_ctx a = {0}, x = {0};
-    NEED_DRIVER();
-    unique_addresses();
+    need_driver_unique_addresses();
     CUcontext A = ctx_new(&a, "A"), X = ctx_new(&x, "X");
     raw_push(X);
     size_t mark = log_mark();
@@ -365,16 +377,12 @@ Test(scope_stack, the_entered_context_destroyed_inside_is_not_popped_twice)
 Test(scope_stack, a_borrowed_context_destroyed_by_its_owner_is_not_entered)
 {
     cuctx_ctx b = {0};
-    CUcontext B = NULL;
-    NEED_DRIVER();
+    need_driver_unique_addresses();
     NEED_SIM();
-    unique_addresses();
-    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
-    PFN_cuCtxDestroy_v4000 destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
-    cr_assert_eq(create(&B, 0, 0), CUDA_SUCCESS);  /* owned by code outside cuctx */
+    CUcontext B = raw_create();         /* owned by code outside cuctx */
     raw_pop();
     CHECK_OK(cuctx_ctx_borrow(&b, B));
-    cr_assert_eq(destroy(B), CUDA_SUCCESS);
+    raw_destroy(B);
     size_t mark = log_mark();
     int ran = 0;
     CUCTX_SCOPED(b) {
@@ -392,13 +400,10 @@ Test(scope_stack, a_borrowed_context_destroyed_by_its_owner_is_not_entered)
 Test(scope_stack, a_previous_context_that_could_not_be_identified_is_left_alone)
 {
     cuctx_ctx a = {0};
-    CUcontext X = NULL;
-    NEED_DRIVER();
+    need_driver_unique_addresses();
     NEED_SIM();
-    unique_addresses();
     CUcontext A = ctx_new(&a, "A");
-    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
-    cr_assert_eq(create(&X, 0, 0), CUDA_SUCCESS);  /* current, and new to cuctx */
+    CUcontext X = raw_create();         /* current, and new to cuctx */
     name_handle('c', H(X), "X");
     sim()->fail_call("cuCtxGetDevice", 1, CUDA_ERROR_UNKNOWN);
     size_t mark = log_mark();
@@ -418,16 +423,13 @@ Test(scope_stack, a_stale_entry_at_the_previous_address_does_not_cost_the_new_co
 {
     cuctx_ctx p = {0};
     cuctx_event ev = {0};
-    CUcontext A = NULL, B = NULL;
     NEED_DRIVER();
     NEED_SIM();                         /* needs the simulator's address reuse */
-    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
-    PFN_cuCtxDestroy_v4000 destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
     CHECK_OK(cuctx_ctx_primary(&p, 0));
-    cr_assert_eq(create(&A, 0, 0), CUDA_SUCCESS);
+    CUcontext A = raw_create();
     CHECK_OK(cuctx_event_create(&ev, (cuctx_ctx){0}, 0));  /* cuctx meets A as borrowed */
-    cr_assert_eq(destroy(A), CUDA_SUCCESS);                 /* its owner ends it */
-    cr_assert_eq(create(&B, 0, 0), CUDA_SUCCESS);
+    raw_destroy(A);                                         /* its owner ends it */
+    CUcontext B = raw_create();
     cr_assert_eq(B, A, "the simulator gave B A's address");
     CUCTX_SCOPED(p) {
         cr_assert_neq(current(), B);
@@ -435,7 +437,7 @@ Test(scope_stack, a_stale_entry_at_the_previous_address_does_not_cost_the_new_co
     EXPECT_CURRENT(B);
     CHECK_OK(cuctx_event_destroy(&ev));
     cr_assert_eq(stats().stale_skips, 1);
-    cr_assert_eq(destroy(B), CUDA_SUCCESS);
+    raw_destroy(B);
     CHECK_OK(cuctx_ctx_destroy(&p));
     cr_assert_eq(misuses(), 0);
 }
@@ -446,14 +448,11 @@ Test(scope_stack, a_stale_entry_at_the_previous_address_does_not_cost_the_new_co
 Test(scope_stack, a_previous_context_whose_id_could_not_be_read_is_reported_and_left_alone)
 {
     cuctx_ctx a = {0};
-    CUcontext X = NULL;
     struct handler_count hc;
-    NEED_DRIVER();
+    need_driver_unique_addresses();
     NEED_SIM();
-    unique_addresses();
     CUcontext A = ctx_new(&a, "A");
-    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
-    cr_assert_eq(create(&X, 0, 0), CUDA_SUCCESS);  /* current, and new to cuctx */
+    CUcontext X = raw_create();         /* current, and new to cuctx */
     name_handle('c', H(X), "X");
     count_handler_install(&hc);
     sim()->fail_call("cuCtxGetDevice", 1, CUDA_ERROR_UNKNOWN);
@@ -482,9 +481,8 @@ Test(scope_stack, a_previous_context_whose_id_could_not_be_read_is_reported_and_
 Test(scope_stack, a_create_failing_after_cuCtxCreate_inside_a_scope_leaves_the_stack_below)
 {
     cuctx_ctx a = {0}, x = {0}, b = {5};
-    NEED_DRIVER();
+    need_driver_unique_addresses();
     NEED_SIM();
-    unique_addresses();
     CUcontext X = ctx_new(&x, "X");
     CUcontext A = ctx_new(&a, "A");
     CHECK_OK(cuctx_ctx_set_current(x));

@@ -5,7 +5,8 @@
  *
  * Everything is reached the way cuctx reaches a driver: dlopen the file named
  * by CUCTX_DRIVER (libcuda.so.1 when unset), then cuGetProcAddress_v2 at the
- * pinned ABI versions.  The control API comes through dlsym.  Against the
+ * pinned ABI versions.  The control API comes through dlsym (both in rawdrv.c,
+ * shared with test_contract).  Against the
  * real driver (no cusim_reset) the tests that need no control run too, so a
  * simulator that has drifted from the driver is noticed; assertions on the
  * simulator's own counters and logs are made only against it (SIM_CHECK),
@@ -13,9 +14,6 @@
  * corrupt the real driver, skip there with the reason (SIM_ONLY).
  */
 #include <criterion/criterion.h>
-
-#include <cuda.h>
-#include <cudaTypedefs.h>
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -27,90 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cudasim.h"
+#include "rawdrv.h"
 
 #define H(x) ((uint64_t)(uintptr_t)(x))
-#define OK(call) cr_assert_eq((call), CUDA_SUCCESS, "%s failed", #call)
-#define RC(call, want) cr_assert_eq((call), (want), "%s: expected %d", #call, (int)(want))
-
-/* Entry points at the versions cuctx pins; member names drop "cu" so cuda.h's renames stay out of the way. */
-static struct {
-	void *lib;
-	PFN_cuGetProcAddress_v12000 GetProcAddress;
-	PFN_cuInit_v2000 Init;
-	PFN_cuDriverGetVersion_v2020 DriverGetVersion;
-	PFN_cuDeviceGet_v2000 DeviceGet;
-	PFN_cuDeviceGetCount_v2000 DeviceGetCount;
-	PFN_cuDeviceGetName_v2000 DeviceGetName;
-	PFN_cuGetErrorName_v6000 GetErrorName;
-	PFN_cuGetErrorString_v6000 GetErrorString;
-	PFN_cuCtxCreate_v3020 CtxCreate;
-	PFN_cuCtxDestroy_v4000 CtxDestroy;
-	PFN_cuCtxPushCurrent_v4000 CtxPushCurrent;
-	PFN_cuCtxPopCurrent_v4000 CtxPopCurrent;
-	PFN_cuCtxSetCurrent_v4000 CtxSetCurrent;
-	PFN_cuCtxGetCurrent_v4000 CtxGetCurrent;
-	PFN_cuCtxGetDevice_v2000 CtxGetDevice;
-	PFN_cuCtxSynchronize_v2000 CtxSynchronize;
-	PFN_cuCtxGetApiVersion_v3020 CtxGetApiVersion;
-	PFN_cuCtxGetId_v12000 CtxGetId;
-	PFN_cuDevicePrimaryCtxRetain_v7000 PrimaryRetain;
-	PFN_cuDevicePrimaryCtxRelease_v11000 PrimaryRelease;
-	PFN_cuDevicePrimaryCtxGetState_v7000 PrimaryGetState;
-	PFN_cuDevicePrimaryCtxReset_v11000 PrimaryReset;
-	PFN_cuEventCreate_v2000 EventCreate;
-	PFN_cuEventDestroy_v4000 EventDestroy;
-	PFN_cuEventRecord_v2000 EventRecord;
-	PFN_cuEventQuery_v2000 EventQuery;
-	PFN_cuEventSynchronize_v2000 EventSynchronize;
-	PFN_cuEventElapsedTime_v2000 EventElapsedTime;
-	PFN_cuEventElapsedTime_v12080 EventElapsedTime2;
-	PFN_cuStreamCreate_v2000 StreamCreate;
-	PFN_cuStreamCreateWithPriority_v5050 StreamCreateWithPriority;
-	PFN_cuStreamDestroy_v4000 StreamDestroy;
-	PFN_cuStreamSynchronize_v2000 StreamSynchronize;
-	PFN_cuStreamWaitEvent_v3020 StreamWaitEvent;
-	PFN_cuStreamQuery_v2000 StreamQuery;
-	PFN_cuModuleLoad_v2000 ModuleLoad;
-	PFN_cuModuleLoadData_v2000 ModuleLoadData;
-	PFN_cuModuleUnload_v2000 ModuleUnload;
-	PFN_cuModuleGetFunction_v2000 ModuleGetFunction;
-	PFN_cuLaunchKernel_v4000 LaunchKernel;
-	PFN_cuMemAlloc_v3020 MemAlloc;
-	PFN_cuMemFree_v3020 MemFree;
-	PFN_cuMemAllocHost_v3020 MemAllocHost;
-	PFN_cuMemHostAlloc_v2020 MemHostAlloc;
-	PFN_cuMemFreeHost_v2000 MemFreeHost;
-	PFN_cuMemsetD8_v3020 MemsetD8;
-	PFN_cuMemcpyHtoD_v3020 MemcpyHtoD;
-	PFN_cuMemcpyDtoH_v3020 MemcpyDtoH;
-	PFN_cuGraphCreate_v10000 GraphCreate;
-	PFN_cuGraphAddEmptyNode_v10000 GraphAddEmptyNode;
-	PFN_cuGraphDestroy_v10000 GraphDestroy;
-	PFN_cuGraphInstantiateWithFlags_v11040 GraphInstantiateWithFlags;
-	PFN_cuGraphExecDestroy_v10000 GraphExecDestroy;
-	PFN_cuGraphLaunch_v10000 GraphLaunch;
-
-	__typeof__(cusim_reset) *reset;
-	__typeof__(cusim_set_recycling) *set_recycling;
-	__typeof__(cusim_log_count) *log_count;
-	__typeof__(cusim_log_get) *log_get;
-	__typeof__(cusim_calls) *calls;
-	__typeof__(cusim_misuse_count) *misuse_count;
-	__typeof__(cusim_misuse_text) *misuse_text;
-	__typeof__(cusim_live) *live;
-	__typeof__(cusim_is_live) *is_live;
-	__typeof__(cusim_fail_call) *fail_call;
-	__typeof__(cusim_hide_ctx_id) *hide_ctx_id;
-	__typeof__(cusim_primary_outside_retain) *primary_outside_retain;
-	__typeof__(cusim_primary_outside_release) *primary_outside_release;
-	__typeof__(cusim_primary_refs) *primary_refs;
-	__typeof__(cusim_set_delay) *set_delay;
-	__typeof__(cusim_fail_all) *fail_all;
-	int sim;        /* the simulated driver is loaded */
-	int devices;    /* its device count, after cuInit */
-	__typeof__(cusim_sleeping) *sleeping;
-} D;
 
 /* Skips the calling test against the real driver, saying why. */
 #define SIM_ONLY(why)                                                   \
@@ -128,133 +45,24 @@ static struct {
 		}                       \
 	} while (0)
 
-static void *control(const char *name)
-{
-	void *p = dlsym(D.lib, name);
-	cr_assert_not_null(p, "simulator lacks %s", name);
-	return p;
-}
-
-static void resolve(void *slot, const char *symbol, int version)
-{
-	CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-	void *fn = NULL;
-	CUresult rc = D.GetProcAddress(symbol, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &status);
-	cr_assert_eq(rc, CUDA_SUCCESS, "cuGetProcAddress(%s, %d) = %d", symbol, version, rc);
-	cr_assert_eq(status, CU_GET_PROC_ADDRESS_SUCCESS);
-	cr_assert_not_null(fn);
-	memcpy(slot, &fn, sizeof fn);
-}
-
-#define RESOLVE(field, symbol, version) resolve(&D.field, symbol, version)
-
-static void resolve_all(void);
-
 /* Opens the driver and resolves everything. The simulator starts before
  * cuInit; the real driver is initialised first, as cuctx's loader does, and
  * a machine without a usable device skips. */
 static void load(void)
 {
-	const char *path = getenv("CUCTX_DRIVER");
-	if (!path || !*path)
-		path = "libcuda.so.1";
-	D.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-	if (!D.lib)
-		cr_skip_test("no CUDA driver: %s", dlerror());
-	D.sim = dlsym(D.lib, "cusim_reset") != NULL;
+	rawdrv_open();
 	if (!D.sim) {
-		void *gpa = dlsym(D.lib, "cuGetProcAddress_v2");
-		cr_assert_not_null(gpa, "%s exports no cuGetProcAddress_v2", path);
-		memcpy(&D.GetProcAddress, &gpa, sizeof gpa);
-		RESOLVE(Init, "cuInit", 2000);
-		CUresult rc = D.Init(0);
-		if (rc != CUDA_SUCCESS)
-			cr_skip_test("cuInit(0) gave %d: no usable CUDA device", (int)rc);
-		resolve_all();
+		rawdrv_init();
+		rawdrv_resolve(RAWDRV_ALL);
 		cr_assert_eq(D.DeviceGetCount(&D.devices), CUDA_SUCCESS);
 		return;
 	}
 
 	/* Tests that want another device count set it themselves; an inherited one would skew the rest. */
 	unsetenv("CUSIM_DEVICES");
-	D.reset = control("cusim_reset");
-	D.set_recycling = control("cusim_set_recycling");
-	D.log_count = control("cusim_log_count");
-	D.log_get = control("cusim_log_get");
-	D.calls = control("cusim_calls");
-	D.misuse_count = control("cusim_misuse_count");
-	D.misuse_text = control("cusim_misuse_text");
-	D.live = control("cusim_live");
-	D.is_live = control("cusim_is_live");
-	D.fail_call = control("cusim_fail_call");
-	D.hide_ctx_id = control("cusim_hide_ctx_id");
-	D.primary_outside_retain = control("cusim_primary_outside_retain");
-	D.primary_outside_release = control("cusim_primary_outside_release");
-	D.primary_refs = control("cusim_primary_refs");
-	D.set_delay = control("cusim_set_delay");
-	D.fail_all = control("cusim_fail_all");
-	D.sleeping = control("cusim_sleeping");
-	void *gpa = control("cuGetProcAddress_v2");
-	memcpy(&D.GetProcAddress, &gpa, sizeof gpa);
-	resolve_all();
+	rawdrv_controls();
+	rawdrv_resolve(RAWDRV_ALL);
 	D.reset();
-}
-
-static void resolve_all(void)
-{
-	RESOLVE(Init, "cuInit", 2000);
-	RESOLVE(DriverGetVersion, "cuDriverGetVersion", 2020);
-	RESOLVE(DeviceGet, "cuDeviceGet", 2000);
-	RESOLVE(DeviceGetCount, "cuDeviceGetCount", 2000);
-	RESOLVE(DeviceGetName, "cuDeviceGetName", 2000);
-	RESOLVE(GetErrorName, "cuGetErrorName", 6000);
-	RESOLVE(GetErrorString, "cuGetErrorString", 6000);
-	RESOLVE(CtxCreate, "cuCtxCreate", 3020);
-	RESOLVE(CtxDestroy, "cuCtxDestroy", 4000);
-	RESOLVE(CtxPushCurrent, "cuCtxPushCurrent", 4000);
-	RESOLVE(CtxPopCurrent, "cuCtxPopCurrent", 4000);
-	RESOLVE(CtxSetCurrent, "cuCtxSetCurrent", 4000);
-	RESOLVE(CtxGetCurrent, "cuCtxGetCurrent", 4000);
-	RESOLVE(CtxGetDevice, "cuCtxGetDevice", 2000);
-	RESOLVE(CtxSynchronize, "cuCtxSynchronize", 2000);
-	RESOLVE(CtxGetApiVersion, "cuCtxGetApiVersion", 3020);
-	RESOLVE(CtxGetId, "cuCtxGetId", 12000);
-	RESOLVE(PrimaryRetain, "cuDevicePrimaryCtxRetain", 7000);
-	RESOLVE(PrimaryRelease, "cuDevicePrimaryCtxRelease", 11000);
-	RESOLVE(PrimaryGetState, "cuDevicePrimaryCtxGetState", 7000);
-	RESOLVE(PrimaryReset, "cuDevicePrimaryCtxReset", 11000);
-	RESOLVE(EventCreate, "cuEventCreate", 2000);
-	RESOLVE(EventDestroy, "cuEventDestroy", 4000);
-	RESOLVE(EventRecord, "cuEventRecord", 2000);
-	RESOLVE(EventQuery, "cuEventQuery", 2000);
-	RESOLVE(EventSynchronize, "cuEventSynchronize", 2000);
-	RESOLVE(EventElapsedTime, "cuEventElapsedTime", 2000);
-	RESOLVE(EventElapsedTime2, "cuEventElapsedTime", 12080);
-	RESOLVE(StreamCreate, "cuStreamCreate", 2000);
-	RESOLVE(StreamCreateWithPriority, "cuStreamCreateWithPriority", 5050);
-	RESOLVE(StreamDestroy, "cuStreamDestroy", 4000);
-	RESOLVE(StreamSynchronize, "cuStreamSynchronize", 2000);
-	RESOLVE(StreamWaitEvent, "cuStreamWaitEvent", 3020);
-	RESOLVE(StreamQuery, "cuStreamQuery", 2000);
-	RESOLVE(ModuleLoad, "cuModuleLoad", 2000);
-	RESOLVE(ModuleLoadData, "cuModuleLoadData", 2000);
-	RESOLVE(ModuleUnload, "cuModuleUnload", 2000);
-	RESOLVE(ModuleGetFunction, "cuModuleGetFunction", 2000);
-	RESOLVE(LaunchKernel, "cuLaunchKernel", 4000);
-	RESOLVE(MemAlloc, "cuMemAlloc", 3020);
-	RESOLVE(MemFree, "cuMemFree", 3020);
-	RESOLVE(MemAllocHost, "cuMemAllocHost", 3020);
-	RESOLVE(MemHostAlloc, "cuMemHostAlloc", 2020);
-	RESOLVE(MemFreeHost, "cuMemFreeHost", 2000);
-	RESOLVE(MemsetD8, "cuMemsetD8", 3020);
-	RESOLVE(MemcpyHtoD, "cuMemcpyHtoD", 3020);
-	RESOLVE(MemcpyDtoH, "cuMemcpyDtoH", 3020);
-	RESOLVE(GraphCreate, "cuGraphCreate", 10000);
-	RESOLVE(GraphAddEmptyNode, "cuGraphAddEmptyNode", 10000);
-	RESOLVE(GraphDestroy, "cuGraphDestroy", 10000);
-	RESOLVE(GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", 11040);
-	RESOLVE(GraphExecDestroy, "cuGraphExecDestroy", 10000);
-	RESOLVE(GraphLaunch, "cuGraphLaunch", 10000);
 }
 
 static void setup(void)
@@ -281,28 +89,6 @@ static void teardown(void)
 {
 	if (D.reset)
 		D.reset();
-}
-
-static CUcontext new_ctx(CUdevice dev)
-{
-	CUcontext c = NULL;
-	OK(D.CtxCreate(&c, 0, dev));
-	return c;
-}
-
-static CUcontext current(void)
-{
-	CUcontext c = (CUcontext)(uintptr_t)0xdead;
-	OK(D.CtxGetCurrent(&c));
-	return c;
-}
-
-/* The id cuCtxGetId gives ctx (NULL: the current context); fails the test on an error. */
-static unsigned long long ctx_id(CUcontext ctx)
-{
-	unsigned long long id = 0;
-	OK(D.CtxGetId(ctx, &id));
-	return id;
 }
 
 static double now_ms(void)
@@ -364,9 +150,9 @@ Test(sim_init, calls_before_cuinit_return_not_initialized)
 	CUcontext c = NULL;
 	CUevent e = NULL;
 	int n = -1;
-	RC(D.CtxCreate(&c, 0, 0), CUDA_ERROR_NOT_INITIALIZED);
-	RC(D.EventCreate(&e, 0), CUDA_ERROR_NOT_INITIALIZED);
-	RC(D.DeviceGetCount(&n), CUDA_ERROR_NOT_INITIALIZED);
+	WANT(D.CtxCreate(&c, 0, 0), CUDA_ERROR_NOT_INITIALIZED);
+	WANT(D.EventCreate(&e, 0), CUDA_ERROR_NOT_INITIALIZED);
+	WANT(D.DeviceGetCount(&n), CUDA_ERROR_NOT_INITIALIZED);
 	cr_assert_null(c);
 	cr_assert_eq(n, -1);
 	SIM_CHECK(cr_assert_eq(last_call("cuDeviceGetCount").rc, CUDA_ERROR_NOT_INITIALIZED));
@@ -382,8 +168,8 @@ Test(sim_init, cuinit_with_nonzero_flags_is_invalid_value)
 {
 	SIM_ONLY("it starts before cuInit, and the real driver is initialised before the lookups");
 	int n;
-	RC(D.Init(1), CUDA_ERROR_INVALID_VALUE);
-	RC(D.DeviceGetCount(&n), CUDA_ERROR_NOT_INITIALIZED);
+	WANT(D.Init(1), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.DeviceGetCount(&n), CUDA_ERROR_NOT_INITIALIZED);
 	OK(D.Init(0));
 	OK(D.Init(0));
 	SIM_CHECK(cr_assert_eq(D.calls("cuInit"), 3));
@@ -394,8 +180,8 @@ Test(sim_init, no_device_when_cusim_devices_is_zero)
 	SIM_ONLY("CUSIM_DEVICES sets its device count");
 	int n;
 	setenv("CUSIM_DEVICES", "0", 1);
-	RC(D.Init(0), CUDA_ERROR_NO_DEVICE);
-	RC(D.DeviceGetCount(&n), CUDA_ERROR_NOT_INITIALIZED);
+	WANT(D.Init(0), CUDA_ERROR_NO_DEVICE);
+	WANT(D.DeviceGetCount(&n), CUDA_ERROR_NOT_INITIALIZED);
 	SIM_CHECK(cr_assert_eq(last_call("cuDeviceGetCount").rc, CUDA_ERROR_NOT_INITIALIZED));
 }
 
@@ -412,9 +198,9 @@ Test(sim_init, device_count_follows_cusim_devices_and_bad_ordinal_is_invalid_dev
 	cr_assert_eq(n, 3);
 	OK(D.DeviceGet(&dev, 2));
 	cr_assert_eq(dev, 2);
-	RC(D.DeviceGet(&dev, 3), CUDA_ERROR_INVALID_DEVICE);
-	RC(D.DeviceGet(&dev, -1), CUDA_ERROR_INVALID_DEVICE);
-	RC(D.CtxCreate(&c, 0, 3), CUDA_ERROR_INVALID_DEVICE);
+	WANT(D.DeviceGet(&dev, 3), CUDA_ERROR_INVALID_DEVICE);
+	WANT(D.DeviceGet(&dev, -1), CUDA_ERROR_INVALID_DEVICE);
+	WANT(D.CtxCreate(&c, 0, 3), CUDA_ERROR_INVALID_DEVICE);
 	OK(D.DeviceGetName(name, sizeof name, 1));
 	cr_assert(strlen(name) > 0);
 	SIM_CHECK(cr_assert_eq(D.live("all"), 0));
@@ -431,7 +217,7 @@ Test(sim_init, driver_version_and_error_names_need_no_cuinit)
 	cr_assert_str_eq(s, "CUDA_ERROR_CONTEXT_IS_DESTROYED");
 	OK(D.GetErrorString(CUDA_ERROR_INVALID_CONTEXT, &s));
 	cr_assert_not_null(s);
-	RC(D.GetErrorName((CUresult)99999, &s), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.GetErrorName((CUresult)99999, &s), CUDA_ERROR_INVALID_VALUE);
 }
 
 /* --- cuGetProcAddress --------------------------------------------------------- */
@@ -474,7 +260,7 @@ Test(sim_procaddress, asking_with_cuda_version_gets_the_v4_ctx_create_and_it_is_
 	cr_assert_eq(fn, dlsym(D.lib, "cuCtxCreate_v4"));
 	PFN_cuCtxCreate_v12050 create_v4;
 	memcpy(&create_v4, &fn, sizeof fn);
-	RC(create_v4(&c, NULL, 0, 0), CUDA_ERROR_NOT_SUPPORTED);
+	WANT(create_v4(&c, NULL, 0, 0), CUDA_ERROR_NOT_SUPPORTED);
 	SIM_CHECK(cr_assert_eq(D.live("context"), 0));
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 1));
 	assert_misuse(0, "cuCtxCreate", "unpinned/unsupported ABI version");
@@ -493,11 +279,11 @@ Test(sim_procaddress, old_32bit_abi_is_a_misuse_through_lookup_and_plain_dlsym)
 	CUresult (*alloc32)(unsigned int *dptr, unsigned int bytesize);
 	memcpy(&alloc32, &fn, sizeof fn);
 	unsigned int p32 = 0;
-	RC(alloc32(&p32, 64), CUDA_ERROR_NOT_SUPPORTED);
+	WANT(alloc32(&p32, 64), CUDA_ERROR_NOT_SUPPORTED);
 	OK(D.GetProcAddress("cuCtxSynchronize", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
 	PFN_cuCtxSynchronize_v13000 sync_v2;
 	memcpy(&sync_v2, &fn, sizeof fn);
-	RC(sync_v2(NULL), CUDA_ERROR_NOT_SUPPORTED);
+	WANT(sync_v2(NULL), CUDA_ERROR_NOT_SUPPORTED);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 2));
 	assert_misuse(0, "cuMemAlloc", "ABI version 2000");
 	assert_misuse(1, "cuCtxSynchronize", "ABI version 13000");
@@ -525,14 +311,14 @@ Test(sim_procaddress, hiding_ctx_get_id_makes_only_it_unknown_until_reset)
 	void *fn = (void *)&fn;
 	CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
 	D.hide_ctx_id(1);
-	RC(D.GetProcAddress("cuCtxGetId", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_ERROR_NOT_FOUND);
+	WANT(D.GetProcAddress("cuCtxGetId", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_ERROR_NOT_FOUND);
 	cr_assert_null(fn);
 	cr_assert_eq(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND, "as for a symbol the driver lacks");
 	PFN_cuGetProcAddress_v11030 gpa4;
 	void *sym = dlsym(D.lib, "cuGetProcAddress");
 	memcpy(&gpa4, &sym, sizeof sym);
 	fn = (void *)&fn;
-	RC(gpa4("cuCtxGetId", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT), CUDA_ERROR_NOT_FOUND);
+	WANT(gpa4("cuCtxGetId", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT), CUDA_ERROR_NOT_FOUND);
 	cr_assert_null(fn);
 	OK(D.GetProcAddress("cuCtxGetApiVersion", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st));
 	cr_assert_eq(fn, dlsym(D.lib, "cuCtxGetApiVersion"));
@@ -543,7 +329,7 @@ Test(sim_procaddress, hiding_ctx_get_id_makes_only_it_unknown_until_reset)
 	OK(D.GetProcAddress("cuCtxGetId", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st));
 	cr_assert_eq(st, CU_GET_PROC_ADDRESS_SUCCESS);
 	cr_assert_eq(fn, dlsym(D.lib, "cuCtxGetId"));
-	RC(D.GetProcAddress("cuCtxGetId", &fn, 11080, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_ERROR_NOT_FOUND);
+	WANT(D.GetProcAddress("cuCtxGetId", &fn, 11080, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_ERROR_NOT_FOUND);
 	cr_assert_eq(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT, "it came with CUDA 12.0");
 }
 
@@ -553,7 +339,7 @@ Test(sim_procaddress, version_below_the_first_is_version_not_sufficient)
 	CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SUCCESS;
 	SIM_ONLY("the real driver (580.159.04, measured 2026-11-30) does not refuse an entry point asked at a "
 		 "version below its first; cuctx asks each at the version it was introduced, so it relies on no answer here");
-	RC(D.GetProcAddress("cuGraphCreate", &fn, 9020, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_ERROR_NOT_FOUND);
+	WANT(D.GetProcAddress("cuGraphCreate", &fn, 9020, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_ERROR_NOT_FOUND);
 	cr_assert_null(fn);
 	cr_assert_eq(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
 }
@@ -562,7 +348,7 @@ Test(sim_procaddress, version_newer_than_the_driver_is_an_error_and_null)
 {
 	SIM_ONLY("the code for a version newer than the driver (13010 here) is the simulator's; test_contract checks the real driver's error and NULL");
 	void *fn = (void *)&fn;
-	RC(D.GetProcAddress("cuInit", &fn, 13010, CU_GET_PROC_ADDRESS_DEFAULT, NULL), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.GetProcAddress("cuInit", &fn, 13010, CU_GET_PROC_ADDRESS_DEFAULT, NULL), CUDA_ERROR_INVALID_VALUE);
 	cr_assert_null(fn);
 }
 
@@ -574,7 +360,7 @@ Test(sim_procaddress, stream_flags_are_accepted_and_unknown_flags_rejected)
 	cr_assert_eq(fn, dlsym(D.lib, "cuEventRecord"));
 	OK(D.GetProcAddress("cuEventRecord", &fn, 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL));
 	cr_assert_not_null(fn);
-	RC(D.GetProcAddress("cuEventRecord", &fn, 12000, 4, NULL), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.GetProcAddress("cuEventRecord", &fn, 12000, 4, NULL), CUDA_ERROR_INVALID_VALUE);
 	cr_assert_null(fn);
 	SIM_CHECK(cr_assert_eq(D.calls("cuGetProcAddress"), 3));
 }
@@ -589,7 +375,7 @@ Test(sim_procaddress, four_argument_lookup_works_before_cuinit)
 	void *fn = NULL;
 	OK(gpa4("cuInit", &fn, 2000, CU_GET_PROC_ADDRESS_DEFAULT));
 	cr_assert_eq(fn, dlsym(D.lib, "cuInit"));
-	RC(gpa4("cuInit", &fn, 1000, CU_GET_PROC_ADDRESS_DEFAULT), CUDA_ERROR_NOT_FOUND);
+	WANT(gpa4("cuInit", &fn, 1000, CU_GET_PROC_ADDRESS_DEFAULT), CUDA_ERROR_NOT_FOUND);
 	cr_assert_null(fn);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
 }
@@ -606,7 +392,7 @@ Test(sim_contexts, create_pushes_and_pop_returns_it_leaving_none_current)
 	OK(D.CtxPopCurrent(&popped));
 	cr_assert_eq(popped, c);
 	cr_assert_null(current());
-	RC(D.CtxPopCurrent(&popped), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(D.CtxPopCurrent(&popped), CUDA_ERROR_INVALID_CONTEXT);
 	OK(D.CtxDestroy(c));
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
 }
@@ -654,8 +440,8 @@ Test(sim_contexts, binding_a_destroyed_context_is_a_misuse_and_leaves_the_stack_
 	CUcontext live = new_ctx(0), dead = new_ctx(0);
 	OK(D.CtxDestroy(dead));
 	cr_assert_eq(current(), live);
-	RC(D.CtxSetCurrent(dead), CUDA_ERROR_INVALID_CONTEXT);
-	RC(D.CtxPushCurrent(dead), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(D.CtxSetCurrent(dead), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(D.CtxPushCurrent(dead), CUDA_ERROR_INVALID_CONTEXT);
 	cr_assert_eq(current(), live);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 2));
 	assert_misuse(0, "cuCtxSetCurrent", "already destroyed");
@@ -670,8 +456,8 @@ Test(sim_contexts, destroyed_current_context_gives_709_on_create_and_getcurrent_
 	cr_assert_eq(current(), top);
 	OK(D.CtxPopCurrent(&popped));
 	cr_assert_eq(current(), below, "the stale one is current");
-	RC(D.EventCreate(&e, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
-	RC(D.CtxSynchronize(), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.EventCreate(&e, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.CtxSynchronize(), CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0, "709 from a create is the real driver's answer, not a misuse"));
 	OK(D.CtxSetCurrent(top));
 	cr_assert_eq(current(), top);
@@ -700,12 +486,12 @@ Test(sim_contexts, api_version_and_second_destroy_on_a_destroyed_context_are_201
 	SIM_CHECK(cr_assert_eq(v, 3020));
 	cr_assert_geq(v, 3020);
 	OK(D.CtxDestroy(c));
-	RC(D.CtxGetApiVersion(c, &v), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(D.CtxGetApiVersion(c, &v), CUDA_ERROR_INVALID_CONTEXT);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0, "asking whether a context is alive is safe"));
 	/* A second destroy is a misuse: on the real driver it answered 201 when
 	 * run alone and something else in the parallel suite (2026-11-30), so
 	 * it is asked of the simulator only. */
-	SIM_CHECK(RC(D.CtxDestroy(c), CUDA_ERROR_INVALID_CONTEXT); cr_assert_eq(D.misuse_count(), 1);
+	SIM_CHECK(WANT(D.CtxDestroy(c), CUDA_ERROR_INVALID_CONTEXT); cr_assert_eq(D.misuse_count(), 1);
 		  assert_misuse(0, "cuCtxDestroy", "context not live: already destroyed");
 		  cr_assert_eq(last_call("cuCtxDestroy").rc, CUDA_ERROR_INVALID_CONTEXT));
 }
@@ -715,10 +501,10 @@ Test(sim_contexts, context_calls_without_a_current_context_are_201)
 	CUdevice dev;
 	CUevent e;
 	CUdeviceptr p;
-	RC(D.CtxSynchronize(), CUDA_ERROR_INVALID_CONTEXT);
-	RC(D.CtxGetDevice(&dev), CUDA_ERROR_INVALID_CONTEXT);
-	RC(D.EventCreate(&e, 0), CUDA_ERROR_INVALID_CONTEXT);
-	RC(D.MemAlloc(&p, 16), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(D.CtxSynchronize(), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(D.CtxGetDevice(&dev), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(D.EventCreate(&e, 0), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(D.MemAlloc(&p, 16), CUDA_ERROR_INVALID_CONTEXT);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
 	SIM_CHECK(cr_assert_eq(D.live("all"), 0));
 }
@@ -747,7 +533,7 @@ Test(sim_contexts, destroying_a_context_current_on_another_thread_leaves_it_stal
 	cr_assert_eq(d.rc, CUDA_SUCCESS);
 	cr_assert_eq(current(), c, "this thread still names the dead context");
 	CUevent e;
-	RC(D.EventCreate(&e, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.EventCreate(&e, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	OK(D.CtxSetCurrent(other));
 	cr_assert_eq(current(), other);
 	OK(D.CtxSetCurrent(NULL));
@@ -770,7 +556,7 @@ Test(sim_contexts, popping_a_context_destroyed_on_another_thread_succeeds_withou
 	cr_assert_eq(popped, c);
 	SIM_CHECK(cr_assert_eq(last_call("cuCtxPopCurrent").handle, H(c)));
 	cr_assert_null(current());
-	RC(D.CtxPopCurrent(&popped), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(D.CtxPopCurrent(&popped), CUDA_ERROR_INVALID_CONTEXT);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
 }
 
@@ -788,7 +574,7 @@ Test(sim_ctx_id, ids_are_unique_increasing_and_null_asks_about_the_current_one)
 	cr_assert_eq(ctx_id(NULL), ic);
 	SIM_CHECK(cr_assert_eq(last_call("cuCtxGetId").handle, H(c), "NULL is logged as the current context"));
 	SIM_CHECK(cr_assert_eq(D.calls("cuCtxGetId"), 5));
-	RC(D.CtxGetId(a, NULL), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.CtxGetId(a, NULL), CUDA_ERROR_INVALID_VALUE);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
 }
 
@@ -809,7 +595,7 @@ Test(sim_ctx_id, a_dead_context_is_709_and_no_misuse)
 	CUcontext a = new_ctx(0);
 	unsigned long long id = 0;
 	OK(D.CtxDestroy(a));
-	RC(D.CtxGetId(a, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.CtxGetId(a, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	SIM_CHECK(cr_assert_eq(last_call("cuCtxGetId").handle, H(a)));
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0, "asking whether a context is alive is safe"));
 }
@@ -818,7 +604,7 @@ Test(sim_ctx_id, a_value_never_given_out_is_201_and_a_misuse)
 {
 	SIM_ONLY("it hands the driver a context value it never gave out, which the real driver may dereference");
 	unsigned long long id = 0;
-	RC(D.CtxGetId((CUcontext)(uintptr_t)0x1234560, &id), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(D.CtxGetId((CUcontext)(uintptr_t)0x1234560, &id), CUDA_ERROR_INVALID_CONTEXT);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 1));
 	assert_misuse(0, "cuCtxGetId", "never created");
 }
@@ -826,7 +612,7 @@ Test(sim_ctx_id, a_value_never_given_out_is_201_and_a_misuse)
 Test(sim_ctx_id, null_with_nothing_current_is_201)
 {
 	unsigned long long id = 0;
-	RC(D.CtxGetId(NULL, &id), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(D.CtxGetId(NULL, &id), CUDA_ERROR_INVALID_CONTEXT);
 	SIM_CHECK(cr_assert_eq(last_call("cuCtxGetId").handle, 0));
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
 }
@@ -840,11 +626,11 @@ Test(sim_ctx_id, null_after_the_current_context_died_on_another_thread_is_709)
 	cr_assert_eq(pthread_create(&t, NULL, destroy_on_other_thread, &d), 0);
 	pthread_join(t, NULL);
 	cr_assert_eq(d.rc, CUDA_SUCCESS);
-	RC(D.CtxGetId(NULL, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.CtxGetId(NULL, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	SIM_CHECK(cr_assert_eq(last_call("cuCtxGetId").handle, H(c)));
 	OK(D.CtxSetCurrent(NULL));
 	/* Set-current NULL popped the dead one. */
-	RC(D.CtxGetId(NULL, &id), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(D.CtxGetId(NULL, &id), CUDA_ERROR_INVALID_CONTEXT);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
 }
 
@@ -857,7 +643,7 @@ Test(sim_lifetimes, event_destroy_after_context_destroy_is_709_and_a_misuse)
 	OK(D.EventCreate(&e, CU_EVENT_DISABLE_TIMING));
 	OK(D.CtxDestroy(c));
 	SIM_CHECK(cr_assert_eq(D.live("event"), 0, "the context took its event with it"));
-	RC(D.EventDestroy(e), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.EventDestroy(e), CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 1));
 	assert_misuse(0, "cuEventDestroy", "event not live: its context was destroyed");
 }
@@ -869,7 +655,7 @@ Test(sim_lifetimes, stream_destroy_after_context_destroy_is_misuse_not_crash)
 	CUstream s;
 	OK(D.StreamCreate(&s, CU_STREAM_NON_BLOCKING));
 	OK(D.CtxDestroy(c));
-	RC(D.StreamDestroy(s), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.StreamDestroy(s), CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 1));
 	assert_misuse(0, "cuStreamDestroy", "stream not live: its context was destroyed");
 	SIM_CHECK(cr_assert_eq(last_call("cuStreamDestroy").handle, H(s)));
@@ -901,7 +687,7 @@ Test(sim_lifetimes, graph_exec_dies_with_its_context_but_the_graph_does_not)
 	SIM_CHECK(cr_assert(D.is_live("graph", H(g))));
 	SIM_CHECK(cr_assert_not(D.is_live("graph_exec", H(x))));
 	/* The real driver answers CUDA_SUCCESS (DRIVER-FACTS); the simulator, stricter, refuses it. */
-	RC(D.GraphExecDestroy(x), D.sim ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS);
+	WANT(D.GraphExecDestroy(x), D.sim ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS);
 	OK(D.GraphDestroy(g));
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 1));
 	assert_misuse(0, "cuGraphExecDestroy", "its context was destroyed");
@@ -918,8 +704,8 @@ Test(sim_lifetimes, memory_frees_after_context_destroy_are_invalid_value)
 	memset(h, 0x5a, 4096);
 	OK(D.CtxDestroy(c));
 	SIM_CHECK(cr_assert_eq(D.live("mem") + D.live("host_mem"), 0));
-	RC(D.MemFree(p), CUDA_ERROR_INVALID_VALUE);
-	RC(D.MemFreeHost(h), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.MemFree(p), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.MemFreeHost(h), CUDA_ERROR_INVALID_VALUE);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 2));
 	assert_misuse(0, "cuMemFree", "mem not live: its context was destroyed");
 	assert_misuse(1, "cuMemFreeHost", "host_mem not live: its context was destroyed");
@@ -936,8 +722,8 @@ Test(sim_lifetimes, double_destroys_are_misuses_not_crashes)
 	OK(D.EventDestroy(e));
 	OK(D.StreamDestroy(s));
 	SIM_CHECK(D.set_recycling(0));
-	RC(D.EventDestroy(e), CUDA_ERROR_CONTEXT_IS_DESTROYED);
-	RC(D.StreamDestroy(s), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.EventDestroy(e), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.StreamDestroy(s), CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 2));
 	assert_misuse(0, "cuEventDestroy", "already destroyed");
 	assert_misuse(1, "cuStreamDestroy", "already destroyed");
@@ -947,10 +733,10 @@ Test(sim_lifetimes, values_never_handed_out_are_misuses)
 {
 	SIM_ONLY("it hands the driver values it never gave out, which the real driver may dereference");
 	new_ctx(0);
-	RC(D.EventDestroy((CUevent)(uintptr_t)0x1234560), CUDA_ERROR_INVALID_HANDLE);
-	RC(D.StreamDestroy((CUstream)(uintptr_t)0x1234560), CUDA_ERROR_INVALID_HANDLE);
-	RC(D.MemFree(0x1234560), CUDA_ERROR_INVALID_VALUE);
-	RC(D.CtxDestroy((CUcontext)(uintptr_t)0x1234560), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(D.EventDestroy((CUevent)(uintptr_t)0x1234560), CUDA_ERROR_INVALID_HANDLE);
+	WANT(D.StreamDestroy((CUstream)(uintptr_t)0x1234560), CUDA_ERROR_INVALID_HANDLE);
+	WANT(D.MemFree(0x1234560), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.CtxDestroy((CUcontext)(uintptr_t)0x1234560), CUDA_ERROR_INVALID_CONTEXT);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 4));
 	for (size_t i = 0; i < 4; i++)
 		cr_assert(strstr(D.misuse_text(i), "never created") != NULL, "%s", D.misuse_text(i));
@@ -968,11 +754,11 @@ Test(sim_events, elapsed_time_is_400_without_timing_or_before_the_end_is_recorde
 	OK(D.EventCreate(&b, CU_EVENT_BLOCKING_SYNC));
 	OK(D.EventCreate(&quiet, CU_EVENT_DISABLE_TIMING));
 	OK(D.EventRecord(a, NULL));
-	RC(D.EventElapsedTime(&ms, a, b), CUDA_ERROR_INVALID_HANDLE);
+	WANT(D.EventElapsedTime(&ms, a, b), CUDA_ERROR_INVALID_HANDLE);
 	OK(D.EventRecord(quiet, NULL));
 	OK(D.EventSynchronize(quiet));  /* complete: the answer is about timing, not readiness */
-	RC(D.EventElapsedTime(&ms, a, quiet), CUDA_ERROR_INVALID_HANDLE);
-	RC(D.EventElapsedTime2(&ms, quiet, a), CUDA_ERROR_INVALID_HANDLE);
+	WANT(D.EventElapsedTime(&ms, a, quiet), CUDA_ERROR_INVALID_HANDLE);
+	WANT(D.EventElapsedTime2(&ms, quiet, a), CUDA_ERROR_INVALID_HANDLE);
 	cr_assert_eq(ms, -1);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0, "400 here is the real driver's answer"));
 }
@@ -1006,8 +792,8 @@ Test(sim_events, event_flags_are_validated)
 {
 	new_ctx(0);
 	CUevent e = NULL;
-	RC(D.EventCreate(&e, CU_EVENT_INTERPROCESS), CUDA_ERROR_INVALID_VALUE);
-	RC(D.EventCreate(&e, 0x100), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.EventCreate(&e, CU_EVENT_INTERPROCESS), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.EventCreate(&e, 0x100), CUDA_ERROR_INVALID_VALUE);
 	OK(D.EventCreate(&e, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
 	SIM_CHECK(cr_assert_eq(D.live("event"), 1));
 }
@@ -1021,8 +807,8 @@ Test(sim_events, recording_outside_the_events_context_is_400_and_a_misuse)
 	new_ctx(1);
 	CUstream other;
 	OK(D.StreamCreate(&other, 0));
-	RC(D.EventRecord(e, other), CUDA_ERROR_INVALID_HANDLE);
-	RC(D.EventRecord(e, NULL), CUDA_ERROR_INVALID_HANDLE);
+	WANT(D.EventRecord(e, other), CUDA_ERROR_INVALID_HANDLE);
+	WANT(D.EventRecord(e, NULL), CUDA_ERROR_INVALID_HANDLE);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 2));
 	assert_misuse(0, "cuEventRecord", "stream of another context");
 	assert_misuse(1, "cuEventRecord", "default stream of a context other than its own");
@@ -1038,18 +824,18 @@ Test(sim_streams, stream_flags_priorities_and_waits)
 	new_ctx(0);
 	CUstream s, hi, lo;
 	CUevent e;
-	RC(D.StreamCreate(&s, 2), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.StreamCreate(&s, 2), CUDA_ERROR_INVALID_VALUE);
 	OK(D.StreamCreateWithPriority(&hi, CU_STREAM_NON_BLOCKING, -100));
 	OK(D.StreamCreateWithPriority(&lo, 0, 100));
 	OK(D.EventCreate(&e, CU_EVENT_DISABLE_TIMING));
 	/* Flag 1 is CU_EVENT_WAIT_EXTERNAL in CUDA 11.1+ headers: the simulator refuses
 	 * it; the real driver's answer was not measured. */
-	SIM_CHECK(RC(D.StreamWaitEvent(hi, e, 1), CUDA_ERROR_INVALID_VALUE));
+	SIM_CHECK(WANT(D.StreamWaitEvent(hi, e, 1), CUDA_ERROR_INVALID_VALUE));
 	OK(D.StreamWaitEvent(hi, e, 0));
 	OK(D.StreamWaitEvent(NULL, e, 0));
 	OK(D.StreamSynchronize(lo));
 	OK(D.StreamQuery(NULL));
-	SIM_CHECK(RC(D.StreamDestroy(NULL), CUDA_ERROR_INVALID_HANDLE));  /* not measured on the real driver */
+	SIM_CHECK(WANT(D.StreamDestroy(NULL), CUDA_ERROR_INVALID_HANDLE));  /* not measured on the real driver */
 	SIM_CHECK(cr_assert_eq(D.live("stream"), 2));
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
 }
@@ -1088,7 +874,7 @@ Test(sim_modules, loads_ptx_from_file_and_image_and_finds_entry_functions)
 	OK(D.ModuleGetFunction(&f2, from_image, "scale"));
 	OK(D.ModuleGetFunction(&again, from_file, "vadd"));
 	cr_assert_eq(f1, again);
-	RC(D.ModuleGetFunction(&f2, from_image, "missing"), CUDA_ERROR_NOT_FOUND);
+	WANT(D.ModuleGetFunction(&f2, from_image, "missing"), CUDA_ERROR_NOT_FOUND);
 	/* The real driver would want vadd's parameter: the launch is the simulator's. */
 	SIM_CHECK(OK(D.LaunchKernel(f1, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL)));
 	SIM_CHECK(cr_assert_eq(D.live("module"), 2));
@@ -1103,9 +889,9 @@ Test(sim_modules, bad_images_and_missing_files_fail_as_the_driver_does)
 	new_ctx(0);
 	CUmodule m;
 	static const char binary[] = "\x7f" "ELF\x02\x01\x01";
-	RC(D.ModuleLoad(&m, "/nonexistent/cudasim/kernel.ptx"), CUDA_ERROR_FILE_NOT_FOUND);
-	RC(D.ModuleLoadData(&m, ".version 8.0\n.target sm_90\n"), CUDA_ERROR_INVALID_IMAGE);
-	RC(D.ModuleLoadData(&m, binary), CUDA_ERROR_INVALID_IMAGE);
+	WANT(D.ModuleLoad(&m, "/nonexistent/cudasim/kernel.ptx"), CUDA_ERROR_FILE_NOT_FOUND);
+	WANT(D.ModuleLoadData(&m, ".version 8.0\n.target sm_90\n"), CUDA_ERROR_INVALID_IMAGE);
+	WANT(D.ModuleLoadData(&m, binary), CUDA_ERROR_INVALID_IMAGE);
 	SIM_CHECK(cr_assert_eq(D.live("module"), 0));
 }
 
@@ -1120,12 +906,12 @@ Test(sim_modules, launch_checks_the_functions_context_stream_and_module)
 	CUstream sa;
 	OK(D.StreamCreate(&sa, 0));
 	new_ctx(0);
-	RC(D.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
+	WANT(D.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
 	OK(D.CtxSetCurrent(a));
 	OK(D.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, sa, NULL, NULL));
-	RC(D.LaunchKernel(f, 0, 1, 1, 1, 1, 1, 0, sa, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.LaunchKernel(f, 0, 1, 1, 1, 1, 1, 0, sa, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
 	OK(D.ModuleUnload(m));
-	RC(D.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, sa, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
+	WANT(D.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, sa, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 2));
 	assert_misuse(0, "cuLaunchKernel", "another context");
 	assert_misuse(1, "cuLaunchKernel", "function not live: its module was unloaded");
@@ -1150,9 +936,9 @@ Test(sim_memory, device_memory_round_trips_and_ranges_are_bounds_checked)
 	cr_assert_eq(out[16], 0xab);
 	cr_assert_eq(out[31], 0xab);
 	cr_assert_eq(out[32], 32);
-	RC(D.MemsetD8(p + 1, 0, sizeof in), CUDA_ERROR_INVALID_VALUE);
-	RC(D.MemcpyDtoH(out, p + sizeof in, 1), CUDA_ERROR_INVALID_VALUE);
-	RC(D.MemFree(p + 8), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.MemsetD8(p + 1, 0, sizeof in), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.MemcpyDtoH(out, p + sizeof in, 1), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.MemFree(p + 8), CUDA_ERROR_INVALID_VALUE);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 3));
 	assert_misuse(0, "cuMemsetD8", "outside every live allocation");
 	assert_misuse(2, "cuMemFree", "not at its start");
@@ -1166,10 +952,10 @@ Test(sim_memory, zero_sized_and_oversized_allocations_fail)
 	new_ctx(0);
 	CUdeviceptr p = 0;
 	void *h = NULL;
-	RC(D.MemAlloc(&p, 0), CUDA_ERROR_INVALID_VALUE);
-	RC(D.MemAlloc(&p, ((size_t)1 << 30) + 1), CUDA_ERROR_OUT_OF_MEMORY);
-	RC(D.MemAllocHost(&h, 0), CUDA_ERROR_INVALID_VALUE);
-	RC(D.MemHostAlloc(&h, 64, 0x80), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.MemAlloc(&p, 0), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.MemAlloc(&p, ((size_t)1 << 30) + 1), CUDA_ERROR_OUT_OF_MEMORY);
+	WANT(D.MemAllocHost(&h, 0), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.MemHostAlloc(&h, 64, 0x80), CUDA_ERROR_INVALID_VALUE);
 	OK(D.MemHostAlloc(&h, 64, CU_MEMHOSTALLOC_PORTABLE));
 	memset(h, 1, 64);
 	cr_assert_eq(p, 0);
@@ -1187,7 +973,7 @@ Test(sim_graphs, graphs_instantiate_into_the_current_context_and_launch_there)
 	CUgraph g;
 	CUgraphNode n1, n2;
 	CUgraphExec x;
-	RC(D.GraphCreate(&g, 1), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.GraphCreate(&g, 1), CUDA_ERROR_INVALID_VALUE);
 	OK(D.GraphCreate(&g, 0));
 	OK(D.GraphAddEmptyNode(&n1, g, NULL, 0));
 	OK(D.GraphAddEmptyNode(&n2, g, &n1, 1));
@@ -1196,12 +982,12 @@ Test(sim_graphs, graphs_instantiate_into_the_current_context_and_launch_there)
 	new_ctx(1);
 	CUstream other;
 	OK(D.StreamCreate(&other, 0));
-	RC(D.GraphLaunch(x, other), CUDA_ERROR_INVALID_HANDLE);
+	WANT(D.GraphLaunch(x, other), CUDA_ERROR_INVALID_HANDLE);
 	OK(D.CtxSetCurrent(a));
 	OK(D.GraphExecDestroy(x));
 	OK(D.GraphDestroy(g));
-	RC(D.GraphDestroy(g), CUDA_ERROR_INVALID_HANDLE);
-	RC(D.GraphInstantiateWithFlags(&x, g, 0), CUDA_ERROR_INVALID_HANDLE);
+	WANT(D.GraphDestroy(g), CUDA_ERROR_INVALID_HANDLE);
+	WANT(D.GraphInstantiateWithFlags(&x, g, 0), CUDA_ERROR_INVALID_HANDLE);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 3));
 	assert_misuse(0, "cuGraphLaunch", "another context");
 	assert_misuse(1, "cuGraphDestroy", "already destroyed");
@@ -1230,7 +1016,7 @@ Test(sim_primary, last_release_deactivates_and_takes_the_children_with_it)
 	OK(D.PrimaryGetState(0, &flags, &active));
 	cr_assert_eq(active, 0);
 	SIM_CHECK(cr_assert_eq(D.live("primary"), 0));
-	RC(D.EventDestroy(e), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.EventDestroy(e), CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 1));
 	assert_misuse(0, "cuEventDestroy", "primary context was released");
 }
@@ -1255,10 +1041,10 @@ Test(sim_primary, destroying_a_primary_or_over_releasing_is_201_and_a_misuse)
 {
 	CUcontext p;
 	OK(D.PrimaryRetain(&p, 0));
-	RC(D.CtxDestroy(p), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(D.CtxDestroy(p), CUDA_ERROR_INVALID_CONTEXT);
 	SIM_CHECK(cr_assert(D.is_live("primary", H(p))));
 	OK(D.PrimaryRelease(0));
-	SIM_CHECK(RC(D.PrimaryRelease(0), CUDA_ERROR_INVALID_CONTEXT));  /* over-release: not measured on the real driver */
+	SIM_CHECK(WANT(D.PrimaryRelease(0), CUDA_ERROR_INVALID_CONTEXT));  /* over-release: not measured on the real driver */
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 2));
 	assert_misuse(0, "cuCtxDestroy", "primary context");
 	assert_misuse(1, "cuDevicePrimaryCtxRelease", "released more often than retained");
@@ -1275,8 +1061,8 @@ Test(sim_primary, reset_destroys_children_and_deactivates)
 	OK(D.PrimaryReset(0));
 	SIM_CHECK(cr_assert_eq(D.live("all"), 0));
 	CUevent e;
-	RC(D.EventCreate(&e, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
-	RC(D.CtxPushCurrent(p), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(D.EventCreate(&e, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.CtxPushCurrent(p), CUDA_ERROR_INVALID_CONTEXT);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 1));
 	assert_misuse(0, "cuCtxPushCurrent", "inactive");
 }
@@ -1288,7 +1074,7 @@ Test(sim_primary, becoming_active_again_keeps_the_address_and_gives_a_new_id)
 	unsigned long long id1 = ctx_id(first);
 	OK(D.PrimaryRelease(0));
 	unsigned long long id = 0;
-	RC(D.CtxGetId(first, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.CtxGetId(first, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	OK(D.PrimaryRetain(&again, 0));
 	cr_assert_eq(again, first);
 	unsigned long long id2 = ctx_id(again);
@@ -1309,13 +1095,13 @@ Test(sim_primary, reset_ends_the_context_but_keeps_every_retain)
 	SIM_CHECK(cr_assert_eq(D.primary_refs(0), 2));
 	OK(D.PrimaryGetState(0, &flags, &active));
 	cr_assert_eq(active, 0);
-	RC(D.CtxGetId(p, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.CtxGetId(p, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	OK(D.PrimaryRelease(0));
 	SIM_CHECK(cr_assert_eq(D.primary_refs(0), 1));
 	OK(D.PrimaryRelease(0));
 	SIM_CHECK(cr_assert_eq(D.primary_refs(0), 0));
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
-	SIM_CHECK(RC(D.PrimaryRelease(0), CUDA_ERROR_INVALID_CONTEXT));  /* over-release: not measured on the real driver */
+	SIM_CHECK(WANT(D.PrimaryRelease(0), CUDA_ERROR_INVALID_CONTEXT));  /* over-release: not measured on the real driver */
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 1));
 	assert_misuse(0, "cuDevicePrimaryCtxRelease", "released more often than retained");
 	SIM_CHECK(cr_assert_eq(D.live("primary"), 0));
@@ -1342,7 +1128,7 @@ Test(sim_primary, a_retain_after_reset_makes_a_new_context_an_old_release_does_n
 	OK(D.PrimaryRelease(0));
 	OK(D.PrimaryGetState(0, &flags, &active));
 	cr_assert_eq(active, 0);
-	RC(D.CtxGetId(b, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.CtxGetId(b, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
 }
 
@@ -1413,8 +1199,8 @@ Test(sim_recycling, a_stale_free_lands_on_the_new_owners_allocation_and_is_caugh
 	cr_assert_eq(fresh, old, "the new context's allocation reuses the address");
 	OK(D.MemFree(old));
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0, "the stale free itself is indistinguishable, as on the real driver"));
-	RC(D.MemsetD8(fresh, 0, 16), CUDA_ERROR_INVALID_VALUE);
-	RC(D.MemFree(fresh), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.MemsetD8(fresh, 0, 16), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.MemFree(fresh), CUDA_ERROR_INVALID_VALUE);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 2));
 	assert_misuse(0, "cuMemsetD8", "mem not live: already freed");
 	assert_misuse(1, "cuMemFree", "mem not live: already freed");
@@ -1497,7 +1283,7 @@ Test(sim_recycling, with_recycling_off_values_are_never_reused)
 	cr_assert_neq(p1, p2);
 	cr_assert_neq(h1, h2);
 	cr_assert_neq(a, b);
-	RC(D.EventDestroy(e1), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.EventDestroy(e1), CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	assert_misuse(0, "cuEventDestroy", "already destroyed");
 }
 
@@ -1510,7 +1296,7 @@ Test(sim_faults, the_nth_call_fails_with_the_chosen_code_and_does_nothing_else)
 	CUevent e1, e2 = NULL, e3;
 	D.fail_call("cuEventCreate", 2, CUDA_ERROR_OUT_OF_MEMORY);
 	OK(D.EventCreate(&e1, 0));
-	RC(D.EventCreate(&e2, 0), CUDA_ERROR_OUT_OF_MEMORY);
+	WANT(D.EventCreate(&e2, 0), CUDA_ERROR_OUT_OF_MEMORY);
 	cr_assert_null(e2);
 	struct cusim_call rec = last_call("cuEventCreate");
 	cr_assert_eq(rec.rc, CUDA_ERROR_OUT_OF_MEMORY);
@@ -1528,12 +1314,12 @@ Test(sim_faults, several_plans_may_be_pending_and_a_failed_destroy_keeps_the_obj
 	D.fail_call("cuStreamDestroy", 1, CUDA_ERROR_UNKNOWN);
 	D.fail_call("cuCtxDestroy", 1, CUDA_ERROR_INVALID_VALUE);
 	D.fail_call("cuStreamCreate", 1, CUDA_ERROR_NOT_READY);
-	RC(D.StreamCreate(&s, 0), CUDA_ERROR_NOT_READY);
+	WANT(D.StreamCreate(&s, 0), CUDA_ERROR_NOT_READY);
 	OK(D.StreamCreate(&s, 0));
-	RC(D.StreamDestroy(s), CUDA_ERROR_UNKNOWN);
+	WANT(D.StreamDestroy(s), CUDA_ERROR_UNKNOWN);
 	SIM_CHECK(cr_assert(D.is_live("stream", H(s))));
 	SIM_CHECK(cr_assert_eq(last_call("cuStreamDestroy").handle, H(s)));
-	RC(D.CtxDestroy(c), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.CtxDestroy(c), CUDA_ERROR_INVALID_VALUE);
 	OK(D.StreamDestroy(s));
 	OK(D.CtxDestroy(c));
 	SIM_CHECK(cr_assert_eq(D.live("all"), 0));
@@ -1617,16 +1403,16 @@ Test(sim_faults, fail_all_fails_every_entry_point_but_lookup_until_turned_off)
 	int n = -1;
 	void *fn = NULL;
 	D.fail_all(CUDA_ERROR_DEINITIALIZED);
-	RC(D.EventCreate(&e, 0), CUDA_ERROR_DEINITIALIZED);
+	WANT(D.EventCreate(&e, 0), CUDA_ERROR_DEINITIALIZED);
 	cr_assert_null(e);
 	struct cusim_call rec = last_call("cuEventCreate");
 	cr_assert_eq(rec.rc, CUDA_ERROR_DEINITIALIZED);
 	cr_assert_eq(rec.ctx, H(c));
-	RC(D.CtxDestroy(c), CUDA_ERROR_DEINITIALIZED);
+	WANT(D.CtxDestroy(c), CUDA_ERROR_DEINITIALIZED);
 	SIM_CHECK(cr_assert(D.is_live("context", H(c)), "a failed destroy did nothing"));
-	RC(D.DeviceGetCount(&n), CUDA_ERROR_DEINITIALIZED);
+	WANT(D.DeviceGetCount(&n), CUDA_ERROR_DEINITIALIZED);
 	cr_assert_eq(n, -1);
-	RC(D.CtxGetId(c, NULL), CUDA_ERROR_DEINITIALIZED);
+	WANT(D.CtxGetId(c, NULL), CUDA_ERROR_DEINITIALIZED);
 	OK(D.GetProcAddress("cuEventCreate", &fn, 2000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
 	SIM_CHECK(cr_assert_eq(D.calls("cuEventCreate"), 1));
 	SIM_CHECK(cr_assert_eq(D.live("event"), 0));
@@ -1707,7 +1493,7 @@ Test(sim_log, records_name_handle_current_context_and_result)
 	CUcontext c = new_ctx(0);
 	CUevent e;
 	OK(D.EventCreate(&e, 0));
-	RC(D.EventCreate(NULL, 0), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.EventCreate(NULL, 0), CUDA_ERROR_INVALID_VALUE);
 	OK(D.EventDestroy(e));
 	SIM_CHECK(cr_assert_eq(D.log_count(), 4));
 	struct cusim_call r;
@@ -1754,7 +1540,7 @@ Test(sim_log, records_the_arguments_of_each_call_as_passed)
 	OK(D.CtxCreate(&c, CU_CTX_SCHED_YIELD | CU_CTX_MAP_HOST, 1));
 	OK(D.PrimaryRetain(&p, 1));
 	OK(D.PrimaryRelease(1));
-	RC(D.PrimaryReset(7), CUDA_ERROR_INVALID_DEVICE);
+	WANT(D.PrimaryReset(7), CUDA_ERROR_INVALID_DEVICE);
 	OK(D.EventCreate(&e, CU_EVENT_DISABLE_TIMING));
 	OK(D.EventCreate(&e2, 0));
 	OK(D.StreamCreateWithPriority(&s, CU_STREAM_NON_BLOCKING, -40));
@@ -1762,7 +1548,7 @@ Test(sim_log, records_the_arguments_of_each_call_as_passed)
 	OK(D.EventRecord(e2, s));
 	OK(D.EventRecord(e2, CU_STREAM_LEGACY));
 	OK(D.StreamWaitEvent(s2, e, 0));
-	RC(D.StreamWaitEvent(s2, e, 1), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.StreamWaitEvent(s2, e, 1), CUDA_ERROR_INVALID_VALUE);
 	OK(D.MemAlloc(&d, 4096));
 	OK(D.MemHostAlloc(&h, 300, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_WRITECOMBINED));
 	OK(D.GraphCreate(&g, 0));
@@ -1770,9 +1556,9 @@ Test(sim_log, records_the_arguments_of_each_call_as_passed)
 	OK(D.GraphInstantiateWithFlags(&x, g, CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH));
 	OK(D.GraphLaunch(x, s));
 	OK(D.GraphLaunch(x, NULL));
-	RC(D.EventElapsedTime(&ms, e2, e), CUDA_ERROR_INVALID_HANDLE);
+	WANT(D.EventElapsedTime(&ms, e2, e), CUDA_ERROR_INVALID_HANDLE);
 	D.fail_call("cuMemAlloc", 1, CUDA_ERROR_OUT_OF_MEMORY);
-	RC(D.MemAlloc(&d, 777), CUDA_ERROR_OUT_OF_MEMORY);
+	WANT(D.MemAlloc(&d, 777), CUDA_ERROR_OUT_OF_MEMORY);
 
 	size_t i = 0;
 	struct cusim_call r = logged(i++, "cuCtxCreate");
@@ -1848,7 +1634,7 @@ Test(sim_log, reset_clears_objects_logs_misuses_plans_and_this_threads_stack)
 	new_ctx(0);
 	CUevent e;
 	OK(D.EventCreate(&e, 0));
-	RC(D.CtxDestroy((CUcontext)(uintptr_t)0x99), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(D.CtxDestroy((CUcontext)(uintptr_t)0x99), CUDA_ERROR_INVALID_CONTEXT);
 	D.fail_call("cuEventCreate", 1, CUDA_ERROR_UNKNOWN);
 	SIM_CHECK(D.set_recycling(0));
 	D.reset();
