@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* bench_ops.c - single operations on one thread, cuctx beside the raw
- * driver: event create+destroy (CU_EVENT_DISABLE_TIMING), stream
+ * driver: event create+destroy (CU_EVENT_DISABLE_TIMING), the same with
+ * one cuCtxGetCurrent added to the raw side (the call a create in a given
+ * context cannot do without), stream
  * create+destroy, 4 KiB device memory alloc+free, each in an owned context
  * that is current, and the handle-to-raw lookups cuctx_event_raw and
  * cuctx_ctx_raw of live handles beside reading a variable that holds the
@@ -47,6 +49,15 @@ static long event_pair_cuctx(cuctx_ctx c)
     cuctx_event ev = {0};
     long bad = cuctx_event_create(&ev, c, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS;
     return bad + (cuctx_event_destroy(&ev) != CUDA_SUCCESS);
+}
+
+/* The raw pair with the one driver call a create in a given context must
+ * add: cuCtxGetCurrent, to know whether that context is current. */
+static long event_pair_get_raw(cuctx_ctx c)
+{
+    CUcontext cur;
+    long bad = bench_raw.get_current(&cur) != CUDA_SUCCESS;
+    return bad + event_pair_raw(c);
 }
 
 /* cuctx_stream_create calls cuStreamCreateWithPriority; so does the raw side,
@@ -139,6 +150,7 @@ static const struct op {
     body_fn *body[2];     /* a lookup row: the raw loop and cuctx's */
 } ops[] = {
     {"event", "event create+destroy", 64, {event_pair_raw, event_pair_cuctx}, {NULL, NULL}},
+    {"event_get", "event (raw + get)", 64, {event_pair_get_raw, event_pair_cuctx}, {NULL, NULL}},
     {"stream", "stream create+destroy", 16, {stream_pair_raw, stream_pair_cuctx}, {NULL, NULL}},
     {"mem4k", "4 KiB alloc+free", 4, {mem_pair_raw, mem_pair_cuctx}, {NULL, NULL}},
     {"event_raw", "cuctx_event_raw lookup", 4096, {NULL, NULL}, {event_lookup_raw, event_lookup_cuctx}},

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* bench_scope.c - a scoped context switch, side by side with the raw calls
  * it replaces, in one run, on one thread: cuCtxGetCurrent + cuCtxSetCurrent
- * + cuCtxSetCurrent, cuCtxPushCurrent + cuCtxPopCurrent, and CUCTX_SCOPED,
- * entering a context that is not current and one that is. The three run one
+ * + cuCtxSetCurrent, cuCtxPushCurrent + cuCtxPopCurrent, CUCTX_SCOPED, and
+ * the driver calls CUCTX_SCOPED makes without anything around them (floor),
+ * entering a context that is not current and one that is. The four run one
  * after the other in each round, in a rotating order. Prints nanoseconds per
  * enter+exit (best run of each) and SCOPED / each raw sequence: the ratio of
  * the bests and the median of the ratios within a round; writes the same
@@ -14,8 +15,12 @@
 
 static const char *prog = "bench_scope";
 
-enum way { GET_SET_SET, PUSH_POP, SCOPED, WAYS };
-static const char *const way_name[WAYS] = {"get+set+set", "push+pop", "SCOPED"};
+/* FLOOR: the driver calls CUCTX_SCOPED itself makes - cuCtxGetCurrent, and
+ * when the context is not current already cuCtxPushCurrent and
+ * cuCtxPopCurrent - with nothing else: what no scope guard that asks the
+ * driver which context is current can go below. */
+enum way { GET_SET_SET, PUSH_POP, SCOPED, FLOOR, WAYS };
+static const char *const way_name[WAYS] = {"get+set+set", "push+pop", "SCOPED", "floor"};
 
 /* n switches into `in` and back; returns how many failed. */
 static long body(enum way way, cuctx_ctx in, CUcontext raw_in, long n)
@@ -32,6 +37,13 @@ static long body(enum way way, cuctx_ctx in, CUcontext raw_in, long n)
         case PUSH_POP:
             bad += bench_raw.push(raw_in) != CUDA_SUCCESS;
             bad += bench_raw.pop(&popped) != CUDA_SUCCESS;
+            break;
+        case FLOOR:
+            bad += bench_raw.get_current(&prev) != CUDA_SUCCESS;
+            if (prev != raw_in) {
+                bad += bench_raw.push(raw_in) != CUDA_SUCCESS;
+                bad += bench_raw.pop(&popped) != CUDA_SUCCESS;
+            }
             break;
         default: {
             int ran = 0;
@@ -75,35 +87,41 @@ int main(int argc, char **argv)
     FILE *data = bench_data_open(&cfg, prog,
         "# one thread, ns per enter+exit, best run of each; ratios: SCOPED / raw sequence,\n"
         "# of the bests (best) and median over rounds (median)\n"
-        "# entered gss_ns pp_ns scoped_ns gss_best gss_median pp_best pp_median\n");
+        "# floor_ns: the driver calls SCOPED makes (get, and push+pop when not current), alone\n"
+        "# entered gss_ns pp_ns scoped_ns gss_best gss_median pp_best pp_median floor_ns floor_best floor_median\n");
     printf("scoped context switch, one thread: ns per enter+exit, best of %d runs of %g s;\n"
            "SCOPED / raw: best = of the bests, median = median over the rounds\n", cfg.rounds, cfg.seconds);
-    printf("%-12s %12s %9s %9s %9s %9s %9s %9s\n", "entered", "get+set+set", "push+pop", "SCOPED",
-           "/gss best", "median", "/pp best", "median");
+    printf("floor = the driver calls SCOPED makes, alone: get, and push+pop when not current\n");
+    printf("%-12s %12s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "entered", "get+set+set", "push+pop", "SCOPED",
+           "/gss best", "median", "/pp best", "median", "floor", "/fl best", "median");
     struct { const char *name, *row; cuctx_ctx in; } cases[] = {
         {"not current", "not_current", other},
         {"current", "current", base},
     };
     for (int c = 0; c < 2; c++) {
         double t[WAYS][BENCH_MAX_ROUNDS], vs_gss[BENCH_MAX_ROUNDS], vs_pp[BENCH_MAX_ROUNDS], best[WAYS];
+        double vs_floor[BENCH_MAX_ROUNDS];
         for (int w = 0; w < WAYS; w++)
             run((enum way)w, cases[c].in, cfg.seconds / 4);       /* warm-up */
         for (int r = 0; r < cfg.rounds; r++) {
             for (int k = 0; k < WAYS; k++) {
-                int w = (r + k) % WAYS;       /* each way goes first, second and third in turn */
+                int w = (r + k) % WAYS;       /* each way takes each place in the order in turn */
                 t[w][r] = run((enum way)w, cases[c].in, cfg.seconds);
             }
             vs_gss[r] = t[SCOPED][r] / t[GET_SET_SET][r];
             vs_pp[r] = t[SCOPED][r] / t[PUSH_POP][r];
+            vs_floor[r] = t[SCOPED][r] / t[FLOOR][r];
         }
         for (int w = 0; w < WAYS; w++)
             best[w] = bench_min(t[w], cfg.rounds);
         double gss_best = best[SCOPED] / best[GET_SET_SET], pp_best = best[SCOPED] / best[PUSH_POP];
         double gss_med = bench_median(vs_gss, cfg.rounds), pp_med = bench_median(vs_pp, cfg.rounds);
-        printf("%-12s %12.1f %9.1f %9.1f %9.3f %9.3f %9.3f %9.3f\n", cases[c].name, best[GET_SET_SET],
-               best[PUSH_POP], best[SCOPED], gss_best, gss_med, pp_best, pp_med);
-        fprintf(data, "%s %.2f %.2f %.2f %.4f %.4f %.4f %.4f\n", cases[c].row, best[GET_SET_SET],
-                best[PUSH_POP], best[SCOPED], gss_best, gss_med, pp_best, pp_med);
+        double fl_best = best[SCOPED] / best[FLOOR], fl_med = bench_median(vs_floor, cfg.rounds);
+        printf("%-12s %12.1f %9.1f %9.1f %9.3f %9.3f %9.3f %9.3f %9.1f %9.3f %9.3f\n", cases[c].name,
+               best[GET_SET_SET], best[PUSH_POP], best[SCOPED], gss_best, gss_med, pp_best, pp_med, best[FLOOR],
+               fl_best, fl_med);
+        fprintf(data, "%s %.2f %.2f %.2f %.4f %.4f %.4f %.4f %.2f %.4f %.4f\n", cases[c].row, best[GET_SET_SET],
+                best[PUSH_POP], best[SCOPED], gss_best, gss_med, pp_best, pp_med, best[FLOOR], fl_best, fl_med);
         fflush(stdout);
     }
     bench_data_close(data, &cfg);
