@@ -47,8 +47,7 @@ struct worker {
     cuctx_ctx ctx;
     struct seed_ctx seed;
     enum impl impl;
-    double seconds;
-    atomic_int *go;
+    atomic_int *go, *stop;
     unsigned long pairs;
     long bad;
 };
@@ -62,8 +61,11 @@ struct churner {
     long bad;
 };
 
-#define BLOCK 64
-
+/* A worker makes pairs until the main thread raises stop, looking at it
+ * before each pair: a pair can wait long (the seed design's workers wait for
+ * its churn thread's mutex, held across a whole context create), and a
+ * worker that looked at the clock only now and then would run on for
+ * seconds past the end. */
 static void *work(void *p)
 {
     struct worker *w = p;
@@ -71,35 +73,33 @@ static void *work(void *p)
     w->bad += bench_raw.set_current(raw_ctx) != CUDA_SUCCESS;
     while (!atomic_load(w->go))
         ;
-    double end = bench_now() + w->seconds;
     unsigned long n = 0;
     long bad = 0;
-    do {
-        switch (w->impl) {
-        case RAW:
-            for (int i = 0; i < BLOCK; i++) {
-                CUevent ev;
-                bad += bench_raw.event_create(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS;
-                bad += bench_raw.event_destroy(ev) != CUDA_SUCCESS;
-            }
-            break;
-        case CUCTX:
-            for (int i = 0; i < BLOCK; i++) {
-                cuctx_event ev = {0};
-                bad += cuctx_event_create(&ev, w->ctx, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS;
-                bad += cuctx_event_destroy(&ev) != CUDA_SUCCESS;
-            }
-            break;
-        default:
-            for (int i = 0; i < BLOCK; i++) {
-                struct seed_event ev;
-                bad += seed_event_create(&ev, raw_ctx, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS;
-                bad += seed_event_destroy(&ev) != CUDA_SUCCESS;
-            }
-            break;
+#define UNTIL_STOP for (; !atomic_load_explicit(w->stop, memory_order_relaxed); n++)
+    switch (w->impl) {
+    case RAW:
+        UNTIL_STOP {
+            CUevent ev;
+            bad += bench_raw.event_create(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS;
+            bad += bench_raw.event_destroy(ev) != CUDA_SUCCESS;
         }
-        n += BLOCK;
-    } while (bench_now() < end);
+        break;
+    case CUCTX:
+        UNTIL_STOP {
+            cuctx_event ev = {0};
+            bad += cuctx_event_create(&ev, w->ctx, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS;
+            bad += cuctx_event_destroy(&ev) != CUDA_SUCCESS;
+        }
+        break;
+    default:
+        UNTIL_STOP {
+            struct seed_event ev;
+            bad += seed_event_create(&ev, raw_ctx, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS;
+            bad += seed_event_destroy(&ev) != CUDA_SUCCESS;
+        }
+        break;
+    }
+#undef UNTIL_STOP
     w->pairs = n;
     w->bad += bad;
     bench_raw.set_current(NULL);
@@ -165,7 +165,7 @@ static struct result run(const cuctx_ctx *ctxs, const struct seed_ctx *seeds, in
     pthread_t t[BENCH_MAX_THREADS], ct;
     struct worker w[BENCH_MAX_THREADS];
     struct churner c = {.impl = impl, .pause = churn_pause_s};
-    atomic_int go = 0;
+    atomic_int go = 0, stop = 0;
     double churn_start = bench_now();
     if (with_churn) {
         if (pthread_create(&ct, NULL, churn, &c) != 0)
@@ -174,12 +174,16 @@ static struct result run(const cuctx_ctx *ctxs, const struct seed_ctx *seeds, in
             ;
     }
     for (int i = 0; i < threads; i++) {
-        w[i] = (struct worker){ctxs[i], seeds[i], impl, seconds, &go, 0, 0};
+        w[i] = (struct worker){ctxs[i], seeds[i], impl, &go, &stop, 0, 0};
         if (pthread_create(&t[i], NULL, work, &w[i]) != 0)
             bench_die(prog, "pthread_create");
     }
     double start = bench_now();
     atomic_store(&go, 1);
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+    atomic_store(&stop, 1);
     unsigned long total = 0;
     long bad = 0;
     for (int i = 0; i < threads; i++) {
@@ -190,10 +194,20 @@ static struct result run(const cuctx_ctx *ctxs, const struct seed_ctx *seeds, in
     /* the workers' time ends here, before the churn thread is stopped */
     double workers_end = bench_now(), elapsed = workers_end - start;
     struct result res = {(double)total / elapsed / 1e6, 0, 0};
+    static int verbose = -1;
+    if (verbose < 0)
+        verbose = getenv("BENCH_VERBOSE") && strcmp(getenv("BENCH_VERBOSE"), "0") != 0;
+    if (verbose)
+        fprintf(stderr, "%s: %s, %d threads%s: workers ran %.3f s, %lu pairs; churn contexts so far %ld\n", prog,
+                impl_name[impl], threads, with_churn ? ", churn" : "", elapsed, total,
+                with_churn ? (long)c.contexts : 0L);
     if (with_churn) {
         atomic_store(&c.stop, 1);
         pthread_join(ct, NULL);
         double churn_end = bench_now();
+        if (verbose)
+            fprintf(stderr, "%s:   churn thread ended %.3f s after the workers, %ld contexts in all\n", prog,
+                    churn_end - workers_end, (long)c.contexts);
         res.churn_wait = churn_end - workers_end;
         /* over the churn thread's whole life: it starts before the workers and ends after them */
         res.churn_rate = (double)c.contexts / (churn_end - churn_start);
