@@ -251,7 +251,8 @@ static inline __attribute__((always_inline)) int cuctx__owner_last(cuctx_ctx ctx
     out->raw = cuctx__me.last.raw;
     return out->slot != NULL;
 }
-static inline CUresult cuctx__owner_acquire(cuctx_ctx ctx, const char *fn, struct cuctx_owner *out)
+static inline __attribute__((always_inline)) CUresult cuctx__owner_acquire(cuctx_ctx ctx, const char *fn,
+                                                                          struct cuctx_owner *out)
 {
     if (__builtin_expect(cuctx__owner_last(ctx, out), 1))
         return CUDA_SUCCESS;

@@ -262,6 +262,13 @@ static inline int cuctx__alive(uint64_t id, enum cuctx_kind kind)
     return s && cuctx__matches(atomic_load_explicit(&s->word, memory_order_acquire), id, kind);
 }
 
+/* The same for an id the library made (see cuctx__slot_of). */
+static inline int cuctx__alive_own(uint64_t id, enum cuctx_kind kind)
+{
+    return cuctx__word_is(atomic_load_explicit(&cuctx__slot_of(cuctx__id_index(id))->word, memory_order_acquire), id,
+                          kind);
+}
+
 /* Reads without a pin, as a seqlock reader: cuctx__peek gives the slot if
  * id is live; read its fields with relaxed atomic loads; the values hold if
  * cuctx__peek_valid then says id is still live (the slot was not reused). */

@@ -55,8 +55,9 @@ static inline int prev_seen(cuctx_scope *scope, CUcontext prev)
         if (cuctx__me.seen[i].raw != prev)
             continue;
         uint64_t id = cuctx__me.seen[i].entry;
-        struct cuctx_slot *e = cuctx__peek(id, KIND_ENTRY);
-        if (!e || __atomic_load_n(&e->u.entry.checked, __ATOMIC_RELAXED) || !cuctx__peek_valid(e, id, KIND_ENTRY))
+        struct cuctx_slot *e = cuctx__slot_of(cuctx__id_index(id));
+        if (!cuctx__alive_own(id, KIND_ENTRY) || __atomic_load_n(&e->u.entry.checked, __ATOMIC_RELAXED)
+            || !cuctx__peek_valid(e, id, KIND_ENTRY))
             return 0;
         scope->prev_entry = id;
         return 1;
@@ -175,7 +176,7 @@ CUCTX_API void cuctx_scope_exit(cuctx_scope *scope)
     }
     /* An owned previous context that lives is where it was: nothing to ask. */
     if (scope->prev_raw && !(scope->prev_ctx_id == 0 && scope->prev_entry != 0 && scope->prev_entry < PREV_ID_ONLY
-                             && cuctx__alive(scope->prev_entry, KIND_ENTRY)))
+                             && cuctx__alive_own(scope->prev_entry, KIND_ENTRY)))
         settle_prev_slow(scope, fn);
 }
 
