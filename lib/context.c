@@ -23,6 +23,8 @@ static CUresult handle_new(cuctx_ctx *out, uint64_t entry, enum cuctx_owner_kind
     h->u.ctx.dev = dev;
     h->u.ctx.site = *site;
     out->id = cuctx__slot_publish(h, KIND_CTX);
+    if (role == OWNER_OWNED)    /* the entry, made just now under the lock, names its owner */
+        __atomic_store_n(&cuctx__slot_of(cuctx__id_index(entry))->u.entry.owner_handle, out->id, __ATOMIC_RELAXED);
     return CUDA_SUCCESS;
 }
 

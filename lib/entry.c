@@ -150,6 +150,7 @@ CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev
     s->u.entry.owner = (unsigned char)owner;
     s->u.entry.checked = owner != OWNER_OWNED && ctx_id != 0;
     s->u.entry.retains = 0;
+    s->u.entry.owner_handle = 0;
     uint64_t id = cuctx__slot_publish(s, KIND_ENTRY);
     if (cuctx__map_put(raw, id) != 0) {
         cuctx__entry_end_locked(id);

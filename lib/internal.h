@@ -124,6 +124,7 @@ struct cuctx_slot {
             int retains;            /* primary retains held by cuctx handles, under the lock */
             unsigned char owner;    /* enum cuctx_owner_kind; borrowed -> primary under the lock */
             unsigned char checked;  /* life decided by the driver's id: every hold checks it */
+            uint64_t owner_handle;  /* an owned context's handle, set once after publishing (atomic) */
         } entry;
         struct {                    /* KIND_CTX */
             uint64_t entry;
@@ -259,10 +260,12 @@ static inline __attribute__((always_inline)) CUresult cuctx__owner_acquire(cuctx
     struct cuctx_slot *h = ctx.id ? cuctx__peek(ctx.id, KIND_CTX) : NULL;
     if (__builtin_expect(h != NULL, 1)) {
         uint64_t entry = __atomic_load_n(&h->u.ctx.entry, __ATOMIC_RELAXED);
-        int role = __atomic_load_n(&h->u.ctx.role, __ATOMIC_RELAXED);
         if (cuctx__peek_valid(h, ctx.id, KIND_CTX)) {
             CUresult rc = cuctx__owner_hold(entry, fn, out);
-            if (rc == CUDA_SUCCESS && role == OWNER_OWNED && out->slot && !out->slot->u.entry.checked) {
+            /* held: the entry's fields stay its own; its owning handle only
+             * for an owned context, not for primary or borrowed handles */
+            if (rc == CUDA_SUCCESS && out->slot
+                && __atomic_load_n(&out->slot->u.entry.owner_handle, __ATOMIC_RELAXED) == ctx.id) {
                 cuctx__me.last.handle = ctx.id;
                 cuctx__me.last.entry = entry;
                 cuctx__me.last.slot = out->slot;
