@@ -72,8 +72,8 @@ static void control(void *slot, const char *symbol)
 
 void rawdrv_controls(void)
 {
-#define RAWDRV_CONTROL(member, symbol) control(&D.member, #symbol);
-	RAWDRV_CONTROLS(RAWDRV_CONTROL)
+#define RAWDRV_CONTROL(name) control(&D.name, "cusim_" #name);
+	CUSIM_CONTROLS(RAWDRV_CONTROL)
 #undef RAWDRV_CONTROL
 }
 

@@ -91,28 +91,8 @@
 	X(GraphExecDestroy, cuGraphExecDestroy, 10000, RAWDRV_CONTRACT)                  \
 	X(GraphLaunch, cuGraphLaunch, 10000, RAWDRV_SIM)
 
-/* The simulator's controls: X(member, symbol). */
-#define RAWDRV_CONTROLS(X)                                                      \
-	X(reset, cusim_reset)                                                   \
-	X(set_recycling, cusim_set_recycling)                                   \
-	X(log_count, cusim_log_count)                                           \
-	X(log_get, cusim_log_get)                                               \
-	X(calls, cusim_calls)                                                   \
-	X(misuse_count, cusim_misuse_count)                                     \
-	X(misuse_text, cusim_misuse_text)                                       \
-	X(live, cusim_live)                                                     \
-	X(is_live, cusim_is_live)                                               \
-	X(fail_call, cusim_fail_call)                                           \
-	X(hide_ctx_id, cusim_hide_ctx_id)                                       \
-	X(primary_outside_retain, cusim_primary_outside_retain)                 \
-	X(primary_outside_release, cusim_primary_outside_release)               \
-	X(primary_refs, cusim_primary_refs)                                     \
-	X(set_delay, cusim_set_delay)                                           \
-	X(fail_all, cusim_fail_all)                                             \
-	X(sleeping, cusim_sleeping)
-
 #define RAWDRV_ENTRY_MEMBER(member, symbol, version, users) PFN_##symbol##_v##version member;
-#define RAWDRV_CONTROL_MEMBER(member, symbol) __typeof__(symbol) *member;
+#define RAWDRV_CONTROL_MEMBER(name) cusim_##name##_fn name;
 
 struct rawdrv {
 	void *lib;              /* the dlopen handle */
@@ -121,7 +101,7 @@ struct rawdrv {
 	int devices;            /* the device count, where a program asks it */
 	PFN_cuGetProcAddress_v12000 GetProcAddress;
 	RAWDRV_ENTRIES(RAWDRV_ENTRY_MEMBER)
-	RAWDRV_CONTROLS(RAWDRV_CONTROL_MEMBER)  /* NULL until rawdrv_controls() */
+	CUSIM_CONTROLS(RAWDRV_CONTROL_MEMBER)   /* cusim_<name>; NULL until rawdrv_controls() */
 };
 
 #undef RAWDRV_ENTRY_MEMBER
@@ -141,7 +121,8 @@ void rawdrv_init(void);
  * `users`; each must be found. */
 void rawdrv_resolve(unsigned users);
 
-/* Takes every control of RAWDRV_CONTROLS from the simulator; each must be there. */
+/* Takes every control of CUSIM_CONTROLS (cudasim.h) from the simulator; each
+ * must be there. */
 void rawdrv_controls(void);
 
 /* The name the driver gives rc, or "an unknown code". */

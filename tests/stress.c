@@ -66,6 +66,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "sim/cudasim.h"
+
 /* ------------------------------------------------------------------------
  *  Small things
  * ------------------------------------------------------------------------ */
@@ -165,12 +167,13 @@ static PFN_cuGraphAddEmptyNode_v10000 raw_graph_add_empty;
 static PFN_cuGraphDestroy_v10000 raw_graph_destroy;
 static PFN_cuMemGetInfo_v3020 raw_mem_info;
 
+/* The simulator's controls (CUSIM_CONTROLS), named as the functions less
+ * "cusim_"; all NULL with the real driver. */
+#define STRESS_SIM_MEMBER(name) cusim_##name##_fn name;
 static struct {
-    size_t (*misuse_count)(void);
-    const char *(*misuse_text)(size_t);
-    size_t (*live)(const char *);
-    unsigned long (*calls)(const char *);
+    CUSIM_CONTROLS(STRESS_SIM_MEMBER)
 } sim;
+#undef STRESS_SIM_MEMBER
 static int have_sim;
 
 static void *symbol(const char *name, int version, int required)
@@ -202,10 +205,9 @@ static void load_driver(void)
     const char *path = getenv("CUCTX_DRIVER");
     void *h = path && *path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
     if (h && dlsym(h, "cusim_misuse_count") && dlsym(h, "cusim_live")) {
-        sim.misuse_count = (size_t (*)(void))dlsym(h, "cusim_misuse_count");
-        sim.misuse_text = (const char *(*)(size_t))dlsym(h, "cusim_misuse_text");
-        sim.live = (size_t (*)(const char *))dlsym(h, "cusim_live");
-        sim.calls = (unsigned long (*)(const char *))dlsym(h, "cusim_calls");
+#define STRESS_SIM_LOOKUP(name) sim.name = (cusim_##name##_fn)dlsym(h, "cusim_" #name);
+        CUSIM_CONTROLS(STRESS_SIM_LOOKUP)
+#undef STRESS_SIM_LOOKUP
         have_sim = sim.misuse_text && sim.calls;
     }
     if (!have_sim)

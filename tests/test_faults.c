@@ -1227,7 +1227,7 @@ static void run_child(const struct workload *w, int no_ids, int fault, unsigned 
     R.fault = fault;
     R.no_ids = no_ids;
     if (no_ids)
-        sim()->ctx_id_hide(1);
+        sim()->hide_ctx_id(1);
     count_handler_install(&R.hc);
     snapshot(R.snap);
     R.snap_reports = 0;

@@ -55,7 +55,7 @@ static const char *child_destroys_since(size_t from)
 static void without_ctx_ids(void)
 {
     NEED_SIM();
-    sim()->ctx_id_hide(1);
+    sim()->hide_ctx_id(1);
     NEED_DRIVER();
 }
 

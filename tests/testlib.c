@@ -17,22 +17,9 @@ const struct sim *sim(void)
         void *h = path && *path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
         sim_state = -1;
         if (h && dlsym(h, "cusim_reset")) {
-            the_sim.reset = (void (*)(void))dlsym(h, "cusim_reset");
-            the_sim.set_recycling = (void (*)(int))dlsym(h, "cusim_set_recycling");
-            the_sim.log_count = (size_t (*)(void))dlsym(h, "cusim_log_count");
-            the_sim.log_get = (int (*)(size_t, struct cusim_call *))dlsym(h, "cusim_log_get");
-            the_sim.calls = (unsigned long (*)(const char *))dlsym(h, "cusim_calls");
-            the_sim.misuse_count = (size_t (*)(void))dlsym(h, "cusim_misuse_count");
-            the_sim.misuse_text = (const char *(*)(size_t))dlsym(h, "cusim_misuse_text");
-            the_sim.live = (size_t (*)(const char *))dlsym(h, "cusim_live");
-            the_sim.is_live = (int (*)(const char *, uint64_t))dlsym(h, "cusim_is_live");
-            the_sim.fail_call = (void (*)(const char *, unsigned long, CUresult))dlsym(h, "cusim_fail_call");
-            the_sim.ctx_id_hide = (void (*)(int))dlsym(h, "cusim_hide_ctx_id");
-            the_sim.primary_outside_retain = (int (*)(int))dlsym(h, "cusim_primary_outside_retain");
-            the_sim.primary_outside_release = (int (*)(int))dlsym(h, "cusim_primary_outside_release");
-            the_sim.primary_refs = (unsigned (*)(int))dlsym(h, "cusim_primary_refs");
-            the_sim.set_delay = (void (*)(const char *, unsigned))dlsym(h, "cusim_set_delay");
-            the_sim.fail_all = (void (*)(CUresult))dlsym(h, "cusim_fail_all");
+#define TESTLIB_SIM_LOOKUP(name) the_sim.name = (cusim_##name##_fn)dlsym(h, "cusim_" #name);
+            CUSIM_CONTROLS(TESTLIB_SIM_LOOKUP)
+#undef TESTLIB_SIM_LOOKUP
             sim_state = 1;
         }
     }

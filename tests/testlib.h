@@ -11,25 +11,14 @@
 #include "cuctx.h"
 #include "sim/cudasim.h"
 
-/* The simulator's control functions, or all NULL with the real driver. */
+/* The simulator's control functions (sim/cudasim.h), one member per control
+ * of CUSIM_CONTROLS, named as the function less "cusim_": sim()->calls is
+ * cusim_calls. */
+#define TESTLIB_SIM_MEMBER(name) cusim_##name##_fn name;
 struct sim {
-    void (*reset)(void);
-    void (*set_recycling)(int on);
-    size_t (*log_count)(void);
-    int (*log_get)(size_t i, struct cusim_call *out);
-    unsigned long (*calls)(const char *fn);
-    size_t (*misuse_count)(void);
-    const char *(*misuse_text)(size_t i);
-    size_t (*live)(const char *kind);
-    int (*is_live)(const char *kind, uint64_t handle);
-    void (*fail_call)(const char *fn, unsigned long nth, CUresult rc);
-    void (*ctx_id_hide)(int hide);
-    int (*primary_outside_retain)(int dev);
-    int (*primary_outside_release)(int dev);
-    unsigned (*primary_refs)(int dev);
-    void (*set_delay)(const char *fn, unsigned usec);
-    void (*fail_all)(CUresult rc);
+    CUSIM_CONTROLS(TESTLIB_SIM_MEMBER)
 };
+#undef TESTLIB_SIM_MEMBER
 
 /* The simulator's API if the suite runs against it, else NULL. */
 const struct sim *sim(void);

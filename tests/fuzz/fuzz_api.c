@@ -79,15 +79,12 @@
 
 /* ---- the simulator's controls and the raw driver ------------------------- */
 
+/* One member per control of CUSIM_CONTROLS, named as the function less "cusim_". */
+#define FUZZ_SIM_MEMBER(name) cusim_##name##_fn name;
 static struct {
-    void (*reset)(void);
-    void (*set_recycling)(int);
-    size_t (*misuse_count)(void);
-    const char *(*misuse_text)(size_t);
-    size_t (*live)(const char *);
-    int (*is_live)(const char *, uint64_t);
-    unsigned (*primary_refs)(int);
+    CUSIM_CONTROLS(FUZZ_SIM_MEMBER)
 } sim;
+#undef FUZZ_SIM_MEMBER
 
 static struct {
     PFN_cuCtxCreate_v3020 create;
@@ -1859,13 +1856,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         fprintf(stderr, "fuzz_api: %s is not the simulated driver (%s)\n", path, h ? "no cusim_reset" : dlerror());
         exit(1);
     }
-    sim.reset = (void (*)(void))need_sym(h, "cusim_reset");
-    sim.set_recycling = (void (*)(int))need_sym(h, "cusim_set_recycling");
-    sim.misuse_count = (size_t (*)(void))need_sym(h, "cusim_misuse_count");
-    sim.misuse_text = (const char *(*)(size_t))need_sym(h, "cusim_misuse_text");
-    sim.live = (size_t (*)(const char *))need_sym(h, "cusim_live");
-    sim.is_live = (int (*)(const char *, uint64_t))need_sym(h, "cusim_is_live");
-    sim.primary_refs = (unsigned (*)(int))need_sym(h, "cusim_primary_refs");
+#define FUZZ_SIM_LOOKUP(name) sim.name = (cusim_##name##_fn)need_sym(h, "cusim_" #name);
+    CUSIM_CONTROLS(FUZZ_SIM_LOOKUP)
+#undef FUZZ_SIM_LOOKUP
 
     if (cuctx_init() != CUDA_SUCCESS) {
         fprintf(stderr, "fuzz_api: %s\n", cuctx_last_error_message());

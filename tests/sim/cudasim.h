@@ -151,6 +151,34 @@ unsigned cusim_sleeping(void);
  * as at process exit); 0 turns it off. */
 void cusim_fail_all(CUresult rc);
 
+/* Every control above, X(name) for cusim_<name>: the one list from which
+ * the tests that reach the controls with dlsym (testlib, rawdrv, stress,
+ * fuzz_api) make their pointers, each looked up as "cusim_" #name and
+ * typed cusim_<name>_fn, a pointer to the function as declared above. A
+ * control added here is declared above and exported by cudasim.c. */
+#define CUSIM_CONTROLS(X)               \
+	X(reset)                        \
+	X(set_recycling)                \
+	X(log_count)                    \
+	X(log_get)                      \
+	X(calls)                        \
+	X(misuse_count)                 \
+	X(misuse_text)                  \
+	X(live)                         \
+	X(is_live)                      \
+	X(fail_call)                    \
+	X(hide_ctx_id)                  \
+	X(primary_outside_retain)       \
+	X(primary_outside_release)      \
+	X(primary_refs)                 \
+	X(set_delay)                    \
+	X(sleeping)                     \
+	X(fail_all)
+
+#define CUSIM_CONTROL_TYPE(name) typedef __typeof__(&cusim_##name) cusim_##name##_fn;
+CUSIM_CONTROLS(CUSIM_CONTROL_TYPE)
+#undef CUSIM_CONTROL_TYPE
+
 #ifdef __cplusplus
 }
 #endif
