@@ -46,14 +46,6 @@ static int find_call(const char *fn, uint64_t h, size_t from, struct cusim_call 
     return -1;
 }
 
-static const char *data_path(const char *file)
-{
-    static char buf[4096];
-    const char *dir = getenv("CUCTX_TEST_DATA");
-    snprintf(buf, sizeof buf, "%s/%s", dir && *dir ? dir : "tests/data", file);
-    return buf;
-}
-
 static CUcontext new_ctx(cuctx_ctx *out, CUdevice dev)
 {
     CHECK_OK(cuctx_ctx_create(out, dev, CUCTX_SCHED_AUTO));
@@ -172,7 +164,7 @@ static void st_use(uint64_t id, cuctx_ctx owner) { (void)owner; CHECK_OK(st_try_
 static uint64_t st_raw(uint64_t id) { return (uint64_t)(uintptr_t)cuctx_stream_raw((cuctx_stream){id}); }
 
 /* module */
-static CUresult mod_create(uint64_t *id, cuctx_ctx ctx) { return cuctx_module_load((cuctx_module *)id, ctx, data_path("vadd.ptx")); }
+static CUresult mod_create(uint64_t *id, cuctx_ctx ctx) { return cuctx_module_load((cuctx_module *)id, ctx, test_data_path("vadd.ptx")); }
 static CUresult mod_destroy(uint64_t *id) { return cuctx_module_destroy((cuctx_module *)id); }
 static CUresult mod_try_use(uint64_t id)
 {
@@ -1061,7 +1053,7 @@ Test(module, function_lookup)
     cuctx_ctx a = {0};
     new_ctx(&a, 0);
     cuctx_module mod = {0};
-    CHECK_OK(cuctx_module_load(&mod, a, data_path("vadd.ptx")));
+    CHECK_OK(cuctx_module_load(&mod, a, test_data_path("vadd.ptx")));
     CUfunction f = NULL;
     CHECK_OK(cuctx_module_function(mod, "vadd", &f));
     cr_assert_not_null(f);
@@ -1081,8 +1073,8 @@ Test(module, load_data_from_image_and_missing_file)
     NEED_DRIVER();
     cuctx_ctx a = {0};
     new_ctx(&a, 0);
-    FILE *f = fopen(data_path("vadd.ptx"), "rb");
-    cr_assert_not_null(f, "cannot open %s", data_path("vadd.ptx"));
+    FILE *f = fopen(test_data_path("vadd.ptx"), "rb");
+    cr_assert_not_null(f, "cannot open %s", test_data_path("vadd.ptx"));
     static char image[1 << 16];
     size_t n = fread(image, 1, sizeof image - 1, f);
     fclose(f);
@@ -1097,7 +1089,7 @@ Test(module, load_data_from_image_and_missing_file)
     CHECK_OK(cuctx_module_destroy(&mod));
 
     cuctx_module missing = {0x99};
-    CUresult rc = cuctx_module_load(&missing, a, data_path("no-such-module.ptx"));
+    CUresult rc = cuctx_module_load(&missing, a, test_data_path("no-such-module.ptx"));
     cr_assert_eq(rc, CUDA_ERROR_FILE_NOT_FOUND, "%s", cuctx_result_name(rc));
     cr_assert_eq(missing.id, 0);
     cr_assert_neq(strstr(cuctx_last_error_message(), "no-such-module.ptx"), NULL, "%s", cuctx_last_error_message());

@@ -1261,8 +1261,7 @@ static void load_raw(void)
     cr_assert(raw.ctx_create && raw.ctx_destroy && raw.ctx_pop && raw.graph_create && raw.graph_add_empty
               && raw.graph_destroy, "the simulator lacks a raw entry point");
 
-    const char *dir = getenv("CUCTX_TEST_DATA");
-    snprintf(ptx_path, sizeof ptx_path, "%s/vadd.ptx", dir && *dir ? dir : "tests/data");
+    snprintf(ptx_path, sizeof ptx_path, "%s", test_data_path("vadd.ptx"));
     FILE *f = fopen(ptx_path, "rb");
     cr_assert_not_null(f, "cannot open %s", ptx_path);
     static char buf[1 << 16];

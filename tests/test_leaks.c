@@ -46,8 +46,6 @@ static CUgraph empty_graph(cuctx_ctx ctx)
     return g;
 }
 
-static char vadd_path[4096];
-
 Test(leaks, one_line_per_object_of_each_kind_with_its_create_site)
 {
     cuctx_ctx ctx = {0}, p = {0}, b = {0};
@@ -58,8 +56,7 @@ Test(leaks, one_line_per_object_of_each_kind_with_its_create_site)
     cuctx_host_mem hm = {0};
     cuctx_graph_exec ge = {0};
     NEED_DRIVER();
-    const char *data = getenv("CUCTX_TEST_DATA");
-    snprintf(vadd_path, sizeof vadd_path, "%s/vadd.ptx", data ? data : "tests/data");
+    const char *vadd_path = test_data_path("vadd.ptx");
     CHECK_OK(cuctx_ctx_create(&ctx, 0, 0)); int l_ctx = __LINE__;
     CHECK_OK(cuctx_ctx_primary(&p, 0)); int l_p = __LINE__;
     CHECK_OK(cuctx_ctx_borrow(&b, cuctx_ctx_raw(ctx))); int l_b = __LINE__;
@@ -151,8 +148,7 @@ Test(leaks, every_create_as_a_plain_function_works_and_is_reported_without_a_sit
     cuctx_graph_exec ge = {0};
     static char image[1 << 16];
     NEED_DRIVER();
-    const char *data = getenv("CUCTX_TEST_DATA");
-    snprintf(vadd_path, sizeof vadd_path, "%s/vadd.ptx", data ? data : "tests/data");
+    const char *vadd_path = test_data_path("vadd.ptx");
     FILE *f = fopen(vadd_path, "r");
     cr_assert_not_null(f, "%s", vadd_path);
     size_t len = fread(image, 1, sizeof image - 1, f);

@@ -109,6 +109,14 @@ CUcontext current(void)
     return c;
 }
 
+const char *test_data_path(const char *file)
+{
+    static char buf[4096];
+    const char *dir = getenv("CUCTX_TEST_DATA");
+    snprintf(buf, sizeof buf, "%s/%s", dir && *dir ? dir : "tests/data", file);
+    return buf;
+}
+
 void *drv_sym(const char *name, int version)
 {
     void *p = NULL;

@@ -71,6 +71,11 @@ struct cuctx_stats stats(void);
 /* The calling thread's current context (NULL if none), through cuctx. */
 CUcontext current(void);
 
+/* The path of a test data file: $CUCTX_TEST_DATA/file (make check sets it to
+ * the source tree's tests/data), else tests/data/file when it is unset or
+ * empty. The text is kept until the next call. */
+const char *test_data_path(const char *file);
+
 /* A driver entry point through cuctx_driver_symbol; fails the test if absent. */
 void *drv_sym(const char *name, int version);
 
