@@ -67,9 +67,8 @@ static struct cuctx_slot *fresh_slot(void)
         atomic_fetch_sub(&next_index, 1);
         return NULL;
     }
-    unsigned seg = index >> CUCTX_SEG_BITS;
-    uint32_t off = index & ((UINT32_C(1) << CUCTX_SEG_BITS) - 1);
-    struct cuctx_slot *base = atomic_load_explicit(&cuctx__segments[seg], memory_order_acquire);
+    _Atomic(struct cuctx_slot *) *seg = cuctx__segment_of(index);
+    struct cuctx_slot *base = atomic_load_explicit(seg, memory_order_acquire);
     if (!base) {
         /* Anonymous memory is zero and takes no RAM until a slot in a page
          * is first used. Segments are never given back: stale ids may still
@@ -80,14 +79,14 @@ static struct cuctx_slot *fresh_slot(void)
         struct cuctx_slot *expected = NULL;
         if (!mine)
             return NULL;    /* the index is lost; cuctx__slot_at() sees no segment for it */
-        if (atomic_compare_exchange_strong(&cuctx__segments[seg], &expected, mine))
+        if (atomic_compare_exchange_strong(seg, &expected, mine))
             base = mine;
         else {
             munmap(mine, bytes);
             base = expected;
         }
     }
-    struct cuctx_slot *s = &base[off];
+    struct cuctx_slot *s = &base[cuctx__segment_offset(index)];
     s->index = index;
     atomic_store_explicit(&s->word, (uint64_t)1 << CUCTX_W_GEN_SHIFT, memory_order_relaxed);
     return s;

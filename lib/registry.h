@@ -27,21 +27,30 @@ static inline unsigned cuctx__word_kind(uint64_t w) { return (unsigned)(w >> CUC
 
 _Static_assert(CUCTX_ID_INDEX_LIMIT % (UINT32_C(1) << CUCTX_SEG_BITS) == 0, "every index has a segment");
 
+/* Where an index lives: the segment pointer, and the slot within it. */
+static inline _Atomic(struct cuctx_slot *) *cuctx__segment_of(uint32_t index)
+{
+    return &cuctx__segments[index >> CUCTX_SEG_BITS];
+}
+static inline uint32_t cuctx__segment_offset(uint32_t index)
+{
+    return index & ((UINT32_C(1) << CUCTX_SEG_BITS) - 1);
+}
+
 /* The slot for an index (< CUCTX_ID_INDEX_LIMIT, as every id's is), or NULL
  * where no segment holds it yet. A slot in a segment that was never handed
  * out is zero: kind NONE, matching no id. */
 static inline struct cuctx_slot *cuctx__slot_at(uint32_t index)
 {
-    struct cuctx_slot *base = atomic_load_explicit(&cuctx__segments[index >> CUCTX_SEG_BITS], memory_order_acquire);
-    return base ? &base[index & ((UINT32_C(1) << CUCTX_SEG_BITS) - 1)] : NULL;
+    struct cuctx_slot *base = atomic_load_explicit(cuctx__segment_of(index), memory_order_acquire);
+    return base ? &base[cuctx__segment_offset(index)] : NULL;
 }
 
 /* The slot of an index the library handed out itself (a held entry's, a
  * child's owner): its segment exists. */
 static inline struct cuctx_slot *cuctx__slot_of(uint32_t index)
 {
-    struct cuctx_slot *base = atomic_load_explicit(&cuctx__segments[index >> CUCTX_SEG_BITS], memory_order_acquire);
-    return &base[index & ((UINT32_C(1) << CUCTX_SEG_BITS) - 1)];
+    return &atomic_load_explicit(cuctx__segment_of(index), memory_order_acquire)[cuctx__segment_offset(index)];
 }
 
 /* Whether word w is the live, not closing, slot of id as kind: the word
