@@ -123,6 +123,17 @@ Test(loader, no_device_reports_no_device)
                        cuctx_last_error_message());
 }
 
+/* Uses one of the partial drivers make check builds (in $CUCTX_TEST_LIBS). */
+static void use_test_driver(const char *name)
+{
+    const char *dir = getenv("CUCTX_TEST_LIBS");
+    char path[1024];
+    if (!dir)
+        cr_skip_test("CUCTX_TEST_LIBS not set (run under make check)");
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    use_driver(path);
+}
+
 Test(loader, library_without_cuGetProcAddress_is_refused)
 {
     use_driver("libm.so.6");
@@ -132,12 +143,7 @@ Test(loader, library_without_cuGetProcAddress_is_refused)
 
 Test(loader, missing_required_entry_point_is_named)
 {
-    const char *dir = getenv("CUCTX_TEST_LIBS");
-    char path[1024];
-    if (!dir)
-        cr_skip_test("CUCTX_TEST_LIBS not set (run under make check)");
-    snprintf(path, sizeof path, "%s/libpartialdrv.so", dir);
-    use_driver(path);
+    use_test_driver("libpartialdrv.so");
     cr_assert_eq(cuctx_init(), CUDA_ERROR_NOT_FOUND);
     cr_assert_not_null(strstr(cuctx_last_error_message(), "cuDriverGetVersion"), "first required one missing: %s",
                        cuctx_last_error_message());
@@ -147,12 +153,7 @@ Test(loader, missing_required_entry_point_is_named)
  * that answers success without an address has not found the entry point. */
 Test(loader, old_cuGetProcAddress_is_used_and_a_missing_cuInit_is_named)
 {
-    const char *dir = getenv("CUCTX_TEST_LIBS");
-    char path[1024];
-    if (!dir)
-        cr_skip_test("CUCTX_TEST_LIBS not set (run under make check)");
-    snprintf(path, sizeof path, "%s/libpartialdrv1.so", dir);
-    use_driver(path);
+    use_test_driver("libpartialdrv1.so");
     cr_assert_eq(cuctx_init(), CUDA_ERROR_NOT_FOUND, "%s", cuctx_last_error_message());
     cr_assert_not_null(strstr(cuctx_last_error_message(), "does not provide cuInit"), "%s",
                        cuctx_last_error_message());
@@ -235,26 +236,6 @@ Test(errors, another_thread_does_not_see_this_threads_error)
 /* A handle that names no object: its cleanup fails. */
 #define NO_SUCH_EVENT 0x0123456789abcdefull
 
-/* What cuctx_cleanup(h) writes to stderr (fd 2 sent to a temporary file). */
-static void stderr_of_cleanup(cuctx_event *h, char *buf, size_t n)
-{
-    FILE *tmp = tmpfile();
-    cr_assert_not_null(tmp);
-    fflush(stderr);
-    int saved = dup(2);
-    cr_assert_geq(saved, 0);
-    cr_assert_geq(dup2(fileno(tmp), 2), 0);
-    cuctx_cleanup(h);
-    fflush(stderr);
-    int back = dup2(saved, 2);
-    close(saved);
-    cr_assert_geq(back, 0);
-    rewind(tmp);
-    size_t got = fread(buf, 1, n - 1, tmp);
-    buf[got] = 0;
-    fclose(tmp);
-}
-
 /* The handler gets the failure instead of stderr; once the default is
  * restored, the failure is written to stderr again (read back: a restored
  * default that drops messages fails here). */
@@ -266,14 +247,14 @@ Test(errors, cleanup_failure_goes_to_the_handler_and_default_is_restorable)
     cr_assert_eq(unsetenv("CUCTX_LOG"), 0);        /* the default level: warnings are written */
     NEED_DRIVER();
     count_handler_install(&hc);
-    stderr_of_cleanup(&bogus, out, sizeof out);
+    stderr_of(cuctx_cleanup, &bogus, out, sizeof out);
     cr_assert_eq(hc.calls, 1);
     cr_assert_eq(hc.last_rc, CUDA_ERROR_INVALID_HANDLE);
     cr_assert_not_null(strstr(hc.last_msg, "automatic cleanup"), "%s", hc.last_msg);
     cr_assert_str_eq(out, "", "the installed handler took it, not stderr");
     cuctx_set_error_handler(NULL, NULL);
     bogus.id = NO_SUCH_EVENT;
-    stderr_of_cleanup(&bogus, out, sizeof out);
+    stderr_of(cuctx_cleanup, &bogus, out, sizeof out);
     cr_assert_eq(hc.calls, 1, "default handler back in place");
     cr_assert_eq(strncmp(out, "cuctx: ", 7), 0, "stderr got \"%s\"", out);
     cr_assert_not_null(strstr(out, "automatic cleanup"), "stderr got \"%s\"", out);

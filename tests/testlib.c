@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static struct sim the_sim;
 static int sim_state;   /* 0 unknown, 1 present, -1 absent */
@@ -188,6 +189,25 @@ const char *trace(size_t from, char *buf, size_t n)
                 len += (size_t)snprintf(buf + len, n - len, "%s%s(%s)", len ? "," : "", c.fn,
                                         name_of(traced[t].kind, c.handle));
     return buf;
+}
+
+void stderr_of(void (*fn)(void *arg), void *arg, char *buf, size_t n)
+{
+    FILE *tmp = tmpfile();
+    cr_assert_not_null(tmp);
+    fflush(stderr);
+    int saved = dup(2);
+    cr_assert_geq(saved, 0);
+    cr_assert_geq(dup2(fileno(tmp), 2), 0);
+    fn(arg);
+    fflush(stderr);
+    int back = dup2(saved, 2);
+    close(saved);
+    cr_assert_geq(back, 0);
+    rewind(tmp);
+    size_t got = fread(buf, 1, n - 1, tmp);
+    buf[got] = 0;
+    fclose(tmp);
 }
 
 void unique_addresses(void)

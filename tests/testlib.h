@@ -96,6 +96,9 @@ const char *nth(char *buf, size_t n, const char *base, int i);
 /* With the simulator: one value names one object for the whole test
  * (its address recycling off). */
 void unique_addresses(void);
+/* Runs fn(arg) with file descriptor 2 sent to a temporary file; what it
+ * wrote to stderr is left in buf (at most n - 1 bytes, NUL-terminated). */
+void stderr_of(void (*fn)(void *arg), void *arg, char *buf, size_t n);
 /* A new owned context on device 0, popped (nothing is current afterwards)
  * and named for traces; returns its driver handle. */
 CUcontext ctx_new(cuctx_ctx *c, const char *name);
