@@ -347,6 +347,35 @@ Test(shutdown, destroys_after_the_driver_deinitialized_succeed_quietly)
     cr_assert_leq(log_mark() - mark, 1, "the driver is not called once it answered DEINITIALIZED");
 }
 
+/* A primary context's child: its destroy asks the driver for the context's
+ * id first, and a driver that has shut down answers that question with
+ * DEINITIALIZED: the destroy is skipped as after shutdown, and its handle's
+ * slot is freed all the same. */
+Test(shutdown, a_child_whose_contexts_check_finds_the_driver_gone_is_skipped)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct handler_count hc;
+    cuctx_ctx p = {0};
+    cuctx_event ev = {0};
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CHECK_OK(cuctx_event_create(&ev, p, 0));
+    count_handler_install(&hc);
+    sim()->fail_all(CUDA_ERROR_DEINITIALIZED);
+    size_t mark = log_mark();
+    unsigned long destroys = calls("cuEventDestroy"), id_checks = calls("cuCtxGetId");
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_eq(ev.id, 0);
+    cr_assert_eq(calls("cuEventDestroy"), destroys, "the driver is not asked to destroy the event");
+    cr_assert_eq(log_mark() - mark, 1, "one driver call in all");
+    cr_assert_eq(calls("cuCtxGetId"), id_checks + 1, "and that is the check of the context's id");
+    cr_assert_eq(stats().shutdown_skips, 1);
+    cr_assert_eq(stats().events, 0, "the event's slot is freed");
+    cr_assert_eq(hc.calls, 0, "nothing reported: %s", hc.last_msg);
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    cr_assert_eq(stats().shutdown_skips, 2);
+}
+
 /* A program whose exit handler, registered before cuctx started, destroys
  * handles: cuctx's own exit hook runs first, so they never reach the
  * driver, and nothing is printed. */
