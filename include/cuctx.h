@@ -616,16 +616,19 @@ CUCTX__MOVE_FN(cuctx_mem, cuctx__move_mem)
 CUCTX__MOVE_FN(cuctx_host_mem, cuctx__move_host_mem)
 CUCTX__MOVE_FN(cuctx_graph_exec, cuctx__move_graph_exec)
 /* _Generic does not evaluate its controlling expression, so var is
- * evaluated once, in &(var): CUCTX_MOVE(arr[i++]) works. */
+ * evaluated once, in the call: CUCTX_MOVE(arr[i++]) works. It selects on
+ * &(var), not var, because lvalue conversion drops a const that the pointer
+ * keeps: a const handle matches no association, an error, where passing its
+ * address to the function would only draw a warning. */
 #    define CUCTX_MOVE(var)                                                 \
-    __extension__ _Generic((var),                                           \
-        cuctx_ctx: cuctx__move_ctx,                                         \
-        cuctx_event: cuctx__move_event,                                     \
-        cuctx_stream: cuctx__move_stream,                                   \
-        cuctx_module: cuctx__move_module,                                   \
-        cuctx_mem: cuctx__move_mem,                                         \
-        cuctx_host_mem: cuctx__move_host_mem,                               \
-        cuctx_graph_exec: cuctx__move_graph_exec)(&(var))
+    __extension__ _Generic(&(var),                                          \
+        cuctx_ctx *: cuctx__move_ctx,                                       \
+        cuctx_event *: cuctx__move_event,                                   \
+        cuctx_stream *: cuctx__move_stream,                                 \
+        cuctx_module *: cuctx__move_module,                                 \
+        cuctx_mem *: cuctx__move_mem,                                       \
+        cuctx_host_mem *: cuctx__move_host_mem,                             \
+        cuctx_graph_exec *: cuctx__move_graph_exec)(&(var))
 #  endif
 
 /* The enter of CUCTX_SCOPED (report != 0: a failure also goes to the error

@@ -18,7 +18,12 @@
 #     g++, clang++ and nvcc;
 #   - tests/compile/static_auto.c, `static CUCTX_AUTO`, does not compile
 #     under -Werror with gcc, clang, g++ or clang++ (nvcc: a SKIP once seen
-#     to compile it, as documented).
+#     to compile it, as documented);
+#   - tests/compile/const_move.c, CUCTX_MOVE of a const handle, does not
+#     compile, without -Werror, with gcc, clang, g++, clang++ or nvcc;
+#   - tests/compile/const_auto.c, CUCTX_AUTO on a const handle, does not
+#     compile, without -Werror, with clang, g++, clang++ or nvcc; gcc in C
+#     warns by default (checked) and refuses it under -Werror.
 #
 # Environment (set by `make check`): CC, CXX, NVCC (may be empty),
 # CUDA_CPPFLAGS, CUCTX_INCLUDE, CUCTX_SRCDIR. Nothing is linked.
@@ -37,6 +42,8 @@ GOTO=$CUCTX_SRCDIR/tests/compile/goto_into_scope.c
 NOT_HANDLE=$CUCTX_SRCDIR/tests/compile/auto_not_a_handle.c
 DROPPED=$CUCTX_SRCDIR/tests/compile/move_dropped.c
 STATIC=$CUCTX_SRCDIR/tests/compile/static_auto.c
+CONST_MOVE=$CUCTX_SRCDIR/tests/compile/const_move.c
+CONST_AUTO=$CUCTX_SRCDIR/tests/compile/const_auto.c
 # cuctx_version.h, which cuctx.h includes, is written by configure into the build tree.
 INC="-I$CUCTX_INCLUDE -I${CUCTX_BUILDDIR:-$CUCTX_SRCDIR}/include $CUDA_CPPFLAGS"
 WARN="-Wall -Wextra -Wpedantic -Werror"
@@ -85,7 +92,7 @@ expect_clean() {
     fi
 }
 
-echo "1..34"
+echo "1..45"
 
 for cc in gcc clang; do
     for std in c11 c17 c2x; do
@@ -275,5 +282,60 @@ else
     skip "$what" "no nvcc (configure did not find one)"
 fi
 
-[ "$n" -eq 34 ] || echo "# the plan said 34 checks but $n ran"
+# A const handle (cuctx(3), rules 1 and 3): the cleanup or the move would
+# write to a const object. An error without -Werror, which CI also builds
+# without.
+for cc in gcc clang g++ clang++; do
+    what="const_move.c: $cc rejects CUCTX_MOVE of a const handle"
+    x=-std=c11
+    case $cc in *++) x="-x c++" ;; esac
+    if have "$cc"; then
+        expect_rejected "$what" "const cuctx_event|cuctx__move" "$cc" $x $INC -c "$CONST_MOVE" -o "$work/x.o"
+    else
+        skip "$what" "no $cc"
+    fi
+done
+what="const_move.c: nvcc rejects CUCTX_MOVE of a const handle"
+if have_nvcc; then
+    expect_rejected "$what" "cuctx__move" "$NVCC" -c $INC "$(cu "$CONST_MOVE")" -o "$work/x.o"
+else
+    skip "$what" "no nvcc (configure did not find one)"
+fi
+for cc in clang g++ clang++; do
+    what="const_auto.c: $cc rejects CUCTX_AUTO on a const handle"
+    x=-std=c11
+    case $cc in *++) x="-x c++" ;; esac
+    if have "$cc"; then
+        expect_rejected "$what" "const cuctx_event" "$cc" $x $INC -c "$CONST_AUTO" -o "$work/x.o"
+    else
+        skip "$what" "no $cc"
+    fi
+done
+what="const_auto.c: nvcc rejects CUCTX_AUTO on a const handle"
+if have_nvcc; then
+    expect_rejected "$what" "const void|const cuctx_event" "$NVCC" -c $INC "$(cu "$CONST_AUTO")" -o "$work/x.o"
+else
+    skip "$what" "no nvcc (configure did not find one)"
+fi
+# gcc in C: a default-on warning, so an error under -Werror (rule 1).
+what="const_auto.c: gcc warns, by default, of CUCTX_AUTO on a const handle"
+if have gcc; then
+    if gcc -std=c11 $INC -c "$CONST_AUTO" -o "$work/x.o" >"$work/out" 2>&1 &&
+       grep -E "discards .const. qualifier" "$work/out" >/dev/null; then
+        ok "$what"
+    else
+        echo "documented as a warning: update cuctx(3), rule 1" >>"$work/out"
+        not_ok "$what"
+    fi
+else
+    skip "$what" "no gcc"
+fi
+what="const_auto.c: gcc -Werror rejects CUCTX_AUTO on a const handle"
+if have gcc; then
+    expect_rejected "$what" "discards .const. qualifier" gcc -std=c11 -Werror $INC -c "$CONST_AUTO" -o "$work/x.o"
+else
+    skip "$what" "no gcc"
+fi
+
+[ "$n" -eq 45 ] || echo "# the plan said 45 checks but $n ran"
 exit $((failed > 0))
