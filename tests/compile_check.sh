@@ -8,6 +8,9 @@
 #     -O0 and -O2 (some warnings only appear with the optimiser's analyses);
 #     as C++17 with g++ and clang++; with the configured $CC and $CXX; and as
 #     the host code of a .cu file under nvcc when $NVCC is set;
+#   - the complete example in the header's opening comment, cut out of
+#     include/cuctx.h as it stands, builds with zero warnings with gcc and
+#     clang at C11 (-Wall -Wextra -Wpedantic -Werror);
 #   - tests/compile/goto_into_scope.c, a goto into the scope of a CUCTX_AUTO
 #     variable, is rejected by clang and by C++ (gcc accepts it in C);
 #   - tests/compile/auto_not_a_handle.c, CUCTX_AUTO on an int, is rejected by
@@ -92,7 +95,7 @@ expect_clean() {
     fi
 }
 
-echo "1..45"
+echo "1..47"
 
 for cc in gcc clang; do
     for std in c11 c17 c2x; do
@@ -138,6 +141,22 @@ if [ -n "$NVCC" ] && have "$NVCC"; then
 else
     skip "$what" "no nvcc (configure did not find one)"
 fi
+
+# The header's example: from its #include line to the line before "The
+# rules", the comment's " *   " margin taken off.
+awk '/^ \* The rules/ { exit } /^ \*   #include <cuctx.h>$/ { on = 1 } on { sub(/^ \*   /, ""); sub(/^ \*$/, ""); print }' \
+    "$CUCTX_INCLUDE/cuctx.h" > "$work/example.c"
+for cc in gcc clang; do
+    what="the example in cuctx.h: $cc -std=c11 -O2 has no warnings"
+    if ! grep -q 'int main' "$work/example.c"; then
+        echo "no example found in $CUCTX_INCLUDE/cuctx.h" > "$work/out"
+        not_ok "$what"
+    elif have "$cc"; then
+        expect_clean "$what" "$cc" -std=c11 -O2 $WARN $INC -c "$work/example.c" -o "$work/x.o"
+    else
+        skip "$what" "no $cc"
+    fi
+done
 
 # expect_jump_error DESCRIPTION COMMAND...: ok when the compile fails and
 # the error is about the jump (not, say, a missing header).
@@ -188,7 +207,7 @@ expect_rejected() {
 
 # expect_gap DESCRIPTION WHY COMMAND...: a compiler the header documents as
 # not catching the mistake: SKIP once seen to compile it, not ok if it no
-# longer does (then the header's rules are out of date).
+# longer does (then the rules in cuctx(3) are out of date).
 expect_gap() {
     what=$1
     why=$2
@@ -196,7 +215,7 @@ expect_gap() {
     if "$@" >"$work/out" 2>&1; then
         skip "$what" "$why"
     else
-        echo "documented as compiling, but failed: update the header's rules" >>"$work/out"
+        echo "documented as compiling, but failed: update cuctx(3)'s rules" >>"$work/out"
         not_ok "$what"
     fi
 }
@@ -211,7 +230,7 @@ have_nvcc() {
     [ -n "$NVCC" ] && have "$NVCC"
 }
 
-# CUCTX_AUTO on an int (header rule 1).
+# CUCTX_AUTO on an int (cuctx(3), rule 1).
 what="auto_not_a_handle.c: gcc rejects CUCTX_AUTO on an int"
 if have gcc; then
     expect_rejected "$what" "cuctx__auto_cleanup" gcc -std=c11 $INC -c "$NOT_HANDLE" -o "$work/x.o"
@@ -243,7 +262,7 @@ else
     skip "$what" "no nvcc (configure did not find one)"
 fi
 
-# A dropped CUCTX_MOVE (header rule 3): warned by default, so -Werror alone.
+# A dropped CUCTX_MOVE (cuctx(3), rule 3): warned by default, so -Werror alone.
 unused='ignoring return value|unused-result|result of call is not used'
 for cc in gcc clang g++ clang++; do
     what="move_dropped.c: $cc -Werror rejects a dropped CUCTX_MOVE"
@@ -262,7 +281,7 @@ else
     skip "$what" "no nvcc (configure did not find one)"
 fi
 
-# static CUCTX_AUTO (header rule 1): an error in gcc C, a default-on
+# static CUCTX_AUTO (cuctx(3), rule 1): an error in gcc C, a default-on
 # warning elsewhere, so -Werror alone.
 for cc in gcc clang g++ clang++; do
     what="static_auto.c: $cc -Werror rejects static CUCTX_AUTO"
@@ -337,5 +356,5 @@ else
     skip "$what" "no gcc"
 fi
 
-[ "$n" -eq 45 ] || echo "# the plan said 45 checks but $n ran"
+[ "$n" -eq 47 ] || echo "# the plan said 47 checks but $n ran"
 exit $((failed > 0))
