@@ -349,8 +349,8 @@ typedef struct cuctx_scope {
     unsigned long long prev_ctx_id; /* its driver id if others can end it; 0: cuctx's own */
     unsigned depth;         /* stack levels cuctx had pushed on this thread at enter */
     int state;              /* CUCTX__SCOPE_* */
-    /* Room for later versions (the size is compiled into callers): the enter
-     * zeroes it; nothing reads it yet. */
+    /* Room for later versions (the size is compiled into callers; cuctx(3),
+     * "Versions and ABI"): the enter zeroes it; nothing reads it yet. */
     uint64_t cuctx__reserved[2];
 } cuctx_scope;
 
