@@ -69,8 +69,8 @@
  * The rules, in short; cuctx(3) has them in full, under the same numbers:
  *
  *   1. CUCTX_AUTO goes on local, non-const handle variables, declared
- *      initialised (normally {0}); elsewhere it is a compile error where
- *      the compiler can tell, and undefined behaviour where it cannot.
+ *      initialised (normally {0}); other uses are errors or warnings where
+ *      the compiler can tell them, undefined behaviour where it cannot.
  *   2. Cleanup runs in reverse order of declaration: declare children after
  *      their context.
  *   3. CUCTX_MOVE(var) yields the handle and leaves {0}; use its result.
