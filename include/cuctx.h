@@ -2,210 +2,97 @@
 /*
  * cuctx.h - CUDA Driver API resources that clean themselves up, for C.
  *
- * ==========================================================================
- *  What it is for
- * ==========================================================================
+ * A Driver API program must release every context, event, stream, module,
+ * allocation and graph exec exactly once, on every path out of every
+ * function, while its context is still alive; get it wrong and the real
+ * driver may crash or free memory that now belongs to someone else. cuctx
+ * names each object by a handle, a struct holding one 64-bit id with a
+ * generation, so a stale or destroyed handle is caught instead of used, and
+ * tethers every child to its context, so a destroy that comes after the
+ * context is gone never reaches the driver. On top of that:
  *
- * A CUDA Driver API program in C owns contexts, events, streams, modules,
- * device and page-locked memory and graph execs, and must release each one
- * exactly once, on every path out of every function, in the right order and
- * while its context is still alive. Get it wrong and the real driver does not
- * always return an error: a stream destroyed after its context crashes the
- * process, and a cuMemFree of a pointer whose context died frees whatever a
- * newer context has since been given at that address.
+ *   CUCTX_AUTO          destroys a handle's object when its variable goes
+ *                       out of scope, whichever way control leaves the block;
+ *   CUCTX_SCOPED(ctx)   runs a block with ctx current, CUCTX_GUARD(ctx) the
+ *                       rest of a block, and both put the old one back;
+ *   CUCTX_MOVE(var)     hands an object out of its scope.
  *
- * cuctx gives C what C++ destructors and Rust's Drop give those languages:
- *
- *   - CUCTX_AUTO on a handle variable destroys its object when the variable
- *     goes out of scope, whichever way control leaves the block;
- *   - CUCTX_SCOPED(ctx) { ... } and CUCTX_GUARD(ctx); make a context current
- *     for a block and put the previous one back at every exit;
- *   - every handle carries a generation, so a destroyed, stale or copied
- *     handle is detected instead of dereferenced;
- *   - every child object is tethered to its context's generation: when the
- *     context has gone (even if a new context now sits at the same address)
- *     the child's destroy does not reach the driver at all.
- *
- * ==========================================================================
- *  A complete example
- * ==========================================================================
+ * A complete example (tests/compile_check.sh compiles it from here):
  *
  *   #include <cuctx.h>
  *   #include <stdio.h>
  *
+ *   static int fail(const char *what)
+ *   {
+ *       fprintf(stderr, "%s: %s\n", what, cuctx_last_error_message());
+ *       return 1;
+ *   }
+ *
  *   int main(void)
  *   {
- *       CUCTX_AUTO cuctx_ctx ctx = {0};
- *       if (cuctx_ctx_create(&ctx, 0, CUCTX_SCHED_AUTO) != CUDA_SUCCESS) {
- *           fprintf(stderr, "%s\n", cuctx_last_error_message());
- *           return 1;
- *       }
- *       cuctx_pop_current();                // created contexts are pushed
+ *       // A context of our own. Like cuCtxCreate, the create also pushes
+ *       // it: it is this thread's current context until popped.
+ *       CUCTX_AUTO cuctx_ctx mine = {0};
+ *       if (cuctx_ctx_create(&mine, 0, CUCTX_SCHED_AUTO) != CUDA_SUCCESS)
+ *           return fail("create");
+ *       cuctx_pop_current();              // undo the push
  *
- *       CUCTX_SCOPED(ctx) {                 // ctx is current in here
- *           CUCTX_AUTO cuctx_stream s = {0};
+ *       // The device's primary context, shared with the CUDA runtime:
+ *       // the handle holds a retain; the context is NOT made current.
+ *       CUCTX_AUTO cuctx_ctx primary = {0};
+ *       if (cuctx_ctx_primary(&primary, 0) != CUDA_SUCCESS)
+ *           return fail("primary");       // mine is destroyed here too
+ *
+ *       // A child names its context, current or not. Declared after it,
+ *       // it is destroyed before it.
+ *       CUCTX_AUTO cuctx_mem buf = {0};
+ *       if (cuctx_mem_alloc(&buf, primary, 1 << 20) != CUDA_SUCCESS)
+ *           return fail("alloc");
+ *
+ *       CUCTX_SCOPED(mine) {              // mine is current in here only
  *           CUCTX_AUTO cuctx_event start = {0}, stop = {0};
- *           cuctx_stream_create(&s, ctx, 0, 0);
- *           cuctx_event_create(&start, ctx, 0);
- *           cuctx_event_create(&stop, ctx, 0);
- *           cuctx_event_record(start, s);
- *           cuctx_event_record(stop, s);    // ...work between the two...
- *           cuctx_event_synchronize(stop);
+ *           if (cuctx_event_create(&start, mine, 0) != CUDA_SUCCESS ||
+ *               cuctx_event_create(&stop, mine, 0) != CUDA_SUCCESS)
+ *               return fail("event");     // the scope is left: mine popped
+ *           // (cuctx_stream){0} is the default stream of the event's context.
+ *           cuctx_event_record(start, (cuctx_stream){0});
+ *           // ... raw driver calls in mine, e.g. a cuLaunchKernel ...
+ *           cuctx_event_record(stop, (cuctx_stream){0});
  *           float ms = 0;
- *           if (cuctx_event_elapsed_ms(start, stop, &ms) == CUDA_SUCCESS)
+ *           if (cuctx_event_synchronize(stop) == CUDA_SUCCESS &&
+ *               cuctx_event_elapsed_ms(start, stop, &ms) == CUDA_SUCCESS)
  *               printf("%.3f ms\n", ms);
- *       }                                   // events, then stream destroyed;
- *       return 0;                           // previous context restored
- *   }                                       // ctx destroyed last
+ *       }                                 // stop, start destroyed; mine popped
+ *       return 0;                         // buf freed, primary released,
+ *   }                                     // mine destroyed, in that order
  *
- * ==========================================================================
- *  The rules
- * ==========================================================================
+ * The rules, in short; cuctx(3) has them in full, under the same numbers:
  *
- * 1. CUCTX_AUTO is for local handle variables - cuctx_ctx, cuctx_event,
- *    cuctx_stream, cuctx_module, cuctx_mem, cuctx_host_mem, cuctx_graph_exec
- *    - declared initialised, normally to {0}:
- *        CUCTX_AUTO cuctx_event ev = {0};
- *    The cleanup runs on whatever the variable holds when the block exits,
- *    including an early return before the create; {0} is "nothing to do".
- *    On any other type (CUCTX_AUTO int n = 5;, an array of handles, a struct
- *    of your own) gcc and g++ stop with an error; clang, clang++ and nvcc
- *    compile it, and the cleanup then reads and zeroes the variable as if it
- *    were a handle: undefined behaviour. A static, thread-local or file-scope
- *    variable never goes out of scope, so its cleanup could never run:
- *    `static CUCTX_AUTO` does not compile with gcc in C, and otherwise gcc and
- *    g++ (-Wattributes) and clang and clang++ (-Wignored-attributes) warn,
- *    by default, that the cleanup is ignored - an error under -Werror; nvcc
- *    says nothing.
+ *   1. CUCTX_AUTO goes on local, non-const handle variables, declared
+ *      initialised (normally {0}); other uses are errors or warnings where
+ *      the compiler can tell them, undefined behaviour where it cannot.
+ *   2. Cleanup runs in reverse order of declaration: declare children after
+ *      their context.
+ *   3. CUCTX_MOVE(var) yields the handle and leaves {0}; use its result.
+ *   4. break and continue in CUCTX_SCOPED leave the scope; return and goto
+ *      out of any macro restore the context.
+ *   5. Cleanup does not run on exit(), abort(), longjmp() or cancellation;
+ *      nothing of cuctx may be used in a signal handler.
+ *   6. Never goto into the scope of a CUCTX_AUTO variable.
+ *   7. Host code only.
+ *   8. Failures of automatic cleanup go to the error handler.
+ *   9. Contexts others can end (primary, borrowed) are checked by the
+ *      driver's id for them before a child call reaches the driver.
+ *  10. Every function is thread-safe; a destroy waits for calls under way.
+ *  11. fork, cancellation, thread exit and process exit are handled.
  *
- * 2. Cleanup runs in reverse order of declaration. Declare children after
- *    their context so they are destroyed first, while it is alive. Declared
- *    the other way round nothing breaks - the context goes first and its
- *    children's destroys are skipped as stale (the driver freed them with the
- *    context) - but the skip is counted, and CUCTX_LOG=debug reports it.
+ * cuctx(3) also has the ABI kept between releases and a note on
+ * thread-local storage for programs that dlopen() the library.
  *
- *        WRONG (works, but every child is a stale skip):
- *            CUCTX_AUTO cuctx_event ev = {0};
- *            CUCTX_AUTO cuctx_ctx ctx = {0};   // destroyed before ev
- *
- * 3. To hand an object out of its scope, return CUCTX_MOVE(var): it yields
- *    the handle and leaves {0} behind, so the cleanup does nothing. Return or
- *    assign the result: a dropped one leaks the object, so it draws a
- *    warning by default (-Wunused-result in gcc, clang, g++ and clang++,
- *    #1650-D in nvcc; a cast to void silences only clang and clang++). var
- *    must be a handle variable; anything else is an error with every
- *    compiler.
- *
- * 4. Inside CUCTX_SCOPED(ctx) { ... } and CUCTX_SCOPED_ELSE(ctx, on_fail)
- *    { ... }, break and continue leave the scope, not an enclosing loop (the
- *    macros are run-once for loops). CUCTX_GUARD is a declaration, not a
- *    loop, so there break and continue keep their usual meaning. return and
- *    goto out of any of them restore the context. When ctx cannot be made
- *    current, CUCTX_SCOPED skips the block and tells the error handler;
- *    CUCTX_SCOPED_ELSE runs on_fail instead of the block and tells no one
- *    (on_fail runs before the loop starts: break, continue, return and goto
- *    there act as just before the macro); CUCTX_GUARD tells the error handler
- *    and runs the rest of the block unswitched. cuctx_last_error() says why.
- *
- * 5. Cleanup runs when a block is left normally, by return, break, continue
- *    or goto. It does not run on exit(), abort(), longjmp() or a thread that
- *    is cancelled; objects still alive then go with the process. cuctx is
- *    not async-signal-safe (it takes locks and allocates): no cuctx function
- *    may be called from a signal handler, so no macro may be used in one.
- *
- * 6. A goto that jumps into the scope of a CUCTX_AUTO variable, past its
- *    declaration, would run the cleanup on an uninitialised handle. clang and
- *    C++ compilers reject it; gcc accepts it silently in C, so do not do it.
- *
- * 7. Host code only. In a .cu file, use the macros in host functions; nvcc
- *    drops the cleanup attribute in __device__ code.
- *
- * 8. A cleanup cannot return an error. Failures in automatic cleanup go to
- *    the error handler (cuctx_set_error_handler), by default one line on
- *    stderr; CUCTX_LOG=quiet|warn|debug sets how much it says.
- *
- * 9. Contexts others can end. A primary context is shared with the CUDA
- *    runtime and every library built on it; a borrowed one (cuctx_ctx_borrow,
- *    or the current context when a create is given {0} and cuctx did not
- *    make it) is owned by someone else. cuctx names each context by the
- *    driver's own id for it (cuCtxGetId, CUDA 12.0 and later: unique in the
- *    process, never reused), recorded when cuctx first meets the context,
- *    and checks that id - one cuCtxGetId - before a child call on such a
- *    context reaches the driver. So a child whose primary or borrowed
- *    context was released by its last holder, reset, or destroyed by its
- *    owner - also when a new context has since taken the address - is never
- *    sent to the driver: its destroy is a counted stale skip, its other calls
- *    fail with CUDA_ERROR_CONTEXT_IS_DESTROYED. cuctx's own last release of a
- *    primary context ends cuctx's retain, not the context: while the runtime
- *    still holds it, children made through cuctx keep working and are freed
- *    by their destroys. Contexts cuctx created are decided by cuctx alone,
- *    with no driver call. What no check can exclude: an owner ending the
- *    context at the same moment as a child call on it, between the check and
- *    the call. With a driver that lacks cuCtxGetId, cuctx knows only what it
- *    did itself: a primary context ends with cuctx's last release, and a
- *    borrowed context's children are skipped once cuctx sees its address
- *    taken by a context cuctx creates or retains; keep such children within
- *    their owner's lifetime there.
- *
- * 10. All functions are thread-safe. A handle may be used from several
- *    threads at once; its destroy waits for uses already under way and
- *    later uses fail with CUDA_ERROR_INVALID_HANDLE. A context destroy waits
- *    for child calls under way on it, and child calls that start after it
- *    fail with CUDA_ERROR_CONTEXT_IS_DESTROYED (destroys are skipped). What
- *    a destroy waits for is only driver calls already under way on that
- *    object or context (a whole cuctx_ctx_synchronize, say); it waits by
- *    sleeping, with backoff, not by spinning.
- *
- * 11. A process's odd moments.
- *    - fork: CUDA cannot be used in a forked child. There, every object
- *      inherited from the parent is dead: its destroy succeeds, resets the
- *      handle and never calls the driver (context handles act as borrows),
- *      its other calls fail; nothing waits for the parent's other threads.
- *      Creates in the child give the driver's own answer.
- *    - Cancellation: a thread cancelled inside a cuctx call (in a blocking
- *      driver call such as cuctx_event_synchronize) leaves nothing held: its
- *      exit releases what it held. Its automatic cleanups do not run (rule 5).
- *    - Thread exit: handles may be destroyed from pthread key, C11 tss and
- *      C++ thread_local destructors.
- *    - The error handler may call any cuctx function, also destroy the
- *      context whose child's cleanup it is told about: it is never called
- *      while cuctx holds something on the calling thread.
- *    - Process exit: once the driver reports CUDA_ERROR_DEINITIALIZED, or
- *      cuctx's own exit hook has run (it runs before the driver's teardown,
- *      and after exit handlers registered after the first cuctx call), cuctx
- *      no longer calls the driver: destroys succeed quietly, reset their
- *      handles, and count in cuctx_stats.shutdown_skips.
- *    - CUCTX_LEAK_CHECK=1 reports the objects still alive at exit
- *      (cuctx_leak_report).
- *
- * Errors: every function that can fail returns the driver's own CUresult and
- * records, for the calling thread, cuctx_last_error() and a sentence in
- * cuctx_last_error_message() naming the function, the object and the cause.
- *
- * Driver: cuctx never links libcuda. It opens libcuda.so.1 at run time, or
- * the library named by the environment variable CUCTX_DRIVER (ignored in
- * setuid/setgid programs), and resolves each entry point at a pinned ABI
- * version through cuGetProcAddress.
- *
- * Versions and ABI: CUCTX_VERSION_MAJOR, _MINOR, _PATCH and _HEX are the
- * header's version, cuctx_version_hex() the library's. Between releases
- * that change the library's soname, what the header compiles into a program
- * stays valid: a handle is one uint64_t for good; cuctx_scope, which the
- * macros keep on the caller's stack, has reserved words that later versions
- * may use without changing its size; and cuctx_stats_get passes the
- * caller's sizeof(struct cuctx_stats), so fields added at its end read 0
- * from an older library, and a newer library fills only the fields an older
- * program knows. The exported functions carry the symbol version CUCTX_0.1
- * (functions added later get later versions).
- *
- * Thread-local storage: the library keeps about 1.4 KiB per thread in
- * initial-exec TLS, fast for a program that links cuctx (or loads it at
- * start). A program that dlopen()s libcuctx later takes those bytes from
- * glibc's small reserve of static TLS, which every library loaded that way
- * shares; when it is used up, dlopen fails with "cannot allocate memory in
- * static TLS block". Link cuctx or preload it (LD_PRELOAD) then, or enlarge
- * the reserve (glibc 2.32 and later: GLIBC_TUNABLES=
- * glibc.rtld.optional_static_tls=BYTES).
+ * Below: the API in the order a program meets it (handles, the macros,
+ * contexts, child objects, scopes by hand, errors, the driver, diagnostics,
+ * the version), each declaration with its contract; then a marked private
+ * part, the machinery the macros expand to, which is not API.
  */
 #ifndef CUCTX_H
 #define CUCTX_H
@@ -230,47 +117,6 @@ extern "C" {
 #endif
 
 /* ------------------------------------------------------------------------
- *  Errors
- * ------------------------------------------------------------------------ */
-
-/* The calling thread's last failure; CUDA_SUCCESS if none yet. Successful
- * calls leave it unchanged. */
-CUCTX_API CUresult cuctx_last_error(void);
-/* A sentence about the last failure ("" if none); valid until the calling
- * thread's next failing cuctx call. */
-CUCTX_API const char *cuctx_last_error_message(void);
-/* "CUDA_ERROR_INVALID_HANDLE" etc.; works with no driver loaded. */
-CUCTX_API const char *cuctx_result_name(CUresult rc);
-
-/* Receives failures that have no caller to return to (automatic cleanup).
- * fn == NULL restores the default, which writes one line to stderr. */
-typedef void (*cuctx_error_fn)(CUresult rc, const char *message, void *user);
-CUCTX_API void cuctx_set_error_handler(cuctx_error_fn fn, void *user);
-
-/* ------------------------------------------------------------------------
- *  Version
- * ------------------------------------------------------------------------ */
-
-/* The library's version, "MAJOR.MINOR.PATCH", and the same as 0xMMmmpp:
- * compare cuctx_version_hex() with CUCTX_VERSION_HEX, the header's, to see
- * whether the program runs with the library it was built against. */
-CUCTX_API const char *cuctx_version(void);
-CUCTX_API unsigned cuctx_version_hex(void);
-
-/* ------------------------------------------------------------------------
- *  Driver
- * ------------------------------------------------------------------------ */
-
-/* Loads the driver and calls cuInit(0), once per process; every other
- * function calls it implicitly. Returns the same result on every call. */
-CUCTX_API CUresult cuctx_init(void);
-CUCTX_API CUresult cuctx_driver_version(int *out);
-/* Any other driver entry point, from the same driver cuctx loaded, resolved
- * through cuGetProcAddress at the given ABI version (the suffix of the
- * PFN_name_vNNNN typedef you will call it through). */
-CUCTX_API CUresult cuctx_driver_symbol(const char *name, int version, void **out);
-
-/* ------------------------------------------------------------------------
  *  Handles: one 64-bit id (kind, slot, generation); {0} is "none".
  *  A destroyed, stale, copied-after-destroy or wrong-kind handle is detected
  *  (CUDA_ERROR_INVALID_HANDLE), never dereferenced. Creates leave *out {0}
@@ -288,6 +134,64 @@ typedef struct cuctx_host_mem { uint64_t id; } cuctx_host_mem;
 typedef struct cuctx_graph_exec { uint64_t id; } cuctx_graph_exec;
 
 /* ------------------------------------------------------------------------
+ *  Automatic cleanup: the macros, and the destroy they call
+ * ------------------------------------------------------------------------ */
+
+/* Destroys the object behind any handle, given the handle's address, and
+ * resets it; {0} is a no-op returning CUDA_SUCCESS. */
+CUCTX_API CUresult cuctx_destroy(void *handle);
+/* The same for cleanup: never aborts; failures go to the error handler. */
+CUCTX_API void cuctx_cleanup(void *handle);
+
+#if !defined(CUCTX_NO_AUTO)
+#  if !defined(__GNUC__) && !defined(__clang__)
+#    error "cuctx: this compiler lacks __attribute__((cleanup)); define CUCTX_NO_AUTO to use the plain API without CUCTX_AUTO/CUCTX_MOVE/CUCTX_SCOPED/CUCTX_SCOPED_ELSE/CUCTX_GUARD"
+#  endif
+
+/* CUCTX_AUTO cuctx_event ev = {0};: on the declaration of a local handle
+ * variable of any kind, destroys its object (cuctx_cleanup) when the
+ * variable goes out of scope; the cleanup of {0} does nothing. Anything
+ * else - another type, a const handle, a static variable - is refused where
+ * the compiler can tell; cuctx(3), rule 1, says which compilers do, how. */
+#  define CUCTX_AUTO CUCTX__AUTO
+
+/* CUCTX_MOVE(var): yields the handle in var and leaves {0} behind, so that
+ * var's cleanup does nothing: return CUCTX_MOVE(ev); hands the object out.
+ * var is evaluated once and must be a non-const handle (an error with
+ * every compiler otherwise); a dropped result leaks the object and draws a
+ * warning (rule 3). */
+#  define CUCTX_MOVE(var) CUCTX__MOVE(var)
+
+/* CUCTX_SCOPED(ctx) { ... }: the block runs once with ctx current; at every
+ * exit the thread's context stack is as it was at entry (see
+ * cuctx_scope_exit for what that means when contexts die inside). If ctx
+ * cannot be made current the block is skipped; the failure is in
+ * cuctx_last_error() and was reported to the error handler. break and
+ * continue leave the scope (rule 4). */
+#  define CUCTX_SCOPED(ctx) CUCTX__SCOPED(ctx, CUCTX__UNIQUE(cuctx__scope_), 1, )
+
+/* CUCTX_SCOPED_ELSE(ctx, on_fail) { ... }: as CUCTX_SCOPED, but when ctx
+ * cannot be made current the statement on_fail runs instead of the block,
+ * and the error handler is not told (cuctx_last_error() says why):
+ *     CUCTX_SCOPED_ELSE(ctx, return cuctx_last_error()) { ... }
+ *     CUCTX_SCOPED_ELSE(ctx, goto out) { ... }
+ * on_fail may contain commas; it runs before the scope begins, so break,
+ * continue, return and goto in it act as just before the macro. */
+#  define CUCTX_SCOPED_ELSE(ctx, ...) \
+    CUCTX__SCOPED(ctx, CUCTX__UNIQUE(cuctx__scope_), 0, __VA_ARGS__)
+
+/* CUCTX_GUARD(ctx);: ctx is current to the end of the enclosing block. If it
+ * cannot be made current, the rest of the block still runs with the thread's
+ * context unchanged; the failure is in cuctx_last_error() and was reported
+ * to the error handler. A declaration, not a loop: break and continue keep
+ * their meaning. */
+#  define CUCTX_GUARD(ctx)                                                  \
+    cuctx_scope CUCTX__UNIQUE(cuctx__guard_)                                \
+        __attribute__((cleanup(cuctx_scope_exit), unused))                  \
+        = cuctx__scope_guard(ctx)
+#endif /* !CUCTX_NO_AUTO */
+
+/* ------------------------------------------------------------------------
  *  Contexts
  * ------------------------------------------------------------------------ */
 
@@ -302,10 +206,10 @@ typedef struct cuctx_graph_exec { uint64_t id; } cuctx_graph_exec;
  * pushed on the calling thread's stack and current. */
 CUCTX_API CUresult cuctx_ctx_create(cuctx_ctx *out, CUdevice dev, unsigned flags);
 /* Retains dev's primary context (not made current). Each handle holds one
- * retain, released by its destroy. The generation is the driver's (rule 9):
- * it ends when the primary context really ends - its last retain by anyone
- * released, or a reset - not when cuctx's last handle goes while the CUDA
- * runtime or other code still holds it. A later retain of an ended primary
+ * retain, released by its destroy. The generation is the driver's (cuctx(3),
+ * rule 9): it ends when the primary context really ends - its last retain
+ * by anyone released, or a reset - not when cuctx's last handle goes while
+ * the CUDA runtime or other code still holds it. A later retain of an ended primary
  * context gets a new generation although the address is the same. */
 CUCTX_API CUresult cuctx_ctx_primary(cuctx_ctx *out, CUdevice dev);
 /* Resets dev's primary context through the driver (cuDevicePrimaryCtxReset:
@@ -316,7 +220,7 @@ CUCTX_API CUresult cuctx_ctx_primary(cuctx_ctx *out, CUdevice dev);
 CUCTX_API CUresult cuctx_ctx_primary_reset(CUdevice dev);
 /* A non-owning handle for a live context owned elsewhere; destroying it
  * never destroys the context. Children made in it are skipped once the
- * owner destroys it (rule 9). */
+ * owner destroys it (cuctx(3), rule 9). */
 CUCTX_API CUresult cuctx_ctx_borrow(cuctx_ctx *out, CUcontext raw);
 /* Destroys an owned context, releases a primary retain, or drops a borrow;
  * resets *ctx to {0}. A stale handle gives CUDA_ERROR_INVALID_HANDLE. If
@@ -419,7 +323,6 @@ CUCTX_API CUresult cuctx_graph_exec_instantiate_at(cuctx_graph_exec *out, cuctx_
                                                    const char *func);
 
 #if !defined(CUCTX_NO_SITES)
-#  define CUCTX__SITE __FILE__, __LINE__, __func__
 #  define cuctx_ctx_create(out, dev, flags) cuctx_ctx_create_at(out, dev, flags, CUCTX__SITE)
 #  define cuctx_ctx_primary(out, dev) cuctx_ctx_primary_at(out, dev, CUCTX__SITE)
 #  define cuctx_ctx_borrow(out, raw) cuctx_ctx_borrow_at(out, raw, CUCTX__SITE)
@@ -435,14 +338,8 @@ CUCTX_API CUresult cuctx_graph_exec_instantiate_at(cuctx_graph_exec *out, cuctx_
 #endif
 
 /* ------------------------------------------------------------------------
- *  Automatic cleanup
+ *  Scopes by hand: the functions behind CUCTX_SCOPED and CUCTX_GUARD
  * ------------------------------------------------------------------------ */
-
-/* Destroys the object behind any handle, given the handle's address, and
- * resets it; {0} is a no-op returning CUDA_SUCCESS. */
-CUCTX_API CUresult cuctx_destroy(void *handle);
-/* The same for cleanup: never aborts; failures go to the error handler. */
-CUCTX_API void cuctx_cleanup(void *handle);
 
 /* The state behind CUCTX_SCOPED/CUCTX_GUARD; use the fields through the
  * functions only. */
@@ -452,14 +349,10 @@ typedef struct cuctx_scope {
     unsigned long long prev_ctx_id; /* its driver id if others can end it; 0: cuctx's own */
     unsigned depth;         /* stack levels cuctx had pushed on this thread at enter */
     int state;              /* CUCTX__SCOPE_* */
-    /* Room for later versions (the size is compiled into callers): the enter
-     * zeroes it; nothing reads it yet. */
+    /* Room for later versions (the size is compiled into callers; cuctx(3),
+     * "Versions and ABI"): the enter zeroes it; nothing reads it yet. */
     uint64_t cuctx__reserved[2];
 } cuctx_scope;
-#define CUCTX__SCOPE_FAILED  0  /* enter failed: block skipped, nothing to undo */
-#define CUCTX__SCOPE_ENTERED 1  /* entered, block not yet run */
-#define CUCTX__SCOPE_RAN     2  /* block ran (run-once loop is done) */
-#define CUCTX__SCOPE_EXITED  3
 
 /* Makes ctx current by pushing it on the calling thread's context stack
  * (nothing is pushed when it is current already). On failure returns the
@@ -477,6 +370,37 @@ CUCTX_API CUresult cuctx_scope_enter(cuctx_scope *scope, cuctx_ctx ctx);
  * current. Raw pushes and pops inside the scope must be balanced. A no-op
  * when the enter failed or the scope was exited already. */
 CUCTX_API void cuctx_scope_exit(cuctx_scope *scope);
+
+/* ------------------------------------------------------------------------
+ *  Errors
+ * ------------------------------------------------------------------------ */
+
+/* The calling thread's last failure; CUDA_SUCCESS if none yet. Successful
+ * calls leave it unchanged. */
+CUCTX_API CUresult cuctx_last_error(void);
+/* A sentence about the last failure ("" if none); valid until the calling
+ * thread's next failing cuctx call. */
+CUCTX_API const char *cuctx_last_error_message(void);
+/* "CUDA_ERROR_INVALID_HANDLE" etc.; works with no driver loaded. */
+CUCTX_API const char *cuctx_result_name(CUresult rc);
+
+/* Receives failures that have no caller to return to (automatic cleanup).
+ * fn == NULL restores the default, which writes one line to stderr. */
+typedef void (*cuctx_error_fn)(CUresult rc, const char *message, void *user);
+CUCTX_API void cuctx_set_error_handler(cuctx_error_fn fn, void *user);
+
+/* ------------------------------------------------------------------------
+ *  Driver
+ * ------------------------------------------------------------------------ */
+
+/* Loads the driver and calls cuInit(0), once per process; every other
+ * function calls it implicitly. Returns the same result on every call. */
+CUCTX_API CUresult cuctx_init(void);
+CUCTX_API CUresult cuctx_driver_version(int *out);
+/* Any other driver entry point, from the same driver cuctx loaded, resolved
+ * through cuGetProcAddress at the given ABI version (the suffix of the
+ * PFN_name_vNNNN typedef you will call it through). */
+CUCTX_API CUresult cuctx_driver_symbol(const char *name, int version, void **out);
 
 /* ------------------------------------------------------------------------
  *  Diagnostics
@@ -512,8 +436,32 @@ CUCTX_API size_t cuctx_stats_get_sized(struct cuctx_stats *out, size_t size);
 CUCTX_API void cuctx_leak_report(FILE *out);
 
 /* ------------------------------------------------------------------------
- *  The macros
+ *  Version
  * ------------------------------------------------------------------------ */
+
+/* The library's version, "MAJOR.MINOR.PATCH", and the same as 0xMMmmpp:
+ * compare cuctx_version_hex() with CUCTX_VERSION_HEX, the header's, to see
+ * whether the program runs with the library it was built against. */
+CUCTX_API const char *cuctx_version(void);
+CUCTX_API unsigned cuctx_version_hex(void);
+
+/* ========================================================================
+ *  Private: nothing below is API. The cuctx__ and CUCTX__ names are what
+ *  the macros above expand to; they may change in any release. (A macro
+ *  may name a helper defined later, since it expands where it is used;
+ *  the inline functions here are each defined before their first use.)
+ * ======================================================================== */
+
+/* The states of cuctx_scope.state. */
+#define CUCTX__SCOPE_FAILED  0  /* enter failed: block skipped, nothing to undo */
+#define CUCTX__SCOPE_ENTERED 1  /* entered, block not yet run */
+#define CUCTX__SCOPE_RAN     2  /* block ran (run-once loop is done) */
+#define CUCTX__SCOPE_EXITED  3
+
+#if !defined(CUCTX_NO_SITES)
+/* The create site the create macros pass to the _at functions. */
+#  define CUCTX__SITE __FILE__, __LINE__, __func__
+#endif
 
 #define CUCTX__CAT2(a, b) a##b
 #define CUCTX__CAT(a, b) CUCTX__CAT2(a, b)
@@ -521,9 +469,6 @@ CUCTX_API void cuctx_leak_report(FILE *out);
 #define CUCTX__UNIQUE(prefix) CUCTX__CAT(prefix, __COUNTER__)
 
 #if !defined(CUCTX_NO_AUTO)
-#  if !defined(__GNUC__) && !defined(__clang__)
-#    error "cuctx: this compiler lacks __attribute__((cleanup)); define CUCTX_NO_AUTO to use the plain API without CUCTX_AUTO/CUCTX_MOVE/CUCTX_SCOPED/CUCTX_SCOPED_ELSE/CUCTX_GUARD"
-#  endif
 
 /* gcc and g++ themselves build the cleanup call like any other call, with
  * the usual argument conversions, so there CUCTX_AUTO can check the type.
@@ -537,7 +482,9 @@ CUCTX_API void cuctx_leak_report(FILE *out);
 #  if defined(CUCTX__TYPED_AUTO) && !defined(__cplusplus)
 /* gcc, C: a transparent union of the handle pointers, and none other (no
  * void *, which would take any pointer): anything else is "incompatible type
- * for argument 1 of 'cuctx__auto_cleanup'". */
+ * for argument 1 of 'cuctx__auto_cleanup'". A pointer to a const handle
+ * gets only gcc's -Wdiscarded-qualifiers: it ranks that conversion as a
+ * pedantic warning, in a union as anywhere. */
 typedef union cuctx__handle_ptr {
     cuctx_ctx *ctx;
     cuctx_event *event;
@@ -557,7 +504,7 @@ static inline void cuctx__auto_cleanup(cuctx__handle_ptr h)
 /* __extension__: -Wpedantic would flag the conversion to the union at every
  * declaration (it quiets -Wpedantic for the whole declaration). It also
  * makes `static CUCTX_AUTO` a syntax error here. */
-#    define CUCTX_AUTO __extension__ __attribute__((cleanup(cuctx__auto_cleanup), unused))
+#    define CUCTX__AUTO __extension__ __attribute__((cleanup(cuctx__auto_cleanup), unused))
 #  elif defined(CUCTX__TYPED_AUTO)
 /* g++: one converting constructor per handle pointer; anything else is
  * "could not convert '& n' from 'int*' to 'cuctx__handle_ptr'". */
@@ -578,10 +525,10 @@ static inline void cuctx__auto_cleanup(cuctx__handle_ptr h)
     cuctx_cleanup(h.p);
 }
 }
-#    define CUCTX_AUTO __attribute__((cleanup(cuctx__auto_cleanup), unused))
+#    define CUCTX__AUTO __attribute__((cleanup(cuctx__auto_cleanup), unused))
 #  else
 /* unused: clang before 17 warns on variables only a cleanup reads. */
-#    define CUCTX_AUTO __attribute__((cleanup(cuctx_cleanup), unused))
+#    define CUCTX__AUTO __attribute__((cleanup(cuctx_cleanup), unused))
 #  endif
 
 /* One function per handle type: it yields *h and leaves {0} behind.
@@ -605,8 +552,9 @@ CUCTX__MOVE_FN(cuctx_mem, cuctx__move)
 CUCTX__MOVE_FN(cuctx_host_mem, cuctx__move)
 CUCTX__MOVE_FN(cuctx_graph_exec, cuctx__move)
 }
-/* var appears once, so it is evaluated once: CUCTX_MOVE(arr[i++]) works. */
-#    define CUCTX_MOVE(var) cuctx__move(&(var))
+/* var appears once, so it is evaluated once: CUCTX_MOVE(arr[i++]) works. No
+ * overload takes a pointer to const: a const handle does not compile. */
+#    define CUCTX__MOVE(var) cuctx__move(&(var))
 #  else
 CUCTX__MOVE_FN(cuctx_ctx, cuctx__move_ctx)
 CUCTX__MOVE_FN(cuctx_event, cuctx__move_event)
@@ -616,21 +564,26 @@ CUCTX__MOVE_FN(cuctx_mem, cuctx__move_mem)
 CUCTX__MOVE_FN(cuctx_host_mem, cuctx__move_host_mem)
 CUCTX__MOVE_FN(cuctx_graph_exec, cuctx__move_graph_exec)
 /* _Generic does not evaluate its controlling expression, so var is
- * evaluated once, in &(var): CUCTX_MOVE(arr[i++]) works. */
-#    define CUCTX_MOVE(var)                                                 \
-    __extension__ _Generic((var),                                           \
-        cuctx_ctx: cuctx__move_ctx,                                         \
-        cuctx_event: cuctx__move_event,                                     \
-        cuctx_stream: cuctx__move_stream,                                   \
-        cuctx_module: cuctx__move_module,                                   \
-        cuctx_mem: cuctx__move_mem,                                         \
-        cuctx_host_mem: cuctx__move_host_mem,                               \
-        cuctx_graph_exec: cuctx__move_graph_exec)(&(var))
+ * evaluated once, in the call: CUCTX_MOVE(arr[i++]) works. It selects on
+ * &(var), not var, because lvalue conversion drops a const that the pointer
+ * keeps: a const handle matches no association, an error, where passing its
+ * address to the function would only draw a warning. */
+#    define CUCTX__MOVE(var)                                                \
+    __extension__ _Generic(&(var),                                          \
+        cuctx_ctx *: cuctx__move_ctx,                                       \
+        cuctx_event *: cuctx__move_event,                                   \
+        cuctx_stream *: cuctx__move_stream,                                 \
+        cuctx_module *: cuctx__move_module,                                 \
+        cuctx_mem *: cuctx__move_mem,                                       \
+        cuctx_host_mem *: cuctx__move_host_mem,                             \
+        cuctx_graph_exec *: cuctx__move_graph_exec)(&(var))
 #  endif
 
 /* The enter of CUCTX_SCOPED (report != 0: a failure also goes to the error
  * handler) and of CUCTX_SCOPED_ELSE (its on_fail takes the failure instead). */
 CUCTX_API cuctx_scope cuctx__scope_begin(cuctx_ctx ctx, int report);
+/* The enter of CUCTX_GUARD: a failure goes to the error handler. */
+CUCTX_API cuctx_scope cuctx__scope_guard(cuctx_ctx ctx);
 
 /* True once, on the first test of the loop, and only if the enter worked:
  * a failed enter skips the block; break/continue end the loop. */
@@ -642,11 +595,14 @@ static inline int cuctx__scope_once(cuctx_scope *s)
     return 1;
 }
 
-/* Both scope forms. The failure branch (__VA_ARGS__) runs in the scope
- * variable's initialiser, before the run-once loop begins, so break,
- * continue, return and goto in it mean what they mean just before the
- * macro; and a statement expression, not an if-else, so that an enclosing
- * if without braces draws no -Wdangling-else. */
+/* Both scope forms: a run-once for loop whose variable's cleanup is the
+ * exit. var arrives as an argument, CUCTX__UNIQUE already expanded once, so
+ * the declaration and the loop test name the same variable (__COUNTER__
+ * written twice here would give two names). The failure branch
+ * (__VA_ARGS__) runs in the scope variable's initialiser, before the loop
+ * begins, so break, continue, return and goto in it mean what they mean
+ * just before the macro; and a statement expression, not an if-else, so
+ * that an enclosing if without braces draws no -Wdangling-else. */
 #define CUCTX__SCOPED(ctx, var, report, ...)                                \
     for (cuctx_scope var __attribute__((cleanup(cuctx_scope_exit), unused)) \
              = __extension__({                                              \
@@ -657,33 +613,6 @@ static inline int cuctx__scope_once(cuctx_scope *s)
                    cuctx__entered;                                          \
                });                                                          \
          cuctx__scope_once(&var);)
-
-/* CUCTX_SCOPED(ctx) { ... }: the block runs once with ctx current; at every
- * exit the thread's context stack is as it was at entry (see
- * cuctx_scope_exit for what that means when contexts die inside). If ctx
- * cannot be made current the block is skipped; the failure is in
- * cuctx_last_error() and was reported to the error handler. */
-#define CUCTX_SCOPED(ctx) CUCTX__SCOPED(ctx, CUCTX__UNIQUE(cuctx__scope_), 1, )
-
-/* CUCTX_SCOPED_ELSE(ctx, on_fail) { ... }: as CUCTX_SCOPED, but when ctx
- * cannot be made current the statement on_fail runs instead of the block,
- * and the error handler is not told (cuctx_last_error() says why):
- *     CUCTX_SCOPED_ELSE(ctx, return cuctx_last_error()) { ... }
- *     CUCTX_SCOPED_ELSE(ctx, goto out) { ... }
- * on_fail may contain commas. */
-#define CUCTX_SCOPED_ELSE(ctx, ...) \
-    CUCTX__SCOPED(ctx, CUCTX__UNIQUE(cuctx__scope_), 0, __VA_ARGS__)
-
-/* CUCTX_GUARD(ctx);: ctx is current to the end of the enclosing block. If it
- * cannot be made current, the rest of the block still runs with the thread's
- * context unchanged; the failure is in cuctx_last_error() and was reported
- * to the error handler. */
-#define CUCTX_GUARD(ctx)                                                    \
-    cuctx_scope CUCTX__UNIQUE(cuctx__guard_)                                \
-        __attribute__((cleanup(cuctx_scope_exit), unused))                  \
-        = cuctx__scope_guard(ctx)
-
-CUCTX_API cuctx_scope cuctx__scope_guard(cuctx_ctx ctx);
 
 #endif /* !CUCTX_NO_AUTO */
 

@@ -8,6 +8,9 @@
 #     -O0 and -O2 (some warnings only appear with the optimiser's analyses);
 #     as C++17 with g++ and clang++; with the configured $CC and $CXX; and as
 #     the host code of a .cu file under nvcc when $NVCC is set;
+#   - the complete example in the header's opening comment, cut out of
+#     include/cuctx.h as it stands, builds with zero warnings with gcc and
+#     clang at C11 (-Wall -Wextra -Wpedantic -Werror);
 #   - tests/compile/goto_into_scope.c, a goto into the scope of a CUCTX_AUTO
 #     variable, is rejected by clang and by C++ (gcc accepts it in C);
 #   - tests/compile/auto_not_a_handle.c, CUCTX_AUTO on an int, is rejected by
@@ -18,7 +21,12 @@
 #     g++, clang++ and nvcc;
 #   - tests/compile/static_auto.c, `static CUCTX_AUTO`, does not compile
 #     under -Werror with gcc, clang, g++ or clang++ (nvcc: a SKIP once seen
-#     to compile it, as documented).
+#     to compile it, as documented);
+#   - tests/compile/const_move.c, CUCTX_MOVE of a const handle, does not
+#     compile, without -Werror, with gcc, clang, g++, clang++ or nvcc;
+#   - tests/compile/const_auto.c, CUCTX_AUTO on a const handle, does not
+#     compile, without -Werror, with clang, g++, clang++ or nvcc; gcc in C
+#     warns by default (checked) and refuses it under -Werror.
 #
 # Environment (set by `make check`): CC, CXX, NVCC (may be empty),
 # CUDA_CPPFLAGS, CUCTX_INCLUDE, CUCTX_SRCDIR. Nothing is linked.
@@ -37,6 +45,8 @@ GOTO=$CUCTX_SRCDIR/tests/compile/goto_into_scope.c
 NOT_HANDLE=$CUCTX_SRCDIR/tests/compile/auto_not_a_handle.c
 DROPPED=$CUCTX_SRCDIR/tests/compile/move_dropped.c
 STATIC=$CUCTX_SRCDIR/tests/compile/static_auto.c
+CONST_MOVE=$CUCTX_SRCDIR/tests/compile/const_move.c
+CONST_AUTO=$CUCTX_SRCDIR/tests/compile/const_auto.c
 # cuctx_version.h, which cuctx.h includes, is written by configure into the build tree.
 INC="-I$CUCTX_INCLUDE -I${CUCTX_BUILDDIR:-$CUCTX_SRCDIR}/include $CUDA_CPPFLAGS"
 WARN="-Wall -Wextra -Wpedantic -Werror"
@@ -85,7 +95,7 @@ expect_clean() {
     fi
 }
 
-echo "1..34"
+echo "1..47"
 
 for cc in gcc clang; do
     for std in c11 c17 c2x; do
@@ -131,6 +141,22 @@ if [ -n "$NVCC" ] && have "$NVCC"; then
 else
     skip "$what" "no nvcc (configure did not find one)"
 fi
+
+# The header's example: from its #include line to the line before "The
+# rules", the comment's " *   " margin taken off.
+awk '/^ \* The rules/ { exit } /^ \*   #include <cuctx.h>$/ { on = 1 } on { sub(/^ \*   /, ""); sub(/^ \*$/, ""); print }' \
+    "$CUCTX_INCLUDE/cuctx.h" > "$work/example.c"
+for cc in gcc clang; do
+    what="the example in cuctx.h: $cc -std=c11 -O2 has no warnings"
+    if ! grep -q 'int main' "$work/example.c"; then
+        echo "no example found in $CUCTX_INCLUDE/cuctx.h" > "$work/out"
+        not_ok "$what"
+    elif have "$cc"; then
+        expect_clean "$what" "$cc" -std=c11 -O2 $WARN $INC -c "$work/example.c" -o "$work/x.o"
+    else
+        skip "$what" "no $cc"
+    fi
+done
 
 # expect_jump_error DESCRIPTION COMMAND...: ok when the compile fails and
 # the error is about the jump (not, say, a missing header).
@@ -181,7 +207,7 @@ expect_rejected() {
 
 # expect_gap DESCRIPTION WHY COMMAND...: a compiler the header documents as
 # not catching the mistake: SKIP once seen to compile it, not ok if it no
-# longer does (then the header's rules are out of date).
+# longer does (then the rules in cuctx(3) are out of date).
 expect_gap() {
     what=$1
     why=$2
@@ -189,7 +215,7 @@ expect_gap() {
     if "$@" >"$work/out" 2>&1; then
         skip "$what" "$why"
     else
-        echo "documented as compiling, but failed: update the header's rules" >>"$work/out"
+        echo "documented as compiling, but failed: update cuctx(3)'s rules" >>"$work/out"
         not_ok "$what"
     fi
 }
@@ -204,7 +230,7 @@ have_nvcc() {
     [ -n "$NVCC" ] && have "$NVCC"
 }
 
-# CUCTX_AUTO on an int (header rule 1).
+# CUCTX_AUTO on an int (cuctx(3), rule 1).
 what="auto_not_a_handle.c: gcc rejects CUCTX_AUTO on an int"
 if have gcc; then
     expect_rejected "$what" "cuctx__auto_cleanup" gcc -std=c11 $INC -c "$NOT_HANDLE" -o "$work/x.o"
@@ -236,7 +262,7 @@ else
     skip "$what" "no nvcc (configure did not find one)"
 fi
 
-# A dropped CUCTX_MOVE (header rule 3): warned by default, so -Werror alone.
+# A dropped CUCTX_MOVE (cuctx(3), rule 3): warned by default, so -Werror alone.
 unused='ignoring return value|unused-result|result of call is not used'
 for cc in gcc clang g++ clang++; do
     what="move_dropped.c: $cc -Werror rejects a dropped CUCTX_MOVE"
@@ -255,7 +281,7 @@ else
     skip "$what" "no nvcc (configure did not find one)"
 fi
 
-# static CUCTX_AUTO (header rule 1): an error in gcc C, a default-on
+# static CUCTX_AUTO (cuctx(3), rule 1): an error in gcc C, a default-on
 # warning elsewhere, so -Werror alone.
 for cc in gcc clang g++ clang++; do
     what="static_auto.c: $cc -Werror rejects static CUCTX_AUTO"
@@ -275,5 +301,60 @@ else
     skip "$what" "no nvcc (configure did not find one)"
 fi
 
-[ "$n" -eq 34 ] || echo "# the plan said 34 checks but $n ran"
+# A const handle (cuctx(3), rules 1 and 3): the cleanup or the move would
+# write to a const object. An error without -Werror, which CI also builds
+# without.
+for cc in gcc clang g++ clang++; do
+    what="const_move.c: $cc rejects CUCTX_MOVE of a const handle"
+    x=-std=c11
+    case $cc in *++) x="-x c++" ;; esac
+    if have "$cc"; then
+        expect_rejected "$what" "const cuctx_event|cuctx__move" "$cc" $x $INC -c "$CONST_MOVE" -o "$work/x.o"
+    else
+        skip "$what" "no $cc"
+    fi
+done
+what="const_move.c: nvcc rejects CUCTX_MOVE of a const handle"
+if have_nvcc; then
+    expect_rejected "$what" "cuctx__move" "$NVCC" -c $INC "$(cu "$CONST_MOVE")" -o "$work/x.o"
+else
+    skip "$what" "no nvcc (configure did not find one)"
+fi
+for cc in clang g++ clang++; do
+    what="const_auto.c: $cc rejects CUCTX_AUTO on a const handle"
+    x=-std=c11
+    case $cc in *++) x="-x c++" ;; esac
+    if have "$cc"; then
+        expect_rejected "$what" "const cuctx_event" "$cc" $x $INC -c "$CONST_AUTO" -o "$work/x.o"
+    else
+        skip "$what" "no $cc"
+    fi
+done
+what="const_auto.c: nvcc rejects CUCTX_AUTO on a const handle"
+if have_nvcc; then
+    expect_rejected "$what" "const void|const cuctx_event" "$NVCC" -c $INC "$(cu "$CONST_AUTO")" -o "$work/x.o"
+else
+    skip "$what" "no nvcc (configure did not find one)"
+fi
+# gcc in C: a default-on warning, so an error under -Werror (rule 1).
+what="const_auto.c: gcc warns, by default, of CUCTX_AUTO on a const handle"
+if have gcc; then
+    if gcc -std=c11 $INC -c "$CONST_AUTO" -o "$work/x.o" >"$work/out" 2>&1 &&
+       grep -E "discards .const. qualifier" "$work/out" >/dev/null; then
+        ok "$what"
+    else
+        echo "documented as a warning: update cuctx(3), rule 1" >>"$work/out"
+        not_ok "$what"
+    fi
+else
+    skip "$what" "no gcc"
+fi
+what="const_auto.c: gcc -Werror rejects CUCTX_AUTO on a const handle"
+if have gcc; then
+    expect_rejected "$what" "discards .const. qualifier" gcc -std=c11 -Werror $INC -c "$CONST_AUTO" -o "$work/x.o"
+else
+    skip "$what" "no gcc"
+fi
+
+[ "$n" -eq 47 ] || echo "# the plan said 47 checks but $n ran"
 exit $((failed > 0))

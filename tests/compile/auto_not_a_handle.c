@@ -4,7 +4,7 @@
  * and zero 8 bytes of a 4-byte variable as if it were a handle. gcc says
  * "incompatible type for argument 1 of 'cuctx__auto_cleanup'", g++ "could
  * not convert ... to 'cuctx__handle_ptr'"; clang, clang++ and nvcc compile
- * it (header rule 1). */
+ * it (cuctx(3), rule 1). */
 #include <cuctx.h>
 
 int not_a_handle(void);

@@ -3,7 +3,7 @@
  * jumps into the scope of a CUCTX_AUTO variable, past its initialisation,
  * so the cleanup would run on an uninitialised handle. clang rejects it
  * ("cannot jump from this goto statement to its label"); gcc accepts it in
- * C, which is why the header's rule 6 says never to do it. */
+ * C, which is why rule 6 of cuctx(3) says never to do it. */
 #include <cuctx.h>
 
 int jump_in(int skip);

@@ -3,7 +3,7 @@
  * static variable never leaves scope, so its cleanup would never run. gcc
  * rejects `static CUCTX_AUTO` in C outright; g++ (-Wattributes), clang and
  * clang++ (-Wignored-attributes) warn by default that the cleanup is ignored
- * (header rule 1). */
+ * (cuctx(3), rule 1). */
 #include <cuctx.h>
 
 unsigned long long static_auto(void);
