@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_identity.c - contexts others can end (rule 9): primary contexts shared with the runtime or raw code,
+/* test_foreign.c - contexts others can end (rule 9): primary contexts shared with the runtime or raw code,
  * resets and borrowed contexts destroyed behind cuctx's back, the address map forgetting dead contexts, the
  * driver's errors at registration, the cost of the id check, and drivers without cuCtxGetId. */
 #include "testlib.h"
@@ -82,7 +82,7 @@ static void primary_child_freed_after_cuctx_release(void)
     cr_assert_eq(stats().failed_destroys, 0);
 }
 
-Test(identity, primary_child_is_freed_after_cuctx_release_while_the_runtime_holds_it)
+Test(foreign, primary_child_is_freed_after_cuctx_release_while_the_runtime_holds_it)
 {
     NEED_DRIVER();
     NEED_SIM();
@@ -93,7 +93,7 @@ Test(identity, primary_child_is_freed_after_cuctx_release_while_the_runtime_hold
     ASSERT_NO_MISUSE();
 }
 
-Test(identity, primary_child_is_freed_after_cuctx_release_while_raw_code_holds_it)
+Test(foreign, primary_child_is_freed_after_cuctx_release_while_raw_code_holds_it)
 {
     CUcontext held = NULL;
     NEED_DRIVER();
@@ -105,7 +105,7 @@ Test(identity, primary_child_is_freed_after_cuctx_release_while_raw_code_holds_i
     ASSERT_NO_MISUSE();
 }
 
-Test(identity, borrowed_then_retained_primary_keeps_its_children_after_cuctx_release)
+Test(foreign, borrowed_then_retained_primary_keeps_its_children_after_cuctx_release)
 {
     CUcontext held = NULL;
     cuctx_ctx b = {0}, p = {0};
@@ -135,7 +135,7 @@ Test(identity, borrowed_then_retained_primary_keeps_its_children_after_cuctx_rel
     ASSERT_NO_MISUSE();
 }
 
-Test(identity, primary_children_are_skipped_once_cuctx_release_ends_the_context)
+Test(foreign, primary_children_are_skipped_once_cuctx_release_ends_the_context)
 {
     cuctx_ctx p = {0};
     cuctx_mem m = {0};
@@ -160,7 +160,7 @@ Test(identity, primary_children_are_skipped_once_cuctx_release_ends_the_context)
  *  2. Primary resets
  * ------------------------------------------------------------------------ */
 
-Test(identity, primary_reset_behind_cuctxs_back_skips_children_and_still_releases_once)
+Test(foreign, primary_reset_behind_cuctxs_back_skips_children_and_still_releases_once)
 {
     cuctx_ctx p = {0};
     cuctx_event ev = {0};
@@ -188,7 +188,7 @@ Test(identity, primary_reset_behind_cuctxs_back_skips_children_and_still_release
     ASSERT_NO_MISUSE();
 }
 
-Test(identity, primary_reset_and_retained_again_keeps_old_children_away_from_the_new_context)
+Test(foreign, primary_reset_and_retained_again_keeps_old_children_away_from_the_new_context)
 {
     cuctx_ctx p = {0}, p2 = {0};
     cuctx_event old = {0}, fresh = {0};
@@ -225,7 +225,7 @@ Test(identity, primary_reset_and_retained_again_keeps_old_children_away_from_the
     ASSERT_NO_MISUSE();
 }
 
-Test(identity, cuctx_primary_reset_skips_the_primarys_children)
+Test(foreign, cuctx_primary_reset_skips_the_primarys_children)
 {
     cuctx_ctx p = {0};
     cuctx_event ev = {0};
@@ -289,12 +289,12 @@ static void borrowed_child_after_owner_destroy(int recycle)
     ASSERT_NO_MISUSE();
 }
 
-Test(identity, borrowed_child_is_skipped_when_a_new_context_took_its_address_and_event_value)
+Test(foreign, borrowed_child_is_skipped_when_a_new_context_took_its_address_and_event_value)
 {
     borrowed_child_after_owner_destroy(1);
 }
 
-Test(identity, borrowed_child_is_skipped_after_its_owner_destroyed_the_context)
+Test(foreign, borrowed_child_is_skipped_after_its_owner_destroyed_the_context)
 {
     borrowed_child_after_owner_destroy(0);
 }
@@ -303,7 +303,7 @@ Test(identity, borrowed_child_is_skipped_after_its_owner_destroyed_the_context)
  *  4. The address map forgets dead contexts
  * ------------------------------------------------------------------------ */
 
-Test(identity, owned_contexts_at_100000_distinct_addresses_all_register)
+Test(foreign, owned_contexts_at_100000_distinct_addresses_all_register)
 {
     NEED_DRIVER();
     NEED_SIM();
@@ -320,7 +320,7 @@ Test(identity, owned_contexts_at_100000_distinct_addresses_all_register)
     ASSERT_NO_MISUSE();
 }
 
-Test(identity, entries_of_dead_borrowed_contexts_are_swept)
+Test(foreign, entries_of_dead_borrowed_contexts_are_swept)
 {
     NEED_DRIVER();
     NEED_SIM();
@@ -347,7 +347,7 @@ Test(identity, entries_of_dead_borrowed_contexts_are_swept)
  *  5. Registration reports the driver's errors
  * ------------------------------------------------------------------------ */
 
-Test(identity, borrow_reports_a_failed_cuCtxGetDevice_and_a_retry_works)
+Test(foreign, borrow_reports_a_failed_cuCtxGetDevice_and_a_retry_works)
 {
     cuctx_ctx b = {0};
     NEED_DRIVER();
@@ -366,7 +366,7 @@ Test(identity, borrow_reports_a_failed_cuCtxGetDevice_and_a_retry_works)
     ASSERT_NO_MISUSE();
 }
 
-Test(identity, borrow_reports_a_failed_cuCtxGetId_as_the_drivers_error)
+Test(foreign, borrow_reports_a_failed_cuCtxGetId_as_the_drivers_error)
 {
     cuctx_ctx b = {0};
     NEED_DRIVER();
@@ -383,7 +383,7 @@ Test(identity, borrow_reports_a_failed_cuCtxGetId_as_the_drivers_error)
     ASSERT_NO_MISUSE();
 }
 
-Test(identity, borrowing_a_context_destroyed_by_raw_code_is_refused)
+Test(foreign, borrowing_a_context_destroyed_by_raw_code_is_refused)
 {
     cuctx_ctx b = {0};
     NEED_DRIVER();
@@ -400,7 +400,7 @@ Test(identity, borrowing_a_context_destroyed_by_raw_code_is_refused)
  *  6. The cost of the check
  * ------------------------------------------------------------------------ */
 
-Test(identity, child_calls_on_an_owned_context_make_no_id_query)
+Test(foreign, child_calls_on_an_owned_context_make_no_id_query)
 {
     cuctx_ctx c = {0};
     cuctx_event ev = {0};
@@ -432,7 +432,7 @@ static void one_id_query_per_child_call(cuctx_ctx c)
     cr_assert_eq(calls("cuEventDestroy"), 1);
 }
 
-Test(identity, child_calls_on_a_primary_context_make_one_id_query_each)
+Test(foreign, child_calls_on_a_primary_context_make_one_id_query_each)
 {
     cuctx_ctx p = {0};
     NEED_DRIVER();
@@ -443,7 +443,7 @@ Test(identity, child_calls_on_a_primary_context_make_one_id_query_each)
     ASSERT_NO_MISUSE();
 }
 
-Test(identity, child_calls_on_a_borrowed_context_make_one_id_query_each)
+Test(foreign, child_calls_on_a_borrowed_context_make_one_id_query_each)
 {
     cuctx_ctx b = {0};
     NEED_DRIVER();
@@ -460,7 +460,7 @@ Test(identity, child_calls_on_a_borrowed_context_make_one_id_query_each)
  *  7. A driver without cuCtxGetId
  * ------------------------------------------------------------------------ */
 
-Test(identity, without_ids_children_of_live_contexts_are_destroyed_through_the_driver)
+Test(foreign, without_ids_children_of_live_contexts_are_destroyed_through_the_driver)
 {
     cuctx_ctx c = {0}, p = {0}, b = {0};
     cuctx_event e_owned = {0}, e_primary = {0}, e_borrowed = {0};
@@ -490,7 +490,7 @@ Test(identity, without_ids_children_of_live_contexts_are_destroyed_through_the_d
 }
 
 /* The documented behaviour without ids: a primary context ends, for cuctx, with cuctx's last release. */
-Test(identity, without_ids_primary_children_are_skipped_after_cuctx_release_even_while_the_runtime_holds_it)
+Test(foreign, without_ids_primary_children_are_skipped_after_cuctx_release_even_while_the_runtime_holds_it)
 {
     cuctx_ctx p = {0};
     cuctx_event ev = {0};
@@ -512,7 +512,7 @@ Test(identity, without_ids_primary_children_are_skipped_after_cuctx_release_even
 
 /* Without ids nothing but cuctx's own reset tells the primary's children
  * apart: the reset itself must end the generation. */
-Test(identity, without_ids_cuctx_primary_reset_still_skips_the_children)
+Test(foreign, without_ids_cuctx_primary_reset_still_skips_the_children)
 {
     cuctx_ctx p = {0};
     cuctx_event ev = {0};
@@ -535,7 +535,7 @@ Test(identity, without_ids_cuctx_primary_reset_still_skips_the_children)
  * unless a context cuctx makes takes the address, so this destroy reaches the
  * driver with a dead event. The real driver answers it with an error; the
  * simulator records it as a misuse too, and exactly that one is expected. */
-Test(identity, without_ids_a_borrowed_contexts_child_reaches_the_driver_after_a_raw_destroy)
+Test(foreign, without_ids_a_borrowed_contexts_child_reaches_the_driver_after_a_raw_destroy)
 {
     cuctx_ctx b = {0};
     cuctx_event ev = {0};
@@ -560,7 +560,7 @@ Test(identity, without_ids_a_borrowed_contexts_child_reaches_the_driver_after_a_
  *  8. A {0}-owner create meets a new context at a dead one's address
  * ------------------------------------------------------------------------ */
 
-Test(identity, null_owner_create_registers_a_new_context_at_a_dead_foreign_contexts_address)
+Test(foreign, null_owner_create_registers_a_new_context_at_a_dead_foreign_contexts_address)
 {
     cuctx_event e1 = {0}, e2 = {0};
     NEED_DRIVER();
