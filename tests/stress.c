@@ -1432,11 +1432,11 @@ int main(int argc, char **argv)
               "stale skips %" PRIu64 " != child destroys %lu - driver destroy calls %lu", skips, tot.destroys,
               destroy_calls);
         CHECK(create_calls == creates, "driver create calls %lu != successful creates %lu", create_calls, creates);
-        size_t live = sim.live("all");
+        size_t live = sim.live(CUSIM_ALL);
         CHECK(live == 0, "the simulator has %zu live objects (context %zu, primary %zu, event %zu, stream %zu, "
-              "mem %zu, host_mem %zu, graph %zu, graph_exec %zu)", live, sim.live("context"), sim.live("primary"),
-              sim.live("event"), sim.live("stream"), sim.live("mem"), sim.live("host_mem"), sim.live("graph"),
-              sim.live("graph_exec"));
+              "mem %zu, host_mem %zu, graph %zu, graph_exec %zu)", live, sim.live(CUSIM_CONTEXT), sim.live(CUSIM_PRIMARY),
+              sim.live(CUSIM_EVENT), sim.live(CUSIM_STREAM), sim.live(CUSIM_MEM), sim.live(CUSIM_HOST_MEM), sim.live(CUSIM_GRAPH),
+              sim.live(CUSIM_GRAPH_EXEC));
     } else if (mem_info(0, &free1, &total) == 0) {
         printf("stress: device 0 memory after: %zu MiB free of %zu MiB (%+lld MiB)\n", free1 >> 20, total >> 20,
                ((long long)free1 - (long long)free0) / (1 << 20));

@@ -36,7 +36,7 @@ static const struct raw_driver *raw(void)
 }
 
 /* A context made by the raw driver on dev; like cuCtxCreate, it is pushed and current. */
-static CUcontext raw_ctx(CUdevice dev)
+static CUcontext new_raw_ctx(CUdevice dev)
 {
     CUcontext c = NULL;
     CHECK_OK(raw()->ctx_create(&c, 0, dev));
@@ -73,11 +73,11 @@ static void primary_child_freed_after_cuctx_release(void)
     CUdeviceptr ptr = cuctx_mem_ptr(m);
     cr_assert_neq(ptr, 0);
     CHECK_OK(cuctx_ctx_destroy(&p));
-    cr_assert_eq(sim()->live("primary"), 1, "the other holder keeps the primary context");
+    cr_assert_eq(sim()->live(CUSIM_PRIMARY), 1, "the other holder keeps the primary context");
     size_t mark = log_mark();
     CHECK_OK(cuctx_mem_destroy(&m));
     cr_assert_eq(calls_on("cuMemFree", ptr, mark), 1, "the child of a primary context still alive was not freed");
-    cr_assert_eq(sim()->live("mem"), 0, "the allocation leaked");
+    cr_assert_eq(sim()->live(CUSIM_MEM), 0, "the allocation leaked");
     cr_assert_eq(stats().stale_skips, 0);
     cr_assert_eq(stats().failed_destroys, 0);
 }
@@ -126,7 +126,7 @@ Test(foreign, borrowed_then_retained_primary_keeps_its_children_after_cuctx_rele
     CHECK_OK(cuctx_mem_destroy(&m_primary));
     cr_assert_eq(calls_on("cuMemFree", pb, mark), 1, "the child made through the borrow was not freed");
     cr_assert_eq(calls_on("cuMemFree", pp, mark), 1, "the child made through the primary handle was not freed");
-    cr_assert_eq(sim()->live("mem"), 0);
+    cr_assert_eq(sim()->live(CUSIM_MEM), 0);
     cr_assert_eq(stats().stale_skips, 0);
     cr_assert_eq(stats().failed_destroys, 0);
     CHECK_OK(cuctx_ctx_destroy(&b));
@@ -146,7 +146,7 @@ Test(foreign, primary_children_are_skipped_once_cuctx_release_ends_the_context)
     CHECK_OK(cuctx_mem_alloc(&m, p, 1u << 20));
     CHECK_OK(cuctx_event_create(&ev, p, 0));
     CHECK_OK(cuctx_ctx_destroy(&p));
-    cr_assert_eq(sim()->live("primary"), 0, "nobody else held it: the release ended it");
+    cr_assert_eq(sim()->live(CUSIM_PRIMARY), 0, "nobody else held it: the release ended it");
     size_t mark = log_mark();
     CHECK_OK(cuctx_mem_destroy(&m));
     CHECK_OK(cuctx_event_destroy(&ev));
@@ -200,7 +200,7 @@ Test(foreign, primary_reset_and_retained_again_keeps_old_children_away_from_the_
     uint64_t r_old = H(cuctx_event_raw(old));
     CHECK_OK(raw()->primary_reset(0));
     cr_assert_eq(sim()->primary_outside_retain(0), 0, "the runtime retains it again: a new context");
-    cr_assert_eq(sim()->live("primary"), 1);
+    cr_assert_eq(sim()->live(CUSIM_PRIMARY), 1);
 
     size_t mark = log_mark();
     CHECK_OK(cuctx_event_destroy(&old));
@@ -221,7 +221,7 @@ Test(foreign, primary_reset_and_retained_again_keeps_old_children_away_from_the_
     CHECK_OK(cuctx_ctx_destroy(&p2));
     cr_assert_eq(sim()->primary_outside_release(0), 0);
     cr_assert_eq(sim()->primary_refs(0), 0);
-    cr_assert_eq(sim()->live("event"), 0);
+    cr_assert_eq(sim()->live(CUSIM_EVENT), 0);
     ASSERT_NO_MISUSE();
 }
 
@@ -238,7 +238,7 @@ Test(foreign, cuctx_primary_reset_skips_the_primarys_children)
     size_t mark = log_mark();
     CHECK_OK(cuctx_ctx_primary_reset(0));
     cr_assert_eq(calls("cuDevicePrimaryCtxReset"), 1);
-    cr_assert_eq(sim()->live("primary"), 0);
+    cr_assert_eq(sim()->live(CUSIM_PRIMARY), 0);
     cr_assert_eq(cuctx_event_query(ev), CUDA_ERROR_CONTEXT_IS_DESTROYED);
     CHECK_OK(cuctx_event_destroy(&ev));
     CHECK_OK(cuctx_mem_destroy(&m));
@@ -264,12 +264,12 @@ static void borrowed_child_after_owner_destroy(int recycle)
     NEED_DRIVER();
     NEED_SIM();
     sim()->set_recycling(recycle);
-    CUcontext x = raw_ctx(0);
+    CUcontext x = new_raw_ctx(0);
     CHECK_OK(cuctx_ctx_borrow(&b, x));
     CHECK_OK(cuctx_event_create(&ev, b, 0));
     uint64_t r_ev = H(cuctx_event_raw(ev));
     CHECK_OK(raw()->ctx_destroy(x));
-    CUcontext y = raw_ctx(0);
+    CUcontext y = new_raw_ctx(0);
     CHECK_OK(raw()->event_create(&newer, 0));
     if (recycle) {  /* the dangerous case: the stale destroy would free the new owner's event */
         cr_assert_eq(y, x, "recycling: the new context should have the dead one's address");
@@ -280,7 +280,7 @@ static void borrowed_child_after_owner_destroy(int recycle)
     size_t mark = log_mark();
     CHECK_OK(cuctx_event_destroy(&ev));
     cr_assert_eq(calls_on("cuEventDestroy", r_ev, mark), 0, "the dead borrowed context's child reached the driver");
-    cr_assert_eq(sim()->is_live("event", H(newer)), 1, "the new context's event was freed");
+    cr_assert_eq(sim()->is_live(CUSIM_EVENT, H(newer)), 1, "the new context's event was freed");
     cr_assert_eq(stats().stale_skips, 1);
     ASSERT_NO_MISUSE();
     CHECK_OK(cuctx_ctx_destroy(&b));
@@ -328,7 +328,7 @@ Test(foreign, entries_of_dead_borrowed_contexts_are_swept)
     for (int i = 0; i < 20000; i++) {
         cuctx_ctx b = {0};
         cuctx_event ev = {0};
-        CUcontext x = raw_ctx(0);
+        CUcontext x = new_raw_ctx(0);
         CUresult rc = cuctx_ctx_borrow(&b, x);
         cr_assert_eq(rc, CUDA_SUCCESS, "round %d: borrow: %s", i, cuctx_last_error_message());
         rc = cuctx_event_create(&ev, b, 0);
@@ -352,7 +352,7 @@ Test(foreign, borrow_reports_a_failed_cuCtxGetDevice_and_a_retry_works)
     cuctx_ctx b = {0};
     NEED_DRIVER();
     NEED_SIM();
-    CUcontext x = raw_ctx(1);
+    CUcontext x = new_raw_ctx(1);
     size_t before = stats().contexts;
     sim()->fail_call("cuCtxGetDevice", 1, CUDA_ERROR_UNKNOWN);
     cr_assert_eq(cuctx_ctx_borrow(&b, x), CUDA_ERROR_UNKNOWN, "not a success with device -1");
@@ -371,7 +371,7 @@ Test(foreign, borrow_reports_a_failed_cuCtxGetId_as_the_drivers_error)
     cuctx_ctx b = {0};
     NEED_DRIVER();
     NEED_SIM();
-    CUcontext x = raw_ctx(0);
+    CUcontext x = new_raw_ctx(0);
     size_t before = stats().contexts;
     sim()->fail_call("cuCtxGetId", 1, CUDA_ERROR_UNKNOWN);
     cr_assert_eq(cuctx_ctx_borrow(&b, x), CUDA_ERROR_UNKNOWN, "a failed id query is not a destroyed context");
@@ -388,7 +388,7 @@ Test(foreign, borrowing_a_context_destroyed_by_raw_code_is_refused)
     cuctx_ctx b = {0};
     NEED_DRIVER();
     NEED_SIM();
-    CUcontext x = raw_ctx(0);
+    CUcontext x = new_raw_ctx(0);
     CHECK_OK(raw()->ctx_destroy(x));
     cr_assert_eq(cuctx_ctx_borrow(&b, x), CUDA_ERROR_CONTEXT_IS_DESTROYED);
     cr_assert_eq(b.id, 0);
@@ -448,7 +448,7 @@ Test(foreign, child_calls_on_a_borrowed_context_make_one_id_query_each)
     cuctx_ctx b = {0};
     NEED_DRIVER();
     NEED_SIM();
-    CUcontext x = raw_ctx(0);
+    CUcontext x = new_raw_ctx(0);
     CHECK_OK(cuctx_ctx_borrow(&b, x));
     one_id_query_per_child_call(b);
     CHECK_OK(cuctx_ctx_destroy(&b));
@@ -468,7 +468,7 @@ Test(foreign, without_ids_children_of_live_contexts_are_destroyed_through_the_dr
     CHECK_OK(cuctx_ctx_create(&c, 0, 0));
     CHECK_OK(cuctx_pop_current());
     CHECK_OK(cuctx_ctx_primary(&p, 0));
-    CUcontext x = raw_ctx(0);
+    CUcontext x = new_raw_ctx(0);
     CHECK_OK(cuctx_ctx_borrow(&b, x));
     CHECK_OK(cuctx_event_create(&e_owned, c, 0));
     CHECK_OK(cuctx_event_create(&e_primary, p, 0));
@@ -479,7 +479,7 @@ Test(foreign, without_ids_children_of_live_contexts_are_destroyed_through_the_dr
     CHECK_OK(cuctx_event_destroy(&e_primary));
     CHECK_OK(cuctx_event_destroy(&e_borrowed));
     cr_assert_eq(calls("cuEventDestroy"), 3);
-    cr_assert_eq(sim()->live("event"), 0);
+    cr_assert_eq(sim()->live(CUSIM_EVENT), 0);
     cr_assert_eq(stats().stale_skips, 0);
     CHECK_OK(cuctx_ctx_destroy(&b));
     CHECK_OK(raw()->ctx_destroy(x));
@@ -500,7 +500,7 @@ Test(foreign, without_ids_primary_children_are_skipped_after_cuctx_release_even_
     CHECK_OK(cuctx_event_create(&ev, p, 0));
     uint64_t r_ev = H(cuctx_event_raw(ev));
     CHECK_OK(cuctx_ctx_destroy(&p));
-    cr_assert_eq(sim()->live("primary"), 1);
+    cr_assert_eq(sim()->live(CUSIM_PRIMARY), 1);
     size_t mark = log_mark();
     CHECK_OK(cuctx_event_destroy(&ev));
     cr_assert_eq(calls_on("cuEventDestroy", r_ev, mark), 0);
@@ -540,7 +540,7 @@ Test(foreign, without_ids_a_borrowed_contexts_child_reaches_the_driver_after_a_r
     cuctx_ctx b = {0};
     cuctx_event ev = {0};
     without_ctx_ids();
-    CUcontext x = raw_ctx(0);
+    CUcontext x = new_raw_ctx(0);
     CHECK_OK(cuctx_ctx_borrow(&b, x));
     CHECK_OK(cuctx_event_create(&ev, b, 0));
     uint64_t r_ev = H(cuctx_event_raw(ev));
@@ -565,11 +565,11 @@ Test(foreign, null_owner_create_registers_a_new_context_at_a_dead_foreign_contex
     cuctx_event e1 = {0}, e2 = {0};
     NEED_DRIVER();
     NEED_SIM();
-    CUcontext x = raw_ctx(0);
+    CUcontext x = new_raw_ctx(0);
     CHECK_OK(cuctx_event_create(&e1, (cuctx_ctx){0}, 0));
     uint64_t r1 = H(cuctx_event_raw(e1));
     CHECK_OK(raw()->ctx_destroy(x));
-    CUcontext y = raw_ctx(0);
+    CUcontext y = new_raw_ctx(0);
     cr_assert_eq(y, x, "recycling: the new context should have the dead one's address");
     cr_assert_eq(current(), y);
     CHECK_OK(cuctx_event_create(&e2, (cuctx_ctx){0}, 0));
@@ -578,7 +578,7 @@ Test(foreign, null_owner_create_registers_a_new_context_at_a_dead_foreign_contex
     size_t mark = log_mark();
     CHECK_OK(cuctx_event_destroy(&e1));
     cr_assert_eq(calls_on("cuEventDestroy", r1, mark), 0, "the old context's child reached the new context");
-    cr_assert_eq(sim()->is_live("event", r2), 1);
+    cr_assert_eq(sim()->is_live(CUSIM_EVENT, r2), 1);
     cr_assert_eq(stats().stale_skips, 1);
     mark = log_mark();
     CHECK_OK(cuctx_event_destroy(&e2));

@@ -2079,35 +2079,30 @@ SIM_VISIBLE const char *cusim_misuse_text(size_t i)
 	return text;
 }
 
-/* Maps a control-API kind name to a kind and whether it means primaries. */
-static bool kind_of(const char *name, enum kind *k, bool *primary)
+/* The simulator's kind for a control-API kind, and whether it means primaries. */
+static bool kind_of(enum cusim_kind ck, enum kind *k, bool *primary)
 {
-	static const struct { const char *name; enum kind k; bool primary; } names[] = {
-		{ "context", K_CTX, false }, { "primary", K_CTX, true },
-		{ "event", K_EVENT, false }, { "stream", K_STREAM, false },
-		{ "module", K_MODULE, false }, { "mem", K_MEM, false },
-		{ "host_mem", K_HOST, false }, { "graph", K_GRAPH, false },
-		{ "graph_exec", K_EXEC, false },
+	static const struct { enum kind k; bool primary; } map[CUSIM_ALL] = {
+		[CUSIM_CONTEXT] = { K_CTX, false }, [CUSIM_PRIMARY] = { K_CTX, true },
+		[CUSIM_EVENT] = { K_EVENT, false }, [CUSIM_STREAM] = { K_STREAM, false },
+		[CUSIM_MODULE] = { K_MODULE, false }, [CUSIM_MEM] = { K_MEM, false },
+		[CUSIM_HOST_MEM] = { K_HOST, false }, [CUSIM_GRAPH] = { K_GRAPH, false },
+		[CUSIM_GRAPH_EXEC] = { K_EXEC, false },
 	};
-	if (!name)
+	if ((unsigned)ck >= CUSIM_ALL)
 		return false;
-	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-		if (strcmp(names[i].name, name) == 0) {
-			*k = names[i].k;
-			*primary = names[i].primary;
-			return true;
-		}
-	}
-	return false;
+	*k = map[ck].k;
+	*primary = map[ck].primary;
+	return true;
 }
 
-SIM_VISIBLE size_t cusim_live(const char *kind)
+SIM_VISIBLE size_t cusim_live(enum cusim_kind kind)
 {
 	enum kind k;
 	bool primary;
 	size_t n = 0;
 	pthread_mutex_lock(&S.lock);
-	if (kind && strcmp(kind, "all") == 0) {
+	if (kind == CUSIM_ALL) {
 		static const enum kind all[] = { K_CTX, K_EVENT, K_STREAM, K_MODULE, K_MEM, K_HOST, K_GRAPH, K_EXEC };
 		for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 			n += S.live[all[i]];
@@ -2119,7 +2114,7 @@ SIM_VISIBLE size_t cusim_live(const char *kind)
 	return n;
 }
 
-SIM_VISIBLE int cusim_is_live(const char *kind, uint64_t handle)
+SIM_VISIBLE int cusim_is_live(enum cusim_kind kind, uint64_t handle)
 {
 	enum kind k;
 	bool primary;

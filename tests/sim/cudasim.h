@@ -109,13 +109,18 @@ size_t cusim_misuse_count(void);
  * context was destroyed"; NULL out of range; valid until the next reset. */
 const char *cusim_misuse_text(size_t i);
 
-/* Live objects of a kind: "context" (non-primary), "primary" (active
- * primaries), "event", "stream", "module", "mem", "host_mem", "graph",
- * "graph_exec", or "all" (every kind above together). */
-size_t cusim_live(const char *kind);
+/* The kinds of object the simulator counts: CUSIM_CONTEXT is non-primary
+ * contexts, CUSIM_PRIMARY active primaries, CUSIM_ALL every kind together. */
+enum cusim_kind {
+	CUSIM_CONTEXT, CUSIM_PRIMARY, CUSIM_EVENT, CUSIM_STREAM, CUSIM_MODULE,
+	CUSIM_MEM, CUSIM_HOST_MEM, CUSIM_GRAPH, CUSIM_GRAPH_EXEC, CUSIM_ALL
+};
 
-/* 1 if handle is a live object of that kind (same names as cusim_live). */
-int cusim_is_live(const char *kind, uint64_t handle);
+/* Live objects of a kind. */
+size_t cusim_live(enum cusim_kind kind);
+
+/* 1 if handle is a live object of that kind (not CUSIM_ALL). */
+int cusim_is_live(enum cusim_kind kind, uint64_t handle);
 
 /* Makes the nth call (1 = the next) of entry point fn, counted from now,
  * return rc without doing anything else; it is still logged and counted. */
