@@ -2,7 +2,7 @@
 /*
  * cudasim.h - control API of the simulated CUDA driver used by cuctx's tests.
  *
- * The simulator (tests/sim/cudasim.c, built as libcudasim.so) exports
+ * The simulator (the .c files of tests/sim/, built as libcudasim.so) exports
  * cuGetProcAddress, cuGetProcAddress_v2 and the ABI symbols of every driver
  * entry point cuctx calls, behaving as the real driver was measured to
  * behave (an H200, driver 580.159.04).  Where the real driver crashes or silently corrupts another
@@ -160,7 +160,7 @@ void cusim_fail_all(CUresult rc);
  * the tests that reach the controls with dlsym (testlib, rawdrv, stress,
  * fuzz_api) make their pointers, each looked up as "cusim_" #name and
  * typed cusim_<name>_fn, a pointer to the function as declared above. A
- * control added here is declared above and exported by cudasim.c. */
+ * control added here is declared above and exported by controls.c. */
 #define CUSIM_CONTROLS(X)               \
 	X(reset)                        \
 	X(set_recycling)                \
