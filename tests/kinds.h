@@ -41,6 +41,16 @@
       "cuGraphInstantiateWithFlags", "cuGraphExecDestroy", "cuGraphLaunch", 0,                      \
       cuctx_graph_exec_instantiate, (test_graph(c), 0), cuctx_graph_exec_raw)
 
+/* kind_info_<name>: a kind's name and driver entry points as data, for a
+ * program that keeps its own list of the kinds it makes (stress.c). */
+struct kind_info {
+    const char *name, *create_fn, *destroy_fn;
+};
+#define KIND_INFO(name, type, stat, sim, letter, create_fn, destroy_fn, ...) \
+    static const struct kind_info kind_info_##name __attribute__((unused)) = {#name, create_fn, destroy_fn};
+TEST_CHILD_KINDS(KIND_INFO)
+#undef KIND_INFO
+
 /* args without its parentheses. */
 #define KIND_ARGS(...) __VA_ARGS__
 /* f(...) once the arguments are expanded: cuctx's creates are macros too,

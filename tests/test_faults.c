@@ -710,7 +710,7 @@ out:
     CALL(cuctx_ctx_destroy(&c));
 }
 
-static void wl_graph(const struct workload *w)
+static void wl_graph_exec(const struct workload *w)
 {
     cuctx_ctx c = {0};
     cuctx_stream s = {0};
@@ -867,18 +867,10 @@ static const struct workload workloads[] = {
     {"ctx destroyed before its children", wl_wrong_order, PRIMARY, 0},
     {"scopes: CUCTX_SCOPED/SCOPED_ELSE/GUARD/scope_enter+exit", wl_scope, OWNED, 0},
     {"scopes: previous context replaced at its address", wl_scope_replaced, OWNED, 1},
-    {"event", wl_event, OWNED, 0},
-    {"event", wl_event, PRIMARY, 0},
-    {"stream", wl_stream, OWNED, 0},
-    {"stream", wl_stream, PRIMARY, 0},
-    {"module", wl_module, OWNED, 0},
-    {"module", wl_module, PRIMARY, 0},
-    {"mem", wl_mem, OWNED, 0},
-    {"mem", wl_mem, PRIMARY, 0},
-    {"host mem", wl_host_mem, OWNED, 0},
-    {"host mem", wl_host_mem, PRIMARY, 0},
-    {"graph exec", wl_graph, OWNED, 0},
-    {"graph exec", wl_graph, PRIMARY, 0},
+    /* each child kind (kinds.h) in an owned and in a primary context */
+#define KIND_WORKLOADS(name, ...) {#name, wl_##name, OWNED, 0}, {#name, wl_##name, PRIMARY, 0},
+    TEST_CHILD_KINDS(KIND_WORKLOADS)
+#undef KIND_WORKLOADS
     {"automatic cleanup (CUCTX_AUTO)", wl_auto, OWNED, 0},
     {"cuctx_destroy", wl_destroy_any, OWNED, 0},
     {"cuctx_destroy", wl_destroy_any, PRIMARY, 0},

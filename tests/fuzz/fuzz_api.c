@@ -523,7 +523,7 @@ static void verify(const char *where)
         fail("%s: the driver has %zu active primary contexts, the model %zu", where, sim.live(CUSIM_PRIMARY), live_prim);
     for (int k = O_EVENT; k < O_KINDS; k++)
         if (sim.live(sim_kind[k]) != drv[k])
-            fail("%s: the driver has %zu live %s objects, the model %zu", where, sim.live(sim_kind[k]), sim_kind[k],
+            fail("%s: the driver has %zu live %s objects, the model %zu", where, sim.live(sim_kind[k]), okind_name[k],
                  drv[k]);
     if (sim.live(CUSIM_GRAPH) != (M.graph ? 1u : 0u))
         fail("%s: the driver has %zu graphs", where, sim.live(CUSIM_GRAPH));
