@@ -44,84 +44,18 @@ static size_t live_children(void)
 #undef STAT_SUM
 }
 
-static cuctx_event event_new(cuctx_ctx c, const char *name)
-{
-    cuctx_event ev = {0};
-    CHECK_OK(cuctx_event_create(&ev, c, 0));
-    name_handle('e', H(cuctx_event_raw(ev)), name);
-    return ev;
-}
-
-static cuctx_stream stream_new(cuctx_ctx c, const char *name)
-{
-    cuctx_stream s = {0};
-    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
-    name_handle('s', H(cuctx_stream_raw(s)), name);
-    return s;
-}
-
-static cuctx_mem mem_new(cuctx_ctx c, const char *name)
-{
-    cuctx_mem m = {0};
-    CHECK_OK(cuctx_mem_alloc(&m, c, 4096));
-    name_handle('m', (uint64_t)cuctx_mem_ptr(m), name);
-    return m;
-}
-
-static cuctx_host_mem host_mem_new(cuctx_ctx c, const char *name)
-{
-    cuctx_host_mem h = {0};
-    CHECK_OK(cuctx_host_mem_alloc(&h, c, 4096, 0));
-    name_handle('h', H(cuctx_host_mem_ptr(h)), name);
-    return h;
-}
-
-/* Valid PTX for the real driver's JIT; the simulator looks for ".entry k". */
-static const char ptx[] =
-    ".version 7.0\n"
-    ".target sm_75\n"
-    ".address_size 64\n"
-    "\n"
-    ".visible .entry k(\n"
-    ")\n"
-    "{\n"
-    "\tret;\n"
-    "}\n";
-
-static cuctx_module module_new(cuctx_ctx c, const char *name)
-{
-    cuctx_module mod = {0};
-    CUfunction f = NULL;
-    CHECK_OK(cuctx_module_load_data(&mod, c, ptx));
-    CHECK_OK(cuctx_module_function(mod, "k", &f));
-    name_handle('M', H(cuctx_module_raw(mod)), name);
-    return mod;
-}
-
-typedef CUresult (*graph_create_fn)(CUgraph *, unsigned int);
-typedef CUresult (*graph_add_empty_fn)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t);
-typedef CUresult (*graph_destroy_fn)(CUgraph);
-
-/* A graph exec of a one-node graph; the graph itself is destroyed here. */
-static cuctx_graph_exec graph_exec_new(cuctx_ctx c, const char *name)
-{
-    graph_create_fn create = (graph_create_fn)drv_sym("cuGraphCreate", 10000);
-    graph_add_empty_fn add = (graph_add_empty_fn)drv_sym("cuGraphAddEmptyNode", 10000);
-    graph_destroy_fn destroy = (graph_destroy_fn)drv_sym("cuGraphDestroy", 10000);
-    cuctx_graph_exec ge = {0};
-    CUgraph g = NULL;
-    CUgraphNode node = NULL;
-    CUresult rc;
-    CUCTX_SCOPED(c) {
-        CHECK_OK(create(&g, 0));
-        CHECK_OK(add(&node, g, NULL, 0));
+/* <kind>_new(c, name): a child of c made with kinds.h's defaults and named
+ * for traces (event_new, stream_new, ..., graph_exec_new). */
+#define KIND_NEW(kind, type, stat, sim, letter, ...)                   \
+    static type kind##_new(cuctx_ctx c, const char *name)              \
+    {                                                                  \
+        type h = {0};                                                  \
+        CHECK_OK(kind_create_##kind(&h, c));                           \
+        name_handle(letter, kind_raw_##kind(h), name);                 \
+        return h;                                                      \
     }
-    rc = cuctx_graph_exec_instantiate(&ge, c, g, 0);
-    CHECK_OK(destroy(g));
-    CHECK_OK(rc);
-    name_handle('g', H(cuctx_graph_exec_raw(ge)), name);
-    return ge;
-}
+TEST_CHILD_KINDS(KIND_NEW)
+#undef KIND_NEW
 
 /* ======================================================================== */
 /*  CUCTX_AUTO                                                              */
@@ -175,9 +109,7 @@ static void block_exit_end(CUcontext A, size_t mark, size_t live, const char *wa
         size_t mark;                                                                  \
         CUcontext A = block_exit_begin(&a, &mark);                                    \
         {                                                                             \
-            CUCTX_AUTO type h = {0};                                                  \
-            CHECK_OK(kind_create_##name(&h, a));                                      \
-            name_handle(letter, kind_raw_##name(h), "h");                             \
+            CUCTX_AUTO type h = name##_new(a, "h");                                   \
             cr_assert_eq(stats().stat, 1);                                            \
         }                                                                             \
         block_exit_end(A, mark, stats().stat, destroy_fn "(h)");                      \
@@ -215,6 +147,7 @@ Test(auto, every_kind_destroyed_in_reverse_declaration_order_children_first)
                        "cuCtxPushCurrent(A),cuMemFreeHost(h),cuCtxPopCurrent(A),"
                        "cuCtxPushCurrent(A),cuMemFree(m),cuCtxPopCurrent(A),"
                        "cuStreamDestroy(s),cuEventDestroy(ev),cuCtxDestroy(A)");
+    graph_fini();
 }
 
 Test(auto, child_declared_before_its_context_is_a_stale_skip_not_a_driver_call)
