@@ -83,7 +83,7 @@ const char *rawdrv_rc_name(CUresult rc)
 	return D.GetErrorName && D.GetErrorName(rc, &s) == CUDA_SUCCESS && s ? s : "an unknown code";
 }
 
-CUcontext new_ctx(CUdevice dev)
+CUcontext new_raw_ctx(CUdevice dev)
 {
 	CUcontext c = NULL;
 	OK(D.CtxCreate(&c, 0, dev));

@@ -141,7 +141,7 @@ const char *rawdrv_rc_name(CUresult rc);
 #define OK(call) WANT(call, CUDA_SUCCESS)
 
 /* A new context on dev, made current by the create. */
-CUcontext new_ctx(CUdevice dev);
+CUcontext new_raw_ctx(CUdevice dev);
 
 /* The calling thread's current context (NULL: none). */
 CUcontext current(void);

@@ -67,6 +67,7 @@
 #include <time.h>
 
 #include "sim/cudasim.h"
+#include "kinds.h"
 
 /* ------------------------------------------------------------------------
  *  Small things
@@ -706,36 +707,31 @@ static CUresult create_graph_exec(struct worker *w, struct child *c, cuctx_ctx c
 
 /* Each kind's destroy, through a copy of the handle: *id is what the destroy
  * left in it. */
-#define DESTROY_BY_ID(kind)                                  \
-    static CUresult destroy_##kind(uint64_t *id)             \
+#define DESTROY_BY_ID(name, type, ...)                       \
+    static inline CUresult destroy_##name(uint64_t *id)      \
     {                                                        \
-        cuctx_##kind h = {*id};                              \
-        CUresult rc = cuctx_##kind##_destroy(&h);            \
+        type h = {*id};                                      \
+        CUresult rc = cuctx_##name##_destroy(&h);            \
         *id = h.id;                                          \
         return rc;                                           \
     }
-DESTROY_BY_ID(event)
-DESTROY_BY_ID(stream)
-DESTROY_BY_ID(mem)
-DESTROY_BY_ID(host_mem)
-DESTROY_BY_ID(graph_exec)
+TEST_CHILD_KINDS(DESTROY_BY_ID)
 #undef DESTROY_BY_ID
 
-/* The kinds of child, by enum child_kind: the name in messages (plural in
- * the summary: the name and an s), cuctx's create and destroy, and the
- * driver entry points they call, whose calls the simulator counts. */
+/* The kinds of child stress makes (no modules), by enum child_kind: the
+ * kind's name (plural in the summary: the name and an s) and the driver
+ * entry points cuctx calls for it (kinds.h), whose calls the simulator
+ * counts, and cuctx's create and destroy. */
 static const struct child_ops {
-    const char *name;
+    const struct kind_info *info;
     CUresult (*create)(struct worker *w, struct child *c, cuctx_ctx ctx);
     CUresult (*destroy)(uint64_t *id);
-    const char *drv_create, *drv_destroy;
 } child_kinds[C_COUNT] = {
-    [C_EVENT] = {"event", create_event, destroy_event, "cuEventCreate", "cuEventDestroy"},
-    [C_STREAM] = {"stream", create_stream, destroy_stream, "cuStreamCreateWithPriority", "cuStreamDestroy"},
-    [C_MEM] = {"mem", create_mem, destroy_mem, "cuMemAlloc", "cuMemFree"},
-    [C_HOST_MEM] = {"host_mem", create_host_mem, destroy_host_mem, "cuMemHostAlloc", "cuMemFreeHost"},
-    [C_GRAPH_EXEC] = {"graph_exec", create_graph_exec, destroy_graph_exec, "cuGraphInstantiateWithFlags",
-                      "cuGraphExecDestroy"},
+    [C_EVENT] = {&kind_info_event, create_event, destroy_event},
+    [C_STREAM] = {&kind_info_stream, create_stream, destroy_stream},
+    [C_MEM] = {&kind_info_mem, create_mem, destroy_mem},
+    [C_HOST_MEM] = {&kind_info_host_mem, create_host_mem, destroy_host_mem},
+    [C_GRAPH_EXEC] = {&kind_info_graph_exec, create_graph_exec, destroy_graph_exec},
 };
 
 /* The simulator's count of calls of every kind's driver create (destroys: 0)
@@ -744,7 +740,7 @@ static unsigned long sim_child_calls(int destroys)
 {
     unsigned long n = 0;
     for (int k = 0; have_sim && k < C_COUNT; k++)
-        n += sim.calls(destroys ? child_kinds[k].drv_destroy : child_kinds[k].drv_create);
+        n += sim.calls(destroys ? child_kinds[k].info->destroy_fn : child_kinds[k].info->create_fn);
     return n;
 }
 
@@ -753,7 +749,7 @@ static CUresult child_create(struct worker *w, struct child *c, cuctx_ctx ctx)
     c->id = 0;
     CUresult rc = child_kinds[c->kind].create(w, c, ctx);
     if ((rc == CUDA_SUCCESS) != (c->id != 0))
-        fail("%s create returned %s with handle %#" PRIx64, child_kinds[c->kind].name, RC(rc), c->id);
+        fail("%s create returned %s with handle %#" PRIx64, child_kinds[c->kind].info->name, RC(rc), c->id);
     return rc;
 }
 
@@ -777,11 +773,11 @@ static void child_destroy(struct worker *w, struct child *c, int keep_stale_copy
     int alive_after = life_is(c->rec, ALIVE);
     raw_unlock(&rh);
     if (rc != CUDA_SUCCESS)
-        fail("destroy of a live %s (%s context, %s): %s: %s", child_kinds[c->kind].name,
+        fail("destroy of a live %s (%s context, %s): %s: %s", child_kinds[c->kind].info->name,
              ctx_kind_names[c->rec->kind], dead_before ? "dead" : "alive or dying", RC(rc),
              cuctx_last_error_message());
     if (id != 0)
-        fail("destroy of a %s left the handle set", child_kinds[c->kind].name);
+        fail("destroy of a %s left the handle set", child_kinds[c->kind].info->name);
     w->c.destroys++;
     w->c.sure_stale += dead_before;
     w->c.sure_live += alive_after;
@@ -911,7 +907,7 @@ static void child_use(struct worker *w, const struct child *c, const struct chil
     else
         ok = rc == alive_rc || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED || (query && rc == CUDA_ERROR_NOT_READY);
     if (!ok)
-        fail("%s on a %s%s (%s context, %s%s): %s: %s", what, raced ? "shared " : "", child_kinds[c->kind].name,
+        fail("%s on a %s%s (%s context, %s%s): %s: %s", what, raced ? "shared " : "", child_kinds[c->kind].info->name,
              ctx_kind_names[c->rec->kind], dead_before ? "dead" : alive_after ? "alive" : "dying",
              other ? ", with another child" : "", RC(rc), cuctx_last_error_message());
 }
@@ -930,7 +926,7 @@ static void stale_use(struct worker *w)
         what = "destroy";
         rc = child_destroy_id(w, kind, &id);
         if (id != 0)
-            fail("destroy of a stale %s left the handle set", child_kinds[kind].name);
+            fail("destroy of a stale %s left the handle set", child_kinds[kind].info->name);
         break;
     default:
         what = "use";
@@ -946,7 +942,7 @@ static void stale_use(struct worker *w)
     }
     w->c.stale_checks++;
     if (rc != CUDA_ERROR_INVALID_HANDLE)
-        fail("%s of a stale %s copy: %s, expected CUDA_ERROR_INVALID_HANDLE", what, child_kinds[kind].name,
+        fail("%s of a stale %s copy: %s, expected CUDA_ERROR_INVALID_HANDLE", what, child_kinds[kind].info->name,
              RC(rc));
 }
 
@@ -1042,7 +1038,7 @@ static void op_create(struct worker *w)
     else
         ok = rc == CUDA_SUCCESS || rc == CUDA_ERROR_INVALID_HANDLE || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
     if (!ok)
-        fail("%s create in a %s context (%s): %s: %s", child_kinds[c.kind].name, ctx_kind_names[r->kind],
+        fail("%s create in a %s context (%s): %s: %s", child_kinds[c.kind].info->name, ctx_kind_names[r->kind],
              handle_dead ? "handle destroyed" : dead_before ? "dead" : alive_after ? "alive" : "dying", RC(rc),
              cuctx_last_error_message());
     if (rc != CUDA_SUCCESS) {
@@ -1432,11 +1428,11 @@ int main(int argc, char **argv)
               "stale skips %" PRIu64 " != child destroys %lu - driver destroy calls %lu", skips, tot.destroys,
               destroy_calls);
         CHECK(create_calls == creates, "driver create calls %lu != successful creates %lu", create_calls, creates);
-        size_t live = sim.live("all");
+        size_t live = sim.live(CUSIM_ALL);
         CHECK(live == 0, "the simulator has %zu live objects (context %zu, primary %zu, event %zu, stream %zu, "
-              "mem %zu, host_mem %zu, graph %zu, graph_exec %zu)", live, sim.live("context"), sim.live("primary"),
-              sim.live("event"), sim.live("stream"), sim.live("mem"), sim.live("host_mem"), sim.live("graph"),
-              sim.live("graph_exec"));
+              "mem %zu, host_mem %zu, graph %zu, graph_exec %zu)", live, sim.live(CUSIM_CONTEXT), sim.live(CUSIM_PRIMARY),
+              sim.live(CUSIM_EVENT), sim.live(CUSIM_STREAM), sim.live(CUSIM_MEM), sim.live(CUSIM_HOST_MEM), sim.live(CUSIM_GRAPH),
+              sim.live(CUSIM_GRAPH_EXEC));
     } else if (mem_info(0, &free1, &total) == 0) {
         printf("stress: device 0 memory after: %zu MiB free of %zu MiB (%+lld MiB)\n", free1 >> 20, total >> 20,
                ((long long)free1 - (long long)free0) / (1 << 20));
@@ -1444,7 +1440,7 @@ int main(int argc, char **argv)
 
     printf("stress: children: ");
     for (int k = 0; k < C_COUNT; k++)
-        printf("%s%lu %ss", k ? ", " : "", tot.creates[k], child_kinds[k].name);
+        printf("%s%lu %ss", k ? ", " : "", tot.creates[k], child_kinds[k].info->name);
     printf(" created; %lu creates refused (stale handle or dead context); %lu destroyed (%lu of them from the "
            "shared array, %lu at teardown)\n",
            tot.create_refused, tot.destroys, tot.shared_destroys, left);

@@ -36,7 +36,7 @@ Test(version, works_without_a_driver)
 static void two_children(cuctx_ctx *ctx, cuctx_event *ev, cuctx_stream *s)
 {
     NEED_DRIVER();
-    ctx_new(ctx, "A");
+    new_ctx(ctx, 0, "A", POPPED);
     CHECK_OK(cuctx_event_create(ev, *ctx, 0));
     CHECK_OK(cuctx_stream_create(s, *ctx, 0, 0));
 }
@@ -122,7 +122,7 @@ Test(scope_abi, enter_zeroes_the_reserved_words)
 {
     cuctx_ctx ctx = {0};
     NEED_DRIVER();
-    ctx_new(&ctx, "A");
+    new_ctx(&ctx, 0, "A", POPPED);
     cuctx_scope sc;
     memset(&sc, 0xab, sizeof sc);
     CHECK_OK(cuctx_scope_enter(&sc, ctx));

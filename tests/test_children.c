@@ -46,14 +46,6 @@ static int find_call(const char *fn, uint64_t h, size_t from, struct cusim_call 
     return -1;
 }
 
-static CUcontext new_ctx(cuctx_ctx *out, CUdevice dev)
-{
-    CHECK_OK(cuctx_ctx_create(out, dev, CUCTX_SCHED_AUTO));
-    CUcontext raw = cuctx_ctx_raw(*out);
-    cr_assert_not_null(raw);
-    return raw;
-}
-
 static int device_count(void)
 {
     CUresult (*get_count)(int *) = (CUresult (*)(int *))drv_sym("cuDeviceGetCount", 2000);
@@ -79,49 +71,12 @@ static void mem_roundtrip(CUdeviceptr p, size_t n, unsigned char v)
 }
 
 /* ------------------------------------------------------------------------
- *  The graph a graph exec is instantiated from: one per test process,
- *  made on first use with the owner current, destroyed by the test's fini.
- * ------------------------------------------------------------------------ */
-
-static CUgraph the_graph;
-
-static CUgraph test_graph(cuctx_ctx ctx)
-{
-    if (the_graph)
-        return the_graph;
-    PFN_cuGraphCreate_v10000 create = (PFN_cuGraphCreate_v10000)drv_sym("cuGraphCreate", 10000);
-    PFN_cuGraphAddEmptyNode_v10000 add = (PFN_cuGraphAddEmptyNode_v10000)drv_sym("cuGraphAddEmptyNode", 10000);
-    cuctx_scope sc;
-    int entered = ctx.id && cuctx_scope_enter(&sc, ctx) == CUDA_SUCCESS;
-    CUgraph g = NULL;
-    CUgraphNode node = NULL;
-    CUresult rc = create(&g, 0);
-    if (rc == CUDA_SUCCESS)
-        rc = add(&node, g, NULL, 0);
-    if (entered)
-        cuctx_scope_exit(&sc);
-    cr_assert_eq(rc, CUDA_SUCCESS, "making the test graph: %s", cuctx_result_name(rc));
-    the_graph = g;
-    return g;
-}
-
-static void graph_fini(void)
-{
-    if (!the_graph)
-        return;
-    PFN_cuGraphDestroy_v10000 destroy = (PFN_cuGraphDestroy_v10000)drv_sym("cuGraphDestroy", 10000);
-    CUresult rc = destroy(the_graph);
-    the_graph = NULL;
-    cr_expect_eq(rc, CUDA_SUCCESS, "cuGraphDestroy of the test graph: %s", cuctx_result_name(rc));
-}
-
-/* ------------------------------------------------------------------------
  *  The kind table
  * ------------------------------------------------------------------------ */
 
 struct kind {
     const char *name;           /* for messages */
-    const char *sim_kind;       /* cusim_live / cusim_is_live name */
+    enum cusim_kind sim_kind;   /* the simulator's kind (cusim_live, cusim_is_live) */
     const char *create_fn;      /* driver entry point of the create */
     const char *create_api;     /* cuctx function of the create */
     const char *destroy_fn;     /* driver entry point of the destroy */
@@ -145,116 +100,77 @@ static size_t kind_count(const struct kind *k, const struct cuctx_stats *st)
 }
 
 /* event */
-static CUresult ev_create(uint64_t *id, cuctx_ctx ctx) { return cuctx_event_create((cuctx_event *)id, ctx, 0); }
-static CUresult ev_destroy(uint64_t *id) { return cuctx_event_destroy((cuctx_event *)id); }
-static CUresult ev_try_use(uint64_t id) { return cuctx_event_record((cuctx_event){id}, (cuctx_stream){0}); }
-static void ev_use(uint64_t id, cuctx_ctx owner)
+static CUresult event_try_use(uint64_t id) { return cuctx_event_record((cuctx_event){id}, (cuctx_stream){0}); }
+static void event_use(uint64_t id, cuctx_ctx owner)
 {
     (void)owner;
-    CHECK_OK(ev_try_use(id));
+    CHECK_OK(event_try_use(id));
     CHECK_OK(cuctx_event_synchronize((cuctx_event){id}));
 }
-static uint64_t ev_raw(uint64_t id) { return (uint64_t)(uintptr_t)cuctx_event_raw((cuctx_event){id}); }
 
 /* stream */
-static CUresult st_create(uint64_t *id, cuctx_ctx ctx) { return cuctx_stream_create((cuctx_stream *)id, ctx, 0, 0); }
-static CUresult st_destroy(uint64_t *id) { return cuctx_stream_destroy((cuctx_stream *)id); }
-static CUresult st_try_use(uint64_t id) { return cuctx_stream_synchronize((cuctx_stream){id}); }
-static void st_use(uint64_t id, cuctx_ctx owner) { (void)owner; CHECK_OK(st_try_use(id)); }
-static uint64_t st_raw(uint64_t id) { return (uint64_t)(uintptr_t)cuctx_stream_raw((cuctx_stream){id}); }
+static CUresult stream_try_use(uint64_t id) { return cuctx_stream_synchronize((cuctx_stream){id}); }
+static void stream_use(uint64_t id, cuctx_ctx owner) { (void)owner; CHECK_OK(stream_try_use(id)); }
 
 /* module */
-static CUresult mod_create(uint64_t *id, cuctx_ctx ctx) { return cuctx_module_load((cuctx_module *)id, ctx, test_data_path("vadd.ptx")); }
-static CUresult mod_destroy(uint64_t *id) { return cuctx_module_destroy((cuctx_module *)id); }
-static CUresult mod_try_use(uint64_t id)
+static CUresult module_try_use(uint64_t id)
 {
     CUfunction f = NULL;
     return cuctx_module_function((cuctx_module){id}, "vadd", &f);
 }
-static void mod_use(uint64_t id, cuctx_ctx owner)
+static void module_use(uint64_t id, cuctx_ctx owner)
 {
     (void)owner;
     CUfunction f = NULL;
     CHECK_OK(cuctx_module_function((cuctx_module){id}, "vadd", &f));
     cr_assert_not_null(f);
 }
-static uint64_t mod_raw(uint64_t id) { return (uint64_t)(uintptr_t)cuctx_module_raw((cuctx_module){id}); }
 
 /* device memory */
-#define MEM_BYTES 4096
-static CUresult mem_create(uint64_t *id, cuctx_ctx ctx) { return cuctx_mem_alloc((cuctx_mem *)id, ctx, MEM_BYTES); }
-static CUresult mem_destroy(uint64_t *id) { return cuctx_mem_destroy((cuctx_mem *)id); }
-static CUresult mem_try_use(uint64_t id) { return cuctx_mem_size((cuctx_mem){id}) == MEM_BYTES ? CUDA_SUCCESS : cuctx_last_error(); }
+static CUresult mem_try_use(uint64_t id) { return cuctx_mem_size((cuctx_mem){id}) == KIND_BYTES ? CUDA_SUCCESS : cuctx_last_error(); }
 static void mem_use(uint64_t id, cuctx_ctx owner)
 {
     cuctx_mem m = {id};
-    cr_assert_eq(cuctx_mem_size(m), MEM_BYTES);
+    cr_assert_eq(cuctx_mem_size(m), KIND_BYTES);
     CUdeviceptr p = cuctx_mem_ptr(m);
     cr_assert_neq(p, 0);
     if (!owner.id) {
-        mem_roundtrip(p, MEM_BYTES, 0x5a);      /* the owner is current */
+        mem_roundtrip(p, KIND_BYTES, 0x5a);      /* the owner is current */
         return;
     }
     int ran = 0;
-    CUCTX_SCOPED(owner) { mem_roundtrip(p, MEM_BYTES, 0x5a); ran = 1; }
+    CUCTX_SCOPED(owner) { mem_roundtrip(p, KIND_BYTES, 0x5a); ran = 1; }
     cr_assert(ran, "could not make the owner current: %s", cuctx_last_error_message());
 }
-static uint64_t mem_raw(uint64_t id) { return (uint64_t)cuctx_mem_ptr((cuctx_mem){id}); }
 
 /* page-locked host memory */
-#define HOST_BYTES 8192
-static CUresult host_create(uint64_t *id, cuctx_ctx ctx) { return cuctx_host_mem_alloc((cuctx_host_mem *)id, ctx, HOST_BYTES, 0); }
-static CUresult host_destroy(uint64_t *id) { return cuctx_host_mem_destroy((cuctx_host_mem *)id); }
-static CUresult host_try_use(uint64_t id) { return cuctx_host_mem_ptr((cuctx_host_mem){id}) ? CUDA_SUCCESS : cuctx_last_error(); }
-static void host_use(uint64_t id, cuctx_ctx owner)
+static CUresult host_mem_try_use(uint64_t id) { return cuctx_host_mem_ptr((cuctx_host_mem){id}) ? CUDA_SUCCESS : cuctx_last_error(); }
+static void host_mem_use(uint64_t id, cuctx_ctx owner)
 {
     (void)owner;
     cuctx_host_mem h = {id};
-    cr_assert_eq(cuctx_host_mem_size(h), HOST_BYTES);
+    cr_assert_eq(cuctx_host_mem_size(h), KIND_BYTES);
     unsigned char *p = cuctx_host_mem_ptr(h);
     cr_assert_not_null(p);
-    memset(p, 0xa5, HOST_BYTES);
-    for (size_t i = 0; i < HOST_BYTES; i += 511)
+    memset(p, 0xa5, KIND_BYTES);
+    for (size_t i = 0; i < KIND_BYTES; i += 511)
         cr_assert_eq(p[i], 0xa5);
 }
-static uint64_t host_raw(uint64_t id) { return (uint64_t)(uintptr_t)cuctx_host_mem_ptr((cuctx_host_mem){id}); }
 
 /* graph exec */
-static CUresult ge_create(uint64_t *id, cuctx_ctx ctx)
-{
-    return cuctx_graph_exec_instantiate((cuctx_graph_exec *)id, ctx, test_graph(ctx), 0);
-}
-static CUresult ge_destroy(uint64_t *id) { return cuctx_graph_exec_destroy((cuctx_graph_exec *)id); }
-static CUresult ge_try_use(uint64_t id) { return cuctx_graph_exec_launch((cuctx_graph_exec){id}, (cuctx_stream){0}); }
-static void ge_use(uint64_t id, cuctx_ctx owner) { (void)owner; CHECK_OK(ge_try_use(id)); }
-static uint64_t ge_raw(uint64_t id) { return (uint64_t)(uintptr_t)cuctx_graph_exec_raw((cuctx_graph_exec){id}); }
+static CUresult graph_exec_try_use(uint64_t id) { return cuctx_graph_exec_launch((cuctx_graph_exec){id}, (cuctx_stream){0}); }
+static void graph_exec_use(uint64_t id, cuctx_ctx owner) { (void)owner; CHECK_OK(graph_exec_try_use(id)); }
 
-static const struct kind K_EVENT = {
-    "event", "event", "cuEventCreate", "cuctx_event_create", "cuEventDestroy", "cuEventRecord", 0,
-    offsetof(struct cuctx_stats, events), ev_create, ev_destroy, ev_use, ev_try_use, ev_raw,
-};
-static const struct kind K_STREAM = {
-    "stream", "stream", "cuStreamCreateWithPriority", "cuctx_stream_create", "cuStreamDestroy",
-    "cuStreamSynchronize", 0, offsetof(struct cuctx_stats, streams), st_create, st_destroy, st_use,
-    st_try_use, st_raw,
-};
-static const struct kind K_MODULE = {
-    "module", "module", "cuModuleLoad", "cuctx_module_load", "cuModuleUnload", "cuModuleGetFunction", 0,
-    offsetof(struct cuctx_stats, modules), mod_create, mod_destroy, mod_use, mod_try_use, mod_raw,
-};
-static const struct kind K_MEM = {
-    "device memory", "mem", "cuMemAlloc", "cuctx_mem_alloc", "cuMemFree", "cuMemsetD8", 1,
-    offsetof(struct cuctx_stats, mems), mem_create, mem_destroy, mem_use, mem_try_use, mem_raw,
-};
-static const struct kind K_HOST_MEM = {
-    "page-locked host memory", "host_mem", "cuMemHostAlloc", "cuctx_host_mem_alloc", "cuMemFreeHost", NULL, 1,
-    offsetof(struct cuctx_stats, host_mems), host_create, host_destroy, host_use, host_try_use, host_raw,
-};
-static const struct kind K_GRAPH_EXEC = {
-    "graph exec", "graph_exec", "cuGraphInstantiateWithFlags", "cuctx_graph_exec_instantiate",
-    "cuGraphExecDestroy", "cuGraphLaunch", 0, offsetof(struct cuctx_stats, graph_execs), ge_create,
-    ge_destroy, ge_use, ge_try_use, ge_raw,
-};
+/* The table: one row per line of kinds.h, with the uses above. */
+#define KIND_ROW(name, type, stat, sim, letter, create_fn, destroy_fn, use_fn, needs_current, create, args, raw) \
+    static CUresult name##_create(uint64_t *id, cuctx_ctx c) { return kind_create_##name((type *)id, c); }      \
+    static CUresult name##_destroy(uint64_t *id) { return cuctx_##name##_destroy((type *)id); }               \
+    static uint64_t name##_raw(uint64_t id) { return kind_raw_##name((type){id}); }                          \
+    static const struct kind K_##name = {#name, sim, create_fn, #create, destroy_fn, use_fn, needs_current,   \
+                                         offsetof(struct cuctx_stats, stat), name##_create, name##_destroy,   \
+                                         name##_use, name##_try_use, name##_raw};
+TEST_CHILD_KINDS(KIND_ROW)
+#undef KIND_ROW
 
 /* Creates a child of kind k in ctx, checks it, returns its raw value. */
 static uint64_t make(const struct kind *k, uint64_t *id, cuctx_ctx ctx)
@@ -280,7 +196,7 @@ static void t_create_use_destroy(const struct kind *k)
     cuctx_ctx a = {0}, b = {0};
     struct cusim_call c;
     struct cuctx_stats st0 = stats();
-    CUcontext ra = new_ctx(&a, 0);
+    CUcontext ra = new_ctx(&a, 0, NULL, LEFT_CURRENT);
     cr_assert_eq(current(), ra);
 
     /* the owner is current */
@@ -297,7 +213,7 @@ static void t_create_use_destroy(const struct kind *k)
     }
 
     /* the owner is not current: another context is */
-    CUcontext rb = new_ctx(&b, 0);
+    CUcontext rb = new_ctx(&b, 0, NULL, LEFT_CURRENT);
     cr_assert_eq(current(), rb);
     size_t m2 = log_mark();
     any_handle h2 = {0};
@@ -353,7 +269,7 @@ static void t_destroy_after_ctx_destroy(const struct kind *k)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0};
-    new_ctx(&a, 0);
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
     any_handle h = {0};
     uint64_t r = make(k, &h.id, a);
     struct cuctx_stats st0 = stats();
@@ -385,12 +301,12 @@ static void t_destroy_after_address_reuse(const struct kind *k)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0}, b = {0};
-    CUcontext ra = new_ctx(&a, 0);
+    CUcontext ra = new_ctx(&a, 0, NULL, LEFT_CURRENT);
     any_handle old = {0}, fresh = {0};
     uint64_t r_old = make(k, &old.id, a);
     CHECK_OK(cuctx_ctx_destroy(&a));
 
-    CUcontext rb = new_ctx(&b, 0);
+    CUcontext rb = new_ctx(&b, 0, NULL, LEFT_CURRENT);
     uint64_t r_new = make(k, &fresh.id, b);
     if (sim()) {
         cr_assert_eq(rb, ra, "recycling: the new context should have the dead one's address");
@@ -415,9 +331,9 @@ static void t_destroy_after_address_reuse(const struct kind *k)
         cr_assert_eq(sim()->is_live(k->sim_kind, r_new), 1, "the new %s was freed by a stale destroy", k->name);
     cr_assert_eq(k->raw(fresh.id), r_new);
     k->use(fresh.id, b);
-    if (k == &K_MEM) {
+    if (k == &K_mem) {
         /* the real driver's hazard: a stale cuMemFree frees the new owner's memory */
-        CUCTX_SCOPED(b) { mem_roundtrip((CUdeviceptr)r_new, MEM_BYTES, 0xc3); }
+        CUCTX_SCOPED(b) { mem_roundtrip((CUdeviceptr)r_new, KIND_BYTES, 0xc3); }
     }
 
     size_t m2 = log_mark();
@@ -452,7 +368,7 @@ static void t_primary_released(const struct kind *k)
     }
     CHECK_OK(cuctx_ctx_destroy(&p));     /* the last release */
     if (sim())
-        cr_assert_eq(sim()->live("primary"), 0, "the primary context should be inactive after the last release");
+        cr_assert_eq(sim()->live(CUSIM_PRIMARY), 0, "the primary context should be inactive after the last release");
 
     CHECK_OK(cuctx_ctx_primary(&p2, 0));
     CUcontext rp2 = cuctx_ctx_raw(p2);
@@ -494,7 +410,7 @@ static void t_double_destroy(const struct kind *k)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0};
-    new_ctx(&a, 0);
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
     any_handle h = {0};
     uint64_t r = make(k, &h.id, a);
     any_handle copy = h, copy2 = h;
@@ -540,20 +456,20 @@ static void t_wrong_kind(const struct kind *k)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0};
-    new_ctx(&a, 0);
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
     any_handle h = {0};
     uint64_t r = make(k, &h.id, a);
     size_t m = log_mark();
     unsigned long ev_d = calls("cuEventDestroy"), st_d = calls("cuStreamDestroy"), own_d = calls(k->destroy_fn);
 
-    if (k != &K_STREAM) {
+    if (k != &K_stream) {
         cuctx_stream as_stream = {h.id};
         cr_assert_eq(cuctx_stream_destroy(&as_stream), CUDA_ERROR_INVALID_HANDLE);
         cr_assert_eq(as_stream.id, 0, "destroys leave the handle {0}, also when they fail");
         cr_assert_neq(strstr(cuctx_last_error_message(), "not a"), NULL, "message: %s", cuctx_last_error_message());
         cr_assert_eq(cuctx_stream_synchronize((cuctx_stream){h.id}), CUDA_ERROR_INVALID_HANDLE);
     }
-    if (k != &K_EVENT) {
+    if (k != &K_event) {
         cuctx_event as_event = {h.id};
         cr_assert_eq(cuctx_event_destroy(&as_event), CUDA_ERROR_INVALID_HANDLE);
         cr_assert_eq(as_event.id, 0);
@@ -587,7 +503,7 @@ static void t_auto_children_first(const struct kind *k)
     size_t m = 0;
     {
         CUCTX_AUTO cuctx_ctx ctx = {0};
-        rc_ = new_ctx(&ctx, 0);
+        rc_ = new_ctx(&ctx, 0, NULL, LEFT_CURRENT);
         any_handle h __attribute__((cleanup(cuctx_cleanup))) = {0};    /* any kind: CUCTX_AUTO takes handle types only */
         r = make(k, &h.id, ctx);
         m = log_mark();
@@ -603,7 +519,7 @@ static void t_auto_children_first(const struct kind *k)
         cr_assert_str_eq(log_seq(m, only, seq, sizeof seq), want);
         cr_assert_eq(calls_on(k->destroy_fn, r, m), 1);
         cr_assert_eq(calls_on("cuCtxDestroy", (uint64_t)(uintptr_t)rc_, m), 1);
-        cr_assert_eq(sim()->live("all") - (the_graph ? 1 : 0), 0, "something leaked");
+        cr_assert_eq(sim()->live(CUSIM_ALL) - sim()->live(CUSIM_GRAPH), 0, "something leaked");
     }
     graph_fini();
     ASSERT_NO_MISUSE();
@@ -618,7 +534,7 @@ static void t_auto_wrong_order(const struct kind *k)
     {
         any_handle h __attribute__((cleanup(cuctx_cleanup))) = {0};    /* any kind: CUCTX_AUTO takes handle types only */
         CUCTX_AUTO cuctx_ctx ctx = {0};
-        new_ctx(&ctx, 0);
+        new_ctx(&ctx, 0, NULL, LEFT_CURRENT);
         make(k, &h.id, ctx);
         m = log_mark();
     }
@@ -637,8 +553,8 @@ static void t_null_ctx_uses_current(const struct kind *k)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0}, b = {0};
-    new_ctx(&a, 0);
-    CUcontext rb = new_ctx(&b, 0);    /* b current, a below it */
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
+    CUcontext rb = new_ctx(&b, 0, NULL, LEFT_CURRENT);    /* b current, a below it */
     size_t m = log_mark();
     any_handle h = {0};
     uint64_t r = make(k, &h.id, (cuctx_ctx){0});
@@ -701,10 +617,10 @@ static void t_no_context(const struct kind *k)
     NEED_DRIVER();
     cr_assert_null(current());
     any_handle h = {0x1234};
-    if (k == &K_GRAPH_EXEC) {
+    if (k == &K_graph_exec) {
         /* needs a graph: make it with a context current, then leave none current */
         cuctx_ctx a = {0};
-        new_ctx(&a, 0);
+        new_ctx(&a, 0, NULL, LEFT_CURRENT);
         test_graph(a);
         CHECK_OK(cuctx_pop_current());
         CUresult rc = k->create(&h.id, (cuctx_ctx){0});
@@ -728,9 +644,9 @@ static void t_create_fault(const struct kind *k)
     NEED_DRIVER();
     NEED_SIM();
     cuctx_ctx a = {0}, b = {0};
-    new_ctx(&a, 0);
-    CUcontext rb = new_ctx(&b, 0);
-    if (k == &K_GRAPH_EXEC)
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
+    CUcontext rb = new_ctx(&b, 0, NULL, LEFT_CURRENT);
+    if (k == &K_graph_exec)
         test_graph(a);
     struct cuctx_stats st0 = stats();
     size_t live0 = sim()->live(k->sim_kind);
@@ -764,7 +680,7 @@ static void t_stats_count(const struct kind *k)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0};
-    new_ctx(&a, 0);
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
     struct cuctx_stats st0 = stats();
     any_handle h[3] = {{0}, {0}, {0}};
     for (int i = 0; i < 3; i++)
@@ -804,7 +720,7 @@ static void t_move_out_of_scope(const struct kind *k)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0};
-    new_ctx(&a, 0);
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
     struct cuctx_stats st0 = stats();
     any_handle h = {moved_out(k, a)};
     cr_assert_neq(h.id, 0);
@@ -839,12 +755,9 @@ static void t_move_out_of_scope(const struct kind *k)
     Test(suite, stats_count_live_objects) { t_stats_count(&K); }                                     \
     Test(suite, move_hands_object_out_of_scope) { t_move_out_of_scope(&K); }
 
-KIND_TESTS(event, K_EVENT)
-KIND_TESTS(stream, K_STREAM)
-KIND_TESTS(module, K_MODULE)
-KIND_TESTS(mem, K_MEM)
-KIND_TESTS(host_mem, K_HOST_MEM)
-KIND_TESTS(graph_exec, K_GRAPH_EXEC)
+#define KIND_SUITE(name, ...) KIND_TESTS(name, K_##name)
+TEST_CHILD_KINDS(KIND_SUITE)
+#undef KIND_SUITE
 
 /* ------------------------------------------------------------------------
  *  Kind-specific behaviours
@@ -854,7 +767,7 @@ Test(event, elapsed_ms_of_untimed_events_is_driver_error)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0};
-    new_ctx(&a, 0);
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
     cuctx_event e0 = {0}, e1 = {0};
     size_t m = log_mark();
     CHECK_OK(cuctx_event_create(&e0, a, CU_EVENT_DISABLE_TIMING));
@@ -883,7 +796,7 @@ Test(event, elapsed_ms_of_unrecorded_events_is_driver_error)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0};
-    new_ctx(&a, 0);
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
     cuctx_event e0 = {0}, e1 = {0};
     CHECK_OK(cuctx_event_create(&e0, a, 0));
     CHECK_OK(cuctx_event_create(&e1, a, 0));
@@ -912,8 +825,8 @@ Test(event, record_on_stream_of_other_context_is_invalid_context)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0}, b = {0};
-    new_ctx(&a, 0);
-    new_ctx(&b, 0);
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
+    new_ctx(&b, 0, NULL, LEFT_CURRENT);
     cuctx_event ev = {0};
     cuctx_stream s = {0};
     CHECK_OK(cuctx_event_create(&ev, a, 0));
@@ -945,8 +858,8 @@ Test(event, record_on_null_stream_uses_owner_default_stream)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0}, b = {0};
-    CUcontext ra = new_ctx(&a, 0);
-    CUcontext rb = new_ctx(&b, 0);     /* b is current, the event is a's */
+    CUcontext ra = new_ctx(&a, 0, NULL, LEFT_CURRENT);
+    CUcontext rb = new_ctx(&b, 0, NULL, LEFT_CURRENT);     /* b is current, the event is a's */
     cuctx_event ev = {0};
     CHECK_OK(cuctx_event_create(&ev, a, 0));
     uint64_t r = (uint64_t)(uintptr_t)cuctx_event_raw(ev);
@@ -973,8 +886,8 @@ Test(stream, wait_event_of_other_context_and_device)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0}, b = {0};
-    new_ctx(&a, 0);
-    new_ctx(&b, 0);
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
+    new_ctx(&b, 0, NULL, LEFT_CURRENT);
     cuctx_stream s = {0};
     cuctx_event ev = {0};
     CHECK_OK(cuctx_stream_create(&s, a, 0, 0));
@@ -998,7 +911,7 @@ Test(stream, wait_event_of_other_context_and_device)
     if (device_count() >= 2) {
         cuctx_ctx d1 = {0};
         m = log_mark();
-        new_ctx(&d1, 1);
+        new_ctx(&d1, 1, NULL, LEFT_CURRENT);
         cr_assert_eq(cuctx_ctx_device(d1), 1);
         if (sim())    /* not only recorded as device 1: made there */
             cr_assert_eq(last_call("cuCtxCreate", m).arg, 1);
@@ -1027,7 +940,7 @@ Test(stream, flags_and_priority_reach_driver)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0};
-    new_ctx(&a, 0);
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
     cuctx_stream s = {0};
     size_t m = log_mark();
     CHECK_OK(cuctx_stream_create(&s, a, CU_STREAM_NON_BLOCKING, -1));
@@ -1051,7 +964,7 @@ Test(module, function_lookup)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0};
-    new_ctx(&a, 0);
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
     cuctx_module mod = {0};
     CHECK_OK(cuctx_module_load(&mod, a, test_data_path("vadd.ptx")));
     CUfunction f = NULL;
@@ -1072,7 +985,7 @@ Test(module, load_data_from_image_and_missing_file)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0};
-    new_ctx(&a, 0);
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
     FILE *f = fopen(test_data_path("vadd.ptx"), "rb");
     cr_assert_not_null(f, "cannot open %s", test_data_path("vadd.ptx"));
     static char image[1 << 16];
@@ -1103,7 +1016,7 @@ Test(mem, size_pointer_and_contents)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0};
-    new_ctx(&a, 0);
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
     cuctx_mem m = {0};
     CHECK_OK(cuctx_mem_alloc(&m, a, 12345));
     cr_assert_eq(cuctx_mem_size(m), 12345);
@@ -1121,7 +1034,7 @@ Test(host_mem, size_and_writable_pointer)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0};
-    new_ctx(&a, 0);
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
     cuctx_host_mem h = {0};
     size_t mark = log_mark();
     CHECK_OK(cuctx_host_mem_alloc(&h, a, 3000, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
@@ -1157,7 +1070,7 @@ Test(graph_exec, launch_on_stream_and_default_stream)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0}, b = {0};
-    CUcontext ra = new_ctx(&a, 0);
+    CUcontext ra = new_ctx(&a, 0, NULL, LEFT_CURRENT);
     CUgraph g = test_graph(a);
     cuctx_graph_exec ge = {0};
     CHECK_OK(cuctx_graph_exec_instantiate(&ge, a, g, 0));
@@ -1177,7 +1090,7 @@ Test(graph_exec, launch_on_stream_and_default_stream)
     CHECK_OK(cuctx_stream_synchronize(s));
 
     /* {0}: the owner's default stream, also with another context current */
-    CUcontext rb = new_ctx(&b, 0);
+    CUcontext rb = new_ctx(&b, 0, NULL, LEFT_CURRENT);
     size_t m = log_mark();
     CHECK_OK(cuctx_graph_exec_launch(ge, (cuctx_stream){0}));
     cr_assert_eq(current(), rb);
@@ -1205,7 +1118,7 @@ Test(graph_exec, launch_on_stream_and_default_stream)
     CHECK_OK(cuctx_ctx_destroy(&a));
     graph_fini();     /* the CUgraph outlives its execs */
     if (sim())
-        cr_assert_eq(sim()->live("all"), 0);
+        cr_assert_eq(sim()->live(CUSIM_ALL), 0);
     ASSERT_NO_MISUSE();
 }
 
@@ -1213,31 +1126,34 @@ Test(children, stats_count_every_kind_at_once)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0};
-    new_ctx(&a, 0);
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
     struct cuctx_stats st0 = stats();
-    const struct kind *all[] = {&K_EVENT, &K_STREAM, &K_MODULE, &K_MEM, &K_HOST_MEM, &K_GRAPH_EXEC};
-    any_handle h[6][2];
+#define KIND_PTR(name, ...) &K_##name,
+    const struct kind *all[] = {TEST_CHILD_KINDS(KIND_PTR)};
+#undef KIND_PTR
+    enum { N = sizeof all / sizeof all[0] };
+    any_handle h[N][2];
     memset(h, 0, sizeof h);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < N; i++)
         for (int j = 0; j <= i % 2; j++)
             make(all[i], &h[i][j].id, a);
     struct cuctx_stats st1 = stats();
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < N; i++)
         cr_assert_eq(kind_count(all[i], &st1), kind_count(all[i], &st0) + 1 + (size_t)(i % 2), "%s", all[i]->name);
     cr_assert_eq(st1.contexts, st0.contexts);
     cr_assert_eq(st1.ctx_handles, st0.ctx_handles);
     /* generic destroy of each */
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < N; i++)
         for (int j = 0; j < 2; j++)
             CHECK_OK(cuctx_destroy(&h[i][j]));
     struct cuctx_stats st2 = stats();
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < N; i++)
         cr_assert_eq(kind_count(all[i], &st2), kind_count(all[i], &st0), "%s", all[i]->name);
     cr_assert_eq(st2.stale_skips, st0.stale_skips);
     CHECK_OK(cuctx_ctx_destroy(&a));
     graph_fini();
     if (sim())
-        cr_assert_eq(sim()->live("all"), 0);
+        cr_assert_eq(sim()->live(CUSIM_ALL), 0);
     ASSERT_NO_MISUSE();
 }
 
@@ -1264,7 +1180,7 @@ Test(children, create_with_stale_context_handle_fails)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0};
-    new_ctx(&a, 0);
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
     cuctx_ctx stale = a;
     CHECK_OK(cuctx_ctx_destroy(&a));
     unsigned long before = calls("cuEventCreate");
@@ -1284,7 +1200,7 @@ Test(children, a_handle_beyond_the_table_is_refused_before_the_driver)
 {
     NEED_DRIVER();
     cuctx_ctx a = {0};
-    new_ctx(&a, 0);
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
     const uint64_t far_index = ((uint64_t)1 << 26) - 1;
     cuctx_ctx forged_ctx = {((uint64_t)1 << 58) | far_index << 32 | 1};     /* kind 1: context */
     cuctx_event forged_ev = {((uint64_t)2 << 58) | far_index << 32 | 1};    /* kind 2: event */

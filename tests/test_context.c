@@ -7,15 +7,6 @@
 #include <pthread.h>
 #include <string.h>
 
-/* A new owned context on device 0, popped so that nothing is current. */
-static cuctx_ctx fresh(void)
-{
-    cuctx_ctx c = {0};
-    CHECK_OK(cuctx_ctx_create(&c, 0, CUCTX_SCHED_AUTO));
-    CHECK_OK(cuctx_pop_current());
-    return c;
-}
-
 Test(context, create_pushes_and_registers)
 {
     cuctx_ctx c = {0};
@@ -83,7 +74,9 @@ Test(context, bad_device_gives_the_drivers_error)
 Test(context, destroy_through_a_copy_is_an_error_without_a_driver_call)
 {
     NEED_DRIVER();
-    cuctx_ctx c = fresh(), copy = c, copy2 = c;
+    cuctx_ctx c = {0};
+    new_ctx(&c, 0, NULL, POPPED);
+    cuctx_ctx copy = c, copy2 = c;
     CHECK_OK(cuctx_ctx_destroy(&c));
     cr_assert_eq(cuctx_ctx_destroy(&copy), CUDA_ERROR_INVALID_HANDLE);
     cr_assert_eq(copy.id, 0, "a destroy always leaves {0} behind, so a later cleanup is quiet");
@@ -134,7 +127,9 @@ static void assert_every_function_refuses(cuctx_ctx bad, CUresult want)
 Test(context, use_after_destroy_is_an_error_without_a_driver_call)
 {
     NEED_DRIVER();
-    cuctx_ctx c = fresh(), stale = c;
+    cuctx_ctx c = {0};
+    new_ctx(&c, 0, NULL, POPPED);
+    cuctx_ctx stale = c;
     CHECK_OK(cuctx_ctx_destroy(&c));
     assert_every_function_refuses(stale, CUDA_ERROR_INVALID_HANDLE);
 }
@@ -146,7 +141,9 @@ Test(context, use_after_destroy_is_an_error_without_a_driver_call)
 Test(context, a_handle_used_just_before_its_end_is_refused_after_it)
 {
     NEED_DRIVER();
-    cuctx_ctx c = fresh(), p1 = {0}, p2 = {0}, b = {0};
+    cuctx_ctx c = {0};
+    new_ctx(&c, 0, NULL, POPPED);
+    cuctx_ctx p1 = {0}, p2 = {0}, b = {0};
     cuctx_event ev = {0};
     CHECK_OK(cuctx_ctx_primary(&p1, 0));
     CHECK_OK(cuctx_ctx_primary(&p2, 0));
@@ -173,7 +170,8 @@ Test(context, a_handle_used_just_before_its_end_is_refused_after_it)
 Test(context, handle_of_another_kind_or_garbage_is_refused)
 {
     NEED_DRIVER();
-    cuctx_ctx c = fresh();
+    cuctx_ctx c = {0};
+    new_ctx(&c, 0, NULL, POPPED);
     cuctx_event ev = {0};
     CHECK_OK(cuctx_event_create(&ev, c, 0));
     cuctx_ctx wrong = {ev.id};
@@ -192,7 +190,9 @@ Test(context, handle_of_another_kind_or_garbage_is_refused)
 Test(context, set_current_and_is_current)
 {
     NEED_DRIVER();
-    cuctx_ctx a = fresh(), b = fresh();
+    cuctx_ctx a = {0}, b = {0};
+    new_ctx(&a, 0, NULL, POPPED);
+    new_ctx(&b, 0, NULL, POPPED);
     int is = -1;
     cr_assert_null(current());
     CHECK_OK(cuctx_ctx_set_current(a));
@@ -211,7 +211,9 @@ Test(context, set_current_and_is_current)
 Test(context, synchronize_runs_in_the_context_and_leaves_current_alone)
 {
     NEED_DRIVER();
-    cuctx_ctx a = fresh(), b = fresh();
+    cuctx_ctx a = {0}, b = {0};
+    new_ctx(&a, 0, NULL, POPPED);
+    new_ctx(&b, 0, NULL, POPPED);
     size_t mark = log_mark();
     CHECK_OK(cuctx_ctx_synchronize(a));
     cr_assert_null(current(), "nothing was current, nothing is");
@@ -368,7 +370,9 @@ Test(context, borrowed_context_is_never_destroyed)
 Test(context, borrowing_a_destroyed_context_is_refused)
 {
     NEED_SIM();     /* handing the real driver a destroyed context is what cuctx avoids */
-    cuctx_ctx c = fresh(), b = {0};
+    cuctx_ctx c = {0};
+    new_ctx(&c, 0, NULL, POPPED);
+    cuctx_ctx b = {0};
     CUcontext raw = cuctx_ctx_raw(c);
     CHECK_OK(cuctx_ctx_destroy(&c));
     cr_assert_eq(cuctx_ctx_borrow(&b, raw), CUDA_ERROR_CONTEXT_IS_DESTROYED);
@@ -379,7 +383,9 @@ Test(context, borrowing_a_destroyed_context_is_refused)
 Test(context, borrow_of_an_owned_context_shares_its_generation)
 {
     NEED_DRIVER();
-    cuctx_ctx c = fresh(), b = {0};
+    cuctx_ctx c = {0};
+    new_ctx(&c, 0, NULL, POPPED);
+    cuctx_ctx b = {0};
     CHECK_OK(cuctx_ctx_borrow(&b, cuctx_ctx_raw(c)));
     cr_assert_eq(stats().contexts, 1, "one entry for both handles");
     CHECK_OK(cuctx_ctx_destroy(&c));

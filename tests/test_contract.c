@@ -45,7 +45,7 @@ TestSuite(contract_loader, .init = load);
 /* A new context on device 0, popped: nothing current afterwards (if nothing was before). */
 static CUcontext floating_ctx(void)
 {
-	CUcontext c = new_ctx(0), popped = NULL;
+	CUcontext c = new_raw_ctx(0), popped = NULL;
 	OK(D.CtxPopCurrent(&popped));
 	cr_assert_eq(popped, c);
 	return c;
@@ -64,7 +64,7 @@ static int primary_active(CUdevice dev)
 Test(contract_contexts, create_pushes_the_new_context_and_pop_returns_it_leaving_none_current)
 {
 	cr_assert_null(current(), "a new thread starts with no current context");
-	CUcontext c = new_ctx(0), popped = NULL;
+	CUcontext c = new_raw_ctx(0), popped = NULL;
 	cr_assert_eq(current(), c, "cuCtxCreate makes the new context current");
 	OK(D.CtxPopCurrent(&popped));
 	cr_assert_eq(popped, c);
@@ -81,7 +81,7 @@ Test(contract_contexts, destroying_a_floating_context_succeeds)
 
 Test(contract_contexts, destroying_the_top_of_two_makes_the_one_below_current)
 {
-	CUcontext a = new_ctx(0), b = new_ctx(0);
+	CUcontext a = new_raw_ctx(0), b = new_raw_ctx(0);
 	cr_assert_eq(current(), b);
 	OK(D.CtxDestroy(b));
 	cr_assert_eq(current(), a);
@@ -90,7 +90,7 @@ Test(contract_contexts, destroying_the_top_of_two_makes_the_one_below_current)
 
 Test(contract_contexts, set_current_replaces_the_top_and_destroying_it_leaves_none_current)
 {
-	CUcontext a = new_ctx(0), b = floating_ctx();
+	CUcontext a = new_raw_ctx(0), b = floating_ctx();
 	cr_assert_eq(current(), a);
 	OK(D.CtxSetCurrent(b));
 	cr_assert_eq(current(), b);
@@ -101,7 +101,7 @@ Test(contract_contexts, set_current_replaces_the_top_and_destroying_it_leaves_no
 
 Test(contract_contexts, a_context_destroyed_below_the_top_is_current_after_the_pop_gives_709_and_pops)
 {
-	CUcontext below = new_ctx(0), top = new_ctx(0), popped = NULL;
+	CUcontext below = new_raw_ctx(0), top = new_raw_ctx(0), popped = NULL;
 	CUevent e = NULL;
 	OK(D.CtxDestroy(below));
 	cr_assert_eq(current(), top);
@@ -152,7 +152,7 @@ static void destroy_elsewhere(CUcontext c)
 
 Test(contract_contexts, a_context_destroyed_on_another_thread_stays_current_here_until_replaced)
 {
-	CUcontext other = floating_ctx(), c = new_ctx(0);
+	CUcontext other = floating_ctx(), c = new_raw_ctx(0);
 	CUevent e = NULL;
 	unsigned long long id = 0;
 	destroy_elsewhere(c);
@@ -296,7 +296,7 @@ static const char noop_ptx[] =
 
 Test(contract_children, event_destroy_after_its_context_is_709)
 {
-	CUcontext c = new_ctx(0);
+	CUcontext c = new_raw_ctx(0);
 	CUevent e = NULL;
 	OK(D.EventCreate(&e, CU_EVENT_DISABLE_TIMING));
 	OK(D.CtxDestroy(c));
@@ -308,7 +308,7 @@ Test(contract_children, event_destroy_after_its_context_is_709)
  * all cuctx relies on (it never unloads a module of a dead context). */
 Test(contract_children, module_unload_after_its_context_is_an_error)
 {
-	CUcontext c = new_ctx(0);
+	CUcontext c = new_raw_ctx(0);
 	CUmodule m = NULL;
 	OK(D.ModuleLoadData(&m, noop_ptx));
 	OK(D.CtxDestroy(c));
@@ -322,7 +322,7 @@ Test(contract_children, module_unload_after_its_context_is_an_error)
 
 Test(contract_children, memory_frees_after_their_context_are_1_while_no_one_has_the_address)
 {
-	CUcontext c = new_ctx(0);
+	CUcontext c = new_raw_ctx(0);
 	CUdeviceptr p = 0;
 	void *h = NULL;
 	OK(D.MemAlloc(&p, 4096));
@@ -334,7 +334,7 @@ Test(contract_children, memory_frees_after_their_context_are_1_while_no_one_has_
 
 Test(contract_children, graph_exec_destroy_after_its_context_succeeds_on_the_real_driver)
 {
-	CUcontext c = new_ctx(0);
+	CUcontext c = new_raw_ctx(0);
 	CUgraph g = NULL;
 	CUgraphNode n = NULL;
 	CUgraphExec x = NULL;
@@ -349,7 +349,7 @@ Test(contract_children, graph_exec_destroy_after_its_context_succeeds_on_the_rea
 
 Test(contract_children, elapsed_time_is_400_without_timing_or_before_the_end_is_recorded)
 {
-	CUcontext c = new_ctx(0);
+	CUcontext c = new_raw_ctx(0);
 	CUevent a = NULL, b = NULL, quiet = NULL;
 	float ms = -1;
 	OK(D.EventCreate(&a, 0));
@@ -373,11 +373,11 @@ Test(contract_children, elapsed_time_is_400_without_timing_or_before_the_end_is_
 Test(contract_reuse, a_stale_free_at_a_reused_address_frees_the_new_owners_allocation)
 {
 	for (int tries = 0; tries < 5; tries++) {
-		CUcontext a = new_ctx(0);
+		CUcontext a = new_raw_ctx(0);
 		CUdeviceptr old = 0, fresh = 0;
 		OK(D.MemAlloc(&old, 1 << 20));
 		OK(D.CtxDestroy(a));
-		CUcontext b = new_ctx(0);
+		CUcontext b = new_raw_ctx(0);
 		OK(D.MemAlloc(&fresh, 1 << 20));
 		if (fresh == old) {
 			OK(D.MemFree(old));     /* the stale free: no error... */

@@ -417,7 +417,7 @@ static void wl_primary_shared(const struct workload *w)
     CALL(cuctx_stream_synchronize(s));
     CALL(cuctx_event_destroy(&e));
     CALL(cuctx_stream_destroy(&s));
-    CHECK(sim()->live("event") == 0 && sim()->live("stream") == 0,
+    CHECK(sim()->live(CUSIM_EVENT) == 0 && sim()->live(CUSIM_STREAM) == 0,
           "children made through cuctx are freed while the runtime holds the primary context");
 out:
     CALL(cuctx_event_destroy(&e));
@@ -710,7 +710,7 @@ out:
     CALL(cuctx_ctx_destroy(&c));
 }
 
-static void wl_graph(const struct workload *w)
+static void wl_graph_exec(const struct workload *w)
 {
     cuctx_ctx c = {0};
     cuctx_stream s = {0};
@@ -867,18 +867,10 @@ static const struct workload workloads[] = {
     {"ctx destroyed before its children", wl_wrong_order, PRIMARY, 0},
     {"scopes: CUCTX_SCOPED/SCOPED_ELSE/GUARD/scope_enter+exit", wl_scope, OWNED, 0},
     {"scopes: previous context replaced at its address", wl_scope_replaced, OWNED, 1},
-    {"event", wl_event, OWNED, 0},
-    {"event", wl_event, PRIMARY, 0},
-    {"stream", wl_stream, OWNED, 0},
-    {"stream", wl_stream, PRIMARY, 0},
-    {"module", wl_module, OWNED, 0},
-    {"module", wl_module, PRIMARY, 0},
-    {"mem", wl_mem, OWNED, 0},
-    {"mem", wl_mem, PRIMARY, 0},
-    {"host mem", wl_host_mem, OWNED, 0},
-    {"host mem", wl_host_mem, PRIMARY, 0},
-    {"graph exec", wl_graph, OWNED, 0},
-    {"graph exec", wl_graph, PRIMARY, 0},
+    /* each child kind (kinds.h) in an owned and in a primary context */
+#define KIND_WORKLOADS(name, ...) {#name, wl_##name, OWNED, 0}, {#name, wl_##name, PRIMARY, 0},
+    TEST_CHILD_KINDS(KIND_WORKLOADS)
+#undef KIND_WORKLOADS
     {"automatic cleanup (CUCTX_AUTO)", wl_auto, OWNED, 0},
     {"cuctx_destroy", wl_destroy_any, OWNED, 0},
     {"cuctx_destroy", wl_destroy_any, PRIMARY, 0},
@@ -1019,22 +1011,25 @@ static void scan_entry(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
     uint64_t raw_ctx = (uint64_t)(uintptr_t)s->u.entry.raw;
     if (s->u.entry.owner == OWNER_OWNED)
         e->owned++;
-    else if (sim()->is_live("context", raw_ctx) || sim()->is_live("primary", raw_ctx))
+    else if (sim()->is_live(CUSIM_CONTEXT, raw_ctx) || sim()->is_live(CUSIM_PRIMARY, raw_ctx))
         e->live++;
     else
         e->lingering++;     /* a primary or borrowed context that died: ended when next met */
 }
 
-static int is_destroy_fn(const char *fn, const char **kind)
+/* The kind whose destroy fn is, and its name for messages; 0 if fn destroys none. */
+static int is_destroy_fn(const char *fn, enum cusim_kind *kind, const char **name)
 {
-    static const struct { const char *fn, *kind; } d[] = {
-        {"cuCtxDestroy", "context"}, {"cuDevicePrimaryCtxRelease", "primary"},
-        {"cuEventDestroy", "event"}, {"cuStreamDestroy", "stream"}, {"cuModuleUnload", "module"},
-        {"cuMemFree", "mem"}, {"cuMemFreeHost", "host_mem"}, {"cuGraphExecDestroy", "graph_exec"},
+#define DESTROY_ROW(name, type, stat, sim, letter, create_fn, destroy_fn, ...) {destroy_fn, sim, #name},
+    static const struct { const char *fn; enum cusim_kind kind; const char *name; } d[] = {
+        {"cuCtxDestroy", CUSIM_CONTEXT, "context"}, {"cuDevicePrimaryCtxRelease", CUSIM_PRIMARY, "primary"},
+        TEST_CHILD_KINDS(DESTROY_ROW)
     };
+#undef DESTROY_ROW
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++)
         if (strcmp(d[i].fn, fn) == 0) {
             *kind = d[i].kind;
+            *name = d[i].name;
             return 1;
         }
     return 0;
@@ -1044,11 +1039,12 @@ static void final_checks(void)
 {
     struct cuctx_stats st;
     struct entry_scan es = {0, 0, 0};
-    const char *dkind = NULL;
+    enum cusim_kind dkind = CUSIM_ALL;
+    const char *dname = NULL;
     /* The destroy the injected failure refused leaves its object to the driver. */
-    int refused = R.fault >= 0 && R.out->hit >= 0 && is_destroy_fn(fn_name((size_t)R.fault), &dkind)
+    int refused = R.fault >= 0 && R.out->hit >= 0 && is_destroy_fn(fn_name((size_t)R.fault), &dkind, &dname)
                   && (R.out->how == HOW_RETURNED || R.out->how == HOW_REPORTED);
-    int refused_primary = refused && strcmp(dkind, "primary") == 0;
+    int refused_primary = refused && dkind == CUSIM_PRIMARY;
 
     cuctx_stats_get(&st);
     if (st.ctx_handles || st.events || st.streams || st.modules || st.mems || st.host_mems || st.graph_execs)
@@ -1062,27 +1058,27 @@ static void final_checks(void)
         violation("cuctx still has %zu context entr%s of contexts the driver has alive", es.live,
                   es.live == 1 ? "y" : "ies");
 
-    size_t all = sim()->live("all");
-    if (refused && strcmp(dkind, "context") == 0) {
+    size_t all = sim()->live(CUSIM_ALL);
+    if (refused && dkind == CUSIM_CONTEXT) {
         /* The context lives on in the driver, and with it any child whose
          * destroy came after (skipped: "the generation ends all the same",
          * cuctx_ctx_destroy in cuctx.h). */
-        if (sim()->live("context") > 1 || sim()->live("primary") != 0)
+        if (sim()->live(CUSIM_CONTEXT) > 1 || sim()->live(CUSIM_PRIMARY) != 0)
             violation("driver objects alive after the refused cuCtxDestroy: %zu contexts, %zu primary",
-                      sim()->live("context"), sim()->live("primary"));
+                      sim()->live(CUSIM_CONTEXT), sim()->live(CUSIM_PRIMARY));
     } else if (refused_primary) {
         /* The same for a refused release of cuctx's last retain. */
-        if (sim()->live("primary") > 1 || sim()->live("context") != 0)
+        if (sim()->live(CUSIM_PRIMARY) > 1 || sim()->live(CUSIM_CONTEXT) != 0)
             violation("driver objects alive after the refused cuDevicePrimaryCtxRelease: %zu contexts, %zu primary",
-                      sim()->live("context"), sim()->live("primary"));
+                      sim()->live(CUSIM_CONTEXT), sim()->live(CUSIM_PRIMARY));
     } else if (refused) {
         if (all > 1 || sim()->live(dkind) != all)
-            violation("%zu driver objects alive, more than the one (%s) whose destroy was refused", all, dkind);
+            violation("%zu driver objects alive, more than the one (%s) whose destroy was refused", all, dname);
     } else if (all) {
         violation("%zu driver objects alive: %zu contexts, %zu primary, %zu event, %zu stream, %zu module, "
-                  "%zu mem, %zu host mem, %zu graph, %zu graph exec", all, sim()->live("context"),
-                  sim()->live("primary"), sim()->live("event"), sim()->live("stream"), sim()->live("module"),
-                  sim()->live("mem"), sim()->live("host_mem"), sim()->live("graph"), sim()->live("graph_exec"));
+                  "%zu mem, %zu host mem, %zu graph, %zu graph exec", all, sim()->live(CUSIM_CONTEXT),
+                  sim()->live(CUSIM_PRIMARY), sim()->live(CUSIM_EVENT), sim()->live(CUSIM_STREAM), sim()->live(CUSIM_MODULE),
+                  sim()->live(CUSIM_MEM), sim()->live(CUSIM_HOST_MEM), sim()->live(CUSIM_GRAPH), sim()->live(CUSIM_GRAPH_EXEC));
     }
     if (!refused_primary && sim()->primary_refs(0) + sim()->primary_refs(1) != 0)
         violation("primary contexts still retained: device 0 x%u, device 1 x%u", sim()->primary_refs(0),

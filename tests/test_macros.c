@@ -28,8 +28,8 @@ static cuctx_ctx stale_over_current(cuctx_ctx *a, CUcontext *A)
 {
     cuctx_ctx b = {0};
     unique_addresses();
-    *A = ctx_new(a, "A");
-    ctx_new(&b, "B");
+    *A = new_ctx(a, 0, "A", POPPED);
+    new_ctx(&b, 0, "B", POPPED);
     cuctx_ctx stale = b;
     CHECK_OK(cuctx_ctx_destroy(&b));
     CHECK_OK(cuctx_ctx_set_current(*a));
@@ -39,87 +39,23 @@ static cuctx_ctx stale_over_current(cuctx_ctx *a, CUcontext *A)
 static size_t live_children(void)
 {
     struct cuctx_stats st = stats();
-    return st.events + st.streams + st.modules + st.mems + st.host_mems + st.graph_execs;
+#define STAT_SUM(name, type, stat, ...) + st.stat
+    return 0 TEST_CHILD_KINDS(STAT_SUM);
+#undef STAT_SUM
 }
 
-static cuctx_event event_new(cuctx_ctx c, const char *name)
-{
-    cuctx_event ev = {0};
-    CHECK_OK(cuctx_event_create(&ev, c, 0));
-    name_handle('e', H(cuctx_event_raw(ev)), name);
-    return ev;
-}
-
-static cuctx_stream stream_new(cuctx_ctx c, const char *name)
-{
-    cuctx_stream s = {0};
-    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
-    name_handle('s', H(cuctx_stream_raw(s)), name);
-    return s;
-}
-
-static cuctx_mem mem_new(cuctx_ctx c, const char *name)
-{
-    cuctx_mem m = {0};
-    CHECK_OK(cuctx_mem_alloc(&m, c, 4096));
-    name_handle('m', (uint64_t)cuctx_mem_ptr(m), name);
-    return m;
-}
-
-static cuctx_host_mem host_mem_new(cuctx_ctx c, const char *name)
-{
-    cuctx_host_mem h = {0};
-    CHECK_OK(cuctx_host_mem_alloc(&h, c, 4096, 0));
-    name_handle('h', H(cuctx_host_mem_ptr(h)), name);
-    return h;
-}
-
-/* Valid PTX for the real driver's JIT; the simulator looks for ".entry k". */
-static const char ptx[] =
-    ".version 7.0\n"
-    ".target sm_75\n"
-    ".address_size 64\n"
-    "\n"
-    ".visible .entry k(\n"
-    ")\n"
-    "{\n"
-    "\tret;\n"
-    "}\n";
-
-static cuctx_module module_new(cuctx_ctx c, const char *name)
-{
-    cuctx_module mod = {0};
-    CUfunction f = NULL;
-    CHECK_OK(cuctx_module_load_data(&mod, c, ptx));
-    CHECK_OK(cuctx_module_function(mod, "k", &f));
-    name_handle('M', H(cuctx_module_raw(mod)), name);
-    return mod;
-}
-
-typedef CUresult (*graph_create_fn)(CUgraph *, unsigned int);
-typedef CUresult (*graph_add_empty_fn)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t);
-typedef CUresult (*graph_destroy_fn)(CUgraph);
-
-/* A graph exec of a one-node graph; the graph itself is destroyed here. */
-static cuctx_graph_exec graph_exec_new(cuctx_ctx c, const char *name)
-{
-    graph_create_fn create = (graph_create_fn)drv_sym("cuGraphCreate", 10000);
-    graph_add_empty_fn add = (graph_add_empty_fn)drv_sym("cuGraphAddEmptyNode", 10000);
-    graph_destroy_fn destroy = (graph_destroy_fn)drv_sym("cuGraphDestroy", 10000);
-    cuctx_graph_exec ge = {0};
-    CUgraph g = NULL;
-    CUgraphNode node = NULL;
-    CUresult rc;
-    CUCTX_SCOPED(c) {
-        CHECK_OK(create(&g, 0));
-        CHECK_OK(add(&node, g, NULL, 0));
+/* <kind>_new(c, name): a child of c made with kinds.h's defaults and named
+ * for traces (event_new, stream_new, ..., graph_exec_new). */
+#define KIND_NEW(kind, type, stat, sim, letter, ...)                   \
+    static type kind##_new(cuctx_ctx c, const char *name)              \
+    {                                                                  \
+        type h = {0};                                                  \
+        CHECK_OK(kind_create_##kind(&h, c));                           \
+        name_handle(letter, kind_raw_##kind(h), name);                 \
+        return h;                                                      \
     }
-    rc = cuctx_graph_exec_instantiate(&ge, c, g, 0);
-    CHECK_OK(destroy(g));
-    CHECK_OK(rc);
-    name_handle('g', H(cuctx_graph_exec_raw(ge)), name);
-    return ge;
-}
+TEST_CHILD_KINDS(KIND_NEW)
+#undef KIND_NEW
 
 /* ======================================================================== */
 /*  CUCTX_AUTO                                                              */
@@ -145,110 +81,41 @@ Test(auto, context_destroyed_when_the_block_falls_off_the_end)
     EXPECT_TRACE(mark, "cuCtxDestroy(A)");
 }
 
-Test(auto, event_destroyed_at_block_exit)
+/* Each kind's handle, made with its owner A current and declared CUCTX_AUTO
+ * in an inner block, is destroyed at the block's exit: the one driver call
+ * is its destroy (A current, so no switch), and A stays current. */
+static CUcontext block_exit_begin(cuctx_ctx *a, size_t *mark)
 {
-    CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    ctx_new(&a, "A");
-    size_t mark = log_mark();
-    {
-        CUCTX_AUTO cuctx_event ev = event_new(a, "ev");
-        cr_assert_eq(stats().events, 1);
-    }
-    cr_assert_eq(stats().events, 0);
-    EXPECT_CURRENT(NULL);
-    EXPECT_TRACE(mark, "cuCtxPushCurrent(A),cuCtxPopCurrent(A),cuEventDestroy(ev)");
+    CUcontext A = new_ctx(a, 0, "A", POPPED);
+    CHECK_OK(cuctx_ctx_set_current(*a));
+    *mark = log_mark();
+    return A;
 }
 
-Test(auto, stream_destroyed_at_block_exit)
+static void block_exit_end(CUcontext A, size_t mark, size_t live, const char *want)
 {
-    CUCTX_AUTO cuctx_ctx a = {0};
-    NEED_DRIVER();
-    unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
-    CHECK_OK(cuctx_ctx_set_current(a));
-    size_t mark = log_mark();
-    {
-        CUCTX_AUTO cuctx_stream s = stream_new(a, "s");
-        cr_assert_eq(stats().streams, 1);
-    }
-    cr_assert_eq(stats().streams, 0);
+    cr_assert_eq(live, 0);
     EXPECT_CURRENT(A);
-    /* the owner was current: no push/pop around the create */
-    EXPECT_TRACE(mark, "cuStreamDestroy(s)");
+    EXPECT_TRACE(mark, want);
+    graph_fini();
 }
 
-Test(auto, device_memory_freed_at_block_exit)
-{
-    CUCTX_AUTO cuctx_ctx a = {0};
-    NEED_DRIVER();
-    unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
-    CHECK_OK(cuctx_ctx_set_current(a));
-    size_t mark = log_mark();
-    {
-        CUCTX_AUTO cuctx_mem m = mem_new(a, "m");
-        cr_assert_eq(cuctx_mem_size(m), 4096);
-        cr_assert_eq(stats().mems, 1);
+#define AUTO_AT_BLOCK_EXIT(name, type, stat, sim, letter, create_fn, destroy_fn, ...) \
+    Test(auto, name##_destroyed_at_block_exit)                                        \
+    {                                                                                 \
+        CUCTX_AUTO cuctx_ctx a = {0};                                                 \
+        size_t mark;                                                                  \
+        CUcontext A = block_exit_begin(&a, &mark);                                    \
+        {                                                                             \
+            CUCTX_AUTO type h = name##_new(a, "h");                                   \
+            cr_assert_eq(stats().stat, 1);                                            \
+        }                                                                             \
+        block_exit_end(A, mark, stats().stat, destroy_fn "(h)");                      \
     }
-    cr_assert_eq(stats().mems, 0);
-    EXPECT_CURRENT(A);
-    EXPECT_TRACE(mark, "cuMemFree(m)");
-}
-
-Test(auto, host_memory_freed_at_block_exit)
-{
-    CUCTX_AUTO cuctx_ctx a = {0};
-    NEED_DRIVER();
-    unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
-    CHECK_OK(cuctx_ctx_set_current(a));
-    size_t mark = log_mark();
-    {
-        CUCTX_AUTO cuctx_host_mem h = host_mem_new(a, "h");
-        memset(cuctx_host_mem_ptr(h), 0xab, 4096);
-        cr_assert_eq(stats().host_mems, 1);
-    }
-    cr_assert_eq(stats().host_mems, 0);
-    EXPECT_CURRENT(A);
-    EXPECT_TRACE(mark, "cuMemFreeHost(h)");
-}
-
-Test(auto, module_unloaded_at_block_exit)
-{
-    CUCTX_AUTO cuctx_ctx a = {0};
-    NEED_DRIVER();
-    unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
-    CHECK_OK(cuctx_ctx_set_current(a));
-    size_t mark = log_mark();
-    {
-        CUCTX_AUTO cuctx_module mod = module_new(a, "mod");
-        cr_assert_eq(stats().modules, 1);
-    }
-    cr_assert_eq(stats().modules, 0);
-    EXPECT_CURRENT(A);
-    EXPECT_TRACE(mark, "cuModuleUnload(mod)");
-}
-
-Test(auto, graph_exec_destroyed_at_block_exit)
-{
-    CUCTX_AUTO cuctx_ctx a = {0};
-    NEED_DRIVER();
-    unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
-    CHECK_OK(cuctx_ctx_set_current(a));
-    size_t mark = log_mark();
-    {
-        CUCTX_AUTO cuctx_graph_exec ge = graph_exec_new(a, "ge");
-        cr_assert_eq(stats().graph_execs, 1);
-    }
-    cr_assert_eq(stats().graph_execs, 0);
-    EXPECT_CURRENT(A);
-    /* the scope inside graph_exec_new found A current: no switch */
-    EXPECT_TRACE(mark, "cuGraphExecDestroy(ge)");
-}
+TEST_CHILD_KINDS(AUTO_AT_BLOCK_EXIT)
+#undef AUTO_AT_BLOCK_EXIT
 
 Test(auto, every_kind_destroyed_in_reverse_declaration_order_children_first)
 {
@@ -257,7 +124,7 @@ Test(auto, every_kind_destroyed_in_reverse_declaration_order_children_first)
     size_t mark = 0;
     {
         CUCTX_AUTO cuctx_ctx a = {0};
-        CUcontext A = ctx_new(&a, "A");
+        CUcontext A = new_ctx(&a, 0, "A", POPPED);
         CUCTX_AUTO cuctx_event ev = event_new(a, "ev");
         CUCTX_AUTO cuctx_stream s = stream_new(a, "s");
         CUCTX_AUTO cuctx_mem m = mem_new(a, "m");
@@ -280,6 +147,7 @@ Test(auto, every_kind_destroyed_in_reverse_declaration_order_children_first)
                        "cuCtxPushCurrent(A),cuMemFreeHost(h),cuCtxPopCurrent(A),"
                        "cuCtxPushCurrent(A),cuMemFree(m),cuCtxPopCurrent(A),"
                        "cuStreamDestroy(s),cuEventDestroy(ev),cuCtxDestroy(A)");
+    graph_fini();
 }
 
 Test(auto, child_declared_before_its_context_is_a_stale_skip_not_a_driver_call)
@@ -290,7 +158,7 @@ Test(auto, child_declared_before_its_context_is_a_stale_skip_not_a_driver_call)
     {
         CUCTX_AUTO cuctx_event ev = {0};   /* WRONG order on purpose (rule 2) */
         CUCTX_AUTO cuctx_ctx a = {0};
-        ctx_new(&a, "A");
+        new_ctx(&a, 0, "A", POPPED);
         ev = event_new(a, "ev");
         mark = log_mark();
     }
@@ -336,7 +204,7 @@ Test(auto, return_value_computed_before_cleanup)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     cuctx_event copy = {0};
@@ -366,7 +234,7 @@ Test(auto, return_from_two_nested_blocks_destroys_inner_then_outer)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     cr_assert_eq(auto_return_two_levels(a), 4);
@@ -393,7 +261,7 @@ Test(auto, return_from_three_nested_levels_destroys_innermost_first)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     cr_assert_eq(auto_return_three_levels(a, 1), 3, "all three alive when the value was computed");
@@ -407,7 +275,7 @@ Test(auto, break_destroys_the_iteration_handle_and_leaves_the_loop)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     int i, iterations = 0;
@@ -430,7 +298,7 @@ Test(auto, continue_destroys_the_iteration_handle_and_the_loop_goes_on)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     int after_continue = 0, iterations = 0;
@@ -454,7 +322,7 @@ Test(auto, goto_out_of_nested_blocks_destroys_inner_then_outer)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     int skipped = 0, jump = 1;
@@ -485,7 +353,7 @@ Test(auto, switch_case_bodies_destroy_their_handles_on_break)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     int hits[3] = {0}, not_reached = 0;
@@ -528,7 +396,7 @@ Test(auto, move_hands_the_object_out_and_the_receiver_destroys_it)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     {
@@ -548,7 +416,7 @@ Test(auto, move_leaves_zero_behind_and_yields_the_handle)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    ctx_new(&a, "A");
+    new_ctx(&a, 0, "A", POPPED);
     size_t mark = 0;
     {
         CUCTX_AUTO cuctx_mem outer = {0};
@@ -613,7 +481,7 @@ Test(auto, move_of_a_context_out_of_an_inner_block_destroys_it_later)
         CUCTX_AUTO cuctx_ctx keep = {0};
         {
             CUCTX_AUTO cuctx_ctx a = {0};
-            ctx_new(&a, "A");
+            new_ctx(&a, 0, "A", POPPED);
             mark = log_mark();
             keep = CUCTX_MOVE(a);
         }
@@ -631,7 +499,7 @@ Test(auto, cleanup_of_a_handle_destroyed_through_a_copy_reports_and_goes_on)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     count_handler_install(&hc);
     size_t mark = log_mark();
@@ -699,7 +567,7 @@ Test(auto, cleanup_of_a_context_destroyed_through_a_copy_reports_and_goes_on)
     size_t mark = 0;
     {
         CUCTX_AUTO cuctx_ctx a = {0};
-        ctx_new(&a, "A");
+        new_ctx(&a, 0, "A", POPPED);
         mark = log_mark();
         cuctx_ctx copy = a;
         CHECK_OK(cuctx_ctx_destroy(&copy));
@@ -718,7 +586,7 @@ Test(auto, cleanup_the_driver_refuses_reports_and_counts_a_failed_destroy)
     NEED_DRIVER();
     NEED_SIM();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     count_handler_install(&hc);
     size_t mark = log_mark();
@@ -744,7 +612,7 @@ Test(scoped, falls_off_the_end_and_leaves_no_context_when_none_was_current)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     size_t mark = log_mark();
     int ran = 0;
     CUCTX_SCOPED(a) {
@@ -761,7 +629,7 @@ Test(scoped, falls_off_the_end_and_restores_the_previous_context)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED), B = new_ctx(&b, 0, "B", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     CUCTX_SCOPED(b) {
@@ -776,7 +644,7 @@ Test(scoped, entering_the_current_context_changes_nothing_at_the_driver)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     int ran = 0;
@@ -794,7 +662,7 @@ Test(scoped, nested_on_the_same_context_switches_only_once)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     size_t mark = log_mark();
     CUCTX_SCOPED(a) {
         CUCTX_SCOPED(a) {
@@ -814,7 +682,7 @@ Test(scoped, nested_on_different_contexts_restores_each_level)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED), B = new_ctx(&b, 0, "B", POPPED);
     size_t mark = log_mark();
     CUCTX_SCOPED(a) {
         EXPECT_CURRENT(A);
@@ -838,8 +706,8 @@ Test(scoped, two_scopes_on_one_line_nest)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext B = ctx_new(&b, "B");
-    ctx_new(&a, "A");
+    CUcontext B = new_ctx(&b, 0, "B", POPPED);
+    new_ctx(&a, 0, "A", POPPED);
     size_t mark = log_mark();
     int ran = 0;
     CUCTX_SCOPED(a) CUCTX_SCOPED(b) { EXPECT_CURRENT(B); ran++; }
@@ -854,7 +722,7 @@ Test(scoped, evaluates_its_context_expression_once)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     cuctx_ctx list[2] = {a, {0}};
     int i = 0, ran = 0;
     CUCTX_SCOPED(list[i++]) {
@@ -879,7 +747,7 @@ Test(scoped, return_from_one_level_computes_the_value_before_the_restore)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED), B = new_ctx(&b, 0, "B", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     CUcontext got = scoped_return_one_level(b);
@@ -903,8 +771,8 @@ Test(scoped, return_from_two_nested_levels_restores_both)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    ctx_new(&a, "A");
-    CUcontext B = ctx_new(&b, "B");
+    new_ctx(&a, 0, "A", POPPED);
+    CUcontext B = new_ctx(&b, 0, "B", POPPED);
     size_t mark = log_mark();
     CUcontext got = scoped_return_two_levels(a, b);
     cr_assert_eq(got, B, "got %s", name_of('c', H(got)));
@@ -930,7 +798,7 @@ Test(scoped, return_from_three_nested_levels_restores_every_level)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED), B = new_ctx(&b, 0, "B", POPPED);
     CHECK_OK(cuctx_ctx_set_current(b));
     size_t mark = log_mark();
     CUcontext got = scoped_return_three_levels(a, b);
@@ -947,7 +815,7 @@ Test(scoped, break_leaves_only_the_scope_and_restores)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     size_t mark = log_mark();
     int iterations = 0, after_break = 0, after_scope = 0;
     for (int i = 0; i < 3; i++) {
@@ -974,7 +842,7 @@ Test(scoped, continue_leaves_only_the_scope_and_the_loop_goes_on)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED), B = new_ctx(&b, 0, "B", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     int after_continue = 0, after_scope = 0, i = 0;
@@ -1000,8 +868,8 @@ Test(scoped, goto_out_of_nested_blocks_restores_every_level)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    ctx_new(&a, "A");
-    CUcontext B = ctx_new(&b, "B");
+    new_ctx(&a, 0, "A", POPPED);
+    CUcontext B = new_ctx(&b, 0, "B", POPPED);
     size_t mark = log_mark();
     int skipped = 0, jump = 1;
     CUCTX_SCOPED(a) {
@@ -1031,7 +899,7 @@ Test(scoped, break_in_a_switch_case_leaves_the_scope_not_the_switch)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     size_t mark = log_mark();
     int after_scope = 0, other = 0, not_reached = 0;
     for (int k = 0; k < 2; k++) {
@@ -1064,8 +932,8 @@ Test(scoped, auto_children_inside_are_destroyed_before_the_restore)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
-    ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
+    new_ctx(&b, 0, "B", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     CUCTX_SCOPED(b) {
@@ -1107,7 +975,7 @@ Test(scoped, failed_enter_on_a_zero_handle_skips_the_block)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     cuctx_ctx none = {0};
     size_t mark = log_mark();
@@ -1152,8 +1020,8 @@ Test(scoped, failed_push_reports_the_drivers_error)
     NEED_DRIVER();
     NEED_SIM();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
-    ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
+    new_ctx(&b, 0, "B", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     count_handler_install(&hc);
     sim()->fail_call("cuCtxPushCurrent", 1, CUDA_ERROR_UNKNOWN);
@@ -1176,7 +1044,7 @@ Test(scoped, previous_context_destroyed_inside_stays_where_it_was)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED), B = new_ctx(&b, 0, "B", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     CUCTX_SCOPED(b) {
@@ -1195,8 +1063,8 @@ Test(scoped, entered_context_destroyed_inside_restores_the_previous_one)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
-    ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
+    new_ctx(&b, 0, "B", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     CUCTX_SCOPED(b) {
@@ -1215,7 +1083,7 @@ Test(scoped, entered_context_destroyed_inside_restores_the_previous_one)
 static cuctx_ctx stale_ctx(const char *name)
 {
     cuctx_ctx c = {0};
-    ctx_new(&c, name);
+    new_ctx(&c, 0, name, POPPED);
     cuctx_ctx stale = c;
     CHECK_OK(cuctx_ctx_destroy(&c));
     return stale;
@@ -1227,7 +1095,7 @@ Test(scoped_else, failed_enter_runs_on_fail_not_the_block_and_tells_no_handler)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     cuctx_ctx stale = stale_ctx("B");
     CHECK_OK(cuctx_ctx_set_current(a));
     count_handler_install(&hc);
@@ -1252,7 +1120,7 @@ Test(scoped_else, entered_runs_the_block_not_on_fail_and_restores)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED), B = new_ctx(&b, 0, "B", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     count_handler_install(&hc);
     size_t mark = log_mark();
@@ -1283,8 +1151,8 @@ Test(scoped_else, on_fail_may_return)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
-    ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
+    new_ctx(&b, 0, "B", POPPED);
     cuctx_ctx stale = stale_ctx("C");
     CHECK_OK(cuctx_ctx_set_current(a));
     count_handler_install(&hc);
@@ -1321,8 +1189,8 @@ Test(scoped_else, on_fail_returning_from_inside_an_entered_scope_restores_it)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
-    ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
+    new_ctx(&b, 0, "B", POPPED);
     cuctx_ctx stale = stale_ctx("C");
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
@@ -1339,7 +1207,7 @@ Test(scoped_else, on_fail_may_goto_out_of_an_entered_scope)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    ctx_new(&a, "A");
+    new_ctx(&a, 0, "A", POPPED);
     cuctx_ctx stale = stale_ctx("B");
     size_t mark = log_mark();
     int skipped = 0;
@@ -1363,7 +1231,7 @@ Test(scoped_else, break_and_continue_in_on_fail_act_on_the_enclosing_loop)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     cuctx_ctx stale = stale_ctx("B");
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
@@ -1394,7 +1262,7 @@ Test(scoped_else, break_and_continue_in_the_block_leave_only_the_scope)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED), B = new_ctx(&b, 0, "B", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     int iterations = 0, not_reached = 0, after_scope = 0, failed = 0;
@@ -1433,8 +1301,8 @@ Test(scoped_else, return_from_the_block_restores_every_level)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    ctx_new(&a, "A");
-    CUcontext B = ctx_new(&b, "B");
+    new_ctx(&a, 0, "A", POPPED);
+    CUcontext B = new_ctx(&b, 0, "B", POPPED);
     size_t mark = log_mark();
     CUcontext got = else_return_two_levels(a, b);
     cr_assert_eq(got, B, "got %s", name_of('c', H(got)));
@@ -1448,8 +1316,8 @@ Test(scoped_else, auto_children_inside_are_destroyed_before_the_restore)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
-    ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
+    new_ctx(&b, 0, "B", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     CUCTX_SCOPED_ELSE(b, cr_assert_fail("enter failed: %s", cuctx_last_error_message())) {
@@ -1465,7 +1333,7 @@ Test(scoped_else, evaluates_its_context_expression_once)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     cuctx_ctx list[2] = {a, {0}};
     int i = 0, ran = 0, failed = 0;
     CUCTX_SCOPED_ELSE(list[i++], failed++) {
@@ -1487,7 +1355,7 @@ Test(guard, lasts_to_the_end_of_the_enclosing_block)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     size_t mark = log_mark();
     {
         CUCTX_GUARD(a);
@@ -1506,7 +1374,7 @@ Test(guard, restores_the_previous_context)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED), B = new_ctx(&b, 0, "B", POPPED);
     CHECK_OK(cuctx_ctx_set_current(b));
     size_t mark = log_mark();
     {
@@ -1522,7 +1390,7 @@ Test(guard, two_guards_in_one_block_restore_in_reverse_order)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED), B = new_ctx(&b, 0, "B", POPPED);
     size_t mark = log_mark();
     {
         CUCTX_GUARD(a);
@@ -1540,7 +1408,7 @@ Test(guard, entering_the_current_context_changes_nothing_at_the_driver)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     {
@@ -1560,7 +1428,7 @@ Test(guard, break_keeps_its_meaning_and_leaves_the_loop)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     size_t mark = log_mark();
     int i, iterations = 0;
     for (i = 0; i < 5; i++) {
@@ -1582,7 +1450,7 @@ Test(guard, continue_keeps_its_meaning_and_goes_to_the_next_iteration)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED), B = new_ctx(&b, 0, "B", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     int iterations = 0, after_continue = 0;
@@ -1613,7 +1481,7 @@ Test(guard, return_from_one_level_computes_the_value_before_the_restore)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED), B = new_ctx(&b, 0, "B", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     CUcontext got = guard_return_one_level(b);
@@ -1636,8 +1504,8 @@ Test(guard, return_from_two_nested_levels_restores_both)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    ctx_new(&a, "A");
-    CUcontext B = ctx_new(&b, "B");
+    new_ctx(&a, 0, "A", POPPED);
+    CUcontext B = new_ctx(&b, 0, "B", POPPED);
     size_t mark = log_mark();
     CUcontext got = guard_return_two_levels(a, b);
     cr_assert_eq(got, B, "got %s", name_of('c', H(got)));
@@ -1664,7 +1532,7 @@ Test(guard, return_from_three_nested_levels_restores_every_level)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED), B = new_ctx(&b, 0, "B", POPPED);
     CHECK_OK(cuctx_ctx_set_current(b));
     size_t mark = log_mark();
     CUcontext got = guard_return_three_levels(a, b);
@@ -1683,8 +1551,8 @@ Test(guard, goto_out_of_nested_blocks_restores_every_level)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    ctx_new(&a, "A");
-    CUcontext B = ctx_new(&b, "B");
+    new_ctx(&a, 0, "A", POPPED);
+    CUcontext B = new_ctx(&b, 0, "B", POPPED);
     size_t mark = log_mark();
     int skipped = 0, jump = 1;
     {
@@ -1713,7 +1581,7 @@ Test(guard, break_in_a_switch_case_leaves_the_switch_and_restores)
     CUCTX_AUTO cuctx_ctx a = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     size_t mark = log_mark();
     int inside = 0, after_block = 0, not_reached = 0;
     for (int k = 0; k < 2; k++) {
@@ -1772,8 +1640,8 @@ Test(guard, previous_context_destroyed_inside_stays_where_it_was)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
-    CUcontext B = ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
+    CUcontext B = new_ctx(&b, 0, "B", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     {
@@ -1792,8 +1660,8 @@ Test(guard, auto_declared_after_the_guard_is_destroyed_before_the_restore)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
-    ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
+    new_ctx(&b, 0, "B", POPPED);
     CHECK_OK(cuctx_ctx_set_current(a));
     size_t mark = log_mark();
     {
@@ -1831,8 +1699,8 @@ Test(mixed, return_through_scoped_auto_and_guard_unwinds_in_order)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    ctx_new(&a, "A");
-    CUcontext B = ctx_new(&b, "B");
+    new_ctx(&a, 0, "A", POPPED);
+    CUcontext B = new_ctx(&b, 0, "B", POPPED);
     size_t mark = log_mark();
     size_t events_then = 0;
     CUcontext got = mixed_return(a, b, &events_then);
@@ -1850,7 +1718,7 @@ Test(mixed, scoped_inside_a_guard_loop_break_leaves_the_scope_then_the_loop)
     CUCTX_AUTO cuctx_ctx a = {0}, b = {0};
     NEED_DRIVER();
     unique_addresses();
-    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED), B = new_ctx(&b, 0, "B", POPPED);
     size_t mark = log_mark();
     int i, after_scope = 0;
     for (i = 0; i < 4; i++) {

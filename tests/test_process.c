@@ -17,14 +17,6 @@
 
 #define H(p) ((uint64_t)(uintptr_t)(p))
 
-static cuctx_ctx fresh_ctx(void)
-{
-    cuctx_ctx c = {0};
-    CHECK_OK(cuctx_ctx_create(&c, 0, CUCTX_SCHED_AUTO));
-    CHECK_OK(cuctx_pop_current());
-    return c;
-}
-
 static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -89,7 +81,8 @@ Test(fork, the_child_never_sends_the_parents_objects_and_never_waits_for_its_thr
 {
     NEED_DRIVER();
     NEED_SIM();
-    struct inherited in = {fresh_ctx(), {0}, {0}};
+    struct inherited in = {{0}, {0}, {0}};
+    new_ctx(&in.ctx, 0, NULL, POPPED);
     CHECK_OK(cuctx_event_create(&in.ev, in.ctx, 0));
     CHECK_OK(cuctx_stream_create(&in.s, in.ctx, 0, 0));
     CHECK_OK(cuctx_event_record(in.ev, in.s));
@@ -155,7 +148,8 @@ Test(cancel, a_thread_cancelled_inside_event_synchronize_leaves_nothing_held)
     NEED_DRIVER();
     NEED_SIM();
     alarm(10);
-    cuctx_ctx ctx = fresh_ctx();
+    cuctx_ctx ctx = {0};
+    new_ctx(&ctx, 0, NULL, POPPED);
     cuctx_event ev = {0}, other = {0};
     CHECK_OK(cuctx_event_create(&ev, ctx, 0));
     CHECK_OK(cuctx_event_create(&other, ctx, 0));
@@ -182,7 +176,8 @@ Test(cancel, a_cancelled_holder_does_not_block_its_contexts_destroy)
     NEED_DRIVER();
     NEED_SIM();
     alarm(10);
-    cuctx_ctx ctx = fresh_ctx();
+    cuctx_ctx ctx = {0};
+    new_ctx(&ctx, 0, NULL, POPPED);
     cuctx_event ev = {0};
     CHECK_OK(cuctx_event_create(&ev, ctx, 0));
     sim()->set_delay("cuEventSynchronize", 5000000);
@@ -240,7 +235,7 @@ static uint32_t slot_of(uint64_t id)
 static void many_threads_destroy_at_exit(int use_tss, int threads)
 {
     NEED_DRIVER();
-    shared_ctx = fresh_ctx();
+    new_ctx(&shared_ctx, 0, NULL, POPPED);
     cuctx_event warm = {0};
     CHECK_OK(cuctx_event_create(&warm, shared_ctx, 0));     /* cuctx's keys exist first */
     CHECK_OK(cuctx_event_destroy(&warm));
@@ -300,7 +295,7 @@ Test(reentrancy, the_handler_may_destroy_the_context_whose_childs_cleanup_failed
     NEED_DRIVER();
     NEED_SIM();
     alarm(10);
-    victim = fresh_ctx();
+    new_ctx(&victim, 0, NULL, POPPED);
     cuctx_set_error_handler(destroy_the_context, NULL);
     {
         CUCTX_AUTO cuctx_mem m = {0};
@@ -323,7 +318,8 @@ Test(shutdown, destroys_after_the_driver_deinitialized_succeed_quietly)
     NEED_DRIVER();
     NEED_SIM();
     struct handler_count hc;
-    cuctx_ctx ctx = fresh_ctx();
+    cuctx_ctx ctx = {0};
+    new_ctx(&ctx, 0, NULL, POPPED);
     cuctx_event ev = {0}, ev2 = {0};
     cuctx_stream s = {0};
     CHECK_OK(cuctx_event_create(&ev, ctx, 0));

@@ -61,7 +61,7 @@ Test(scope_stack, depth_two_below_the_scope_is_untouched)
 {
     cuctx_ctx a = {0}, x = {0}, y = {0};
     need_driver_unique_addresses();
-    CUcontext A = ctx_new(&a, "A"), X = ctx_new(&x, "X"), Y = ctx_new(&y, "Y");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED), X = new_ctx(&x, 0, "X", POPPED), Y = new_ctx(&y, 0, "Y", POPPED);
     raw_push(X);
     raw_push(Y);
     size_t mark = log_mark();
@@ -83,8 +83,8 @@ Test(scope_stack, depth_three_nested_scopes_leave_every_level)
 {
     cuctx_ctx a = {0}, b = {0}, x = {0}, y = {0}, z = {0};
     need_driver_unique_addresses();
-    CUcontext A = ctx_new(&a, "A"), B = ctx_new(&b, "B");
-    CUcontext X = ctx_new(&x, "X"), Y = ctx_new(&y, "Y"), Z = ctx_new(&z, "Z");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED), B = new_ctx(&b, 0, "B", POPPED);
+    CUcontext X = new_ctx(&x, 0, "X", POPPED), Y = new_ctx(&y, 0, "Y", POPPED), Z = new_ctx(&z, 0, "Z", POPPED);
     raw_push(X);
     raw_push(Y);
     raw_push(Z);
@@ -114,7 +114,7 @@ Test(scope_stack, a_context_created_inside_does_not_leak_out)
 {
     cuctx_ctx a = {0}, c = {0};
     need_driver_unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     CUcontext C = NULL;
     size_t mark = log_mark();
     CUCTX_SCOPED(a) {
@@ -137,8 +137,8 @@ Test(scope_stack, contexts_created_inside_over_a_previous_one_are_all_taken_back
 {
     cuctx_ctx a = {0}, x = {0}, c = {0}, d = {0}, e = {0};
     need_driver_unique_addresses();
-    ctx_new(&a, "A");
-    CUcontext X = ctx_new(&x, "X");
+    new_ctx(&a, 0, "A", POPPED);
+    CUcontext X = new_ctx(&x, 0, "X", POPPED);
     CHECK_OK(cuctx_ctx_set_current(x));
     CUCTX_SCOPED(a) {
         CHECK_OK(cuctx_ctx_create(&c, 0, CUCTX_SCHED_AUTO));
@@ -150,7 +150,7 @@ Test(scope_stack, contexts_created_inside_over_a_previous_one_are_all_taken_back
     EXPECT_CURRENT(X);
     if (sim()) {
         char buf[2048];
-        cr_assert_eq(calls("cuCtxPopCurrent"), 2 + 1 + 2, "2 by ctx_new, d by hand, c and A by the exit: %s", trace(0, buf, sizeof buf));
+        cr_assert_eq(calls("cuCtxPopCurrent"), 2 + 1 + 2, "2 by new_ctx, d by hand, c and A by the exit: %s", trace(0, buf, sizeof buf));
     }
     CHECK_OK(cuctx_ctx_destroy(&c));
     CHECK_OK(cuctx_ctx_destroy(&d));
@@ -163,8 +163,8 @@ Test(scope_stack, set_current_inside_replaces_the_scopes_level_only)
 {
     cuctx_ctx a = {0}, b = {0}, x = {0};
     need_driver_unique_addresses();
-    ctx_new(&a, "A");
-    CUcontext B = ctx_new(&b, "B"), X = ctx_new(&x, "X");
+    new_ctx(&a, 0, "A", POPPED);
+    CUcontext B = new_ctx(&b, 0, "B", POPPED), X = new_ctx(&x, 0, "X", POPPED);
     raw_push(X);
     size_t mark = log_mark();
     CUCTX_SCOPED(a) {
@@ -186,8 +186,8 @@ Test(scope_stack, previous_destroyed_inside_stays_dead_in_its_place_over_the_res
 {
     cuctx_ctx a = {0}, x = {0}, y = {0};
     need_driver_unique_addresses();
-    ctx_new(&a, "A");
-    CUcontext X = ctx_new(&x, "X"), Y = ctx_new(&y, "Y");
+    new_ctx(&a, 0, "A", POPPED);
+    CUcontext X = new_ctx(&x, 0, "X", POPPED), Y = new_ctx(&y, 0, "Y", POPPED);
     raw_push(X);
     raw_push(Y);
     size_t mark = log_mark();
@@ -209,8 +209,8 @@ Test(scope_stack, both_levels_below_destroyed_inside_nothing_dead_is_bound)
 {
     cuctx_ctx a = {0}, x = {0}, y = {0};
     need_driver_unique_addresses();
-    ctx_new(&a, "A");
-    CUcontext X = ctx_new(&x, "X"), Y = ctx_new(&y, "Y");
+    new_ctx(&a, 0, "A", POPPED);
+    CUcontext X = new_ctx(&x, 0, "X", POPPED), Y = new_ctx(&y, 0, "Y", POPPED);
     raw_push(X);
     raw_push(Y);
     size_t mark = log_mark();
@@ -247,7 +247,7 @@ Test(scope_stack, previous_destroyed_on_another_thread_inside_is_not_bound)
 {
     cuctx_ctx a = {0}, x = {0};
     need_driver_unique_addresses();
-    CUcontext A = ctx_new(&a, "A"), X = ctx_new(&x, "X");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED), X = new_ctx(&x, 0, "X", POPPED);
     CHECK_OK(cuctx_ctx_set_current(x));
     size_t mark = log_mark();
     CUCTX_SCOPED(a) {
@@ -268,7 +268,7 @@ Test(scope_stack, previous_dead_at_entry_whose_address_is_retaken_is_not_left_cu
     cuctx_ctx a = {0}, p = {0}, c = {0};
     NEED_DRIVER();
     NEED_SIM();                         /* needs the simulator's address reuse */
-    CUcontext A = ctx_new(&a, "A"), P = ctx_new(&p, "P");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED), P = new_ctx(&p, 0, "P", POPPED);
     CHECK_OK(cuctx_ctx_set_current(p));
     destroy_elsewhere(&p);
     cr_assert_eq(current(), P, "the dead context stays current on this thread");
@@ -297,8 +297,8 @@ Test(scope_stack, previous_dead_at_entry_stays_in_its_place)
 {
     cuctx_ctx a = {0}, p = {0};
     need_driver_unique_addresses();
-    CUcontext P = ctx_new(&p, "P");
-    ctx_new(&a, "A");
+    CUcontext P = new_ctx(&p, 0, "P", POPPED);
+    new_ctx(&a, 0, "A", POPPED);
     CHECK_OK(cuctx_ctx_set_current(p));
     destroy_elsewhere(&p);
     size_t mark = log_mark();
@@ -316,8 +316,8 @@ Test(scope_stack, a_successful_enter_leaves_the_last_error_alone)
 {
     cuctx_ctx a = {0}, p = {0}, stale = {0};
     need_driver_unique_addresses();
-    ctx_new(&p, "P");
-    ctx_new(&a, "A");
+    new_ctx(&p, 0, "P", POPPED);
+    new_ctx(&a, 0, "A", POPPED);
     CHECK_OK(cuctx_ctx_create(&stale, 0, CUCTX_SCHED_AUTO));
     cuctx_ctx copy = stale;
     CHECK_OK(cuctx_ctx_destroy(&stale));
@@ -338,7 +338,7 @@ Test(scope_stack, the_same_context_nested_is_pushed_once)
 {
     cuctx_ctx a = {0};
     need_driver_unique_addresses();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     size_t mark = log_mark();
     CUCTX_SCOPED(a) {
         CUCTX_SCOPED(a) {
@@ -356,7 +356,7 @@ Test(scope_stack, the_entered_context_destroyed_inside_is_not_popped_twice)
 {
     cuctx_ctx a = {0}, x = {0};
     need_driver_unique_addresses();
-    CUcontext A = ctx_new(&a, "A"), X = ctx_new(&x, "X");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED), X = new_ctx(&x, 0, "X", POPPED);
     raw_push(X);
     size_t mark = log_mark();
     CUCTX_SCOPED(a) {
@@ -402,7 +402,7 @@ Test(scope_stack, a_previous_context_that_could_not_be_identified_is_left_alone)
     cuctx_ctx a = {0};
     need_driver_unique_addresses();
     NEED_SIM();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     CUcontext X = raw_create();         /* current, and new to cuctx */
     name_handle('c', H(X), "X");
     sim()->fail_call("cuCtxGetDevice", 1, CUDA_ERROR_UNKNOWN);
@@ -451,7 +451,7 @@ Test(scope_stack, a_previous_context_whose_id_could_not_be_read_is_reported_and_
     struct handler_count hc;
     need_driver_unique_addresses();
     NEED_SIM();
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     CUcontext X = raw_create();         /* current, and new to cuctx */
     name_handle('c', H(X), "X");
     count_handler_install(&hc);
@@ -483,8 +483,8 @@ Test(scope_stack, a_create_failing_after_cuCtxCreate_inside_a_scope_leaves_the_s
     cuctx_ctx a = {0}, x = {0}, b = {5};
     need_driver_unique_addresses();
     NEED_SIM();
-    CUcontext X = ctx_new(&x, "X");
-    CUcontext A = ctx_new(&a, "A");
+    CUcontext X = new_ctx(&x, 0, "X", POPPED);
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
     CHECK_OK(cuctx_ctx_set_current(x));
     size_t mark = log_mark();
     CUCTX_SCOPED(a) {

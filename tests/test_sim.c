@@ -157,7 +157,7 @@ Test(sim_init, calls_before_cuinit_return_not_initialized)
 	cr_assert_eq(n, -1);
 	SIM_CHECK(cr_assert_eq(last_call("cuDeviceGetCount").rc, CUDA_ERROR_NOT_INITIALIZED));
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
-	SIM_CHECK(cr_assert_eq(D.live("all"), 0));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_ALL), 0));
 
 	OK(D.Init(0));
 	OK(D.DeviceGetCount(&n));
@@ -203,7 +203,7 @@ Test(sim_init, device_count_follows_cusim_devices_and_bad_ordinal_is_invalid_dev
 	WANT(D.CtxCreate(&c, 0, 3), CUDA_ERROR_INVALID_DEVICE);
 	OK(D.DeviceGetName(name, sizeof name, 1));
 	cr_assert(strlen(name) > 0);
-	SIM_CHECK(cr_assert_eq(D.live("all"), 0));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_ALL), 0));
 }
 
 Test(sim_init, driver_version_and_error_names_need_no_cuinit)
@@ -261,7 +261,7 @@ Test(sim_procaddress, asking_with_cuda_version_gets_the_v4_ctx_create_and_it_is_
 	PFN_cuCtxCreate_v12050 create_v4;
 	memcpy(&create_v4, &fn, sizeof fn);
 	WANT(create_v4(&c, NULL, 0, 0), CUDA_ERROR_NOT_SUPPORTED);
-	SIM_CHECK(cr_assert_eq(D.live("context"), 0));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_CONTEXT), 0));
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 1));
 	assert_misuse(0, "cuCtxCreate", "unpinned/unsupported ABI version");
 	SIM_CHECK(cr_assert_eq(D.calls("cuCtxCreate"), 1));
@@ -288,7 +288,7 @@ Test(sim_procaddress, old_32bit_abi_is_a_misuse_through_lookup_and_plain_dlsym)
 	assert_misuse(0, "cuMemAlloc", "ABI version 2000");
 	assert_misuse(1, "cuCtxSynchronize", "ABI version 13000");
 	cr_assert_eq(p, 0);
-	SIM_CHECK(cr_assert_eq(D.live("mem"), 0));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_MEM), 0));
 }
 
 Test(sim_procaddress, unknown_symbol_is_not_found_with_null_pointer)
@@ -384,7 +384,7 @@ Test(sim_procaddress, four_argument_lookup_works_before_cuinit)
 
 Test(sim_contexts, create_pushes_and_pop_returns_it_leaving_none_current)
 {
-	CUcontext c = new_ctx(0), popped = NULL;
+	CUcontext c = new_raw_ctx(0), popped = NULL;
 	cr_assert_eq(current(), c);
 	CUdevice dev = -1;
 	OK(D.CtxGetDevice(&dev));
@@ -399,29 +399,29 @@ Test(sim_contexts, create_pushes_and_pop_returns_it_leaving_none_current)
 
 Test(sim_contexts, destroying_a_floating_context_succeeds)
 {
-	CUcontext c = new_ctx(other_device()), popped;
+	CUcontext c = new_raw_ctx(other_device()), popped;
 	OK(D.CtxPopCurrent(&popped));
 	OK(D.CtxDestroy(c));
 	cr_assert_null(current());
-	SIM_CHECK(cr_assert_eq(D.live("context"), 0));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_CONTEXT), 0));
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
 }
 
 Test(sim_contexts, destroying_the_top_of_two_makes_the_one_below_current)
 {
-	CUcontext a = new_ctx(0), b = new_ctx(other_device());
+	CUcontext a = new_raw_ctx(0), b = new_raw_ctx(other_device());
 	cr_assert_eq(current(), b);
 	OK(D.CtxDestroy(b));
 	cr_assert_eq(current(), a);
 	CUdevice dev;
 	OK(D.CtxGetDevice(&dev));
 	cr_assert_eq(dev, 0);
-	SIM_CHECK(cr_assert_eq(D.live("context"), 1));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_CONTEXT), 1));
 }
 
 Test(sim_contexts, set_current_replaces_the_top_and_its_destroy_leaves_none_current)
 {
-	CUcontext a = new_ctx(0), b = new_ctx(0), popped;
+	CUcontext a = new_raw_ctx(0), b = new_raw_ctx(0), popped;
 	OK(D.CtxPopCurrent(&popped));
 	cr_assert_eq(current(), a);
 	OK(D.CtxSetCurrent(b));
@@ -437,7 +437,7 @@ Test(sim_contexts, set_current_replaces_the_top_and_its_destroy_leaves_none_curr
 Test(sim_contexts, binding_a_destroyed_context_is_a_misuse_and_leaves_the_stack_alone)
 {
 	SIM_ONLY("the real driver accepts a destroyed context here and crashes at a later call (DRIVER-FACTS); the simulator refuses it");
-	CUcontext live = new_ctx(0), dead = new_ctx(0);
+	CUcontext live = new_raw_ctx(0), dead = new_raw_ctx(0);
 	OK(D.CtxDestroy(dead));
 	cr_assert_eq(current(), live);
 	WANT(D.CtxSetCurrent(dead), CUDA_ERROR_INVALID_CONTEXT);
@@ -450,7 +450,7 @@ Test(sim_contexts, binding_a_destroyed_context_is_a_misuse_and_leaves_the_stack_
 
 Test(sim_contexts, destroyed_current_context_gives_709_on_create_and_getcurrent_returns_it)
 {
-	CUcontext below = new_ctx(0), top = new_ctx(0), popped;
+	CUcontext below = new_raw_ctx(0), top = new_raw_ctx(0), popped;
 	CUevent e = NULL;
 	OK(D.CtxDestroy(below));
 	cr_assert_eq(current(), top);
@@ -462,12 +462,12 @@ Test(sim_contexts, destroyed_current_context_gives_709_on_create_and_getcurrent_
 	OK(D.CtxSetCurrent(top));
 	cr_assert_eq(current(), top);
 	OK(D.CtxDestroy(top));
-	SIM_CHECK(cr_assert_eq(D.live("all"), 0));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_ALL), 0));
 }
 
 Test(sim_contexts, popping_a_context_destroyed_below_the_top_succeeds_and_removes_it)
 {
-	CUcontext below = new_ctx(0), top = new_ctx(0), popped = NULL;
+	CUcontext below = new_raw_ctx(0), top = new_raw_ctx(0), popped = NULL;
 	OK(D.CtxDestroy(below));
 	OK(D.CtxPopCurrent(&popped));
 	cr_assert_eq(popped, top);
@@ -480,7 +480,7 @@ Test(sim_contexts, popping_a_context_destroyed_below_the_top_succeeds_and_remove
 
 Test(sim_contexts, api_version_and_second_destroy_on_a_destroyed_context_are_201)
 {
-	CUcontext c = new_ctx(0);
+	CUcontext c = new_raw_ctx(0);
 	unsigned int v = 0;
 	OK(D.CtxGetApiVersion(c, &v));
 	SIM_CHECK(cr_assert_eq(v, 3020));
@@ -506,7 +506,7 @@ Test(sim_contexts, context_calls_without_a_current_context_are_201)
 	WANT(D.EventCreate(&e, 0), CUDA_ERROR_INVALID_CONTEXT);
 	WANT(D.MemAlloc(&p, 16), CUDA_ERROR_INVALID_CONTEXT);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
-	SIM_CHECK(cr_assert_eq(D.live("all"), 0));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_ALL), 0));
 }
 
 struct destroyer {
@@ -523,7 +523,7 @@ static void *destroy_on_other_thread(void *arg)
 
 Test(sim_contexts, destroying_a_context_current_on_another_thread_leaves_it_stale_there)
 {
-	CUcontext c = new_ctx(0), other = new_ctx(other_device()), popped;
+	CUcontext c = new_raw_ctx(0), other = new_raw_ctx(other_device()), popped;
 	OK(D.CtxPopCurrent(&popped));
 	cr_assert_eq(current(), c);
 	struct destroyer d = { c, CUDA_ERROR_UNKNOWN };
@@ -545,7 +545,7 @@ Test(sim_contexts, destroying_a_context_current_on_another_thread_leaves_it_stal
 Test(sim_contexts, popping_a_context_destroyed_on_another_thread_succeeds_without_misuse)
 {
 	SIM_ONLY("this pop was not measured on the real driver, and cuctx treats it as one that may abort (cuctx_pop_current refuses it)");
-	CUcontext c = new_ctx(0), popped = NULL;
+	CUcontext c = new_raw_ctx(0), popped = NULL;
 	struct destroyer d = { c, CUDA_ERROR_UNKNOWN };
 	pthread_t t;
 	cr_assert_eq(pthread_create(&t, NULL, destroy_on_other_thread, &d), 0);
@@ -564,7 +564,7 @@ Test(sim_contexts, popping_a_context_destroyed_on_another_thread_succeeds_withou
 
 Test(sim_ctx_id, ids_are_unique_increasing_and_null_asks_about_the_current_one)
 {
-	CUcontext a = new_ctx(0), b = new_ctx(other_device()), c = new_ctx(0);
+	CUcontext a = new_raw_ctx(0), b = new_raw_ctx(other_device()), c = new_raw_ctx(0);
 	unsigned long long ia = ctx_id(a), ib = ctx_id(b), ic = ctx_id(c);
 	cr_assert_gt(ia, 0);
 	cr_assert_gt(ib, ia);
@@ -580,10 +580,10 @@ Test(sim_ctx_id, ids_are_unique_increasing_and_null_asks_about_the_current_one)
 
 Test(sim_ctx_id, a_recycled_context_value_gets_a_new_id)
 {
-	CUcontext a = new_ctx(0);
+	CUcontext a = new_raw_ctx(0);
 	unsigned long long first = ctx_id(a);
 	OK(D.CtxDestroy(a));
-	CUcontext b = new_ctx(0);
+	CUcontext b = new_raw_ctx(0);
 	SIM_CHECK(cr_assert_eq(b, a, "recycling hands the value back"));
 	unsigned long long second = ctx_id(b);
 	cr_assert_gt(second, first);
@@ -592,7 +592,7 @@ Test(sim_ctx_id, a_recycled_context_value_gets_a_new_id)
 
 Test(sim_ctx_id, a_dead_context_is_709_and_no_misuse)
 {
-	CUcontext a = new_ctx(0);
+	CUcontext a = new_raw_ctx(0);
 	unsigned long long id = 0;
 	OK(D.CtxDestroy(a));
 	WANT(D.CtxGetId(a, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
@@ -619,7 +619,7 @@ Test(sim_ctx_id, null_with_nothing_current_is_201)
 
 Test(sim_ctx_id, null_after_the_current_context_died_on_another_thread_is_709)
 {
-	CUcontext c = new_ctx(0);
+	CUcontext c = new_raw_ctx(0);
 	unsigned long long id = 0;
 	struct destroyer d = { c, CUDA_ERROR_UNKNOWN };
 	pthread_t t;
@@ -638,11 +638,11 @@ Test(sim_ctx_id, null_after_the_current_context_died_on_another_thread_is_709)
 
 Test(sim_lifetimes, event_destroy_after_context_destroy_is_709_and_a_misuse)
 {
-	CUcontext c = new_ctx(0);
+	CUcontext c = new_raw_ctx(0);
 	CUevent e;
 	OK(D.EventCreate(&e, CU_EVENT_DISABLE_TIMING));
 	OK(D.CtxDestroy(c));
-	SIM_CHECK(cr_assert_eq(D.live("event"), 0, "the context took its event with it"));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_EVENT), 0, "the context took its event with it"));
 	WANT(D.EventDestroy(e), CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 1));
 	assert_misuse(0, "cuEventDestroy", "event not live: its context was destroyed");
@@ -651,7 +651,7 @@ Test(sim_lifetimes, event_destroy_after_context_destroy_is_709_and_a_misuse)
 Test(sim_lifetimes, stream_destroy_after_context_destroy_is_misuse_not_crash)
 {
 	SIM_ONLY("cuStreamDestroy after its context's destroy is a SIGSEGV on the real driver");
-	CUcontext c = new_ctx(0);
+	CUcontext c = new_raw_ctx(0);
 	CUstream s;
 	OK(D.StreamCreate(&s, CU_STREAM_NON_BLOCKING));
 	OK(D.CtxDestroy(c));
@@ -663,7 +663,7 @@ Test(sim_lifetimes, stream_destroy_after_context_destroy_is_misuse_not_crash)
 
 Test(sim_lifetimes, module_unload_after_context_destroy_is_400_and_a_misuse)
 {
-	CUcontext c = new_ctx(0);
+	CUcontext c = new_raw_ctx(0);
 	CUmodule m;
 	OK(D.ModuleLoadData(&m, vadd_ptx));
 	OK(D.CtxDestroy(c));
@@ -678,14 +678,14 @@ Test(sim_lifetimes, module_unload_after_context_destroy_is_400_and_a_misuse)
 
 Test(sim_lifetimes, graph_exec_dies_with_its_context_but_the_graph_does_not)
 {
-	CUcontext c = new_ctx(0);
+	CUcontext c = new_raw_ctx(0);
 	CUgraph g;
 	CUgraphExec x;
 	OK(D.GraphCreate(&g, 0));
 	OK(D.GraphInstantiateWithFlags(&x, g, 0));
 	OK(D.CtxDestroy(c));
-	SIM_CHECK(cr_assert(D.is_live("graph", H(g))));
-	SIM_CHECK(cr_assert_not(D.is_live("graph_exec", H(x))));
+	SIM_CHECK(cr_assert(D.is_live(CUSIM_GRAPH, H(g))));
+	SIM_CHECK(cr_assert_not(D.is_live(CUSIM_GRAPH_EXEC, H(x))));
 	/* The real driver answers CUDA_SUCCESS (DRIVER-FACTS); the simulator, stricter, refuses it. */
 	WANT(D.GraphExecDestroy(x), D.sim ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS);
 	OK(D.GraphDestroy(g));
@@ -696,14 +696,14 @@ Test(sim_lifetimes, graph_exec_dies_with_its_context_but_the_graph_does_not)
 Test(sim_lifetimes, memory_frees_after_context_destroy_are_invalid_value)
 {
 	SIM_CHECK(D.set_recycling(0));
-	CUcontext c = new_ctx(0);
+	CUcontext c = new_raw_ctx(0);
 	CUdeviceptr p;
 	void *h;
 	OK(D.MemAlloc(&p, 4096));
 	OK(D.MemAllocHost(&h, 4096));
 	memset(h, 0x5a, 4096);
 	OK(D.CtxDestroy(c));
-	SIM_CHECK(cr_assert_eq(D.live("mem") + D.live("host_mem"), 0));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_MEM) + D.live(CUSIM_HOST_MEM), 0));
 	WANT(D.MemFree(p), CUDA_ERROR_INVALID_VALUE);
 	WANT(D.MemFreeHost(h), CUDA_ERROR_INVALID_VALUE);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 2));
@@ -714,7 +714,7 @@ Test(sim_lifetimes, memory_frees_after_context_destroy_are_invalid_value)
 Test(sim_lifetimes, double_destroys_are_misuses_not_crashes)
 {
 	SIM_ONLY("a second cuStreamDestroy is a SIGSEGV on the real driver");
-	new_ctx(0);
+	new_raw_ctx(0);
 	CUevent e;
 	CUstream s;
 	OK(D.EventCreate(&e, 0));
@@ -732,7 +732,7 @@ Test(sim_lifetimes, double_destroys_are_misuses_not_crashes)
 Test(sim_lifetimes, values_never_handed_out_are_misuses)
 {
 	SIM_ONLY("it hands the driver values it never gave out, which the real driver may dereference");
-	new_ctx(0);
+	new_raw_ctx(0);
 	WANT(D.EventDestroy((CUevent)(uintptr_t)0x1234560), CUDA_ERROR_INVALID_HANDLE);
 	WANT(D.StreamDestroy((CUstream)(uintptr_t)0x1234560), CUDA_ERROR_INVALID_HANDLE);
 	WANT(D.MemFree(0x1234560), CUDA_ERROR_INVALID_VALUE);
@@ -740,14 +740,14 @@ Test(sim_lifetimes, values_never_handed_out_are_misuses)
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 4));
 	for (size_t i = 0; i < 4; i++)
 		cr_assert(strstr(D.misuse_text(i), "never created") != NULL, "%s", D.misuse_text(i));
-	SIM_CHECK(cr_assert_eq(D.live("all"), 1));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_ALL), 1));
 }
 
 /* --- events ---------------------------------------------------------------------- */
 
 Test(sim_events, elapsed_time_is_400_without_timing_or_before_the_end_is_recorded)
 {
-	new_ctx(0);
+	new_raw_ctx(0);
 	CUevent a, b, quiet;
 	float ms = -1;
 	OK(D.EventCreate(&a, 0));
@@ -765,7 +765,7 @@ Test(sim_events, elapsed_time_is_400_without_timing_or_before_the_end_is_recorde
 
 Test(sim_events, elapsed_time_measures_between_two_records_through_both_abis)
 {
-	new_ctx(0);
+	new_raw_ctx(0);
 	CUevent a, b;
 	CUstream s;
 	float ms = -1, ms2 = -1;
@@ -790,21 +790,21 @@ Test(sim_events, elapsed_time_measures_between_two_records_through_both_abis)
 
 Test(sim_events, event_flags_are_validated)
 {
-	new_ctx(0);
+	new_raw_ctx(0);
 	CUevent e = NULL;
 	WANT(D.EventCreate(&e, CU_EVENT_INTERPROCESS), CUDA_ERROR_INVALID_VALUE);
 	WANT(D.EventCreate(&e, 0x100), CUDA_ERROR_INVALID_VALUE);
 	OK(D.EventCreate(&e, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
-	SIM_CHECK(cr_assert_eq(D.live("event"), 1));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_EVENT), 1));
 }
 
 Test(sim_events, recording_outside_the_events_context_is_400_and_a_misuse)
 {
 	SIM_ONLY("recording an event on another context's stream was not measured on the real driver; the simulator refuses it as a misuse");
-	CUcontext a = new_ctx(0);
+	CUcontext a = new_raw_ctx(0);
 	CUevent e;
 	OK(D.EventCreate(&e, 0));
-	new_ctx(1);
+	new_raw_ctx(1);
 	CUstream other;
 	OK(D.StreamCreate(&other, 0));
 	WANT(D.EventRecord(e, other), CUDA_ERROR_INVALID_HANDLE);
@@ -821,7 +821,7 @@ Test(sim_events, recording_outside_the_events_context_is_400_and_a_misuse)
 
 Test(sim_streams, stream_flags_priorities_and_waits)
 {
-	new_ctx(0);
+	new_raw_ctx(0);
 	CUstream s, hi, lo;
 	CUevent e;
 	WANT(D.StreamCreate(&s, 2), CUDA_ERROR_INVALID_VALUE);
@@ -836,18 +836,18 @@ Test(sim_streams, stream_flags_priorities_and_waits)
 	OK(D.StreamSynchronize(lo));
 	OK(D.StreamQuery(NULL));
 	SIM_CHECK(WANT(D.StreamDestroy(NULL), CUDA_ERROR_INVALID_HANDLE));  /* not measured on the real driver */
-	SIM_CHECK(cr_assert_eq(D.live("stream"), 2));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_STREAM), 2));
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
 }
 
 Test(sim_streams, a_stream_waits_on_an_event_of_another_device)
 {
 	need_devices(2);
-	new_ctx(0);
+	new_raw_ctx(0);
 	CUevent e;
 	OK(D.EventCreate(&e, CU_EVENT_DISABLE_TIMING));
 	OK(D.EventRecord(e, NULL));
-	new_ctx(1);
+	new_raw_ctx(1);
 	CUstream s;
 	OK(D.StreamCreate(&s, 0));
 	OK(D.StreamWaitEvent(s, e, 0));
@@ -858,7 +858,7 @@ Test(sim_streams, a_stream_waits_on_an_event_of_another_device)
 
 Test(sim_modules, loads_ptx_from_file_and_image_and_finds_entry_functions)
 {
-	new_ctx(0);
+	new_raw_ctx(0);
 	char path[] = "/tmp/cudasim-test-XXXXXX";
 	int fd = mkstemp(path);
 	cr_assert_geq(fd, 0);
@@ -877,7 +877,7 @@ Test(sim_modules, loads_ptx_from_file_and_image_and_finds_entry_functions)
 	WANT(D.ModuleGetFunction(&f2, from_image, "missing"), CUDA_ERROR_NOT_FOUND);
 	/* The real driver would want vadd's parameter: the launch is the simulator's. */
 	SIM_CHECK(OK(D.LaunchKernel(f1, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL)));
-	SIM_CHECK(cr_assert_eq(D.live("module"), 2));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_MODULE), 2));
 	OK(D.ModuleUnload(from_file));
 	OK(D.ModuleUnload(from_image));
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
@@ -886,26 +886,26 @@ Test(sim_modules, loads_ptx_from_file_and_image_and_finds_entry_functions)
 Test(sim_modules, bad_images_and_missing_files_fail_as_the_driver_does)
 {
 	SIM_ONLY("it hands the driver a truncated ELF image, which the real driver may read past");
-	new_ctx(0);
+	new_raw_ctx(0);
 	CUmodule m;
 	static const char binary[] = "\x7f" "ELF\x02\x01\x01";
 	WANT(D.ModuleLoad(&m, "/nonexistent/cudasim/kernel.ptx"), CUDA_ERROR_FILE_NOT_FOUND);
 	WANT(D.ModuleLoadData(&m, ".version 8.0\n.target sm_90\n"), CUDA_ERROR_INVALID_IMAGE);
 	WANT(D.ModuleLoadData(&m, binary), CUDA_ERROR_INVALID_IMAGE);
-	SIM_CHECK(cr_assert_eq(D.live("module"), 0));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_MODULE), 0));
 }
 
 Test(sim_modules, launch_checks_the_functions_context_stream_and_module)
 {
 	SIM_ONLY("its launches in another context and after an unload are misuses the simulator refuses");
-	CUcontext a = new_ctx(0);
+	CUcontext a = new_raw_ctx(0);
 	CUmodule m;
 	CUfunction f;
 	OK(D.ModuleLoadData(&m, vadd_ptx));
 	OK(D.ModuleGetFunction(&f, m, "vadd"));
 	CUstream sa;
 	OK(D.StreamCreate(&sa, 0));
-	new_ctx(0);
+	new_raw_ctx(0);
 	WANT(D.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
 	OK(D.CtxSetCurrent(a));
 	OK(D.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, sa, NULL, NULL));
@@ -922,7 +922,7 @@ Test(sim_modules, launch_checks_the_functions_context_stream_and_module)
 Test(sim_memory, device_memory_round_trips_and_ranges_are_bounds_checked)
 {
 	SIM_ONLY("its out-of-range accesses are misuses the simulator catches; on the real driver they may land in other memory");
-	new_ctx(0);
+	new_raw_ctx(0);
 	CUdeviceptr p;
 	unsigned char in[256], out[256];
 	OK(D.MemAlloc(&p, sizeof in));
@@ -943,13 +943,13 @@ Test(sim_memory, device_memory_round_trips_and_ranges_are_bounds_checked)
 	assert_misuse(0, "cuMemsetD8", "outside every live allocation");
 	assert_misuse(2, "cuMemFree", "not at its start");
 	OK(D.MemFree(p));
-	SIM_CHECK(cr_assert_eq(D.live("mem"), 0));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_MEM), 0));
 }
 
 Test(sim_memory, zero_sized_and_oversized_allocations_fail)
 {
 	SIM_ONLY("its oversized request is measured against the simulator's 1 GiB device");
-	new_ctx(0);
+	new_raw_ctx(0);
 	CUdeviceptr p = 0;
 	void *h = NULL;
 	WANT(D.MemAlloc(&p, 0), CUDA_ERROR_INVALID_VALUE);
@@ -959,8 +959,8 @@ Test(sim_memory, zero_sized_and_oversized_allocations_fail)
 	OK(D.MemHostAlloc(&h, 64, CU_MEMHOSTALLOC_PORTABLE));
 	memset(h, 1, 64);
 	cr_assert_eq(p, 0);
-	SIM_CHECK(cr_assert_eq(D.live("mem"), 0));
-	SIM_CHECK(cr_assert_eq(D.live("host_mem"), 1));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_MEM), 0));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_HOST_MEM), 1));
 	OK(D.MemFreeHost(h));
 }
 
@@ -969,7 +969,7 @@ Test(sim_memory, zero_sized_and_oversized_allocations_fail)
 Test(sim_graphs, graphs_instantiate_into_the_current_context_and_launch_there)
 {
 	SIM_ONLY("it launches a graph in another context and destroys one twice: misuses the simulator refuses");
-	CUcontext a = new_ctx(0);
+	CUcontext a = new_raw_ctx(0);
 	CUgraph g;
 	CUgraphNode n1, n2;
 	CUgraphExec x;
@@ -979,7 +979,7 @@ Test(sim_graphs, graphs_instantiate_into_the_current_context_and_launch_there)
 	OK(D.GraphAddEmptyNode(&n2, g, &n1, 1));
 	OK(D.GraphInstantiateWithFlags(&x, g, 0));
 	OK(D.GraphLaunch(x, NULL));
-	new_ctx(1);
+	new_raw_ctx(1);
 	CUstream other;
 	OK(D.StreamCreate(&other, 0));
 	WANT(D.GraphLaunch(x, other), CUDA_ERROR_INVALID_HANDLE);
@@ -991,7 +991,7 @@ Test(sim_graphs, graphs_instantiate_into_the_current_context_and_launch_there)
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 3));
 	assert_misuse(0, "cuGraphLaunch", "another context");
 	assert_misuse(1, "cuGraphDestroy", "already destroyed");
-	SIM_CHECK(cr_assert_eq(D.live("graph") + D.live("graph_exec"), 0));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_GRAPH) + D.live(CUSIM_GRAPH_EXEC), 0));
 }
 
 /* --- primary contexts (primary table) ------------------------------------------------- */
@@ -1011,11 +1011,11 @@ Test(sim_primary, last_release_deactivates_and_takes_the_children_with_it)
 	CUevent e;
 	OK(D.EventCreate(&e, 0));
 	OK(D.PrimaryRelease(0));
-	SIM_CHECK(cr_assert(D.is_live("event", H(e)), "one retain still holds it"));
+	SIM_CHECK(cr_assert(D.is_live(CUSIM_EVENT, H(e)), "one retain still holds it"));
 	OK(D.PrimaryRelease(0));
 	OK(D.PrimaryGetState(0, &flags, &active));
 	cr_assert_eq(active, 0);
-	SIM_CHECK(cr_assert_eq(D.live("primary"), 0));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_PRIMARY), 0));
 	WANT(D.EventDestroy(e), CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 1));
 	assert_misuse(0, "cuEventDestroy", "primary context was released");
@@ -1031,10 +1031,10 @@ Test(sim_primary, retaining_again_returns_the_same_address)
 	cr_assert_eq(first, again);
 	OK(D.PrimaryRetain(&other, 0));
 	cr_assert_neq(first, other, "each device has its own");
-	SIM_CHECK(cr_assert_eq(D.live("primary"), 2));
-	SIM_CHECK(cr_assert_eq(D.live("context"), 0, "primaries are not counted as contexts"));
-	SIM_CHECK(cr_assert(D.is_live("primary", H(first))));
-	SIM_CHECK(cr_assert_not(D.is_live("context", H(first))));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_PRIMARY), 2));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_CONTEXT), 0, "primaries are not counted as contexts"));
+	SIM_CHECK(cr_assert(D.is_live(CUSIM_PRIMARY, H(first))));
+	SIM_CHECK(cr_assert_not(D.is_live(CUSIM_CONTEXT, H(first))));
 }
 
 Test(sim_primary, destroying_a_primary_or_over_releasing_is_201_and_a_misuse)
@@ -1042,7 +1042,7 @@ Test(sim_primary, destroying_a_primary_or_over_releasing_is_201_and_a_misuse)
 	CUcontext p;
 	OK(D.PrimaryRetain(&p, 0));
 	WANT(D.CtxDestroy(p), CUDA_ERROR_INVALID_CONTEXT);
-	SIM_CHECK(cr_assert(D.is_live("primary", H(p))));
+	SIM_CHECK(cr_assert(D.is_live(CUSIM_PRIMARY, H(p))));
 	OK(D.PrimaryRelease(0));
 	SIM_CHECK(WANT(D.PrimaryRelease(0), CUDA_ERROR_INVALID_CONTEXT));  /* over-release: not measured on the real driver */
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 2));
@@ -1059,7 +1059,7 @@ Test(sim_primary, reset_destroys_children_and_deactivates)
 	OK(D.CtxSetCurrent(p));
 	OK(D.StreamCreate(&s, 0));
 	OK(D.PrimaryReset(0));
-	SIM_CHECK(cr_assert_eq(D.live("all"), 0));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_ALL), 0));
 	CUevent e;
 	WANT(D.EventCreate(&e, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	WANT(D.CtxPushCurrent(p), CUDA_ERROR_INVALID_CONTEXT);
@@ -1104,7 +1104,7 @@ Test(sim_primary, reset_ends_the_context_but_keeps_every_retain)
 	SIM_CHECK(WANT(D.PrimaryRelease(0), CUDA_ERROR_INVALID_CONTEXT));  /* over-release: not measured on the real driver */
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 1));
 	assert_misuse(0, "cuDevicePrimaryCtxRelease", "released more often than retained");
-	SIM_CHECK(cr_assert_eq(D.live("primary"), 0));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_PRIMARY), 0));
 }
 
 Test(sim_primary, a_retain_after_reset_makes_a_new_context_an_old_release_does_not_end)
@@ -1140,7 +1140,7 @@ Test(sim_primary, an_outside_retain_keeps_it_active_and_stays_out_of_the_log)
 	int active = -1;
 	cr_assert_eq(D.primary_outside_retain(0), 0);
 	SIM_CHECK(cr_assert_eq(D.primary_refs(0), 1));
-	SIM_CHECK(cr_assert_eq(D.live("primary"), 1));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_PRIMARY), 1));
 	SIM_CHECK(cr_assert_eq(D.log_count(), 0, "the outside holder is not logged"));
 	OK(D.PrimaryRetain(&p, 0));
 	unsigned long long id = ctx_id(p);
@@ -1151,7 +1151,7 @@ Test(sim_primary, an_outside_retain_keeps_it_active_and_stays_out_of_the_log)
 	cr_assert_eq(ctx_id(p), id, "still the same context");
 	cr_assert_eq(D.primary_outside_release(0), 0);
 	SIM_CHECK(cr_assert_eq(D.primary_refs(0), 0));
-	SIM_CHECK(cr_assert_eq(D.live("primary"), 0));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_PRIMARY), 0));
 	cr_assert_eq(D.primary_outside_release(0), -1, "nothing left to release");
 	cr_assert_eq(D.primary_outside_retain(2), -1);
 	cr_assert_eq(D.primary_outside_retain(-1), -1);
@@ -1176,25 +1176,25 @@ Test(sim_primary, an_outside_retain_keeps_it_active_and_stays_out_of_the_log)
 Test(sim_recycling, a_new_context_takes_the_most_recently_destroyed_address)
 {
 	SIM_ONLY("it checks the simulator's recycling (each new object takes the last freed value of its kind), a worst case the real driver only sometimes matches; test_contract checks what the real driver does");
-	CUcontext a = new_ctx(0), b = new_ctx(0);
+	CUcontext a = new_raw_ctx(0), b = new_raw_ctx(0);
 	OK(D.CtxDestroy(a));
 	OK(D.CtxDestroy(b));
-	CUcontext c = new_ctx(1), d = new_ctx(1);
+	CUcontext c = new_raw_ctx(1), d = new_raw_ctx(1);
 	cr_assert_eq(c, b, "LIFO: the last destroyed comes back first");
 	cr_assert_eq(d, a);
-	SIM_CHECK(cr_assert_eq(D.live("context"), 2));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_CONTEXT), 2));
 }
 
 Test(sim_recycling, a_stale_free_lands_on_the_new_owners_allocation_and_is_caught_after)
 {
 	SIM_ONLY("it checks the simulator's recycling (each new object takes the last freed value of its kind), a worst case the real driver only sometimes matches; test_contract checks what the real driver does");
-	new_ctx(0);
+	new_raw_ctx(0);
 	CUdeviceptr old, fresh;
 	OK(D.MemAlloc(&old, 4096));
 	CUcontext gen1;
 	OK(D.CtxGetCurrent(&gen1));
 	OK(D.CtxDestroy(gen1));
-	new_ctx(0);
+	new_raw_ctx(0);
 	OK(D.MemAlloc(&fresh, 4096));
 	cr_assert_eq(fresh, old, "the new context's allocation reuses the address");
 	OK(D.MemFree(old));
@@ -1209,7 +1209,7 @@ Test(sim_recycling, a_stale_free_lands_on_the_new_owners_allocation_and_is_caugh
 Test(sim_recycling, each_kind_takes_back_its_most_recently_freed_value)
 {
 	SIM_ONLY("it checks the simulator's recycling (each new object takes the last freed value of its kind), a worst case the real driver only sometimes matches; test_contract checks what the real driver does");
-	new_ctx(0);
+	new_raw_ctx(0);
 	CUevent e1, e2, e3;
 	CUstream s1, s2;
 	CUmodule m1, m2;
@@ -1246,14 +1246,14 @@ Test(sim_recycling, each_kind_takes_back_its_most_recently_freed_value)
 Test(sim_recycling, children_freed_by_a_context_death_come_back_in_creation_order)
 {
 	SIM_ONLY("it checks the simulator's recycling (each new object takes the last freed value of its kind), a worst case the real driver only sometimes matches; test_contract checks what the real driver does");
-	new_ctx(0);
+	new_raw_ctx(0);
 	CUdeviceptr a1, a2, b1, b2;
 	OK(D.MemAlloc(&a1, 1024));
 	OK(D.MemAlloc(&a2, 1024));
 	CUcontext c;
 	OK(D.CtxGetCurrent(&c));
 	OK(D.CtxDestroy(c));
-	new_ctx(0);
+	new_raw_ctx(0);
 	OK(D.MemAlloc(&b1, 1024));
 	OK(D.MemAlloc(&b2, 1024));
 	cr_assert_eq(b1, a1);
@@ -1264,7 +1264,7 @@ Test(sim_recycling, with_recycling_off_values_are_never_reused)
 {
 	SIM_ONLY("it checks the simulator's recycling (each new object takes the last freed value of its kind), a worst case the real driver only sometimes matches; test_contract checks what the real driver does");
 	SIM_CHECK(D.set_recycling(0));
-	CUcontext a = new_ctx(0);
+	CUcontext a = new_raw_ctx(0);
 	CUevent e1, e2;
 	CUdeviceptr p1, p2;
 	void *h1, *h2;
@@ -1278,7 +1278,7 @@ Test(sim_recycling, with_recycling_off_values_are_never_reused)
 	OK(D.MemFreeHost(h1));
 	OK(D.MemAllocHost(&h2, 64));
 	OK(D.CtxDestroy(a));
-	CUcontext b = new_ctx(0);
+	CUcontext b = new_raw_ctx(0);
 	cr_assert_neq(e1, e2);
 	cr_assert_neq(p1, p2);
 	cr_assert_neq(h1, h2);
@@ -1292,7 +1292,7 @@ Test(sim_recycling, with_recycling_off_values_are_never_reused)
 Test(sim_faults, the_nth_call_fails_with_the_chosen_code_and_does_nothing_else)
 {
 	SIM_ONLY("cusim_fail_call injects the failure");
-	new_ctx(0);
+	new_raw_ctx(0);
 	CUevent e1, e2 = NULL, e3;
 	D.fail_call("cuEventCreate", 2, CUDA_ERROR_OUT_OF_MEMORY);
 	OK(D.EventCreate(&e1, 0));
@@ -1303,13 +1303,13 @@ Test(sim_faults, the_nth_call_fails_with_the_chosen_code_and_does_nothing_else)
 	cr_assert_eq(rec.handle, 0);
 	OK(D.EventCreate(&e3, 0));
 	SIM_CHECK(cr_assert_eq(D.calls("cuEventCreate"), 3));
-	SIM_CHECK(cr_assert_eq(D.live("event"), 2));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_EVENT), 2));
 }
 
 Test(sim_faults, several_plans_may_be_pending_and_a_failed_destroy_keeps_the_object)
 {
 	SIM_ONLY("cusim_fail_call injects the failures");
-	CUcontext c = new_ctx(0);
+	CUcontext c = new_raw_ctx(0);
 	CUstream s;
 	D.fail_call("cuStreamDestroy", 1, CUDA_ERROR_UNKNOWN);
 	D.fail_call("cuCtxDestroy", 1, CUDA_ERROR_INVALID_VALUE);
@@ -1317,12 +1317,12 @@ Test(sim_faults, several_plans_may_be_pending_and_a_failed_destroy_keeps_the_obj
 	WANT(D.StreamCreate(&s, 0), CUDA_ERROR_NOT_READY);
 	OK(D.StreamCreate(&s, 0));
 	WANT(D.StreamDestroy(s), CUDA_ERROR_UNKNOWN);
-	SIM_CHECK(cr_assert(D.is_live("stream", H(s))));
+	SIM_CHECK(cr_assert(D.is_live(CUSIM_STREAM, H(s))));
 	SIM_CHECK(cr_assert_eq(last_call("cuStreamDestroy").handle, H(s)));
 	WANT(D.CtxDestroy(c), CUDA_ERROR_INVALID_VALUE);
 	OK(D.StreamDestroy(s));
 	OK(D.CtxDestroy(c));
-	SIM_CHECK(cr_assert_eq(D.live("all"), 0));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_ALL), 0));
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
 }
 
@@ -1398,7 +1398,7 @@ Test(sim_faults, a_delay_holds_the_call_but_not_the_simulator)
 Test(sim_faults, fail_all_fails_every_entry_point_but_lookup_until_turned_off)
 {
 	SIM_ONLY("cusim_fail_all fails every call");
-	CUcontext c = new_ctx(0);
+	CUcontext c = new_raw_ctx(0);
 	CUevent e = NULL;
 	int n = -1;
 	void *fn = NULL;
@@ -1409,16 +1409,16 @@ Test(sim_faults, fail_all_fails_every_entry_point_but_lookup_until_turned_off)
 	cr_assert_eq(rec.rc, CUDA_ERROR_DEINITIALIZED);
 	cr_assert_eq(rec.ctx, H(c));
 	WANT(D.CtxDestroy(c), CUDA_ERROR_DEINITIALIZED);
-	SIM_CHECK(cr_assert(D.is_live("context", H(c)), "a failed destroy did nothing"));
+	SIM_CHECK(cr_assert(D.is_live(CUSIM_CONTEXT, H(c)), "a failed destroy did nothing"));
 	WANT(D.DeviceGetCount(&n), CUDA_ERROR_DEINITIALIZED);
 	cr_assert_eq(n, -1);
 	WANT(D.CtxGetId(c, NULL), CUDA_ERROR_DEINITIALIZED);
 	OK(D.GetProcAddress("cuEventCreate", &fn, 2000, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
 	SIM_CHECK(cr_assert_eq(D.calls("cuEventCreate"), 1));
-	SIM_CHECK(cr_assert_eq(D.live("event"), 0));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_EVENT), 0));
 	D.fail_all(CUDA_SUCCESS);
 	OK(D.EventCreate(&e, 0));
-	SIM_CHECK(cr_assert_eq(D.live("event"), 1));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_EVENT), 1));
 	D.fail_all(CUDA_ERROR_DEINITIALIZED);
 	D.reset();
 	OK(D.DeviceGetCount(&n));
@@ -1477,7 +1477,7 @@ Test(sim_threads, eight_threads_hammering_create_and_destroy_keep_exact_counts)
 		cr_assert_eq(h[i].seen, h[i].mine, "thread %d saw another thread's context", i);
 	}
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
-	SIM_CHECK(cr_assert_eq(D.live("all"), 0));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_ALL), 0));
 	SIM_CHECK(cr_assert_eq(D.calls("cuEventCreate"), HAMMER_THREADS * HAMMER_ROUNDS));
 	SIM_CHECK(cr_assert_eq(D.calls("cuMemFree"), HAMMER_THREADS * HAMMER_ROUNDS));
 	SIM_CHECK(cr_assert_eq(D.calls("cuCtxDestroy"), HAMMER_THREADS));
@@ -1490,7 +1490,7 @@ Test(sim_threads, eight_threads_hammering_create_and_destroy_keep_exact_counts)
 Test(sim_log, records_name_handle_current_context_and_result)
 {
 	SIM_ONLY("it reads the simulator's call log");
-	CUcontext c = new_ctx(0);
+	CUcontext c = new_raw_ctx(0);
 	CUevent e;
 	OK(D.EventCreate(&e, 0));
 	WANT(D.EventCreate(NULL, 0), CUDA_ERROR_INVALID_VALUE);
@@ -1631,22 +1631,22 @@ Test(sim_log, the_log_keeps_the_last_million_records_and_counters_stay_exact)
 Test(sim_log, reset_clears_objects_logs_misuses_plans_and_this_threads_stack)
 {
 	SIM_ONLY("it reads the simulator's call log");
-	new_ctx(0);
+	new_raw_ctx(0);
 	CUevent e;
 	OK(D.EventCreate(&e, 0));
 	WANT(D.CtxDestroy((CUcontext)(uintptr_t)0x99), CUDA_ERROR_INVALID_CONTEXT);
 	D.fail_call("cuEventCreate", 1, CUDA_ERROR_UNKNOWN);
 	SIM_CHECK(D.set_recycling(0));
 	D.reset();
-	SIM_CHECK(cr_assert_eq(D.live("all"), 0));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_ALL), 0));
 	SIM_CHECK(cr_assert_eq(D.log_count(), 0));
 	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
 	SIM_CHECK(cr_assert_null(D.misuse_text(0)));
 	SIM_CHECK(cr_assert_eq(D.calls("cuEventCreate"), 0));
 	cr_assert_null(current());
-	CUcontext a = new_ctx(0);
+	CUcontext a = new_raw_ctx(0);
 	OK(D.EventCreate(&e, 0));
 	OK(D.CtxDestroy(a));
-	CUcontext b = new_ctx(0);
+	CUcontext b = new_raw_ctx(0);
 	cr_assert_eq(a, b, "recycling is back on");
 }

@@ -252,7 +252,7 @@ Test(threads, children_survive_context_churn_at_same_address, .timeout = 120)
     cr_assert_eq(st2.ctx_handles, st0.ctx_handles);
     cr_assert_eq(st2.failed_destroys, st0.failed_destroys);
     if (sim())
-        cr_assert_eq(sim()->live("all"), 0, "the driver still holds %zu objects", sim()->live("all"));
+        cr_assert_eq(sim()->live(CUSIM_ALL), 0, "the driver still holds %zu objects", sim()->live(CUSIM_ALL));
     ASSERT_NO_MISUSE();
 }
 
@@ -348,7 +348,7 @@ Test(threads, concurrent_destroys_of_one_handle_exactly_one_wins, .timeout = 120
     cr_assert_eq(st1.stale_skips, st0.stale_skips);
     if (sim()) {
         cr_assert_eq(sim()->calls("cuEventDestroy") + sim()->calls("cuStreamDestroy"), (unsigned long)r.rounds);
-        cr_assert_eq(sim()->live("event") + sim()->live("stream"), 0);
+        cr_assert_eq(sim()->live(CUSIM_EVENT) + sim()->live(CUSIM_STREAM), 0);
     }
     CHECK_OK(cuctx_ctx_destroy(&ctx));
     pthread_barrier_destroy(&r.start);
@@ -478,7 +478,7 @@ static void run_use_race(int destroy_context)
     cr_assert_eq(st1.events, st0.events);
     cr_assert_eq(st1.stale_skips, st0.stale_skips + (destroy_context ? (uint64_t)u.rounds : 0));
     if (sim())
-        cr_assert_eq(sim()->live("all"), 0);
+        cr_assert_eq(sim()->live(CUSIM_ALL), 0);
     pthread_barrier_destroy(&u.start);
     pthread_barrier_destroy(&u.end);
     ASSERT_NO_MISUSE();
@@ -519,14 +519,14 @@ Test(threads, registry_holds_a_million_live_events, .timeout = 120)
     double t_create = now_s() - t0;
     struct cuctx_stats st = stats();
     cr_assert_eq(st.events, MANY, "stats: %zu live events", st.events);
-    cr_assert_eq(sim()->live("event"), MANY);
+    cr_assert_eq(sim()->live(CUSIM_EVENT), MANY);
 
     /* every handle is distinct and still names its own event */
     uint64_t first_raw = (uint64_t)(uintptr_t)cuctx_event_raw(ev[0]);
     uint64_t last_raw = (uint64_t)(uintptr_t)cuctx_event_raw(ev[MANY - 1]);
     cr_assert_neq(first_raw, 0);
     cr_assert_neq(first_raw, last_raw);
-    cr_assert_eq(sim()->is_live("event", first_raw), 1);
+    cr_assert_eq(sim()->is_live(CUSIM_EVENT, first_raw), 1);
     for (unsigned i = 0; i < MANY; i += 4099)
         cr_assert_neq(cuctx_event_raw(ev[i]), NULL, "event %u", i);
     CHECK_OK(cuctx_event_record(ev[MANY / 2], (cuctx_stream){0}));
@@ -547,7 +547,7 @@ Test(threads, registry_holds_a_million_live_events, .timeout = 120)
     cr_assert_eq(st.events, 0);
     cr_assert_eq(st.stale_skips, skips0 + MANY / 2);
     cr_assert_eq(sim()->calls("cuEventDestroy"), MANY / 2);
-    cr_assert_eq(sim()->live("all"), 0);
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
     free(ev);
     /* timings are reported, not asserted: sanitizer builds are many times slower */
     fprintf(stderr, "%u events: create %.3f s, destroy half %.3f s, skip half %.3f s\n", MANY, t_create, t_destroy,

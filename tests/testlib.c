@@ -2,6 +2,7 @@
 /* testlib.c - see testlib.h. */
 #include "testlib.h"
 
+#include <cudaTypedefs.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -171,12 +172,12 @@ const char *name_of(char kind, uint64_t h)
     return "unnamed";
 }
 
+#define TRACED_DESTROY(name, type, stat, sim, letter, create_fn, destroy_fn, ...) {destroy_fn, letter},
 static const struct { const char *fn; char kind; } traced[] = {
     {"cuCtxSetCurrent", 'c'}, {"cuCtxPushCurrent", 'c'}, {"cuCtxPopCurrent", 'c'},
-    {"cuCtxDestroy", 'c'}, {"cuEventDestroy", 'e'}, {"cuStreamDestroy", 's'},
-    {"cuMemFree", 'm'}, {"cuMemFreeHost", 'h'}, {"cuModuleUnload", 'M'},
-    {"cuGraphExecDestroy", 'g'},
+    {"cuCtxDestroy", 'c'}, TEST_CHILD_KINDS(TRACED_DESTROY)
 };
+#undef TRACED_DESTROY
 
 const char *trace(size_t from, char *buf, size_t n)
 {
@@ -216,12 +217,46 @@ void unique_addresses(void)
         sim()->set_recycling(0);
 }
 
-CUcontext ctx_new(cuctx_ctx *c, const char *name)
+CUcontext new_ctx(cuctx_ctx *c, CUdevice dev, const char *name, enum ctx_left left)
 {
-    CHECK_OK(cuctx_ctx_create(c, 0, CUCTX_SCHED_AUTO));
-    CHECK_OK(cuctx_pop_current());
+    CHECK_OK(cuctx_ctx_create(c, dev, CUCTX_SCHED_AUTO));
+    if (left == POPPED)
+        CHECK_OK(cuctx_pop_current());
     CUcontext raw = cuctx_ctx_raw(*c);
     cr_assert_not_null(raw);
-    name_handle('c', (uint64_t)(uintptr_t)raw, name);
+    if (name)
+        name_handle('c', (uint64_t)(uintptr_t)raw, name);
     return raw;
+}
+
+static CUgraph the_graph;
+
+CUgraph test_graph(cuctx_ctx c)
+{
+    if (the_graph)
+        return the_graph;
+    PFN_cuGraphCreate_v10000 create = (PFN_cuGraphCreate_v10000)drv_sym("cuGraphCreate", 10000);
+    PFN_cuGraphAddEmptyNode_v10000 add = (PFN_cuGraphAddEmptyNode_v10000)drv_sym("cuGraphAddEmptyNode", 10000);
+    cuctx_scope sc;
+    int entered = c.id && cuctx_scope_enter(&sc, c) == CUDA_SUCCESS;
+    CUgraph g = NULL;
+    CUgraphNode node = NULL;
+    CUresult rc = create(&g, 0);
+    if (rc == CUDA_SUCCESS)
+        rc = add(&node, g, NULL, 0);
+    if (entered)
+        cuctx_scope_exit(&sc);
+    cr_assert_eq(rc, CUDA_SUCCESS, "making the test graph: %s", cuctx_result_name(rc));
+    the_graph = g;
+    return g;
+}
+
+void graph_fini(void)
+{
+    if (!the_graph)
+        return;
+    PFN_cuGraphDestroy_v10000 destroy = (PFN_cuGraphDestroy_v10000)drv_sym("cuGraphDestroy", 10000);
+    CUresult rc = destroy(the_graph);
+    the_graph = NULL;
+    cr_expect_eq(rc, CUDA_SUCCESS, "cuGraphDestroy of the test graph: %s", cuctx_result_name(rc));
 }

@@ -10,6 +10,7 @@
 
 #include "cuctx.h"
 #include "sim/cudasim.h"
+#include "kinds.h"
 
 /* The simulator's control functions (sim/cudasim.h), one member per control
  * of CUSIM_CONTROLS, named as the function less "cusim_": sim()->calls is
@@ -99,9 +100,12 @@ void unique_addresses(void);
 /* Runs fn(arg) with file descriptor 2 sent to a temporary file; what it
  * wrote to stderr is left in buf (at most n - 1 bytes, NUL-terminated). */
 void stderr_of(void (*fn)(void *arg), void *arg, char *buf, size_t n);
-/* A new owned context on device 0, popped (nothing is current afterwards)
- * and named for traces; returns its driver handle. */
-CUcontext ctx_new(cuctx_ctx *c, const char *name);
+/* How new_ctx leaves the context stack: with the new context pushed and
+ * current (as cuctx_ctx_create leaves it), or popped again. */
+enum ctx_left { LEFT_CURRENT, POPPED };
+/* A new owned context on dev (the one helper that makes a context through
+ * cuctx), named for traces unless name is NULL; returns its driver handle. */
+CUcontext new_ctx(cuctx_ctx *c, CUdevice dev, const char *name, enum ctx_left left);
 /* Context switches and destroys from log position `from` on, as
  * "cuCtxPushCurrent(B),cuEventDestroy(ev),cuCtxPopCurrent(B)". */
 const char *trace(size_t from, char *buf, size_t n);
@@ -126,5 +130,22 @@ const char *trace(size_t from, char *buf, size_t n);
                      name_of('c', (uint64_t)(uintptr_t)cur_),                               \
                      name_of('c', (uint64_t)(uintptr_t)want_));                             \
     } while (0)
+
+/* ---- the child kinds (kinds.h) --------------------------------------- */
+
+/* The graph graph execs are instantiated from: one per test process, made
+ * on first use with c current (with whatever is current if c is {0});
+ * graph_fini destroys it. */
+CUgraph test_graph(cuctx_ctx c);
+void graph_fini(void);
+
+/* kind_create_<name>(&h, c): the kind's create with the default arguments
+ * of kinds.h; kind_raw_<name>(h): its driver value as a number. */
+#define KIND_HELPERS(name, type, stat, sim, letter, create_fn, destroy_fn, use_fn, needs_current, create, \
+                     args, raw)                                                                         \
+    static inline CUresult kind_create_##name(type *h, cuctx_ctx c) { return KIND_APPLY(create, h, c, KIND_ARGS args); } \
+    static inline uint64_t kind_raw_##name(type h) { return (uint64_t)(uintptr_t)raw(h); }
+TEST_CHILD_KINDS(KIND_HELPERS)
+#undef KIND_HELPERS
 
 #endif

@@ -76,6 +76,7 @@
 
 #include "cuctx.h"
 #include "cudasim.h"
+#include "../kinds.h"
 
 /* ---- the simulator's controls and the raw driver ------------------------- */
 
@@ -119,11 +120,15 @@ static struct {
 
 /* ---- the model ---------------------------------------------------------------- */
 
+/* The child kinds in the order of TEST_CHILD_KINDS (kinds.h), which names them. */
 enum okind { O_NONE, O_CTX, O_EVENT, O_STREAM, O_MODULE, O_MEM, O_HOST, O_GEXEC, O_KINDS };
-static const char *const okind_name[O_KINDS] = {"none", "ctx", "event", "stream",
-                                                "module", "mem", "host_mem", "graph_exec"};
-/* cusim_live's names for the driver's objects of each child kind */
-static const char *const sim_kind[O_KINDS] = {NULL, NULL, "event", "stream", "module", "mem", "host_mem", "graph_exec"};
+#define O_NAME(name, ...) #name,
+#define O_SIM(name, type, stat, sim, ...) sim,
+#define O_ONE(...) +1
+_Static_assert(O_KINDS == O_EVENT TEST_CHILD_KINDS(O_ONE), "enum okind has one child kind per line of kinds.h");
+static const char *const okind_name[O_KINDS] = {"none", "ctx", TEST_CHILD_KINDS(O_NAME)};
+/* the simulator's kind for the driver's objects of each child kind */
+static const enum cusim_kind sim_kind[O_KINDS] = {CUSIM_ALL, CUSIM_ALL, TEST_CHILD_KINDS(O_SIM)};
 enum role { R_OWNED = 1, R_PRIMARY, R_BORROWED };
 static const char *const role_name[] = {"?", "owned", "primary", "borrowed"};
 enum ikind { I_OWNED = 1, I_RAW, I_PRIMARY };
@@ -479,7 +484,9 @@ static void verify(const char *where)
         if (M.obj[i].kind != O_CTX && M.inst[M.obj[i].inst].live)
             drv[M.obj[i].kind]++;
     }
-    size_t got[O_KINDS] = {0, st.ctx_handles, st.events, st.streams, st.modules, st.mems, st.host_mems, st.graph_execs};
+    #define O_STAT(name, type, stat, ...) st.stat,
+    size_t got[O_KINDS] = {0, st.ctx_handles, TEST_CHILD_KINDS(O_STAT)};
+#undef O_STAT
     for (int k = O_CTX; k < O_KINDS; k++)
         if (got[k] != want[k])
             fail("%s: cuctx_stats_get says %zu live %s handles, the model %zu", where, got[k], okind_name[k], want[k]);
@@ -510,16 +517,16 @@ static void verify(const char *where)
     for (int i = 0; i < M.ninst; i++)
         if (M.inst[i].live)
             *(M.inst[i].kind == I_PRIMARY ? &live_prim : &live_ctx) += 1;
-    if (sim.live("context") != live_ctx)
-        fail("%s: the driver has %zu live contexts, the model %zu", where, sim.live("context"), live_ctx);
-    if (sim.live("primary") != live_prim)
-        fail("%s: the driver has %zu active primary contexts, the model %zu", where, sim.live("primary"), live_prim);
+    if (sim.live(CUSIM_CONTEXT) != live_ctx)
+        fail("%s: the driver has %zu live contexts, the model %zu", where, sim.live(CUSIM_CONTEXT), live_ctx);
+    if (sim.live(CUSIM_PRIMARY) != live_prim)
+        fail("%s: the driver has %zu active primary contexts, the model %zu", where, sim.live(CUSIM_PRIMARY), live_prim);
     for (int k = O_EVENT; k < O_KINDS; k++)
         if (sim.live(sim_kind[k]) != drv[k])
-            fail("%s: the driver has %zu live %s objects, the model %zu", where, sim.live(sim_kind[k]), sim_kind[k],
+            fail("%s: the driver has %zu live %s objects, the model %zu", where, sim.live(sim_kind[k]), okind_name[k],
                  drv[k]);
-    if (sim.live("graph") != (M.graph ? 1u : 0u))
-        fail("%s: the driver has %zu graphs", where, sim.live("graph"));
+    if (sim.live(CUSIM_GRAPH) != (M.graph ? 1u : 0u))
+        fail("%s: the driver has %zu graphs", where, sim.live(CUSIM_GRAPH));
     for (int d = 0; d < NDEV; d++) {
         unsigned refs = M.prim_raw_refs[d] + prim_handles(d);
         if (sim.primary_refs(d) != refs)
@@ -1092,7 +1099,7 @@ static void child_use(int k, uint64_t id, uint64_t other, unsigned v)
         default: {
             CUevent r = cuctx_event_raw((cuctx_event){id});
             note("event_raw(%#llx) -> %p", (unsigned long long)id, (void *)r);
-            if ((r != NULL) != (want == CUDA_SUCCESS) || (r && !sim.is_live("event", H(r))))
+            if ((r != NULL) != (want == CUDA_SUCCESS) || (r && !sim.is_live(CUSIM_EVENT, H(r))))
                 fail("cuctx_event_raw is %p, the model says %s", (void *)r, cuctx_result_name(want));
             return;
         }
@@ -1115,7 +1122,7 @@ static void child_use(int k, uint64_t id, uint64_t other, unsigned v)
         default: {
             CUstream r = cuctx_stream_raw((cuctx_stream){id});
             note("stream_raw(%#llx) -> %p", (unsigned long long)id, (void *)r);
-            if ((r != NULL) != (want == CUDA_SUCCESS) || (r && !sim.is_live("stream", H(r))))
+            if ((r != NULL) != (want == CUDA_SUCCESS) || (r && !sim.is_live(CUSIM_STREAM, H(r))))
                 fail("cuctx_stream_raw is %p, the model says %s", (void *)r, cuctx_result_name(want));
             return;
         }
@@ -1138,7 +1145,7 @@ static void child_use(int k, uint64_t id, uint64_t other, unsigned v)
         default: {
             CUmodule r = cuctx_module_raw((cuctx_module){id});
             note("module_raw(%#llx) -> %p", (unsigned long long)id, (void *)r);
-            if ((r != NULL) != (want == CUDA_SUCCESS) || (r && !sim.is_live("module", H(r))))
+            if ((r != NULL) != (want == CUDA_SUCCESS) || (r && !sim.is_live(CUSIM_MODULE, H(r))))
                 fail("cuctx_module_raw is %p, the model says %s", (void *)r, cuctx_result_name(want));
             return;
         }
@@ -1152,7 +1159,7 @@ static void child_use(int k, uint64_t id, uint64_t other, unsigned v)
         } else {
             CUdeviceptr p = cuctx_mem_ptr((cuctx_mem){id});
             note("mem_ptr(%#llx) -> %#llx", (unsigned long long)id, (unsigned long long)p);
-            if ((p != 0) != (want == CUDA_SUCCESS) || (p && !sim.is_live("mem", p)))
+            if ((p != 0) != (want == CUDA_SUCCESS) || (p && !sim.is_live(CUSIM_MEM, p)))
                 fail("cuctx_mem_ptr is %#llx, the model says %s", (unsigned long long)p, cuctx_result_name(want));
         }
         if (want != CUDA_SUCCESS && cuctx_last_error() != want)
@@ -1168,7 +1175,7 @@ static void child_use(int k, uint64_t id, uint64_t other, unsigned v)
         } else {
             void *p = cuctx_host_mem_ptr((cuctx_host_mem){id});
             note("host_mem_ptr(%#llx) -> %p", (unsigned long long)id, p);
-            if ((p != NULL) != (want == CUDA_SUCCESS) || (p && !sim.is_live("host_mem", H(p))))
+            if ((p != NULL) != (want == CUDA_SUCCESS) || (p && !sim.is_live(CUSIM_HOST_MEM, H(p))))
                 fail("cuctx_host_mem_ptr is %p, the model says %s", p, cuctx_result_name(want));
             if (p)
                 memset(p, 0xa5, M.obj[oi].size);    /* the whole block is the caller's */
@@ -1198,7 +1205,7 @@ static void child_use(int k, uint64_t id, uint64_t other, unsigned v)
         default: {
             CUgraphExec r = cuctx_graph_exec_raw((cuctx_graph_exec){id});
             note("graph_exec_raw(%#llx) -> %p", (unsigned long long)id, (void *)r);
-            if ((r != NULL) != (want == CUDA_SUCCESS) || (r && !sim.is_live("graph_exec", H(r))))
+            if ((r != NULL) != (want == CUDA_SUCCESS) || (r && !sim.is_live(CUSIM_GRAPH_EXEC, H(r))))
                 fail("cuctx_graph_exec_raw is %p, the model says %s", (void *)r, cuctx_result_name(want));
             return;
         }
@@ -1769,8 +1776,8 @@ static void teardown(void)
         fail("teardown: cuctx still has objects: %zu contexts, %zu ctx handles, %zu events, %zu streams, "
              "%zu modules, %zu mems, %zu host mems, %zu graph execs",
              st.contexts, st.ctx_handles, st.events, st.streams, st.modules, st.mems, st.host_mems, st.graph_execs);
-    if (sim.live("all") != 0)
-        fail("teardown: the driver still has %zu live objects", sim.live("all"));
+    if (sim.live(CUSIM_ALL) != 0)
+        fail("teardown: the driver still has %zu live objects", sim.live(CUSIM_ALL));
     if (sim.misuse_count() != 0)
         fail("teardown: the simulator recorded %zu misuse(s)", sim.misuse_count());
     if (reports_seen != M.reports)

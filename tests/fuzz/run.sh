@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # tests/fuzz/run.sh SECONDS [BUILDDIR]
 #
-# Builds cuctx (lib/*.c), the simulated driver (tests/sim/cudasim.c, as a
+# Builds cuctx (lib/*.c), the simulated driver (tests/sim/*.c, as a
 # shared library) and the libFuzzer harness tests/fuzz/fuzz_api.c directly
 # with clang - no autotools needed - then fuzzes for SECONDS seconds from a
 # copy of the seed corpus tests/fuzz/corpus (the tree is never written).
@@ -123,10 +123,10 @@ for f in "$src"/lib/*.c; do
     -fvisibility=hidden -I"$src/lib" -I"$cfg" -c "$f" -o "$o"
   objs+=("$o")
 done
-build "$B/libcudasim.so" "$src/tests/sim/cudasim.c" "$src/tests/sim/cudasim.h" "$0" -- \
+build "$B/libcudasim.so" "$src"/tests/sim/*.c "$src"/tests/sim/*.h "$0" -- \
   "$CC" $common $san -fPIC -shared -fvisibility=hidden -I"$src/tests/sim" \
-  "$src/tests/sim/cudasim.c" -o "$B/libcudasim.so" -lpthread
-build "$B/fuzz_api.o" "$here/fuzz_api.c" "$src/include/cuctx.h" "$src/tests/sim/cudasim.h" "$0" -- \
+  "$src"/tests/sim/*.c -o "$B/libcudasim.so" -lpthread
+build "$B/fuzz_api.o" "$here/fuzz_api.c" "$src/include/cuctx.h" "$src/tests/sim/cudasim.h" "$here/../kinds.h" "$0" -- \
   "$CC" $common $san -fsanitize=fuzzer-no-link -I"$src/tests/sim" -c "$here/fuzz_api.c" -o "$B/fuzz_api.o"
 for p in "${pids[@]}"; do wait "$p" || build_failed=1; done
 [ $build_failed = 0 ] || { echo "run.sh: the build failed" >&2; exit 2; }

@@ -2,7 +2,7 @@
 /*
  * cudasim.h - control API of the simulated CUDA driver used by cuctx's tests.
  *
- * The simulator (tests/sim/cudasim.c, built as libcudasim.so) exports
+ * The simulator (the .c files of tests/sim/, built as libcudasim.so) exports
  * cuGetProcAddress, cuGetProcAddress_v2 and the ABI symbols of every driver
  * entry point cuctx calls, behaving as the real driver was measured to
  * behave (an H200, driver 580.159.04).  Where the real driver crashes or silently corrupts another
@@ -109,13 +109,18 @@ size_t cusim_misuse_count(void);
  * context was destroyed"; NULL out of range; valid until the next reset. */
 const char *cusim_misuse_text(size_t i);
 
-/* Live objects of a kind: "context" (non-primary), "primary" (active
- * primaries), "event", "stream", "module", "mem", "host_mem", "graph",
- * "graph_exec", or "all" (every kind above together). */
-size_t cusim_live(const char *kind);
+/* The kinds of object the simulator counts: CUSIM_CONTEXT is non-primary
+ * contexts, CUSIM_PRIMARY active primaries, CUSIM_ALL every kind together. */
+enum cusim_kind {
+	CUSIM_CONTEXT, CUSIM_PRIMARY, CUSIM_EVENT, CUSIM_STREAM, CUSIM_MODULE,
+	CUSIM_MEM, CUSIM_HOST_MEM, CUSIM_GRAPH, CUSIM_GRAPH_EXEC, CUSIM_ALL
+};
 
-/* 1 if handle is a live object of that kind (same names as cusim_live). */
-int cusim_is_live(const char *kind, uint64_t handle);
+/* Live objects of a kind. */
+size_t cusim_live(enum cusim_kind kind);
+
+/* 1 if handle is a live object of that kind (not CUSIM_ALL). */
+int cusim_is_live(enum cusim_kind kind, uint64_t handle);
 
 /* Makes the nth call (1 = the next) of entry point fn, counted from now,
  * return rc without doing anything else; it is still logged and counted. */
@@ -155,7 +160,7 @@ void cusim_fail_all(CUresult rc);
  * the tests that reach the controls with dlsym (testlib, rawdrv, stress,
  * fuzz_api) make their pointers, each looked up as "cusim_" #name and
  * typed cusim_<name>_fn, a pointer to the function as declared above. A
- * control added here is declared above and exported by cudasim.c. */
+ * control added here is declared above and exported by controls.c. */
 #define CUSIM_CONTROLS(X)               \
 	X(reset)                        \
 	X(set_recycling)                \

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* test_identity.c - contexts others can end (rule 9): primary contexts shared with the runtime or raw code,
+/* test_foreign.c - contexts others can end (rule 9): primary contexts shared with the runtime or raw code,
  * resets and borrowed contexts destroyed behind cuctx's back, the address map forgetting dead contexts, the
  * driver's errors at registration, the cost of the id check, and drivers without cuCtxGetId. */
 #include "testlib.h"
@@ -36,7 +36,7 @@ static const struct raw_driver *raw(void)
 }
 
 /* A context made by the raw driver on dev; like cuCtxCreate, it is pushed and current. */
-static CUcontext raw_ctx(CUdevice dev)
+static CUcontext new_raw_ctx(CUdevice dev)
 {
     CUcontext c = NULL;
     CHECK_OK(raw()->ctx_create(&c, 0, dev));
@@ -73,16 +73,16 @@ static void primary_child_freed_after_cuctx_release(void)
     CUdeviceptr ptr = cuctx_mem_ptr(m);
     cr_assert_neq(ptr, 0);
     CHECK_OK(cuctx_ctx_destroy(&p));
-    cr_assert_eq(sim()->live("primary"), 1, "the other holder keeps the primary context");
+    cr_assert_eq(sim()->live(CUSIM_PRIMARY), 1, "the other holder keeps the primary context");
     size_t mark = log_mark();
     CHECK_OK(cuctx_mem_destroy(&m));
     cr_assert_eq(calls_on("cuMemFree", ptr, mark), 1, "the child of a primary context still alive was not freed");
-    cr_assert_eq(sim()->live("mem"), 0, "the allocation leaked");
+    cr_assert_eq(sim()->live(CUSIM_MEM), 0, "the allocation leaked");
     cr_assert_eq(stats().stale_skips, 0);
     cr_assert_eq(stats().failed_destroys, 0);
 }
 
-Test(identity, primary_child_is_freed_after_cuctx_release_while_the_runtime_holds_it)
+Test(foreign, primary_child_is_freed_after_cuctx_release_while_the_runtime_holds_it)
 {
     NEED_DRIVER();
     NEED_SIM();
@@ -93,7 +93,7 @@ Test(identity, primary_child_is_freed_after_cuctx_release_while_the_runtime_hold
     ASSERT_NO_MISUSE();
 }
 
-Test(identity, primary_child_is_freed_after_cuctx_release_while_raw_code_holds_it)
+Test(foreign, primary_child_is_freed_after_cuctx_release_while_raw_code_holds_it)
 {
     CUcontext held = NULL;
     NEED_DRIVER();
@@ -105,7 +105,7 @@ Test(identity, primary_child_is_freed_after_cuctx_release_while_raw_code_holds_i
     ASSERT_NO_MISUSE();
 }
 
-Test(identity, borrowed_then_retained_primary_keeps_its_children_after_cuctx_release)
+Test(foreign, borrowed_then_retained_primary_keeps_its_children_after_cuctx_release)
 {
     CUcontext held = NULL;
     cuctx_ctx b = {0}, p = {0};
@@ -126,7 +126,7 @@ Test(identity, borrowed_then_retained_primary_keeps_its_children_after_cuctx_rel
     CHECK_OK(cuctx_mem_destroy(&m_primary));
     cr_assert_eq(calls_on("cuMemFree", pb, mark), 1, "the child made through the borrow was not freed");
     cr_assert_eq(calls_on("cuMemFree", pp, mark), 1, "the child made through the primary handle was not freed");
-    cr_assert_eq(sim()->live("mem"), 0);
+    cr_assert_eq(sim()->live(CUSIM_MEM), 0);
     cr_assert_eq(stats().stale_skips, 0);
     cr_assert_eq(stats().failed_destroys, 0);
     CHECK_OK(cuctx_ctx_destroy(&b));
@@ -135,7 +135,7 @@ Test(identity, borrowed_then_retained_primary_keeps_its_children_after_cuctx_rel
     ASSERT_NO_MISUSE();
 }
 
-Test(identity, primary_children_are_skipped_once_cuctx_release_ends_the_context)
+Test(foreign, primary_children_are_skipped_once_cuctx_release_ends_the_context)
 {
     cuctx_ctx p = {0};
     cuctx_mem m = {0};
@@ -146,7 +146,7 @@ Test(identity, primary_children_are_skipped_once_cuctx_release_ends_the_context)
     CHECK_OK(cuctx_mem_alloc(&m, p, 1u << 20));
     CHECK_OK(cuctx_event_create(&ev, p, 0));
     CHECK_OK(cuctx_ctx_destroy(&p));
-    cr_assert_eq(sim()->live("primary"), 0, "nobody else held it: the release ended it");
+    cr_assert_eq(sim()->live(CUSIM_PRIMARY), 0, "nobody else held it: the release ended it");
     size_t mark = log_mark();
     CHECK_OK(cuctx_mem_destroy(&m));
     CHECK_OK(cuctx_event_destroy(&ev));
@@ -160,7 +160,7 @@ Test(identity, primary_children_are_skipped_once_cuctx_release_ends_the_context)
  *  2. Primary resets
  * ------------------------------------------------------------------------ */
 
-Test(identity, primary_reset_behind_cuctxs_back_skips_children_and_still_releases_once)
+Test(foreign, primary_reset_behind_cuctxs_back_skips_children_and_still_releases_once)
 {
     cuctx_ctx p = {0};
     cuctx_event ev = {0};
@@ -188,7 +188,7 @@ Test(identity, primary_reset_behind_cuctxs_back_skips_children_and_still_release
     ASSERT_NO_MISUSE();
 }
 
-Test(identity, primary_reset_and_retained_again_keeps_old_children_away_from_the_new_context)
+Test(foreign, primary_reset_and_retained_again_keeps_old_children_away_from_the_new_context)
 {
     cuctx_ctx p = {0}, p2 = {0};
     cuctx_event old = {0}, fresh = {0};
@@ -200,7 +200,7 @@ Test(identity, primary_reset_and_retained_again_keeps_old_children_away_from_the
     uint64_t r_old = H(cuctx_event_raw(old));
     CHECK_OK(raw()->primary_reset(0));
     cr_assert_eq(sim()->primary_outside_retain(0), 0, "the runtime retains it again: a new context");
-    cr_assert_eq(sim()->live("primary"), 1);
+    cr_assert_eq(sim()->live(CUSIM_PRIMARY), 1);
 
     size_t mark = log_mark();
     CHECK_OK(cuctx_event_destroy(&old));
@@ -221,11 +221,11 @@ Test(identity, primary_reset_and_retained_again_keeps_old_children_away_from_the
     CHECK_OK(cuctx_ctx_destroy(&p2));
     cr_assert_eq(sim()->primary_outside_release(0), 0);
     cr_assert_eq(sim()->primary_refs(0), 0);
-    cr_assert_eq(sim()->live("event"), 0);
+    cr_assert_eq(sim()->live(CUSIM_EVENT), 0);
     ASSERT_NO_MISUSE();
 }
 
-Test(identity, cuctx_primary_reset_skips_the_primarys_children)
+Test(foreign, cuctx_primary_reset_skips_the_primarys_children)
 {
     cuctx_ctx p = {0};
     cuctx_event ev = {0};
@@ -238,7 +238,7 @@ Test(identity, cuctx_primary_reset_skips_the_primarys_children)
     size_t mark = log_mark();
     CHECK_OK(cuctx_ctx_primary_reset(0));
     cr_assert_eq(calls("cuDevicePrimaryCtxReset"), 1);
-    cr_assert_eq(sim()->live("primary"), 0);
+    cr_assert_eq(sim()->live(CUSIM_PRIMARY), 0);
     cr_assert_eq(cuctx_event_query(ev), CUDA_ERROR_CONTEXT_IS_DESTROYED);
     CHECK_OK(cuctx_event_destroy(&ev));
     CHECK_OK(cuctx_mem_destroy(&m));
@@ -264,12 +264,12 @@ static void borrowed_child_after_owner_destroy(int recycle)
     NEED_DRIVER();
     NEED_SIM();
     sim()->set_recycling(recycle);
-    CUcontext x = raw_ctx(0);
+    CUcontext x = new_raw_ctx(0);
     CHECK_OK(cuctx_ctx_borrow(&b, x));
     CHECK_OK(cuctx_event_create(&ev, b, 0));
     uint64_t r_ev = H(cuctx_event_raw(ev));
     CHECK_OK(raw()->ctx_destroy(x));
-    CUcontext y = raw_ctx(0);
+    CUcontext y = new_raw_ctx(0);
     CHECK_OK(raw()->event_create(&newer, 0));
     if (recycle) {  /* the dangerous case: the stale destroy would free the new owner's event */
         cr_assert_eq(y, x, "recycling: the new context should have the dead one's address");
@@ -280,7 +280,7 @@ static void borrowed_child_after_owner_destroy(int recycle)
     size_t mark = log_mark();
     CHECK_OK(cuctx_event_destroy(&ev));
     cr_assert_eq(calls_on("cuEventDestroy", r_ev, mark), 0, "the dead borrowed context's child reached the driver");
-    cr_assert_eq(sim()->is_live("event", H(newer)), 1, "the new context's event was freed");
+    cr_assert_eq(sim()->is_live(CUSIM_EVENT, H(newer)), 1, "the new context's event was freed");
     cr_assert_eq(stats().stale_skips, 1);
     ASSERT_NO_MISUSE();
     CHECK_OK(cuctx_ctx_destroy(&b));
@@ -289,12 +289,12 @@ static void borrowed_child_after_owner_destroy(int recycle)
     ASSERT_NO_MISUSE();
 }
 
-Test(identity, borrowed_child_is_skipped_when_a_new_context_took_its_address_and_event_value)
+Test(foreign, borrowed_child_is_skipped_when_a_new_context_took_its_address_and_event_value)
 {
     borrowed_child_after_owner_destroy(1);
 }
 
-Test(identity, borrowed_child_is_skipped_after_its_owner_destroyed_the_context)
+Test(foreign, borrowed_child_is_skipped_after_its_owner_destroyed_the_context)
 {
     borrowed_child_after_owner_destroy(0);
 }
@@ -303,7 +303,7 @@ Test(identity, borrowed_child_is_skipped_after_its_owner_destroyed_the_context)
  *  4. The address map forgets dead contexts
  * ------------------------------------------------------------------------ */
 
-Test(identity, owned_contexts_at_100000_distinct_addresses_all_register)
+Test(foreign, owned_contexts_at_100000_distinct_addresses_all_register)
 {
     NEED_DRIVER();
     NEED_SIM();
@@ -320,7 +320,7 @@ Test(identity, owned_contexts_at_100000_distinct_addresses_all_register)
     ASSERT_NO_MISUSE();
 }
 
-Test(identity, entries_of_dead_borrowed_contexts_are_swept)
+Test(foreign, entries_of_dead_borrowed_contexts_are_swept)
 {
     NEED_DRIVER();
     NEED_SIM();
@@ -328,7 +328,7 @@ Test(identity, entries_of_dead_borrowed_contexts_are_swept)
     for (int i = 0; i < 20000; i++) {
         cuctx_ctx b = {0};
         cuctx_event ev = {0};
-        CUcontext x = raw_ctx(0);
+        CUcontext x = new_raw_ctx(0);
         CUresult rc = cuctx_ctx_borrow(&b, x);
         cr_assert_eq(rc, CUDA_SUCCESS, "round %d: borrow: %s", i, cuctx_last_error_message());
         rc = cuctx_event_create(&ev, b, 0);
@@ -347,12 +347,12 @@ Test(identity, entries_of_dead_borrowed_contexts_are_swept)
  *  5. Registration reports the driver's errors
  * ------------------------------------------------------------------------ */
 
-Test(identity, borrow_reports_a_failed_cuCtxGetDevice_and_a_retry_works)
+Test(foreign, borrow_reports_a_failed_cuCtxGetDevice_and_a_retry_works)
 {
     cuctx_ctx b = {0};
     NEED_DRIVER();
     NEED_SIM();
-    CUcontext x = raw_ctx(1);
+    CUcontext x = new_raw_ctx(1);
     size_t before = stats().contexts;
     sim()->fail_call("cuCtxGetDevice", 1, CUDA_ERROR_UNKNOWN);
     cr_assert_eq(cuctx_ctx_borrow(&b, x), CUDA_ERROR_UNKNOWN, "not a success with device -1");
@@ -366,12 +366,12 @@ Test(identity, borrow_reports_a_failed_cuCtxGetDevice_and_a_retry_works)
     ASSERT_NO_MISUSE();
 }
 
-Test(identity, borrow_reports_a_failed_cuCtxGetId_as_the_drivers_error)
+Test(foreign, borrow_reports_a_failed_cuCtxGetId_as_the_drivers_error)
 {
     cuctx_ctx b = {0};
     NEED_DRIVER();
     NEED_SIM();
-    CUcontext x = raw_ctx(0);
+    CUcontext x = new_raw_ctx(0);
     size_t before = stats().contexts;
     sim()->fail_call("cuCtxGetId", 1, CUDA_ERROR_UNKNOWN);
     cr_assert_eq(cuctx_ctx_borrow(&b, x), CUDA_ERROR_UNKNOWN, "a failed id query is not a destroyed context");
@@ -383,12 +383,12 @@ Test(identity, borrow_reports_a_failed_cuCtxGetId_as_the_drivers_error)
     ASSERT_NO_MISUSE();
 }
 
-Test(identity, borrowing_a_context_destroyed_by_raw_code_is_refused)
+Test(foreign, borrowing_a_context_destroyed_by_raw_code_is_refused)
 {
     cuctx_ctx b = {0};
     NEED_DRIVER();
     NEED_SIM();
-    CUcontext x = raw_ctx(0);
+    CUcontext x = new_raw_ctx(0);
     CHECK_OK(raw()->ctx_destroy(x));
     cr_assert_eq(cuctx_ctx_borrow(&b, x), CUDA_ERROR_CONTEXT_IS_DESTROYED);
     cr_assert_eq(b.id, 0);
@@ -400,7 +400,7 @@ Test(identity, borrowing_a_context_destroyed_by_raw_code_is_refused)
  *  6. The cost of the check
  * ------------------------------------------------------------------------ */
 
-Test(identity, child_calls_on_an_owned_context_make_no_id_query)
+Test(foreign, child_calls_on_an_owned_context_make_no_id_query)
 {
     cuctx_ctx c = {0};
     cuctx_event ev = {0};
@@ -432,7 +432,7 @@ static void one_id_query_per_child_call(cuctx_ctx c)
     cr_assert_eq(calls("cuEventDestroy"), 1);
 }
 
-Test(identity, child_calls_on_a_primary_context_make_one_id_query_each)
+Test(foreign, child_calls_on_a_primary_context_make_one_id_query_each)
 {
     cuctx_ctx p = {0};
     NEED_DRIVER();
@@ -443,12 +443,12 @@ Test(identity, child_calls_on_a_primary_context_make_one_id_query_each)
     ASSERT_NO_MISUSE();
 }
 
-Test(identity, child_calls_on_a_borrowed_context_make_one_id_query_each)
+Test(foreign, child_calls_on_a_borrowed_context_make_one_id_query_each)
 {
     cuctx_ctx b = {0};
     NEED_DRIVER();
     NEED_SIM();
-    CUcontext x = raw_ctx(0);
+    CUcontext x = new_raw_ctx(0);
     CHECK_OK(cuctx_ctx_borrow(&b, x));
     one_id_query_per_child_call(b);
     CHECK_OK(cuctx_ctx_destroy(&b));
@@ -460,7 +460,7 @@ Test(identity, child_calls_on_a_borrowed_context_make_one_id_query_each)
  *  7. A driver without cuCtxGetId
  * ------------------------------------------------------------------------ */
 
-Test(identity, without_ids_children_of_live_contexts_are_destroyed_through_the_driver)
+Test(foreign, without_ids_children_of_live_contexts_are_destroyed_through_the_driver)
 {
     cuctx_ctx c = {0}, p = {0}, b = {0};
     cuctx_event e_owned = {0}, e_primary = {0}, e_borrowed = {0};
@@ -468,7 +468,7 @@ Test(identity, without_ids_children_of_live_contexts_are_destroyed_through_the_d
     CHECK_OK(cuctx_ctx_create(&c, 0, 0));
     CHECK_OK(cuctx_pop_current());
     CHECK_OK(cuctx_ctx_primary(&p, 0));
-    CUcontext x = raw_ctx(0);
+    CUcontext x = new_raw_ctx(0);
     CHECK_OK(cuctx_ctx_borrow(&b, x));
     CHECK_OK(cuctx_event_create(&e_owned, c, 0));
     CHECK_OK(cuctx_event_create(&e_primary, p, 0));
@@ -479,7 +479,7 @@ Test(identity, without_ids_children_of_live_contexts_are_destroyed_through_the_d
     CHECK_OK(cuctx_event_destroy(&e_primary));
     CHECK_OK(cuctx_event_destroy(&e_borrowed));
     cr_assert_eq(calls("cuEventDestroy"), 3);
-    cr_assert_eq(sim()->live("event"), 0);
+    cr_assert_eq(sim()->live(CUSIM_EVENT), 0);
     cr_assert_eq(stats().stale_skips, 0);
     CHECK_OK(cuctx_ctx_destroy(&b));
     CHECK_OK(raw()->ctx_destroy(x));
@@ -490,7 +490,7 @@ Test(identity, without_ids_children_of_live_contexts_are_destroyed_through_the_d
 }
 
 /* The documented behaviour without ids: a primary context ends, for cuctx, with cuctx's last release. */
-Test(identity, without_ids_primary_children_are_skipped_after_cuctx_release_even_while_the_runtime_holds_it)
+Test(foreign, without_ids_primary_children_are_skipped_after_cuctx_release_even_while_the_runtime_holds_it)
 {
     cuctx_ctx p = {0};
     cuctx_event ev = {0};
@@ -500,7 +500,7 @@ Test(identity, without_ids_primary_children_are_skipped_after_cuctx_release_even
     CHECK_OK(cuctx_event_create(&ev, p, 0));
     uint64_t r_ev = H(cuctx_event_raw(ev));
     CHECK_OK(cuctx_ctx_destroy(&p));
-    cr_assert_eq(sim()->live("primary"), 1);
+    cr_assert_eq(sim()->live(CUSIM_PRIMARY), 1);
     size_t mark = log_mark();
     CHECK_OK(cuctx_event_destroy(&ev));
     cr_assert_eq(calls_on("cuEventDestroy", r_ev, mark), 0);
@@ -512,7 +512,7 @@ Test(identity, without_ids_primary_children_are_skipped_after_cuctx_release_even
 
 /* Without ids nothing but cuctx's own reset tells the primary's children
  * apart: the reset itself must end the generation. */
-Test(identity, without_ids_cuctx_primary_reset_still_skips_the_children)
+Test(foreign, without_ids_cuctx_primary_reset_still_skips_the_children)
 {
     cuctx_ctx p = {0};
     cuctx_event ev = {0};
@@ -535,12 +535,12 @@ Test(identity, without_ids_cuctx_primary_reset_still_skips_the_children)
  * unless a context cuctx makes takes the address, so this destroy reaches the
  * driver with a dead event. The real driver answers it with an error; the
  * simulator records it as a misuse too, and exactly that one is expected. */
-Test(identity, without_ids_a_borrowed_contexts_child_reaches_the_driver_after_a_raw_destroy)
+Test(foreign, without_ids_a_borrowed_contexts_child_reaches_the_driver_after_a_raw_destroy)
 {
     cuctx_ctx b = {0};
     cuctx_event ev = {0};
     without_ctx_ids();
-    CUcontext x = raw_ctx(0);
+    CUcontext x = new_raw_ctx(0);
     CHECK_OK(cuctx_ctx_borrow(&b, x));
     CHECK_OK(cuctx_event_create(&ev, b, 0));
     uint64_t r_ev = H(cuctx_event_raw(ev));
@@ -560,16 +560,16 @@ Test(identity, without_ids_a_borrowed_contexts_child_reaches_the_driver_after_a_
  *  8. A {0}-owner create meets a new context at a dead one's address
  * ------------------------------------------------------------------------ */
 
-Test(identity, null_owner_create_registers_a_new_context_at_a_dead_foreign_contexts_address)
+Test(foreign, null_owner_create_registers_a_new_context_at_a_dead_foreign_contexts_address)
 {
     cuctx_event e1 = {0}, e2 = {0};
     NEED_DRIVER();
     NEED_SIM();
-    CUcontext x = raw_ctx(0);
+    CUcontext x = new_raw_ctx(0);
     CHECK_OK(cuctx_event_create(&e1, (cuctx_ctx){0}, 0));
     uint64_t r1 = H(cuctx_event_raw(e1));
     CHECK_OK(raw()->ctx_destroy(x));
-    CUcontext y = raw_ctx(0);
+    CUcontext y = new_raw_ctx(0);
     cr_assert_eq(y, x, "recycling: the new context should have the dead one's address");
     cr_assert_eq(current(), y);
     CHECK_OK(cuctx_event_create(&e2, (cuctx_ctx){0}, 0));
@@ -578,7 +578,7 @@ Test(identity, null_owner_create_registers_a_new_context_at_a_dead_foreign_conte
     size_t mark = log_mark();
     CHECK_OK(cuctx_event_destroy(&e1));
     cr_assert_eq(calls_on("cuEventDestroy", r1, mark), 0, "the old context's child reached the new context");
-    cr_assert_eq(sim()->is_live("event", r2), 1);
+    cr_assert_eq(sim()->is_live(CUSIM_EVENT, r2), 1);
     cr_assert_eq(stats().stale_skips, 1);
     mark = log_mark();
     CHECK_OK(cuctx_event_destroy(&e2));

@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: MIT */
+/* children.c - the children of a context other than memory: events, streams, modules
+ * (with kernel launch) and graphs with their execs. */
+#include "sim.h"
+
+#define SIM_EVENT_FLAGS (CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS)
+
+CUresult sim_cuEventCreate(CUevent *ev, unsigned int flags)
+{
+	struct call c;
+	if (enter_with(&c, F_cuEventCreate, 0, ARGS(.flags = flags)))
+		return leave(&c, c.rc);
+	if (!ev || (flags & ~(unsigned int)SIM_EVENT_FLAGS))
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	if ((flags & CU_EVENT_INTERPROCESS) && !(flags & CU_EVENT_DISABLE_TIMING))
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	struct obj *cur;
+	CUresult rc = need_current(&cur);
+	if (rc)
+		return leave(&c, rc);
+	struct obj *o = obj_new(K_EVENT, cur, 0);
+	o->flags = flags;
+	*ev = (CUevent)(uintptr_t)o->value;
+	c.handle = o->value;
+	return leave(&c, CUDA_SUCCESS);
+}
+
+/* The destroys that differ only in their entry point and kind: a NULL (or
+ * default-stream) handle is an error, a dead one a misuse, a live one dies. */
+static CUresult destroy_plain(enum fn fn, enum kind k, uint64_t h, bool null_handle)
+{
+	struct call c;
+	if (enter(&c, fn, h))
+		return leave(&c, c.rc);
+	if (null_handle)
+		return leave(&c, CUDA_ERROR_INVALID_HANDLE);
+	struct obj *o;
+	CUresult rc = need_live(&c, k, h, &o);
+	if (rc)
+		return leave(&c, rc);
+	obj_kill(o, "already destroyed");
+	return leave(&c, CUDA_SUCCESS);
+}
+
+CUresult sim_cuEventDestroy(CUevent ev)
+{
+	return destroy_plain(F_cuEventDestroy, K_EVENT, H(ev), !ev);
+}
+
+CUresult sim_cuEventRecord(CUevent ev, CUstream s)
+{
+	struct call c;
+	if (enter_with(&c, F_cuEventRecord, H(ev), ARGS(.handle2 = H(s))))
+		return leave(&c, c.rc);
+	struct obj *o;
+	CUresult rc = need_live(&c, K_EVENT, H(ev), &o);
+	if (rc)
+		return leave(&c, rc);
+	rc = need_stream_of(&c, o, s, "event recorded");
+	if (rc)
+		return leave(&c, rc);
+	o->recorded = true;
+	o->stamp_ms = now_ms();
+	return leave(&c, CUDA_SUCCESS);
+}
+
+/* Work completes the moment it is queued, so waiting and polling always succeed. */
+CUresult sim_cuEventQuery(CUevent ev)
+{
+	struct call c;
+	if (enter(&c, F_cuEventQuery, H(ev)))
+		return leave(&c, c.rc);
+	struct obj *o;
+	return leave(&c, need_live(&c, K_EVENT, H(ev), &o));
+}
+
+CUresult sim_cuEventSynchronize(CUevent ev)
+{
+	struct call c;
+	if (enter(&c, F_cuEventSynchronize, H(ev)))
+		return leave(&c, c.rc);
+	struct obj *o;
+	return leave(&c, need_live(&c, K_EVENT, H(ev), &o));
+}
+
+static CUresult elapsed(float *ms, CUevent start, CUevent end)
+{
+	struct call c;
+	if (enter_with(&c, F_cuEventElapsedTime, H(start), ARGS(.handle2 = H(end))))
+		return leave(&c, c.rc);
+	struct obj *a, *b;
+	CUresult rc = need_live(&c, K_EVENT, H(start), &a);
+	if (rc == CUDA_SUCCESS)
+		rc = need_live(&c, K_EVENT, H(end), &b);
+	if (rc)
+		return leave(&c, rc);
+	if (!ms)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	/* The real driver's answer for untimed or unrecorded events: an error, not a misuse. */
+	if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING)
+		return leave(&c, CUDA_ERROR_INVALID_HANDLE);
+	if (!a->recorded || !b->recorded)
+		return leave(&c, CUDA_ERROR_INVALID_HANDLE);
+	*ms = (float)(b->stamp_ms - a->stamp_ms);
+	return leave(&c, CUDA_SUCCESS);
+}
+
+CUresult sim_cuEventElapsedTime(float *ms, CUevent start, CUevent end)
+{
+	return elapsed(ms, start, end);
+}
+
+CUresult sim_cuEventElapsedTime_v2(float *ms, CUevent start, CUevent end)
+{
+	return elapsed(ms, start, end);
+}
+
+/* --- streams --------------------------------------------------------------- */
+
+static CUresult stream_create(enum fn fn, CUstream *ps, unsigned int flags, int priority)
+{
+	struct call c;
+	if (enter_with(&c, fn, 0, ARGS(.flags = flags, .arg = priority)))
+		return leave(&c, c.rc);
+	if (!ps || (flags & ~(unsigned int)CU_STREAM_NON_BLOCKING))
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	struct obj *cur;
+	CUresult rc = need_current(&cur);
+	if (rc)
+		return leave(&c, rc);
+	/* Out-of-range priorities are clamped into [greatest, least], as the real driver does. */
+	if (priority > SIM_PRIO_LEAST)
+		priority = SIM_PRIO_LEAST;
+	if (priority < SIM_PRIO_GREATEST)
+		priority = SIM_PRIO_GREATEST;
+	struct obj *o = obj_new(K_STREAM, cur, 0);
+	o->flags = flags;
+	o->priority = priority;
+	*ps = (CUstream)(uintptr_t)o->value;
+	c.handle = o->value;
+	return leave(&c, CUDA_SUCCESS);
+}
+
+CUresult sim_cuStreamCreate(CUstream *ps, unsigned int flags)
+{
+	return stream_create(F_cuStreamCreate, ps, flags, 0);
+}
+
+CUresult sim_cuStreamCreateWithPriority(CUstream *ps, unsigned int flags, int priority)
+{
+	return stream_create(F_cuStreamCreateWithPriority, ps, flags, priority);
+}
+
+CUresult sim_cuStreamDestroy(CUstream s)
+{
+	return destroy_plain(F_cuStreamDestroy, K_STREAM, H(s), is_default_stream(s));
+}
+
+CUresult sim_cuStreamSynchronize(CUstream s)
+{
+	struct call c;
+	if (enter(&c, F_cuStreamSynchronize, H(s)))
+		return leave(&c, c.rc);
+	struct obj *ctx;
+	return leave(&c, stream_context(&c, s, &ctx));
+}
+
+CUresult sim_cuStreamQuery(CUstream s)
+{
+	struct call c;
+	if (enter(&c, F_cuStreamQuery, H(s)))
+		return leave(&c, c.rc);
+	struct obj *ctx;
+	return leave(&c, stream_context(&c, s, &ctx));
+}
+
+/* Waiting on an event of another context or device is legal; only the flags are checked beyond liveness. */
+CUresult sim_cuStreamWaitEvent(CUstream s, CUevent ev, unsigned int flags)
+{
+	struct call c;
+	if (enter_with(&c, F_cuStreamWaitEvent, H(s), ARGS(.flags = flags, .handle2 = H(ev))))
+		return leave(&c, c.rc);
+	if (flags != 0)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	struct obj *ctx, *e;
+	CUresult rc = stream_context(&c, s, &ctx);
+	if (rc == CUDA_SUCCESS)
+		rc = need_live(&c, K_EVENT, H(ev), &e);
+	return leave(&c, rc);
+}
+
+/* --- modules and launches --------------------------------------------------- */
+
+static bool is_ident_char(char ch)
+{
+	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+	       ch == '_' || ch == '$';
+}
+
+static bool is_space(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' || ch == '\v';
+}
+
+/* PTX is plain ASCII text; anything else (a cubin, a fatbin, garbage) is an image we cannot load. */
+static bool is_text(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch >= 0x7f || (ch < 0x20 && !is_space((char)ch)))
+			return false;
+	}
+	return true;
+}
+
+/* Makes a module in the current context whose functions are the names after each ".entry". */
+static CUresult module_from_text(struct call *c, struct obj *cur, const char *text, size_t n, CUmodule *pmod)
+{
+	if (!is_text(text, n))
+		return CUDA_ERROR_INVALID_IMAGE;
+	struct obj *mod = NULL;
+	static const char key[] = ".entry";
+	const size_t klen = sizeof key - 1;
+	for (const char *p = text; (p = strstr(p, key)) != NULL; p += klen) {
+		if ((p > text && !is_space(p[-1])) || !is_space(p[klen]))
+			continue;
+		const char *q = p + klen;
+		while (is_space(*q))
+			q++;
+		const char *e = q;
+		while (is_ident_char(*e))
+			e++;
+		if (e == q)
+			continue;
+		if (!mod)
+			mod = obj_new(K_MODULE, cur, 0);
+		struct obj *f = obj_new(K_FUNC, mod, 0);
+		f->name = strndup(q, (size_t)(e - q));
+		if (!f->name) {
+			fputs("cudasim: out of memory\n", stderr);
+			abort();
+		}
+	}
+	if (!mod)
+		return CUDA_ERROR_INVALID_IMAGE;
+	*pmod = (CUmodule)(uintptr_t)mod->value;
+	c->handle = mod->value;
+	return CUDA_SUCCESS;
+}
+
+static CUresult read_file(const char *path, char **out, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return CUDA_ERROR_FILE_NOT_FOUND;
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	for (;;) {
+		if (len + 4096 + 1 > cap) {
+			cap = cap ? 2 * cap : 8192;
+			buf = xrealloc(buf, cap);
+		}
+		size_t got = fread(buf + len, 1, cap - len - 1, f);
+		len += got;
+		if (got == 0 || len > SIM_MAX_IMAGE)
+			break;
+	}
+	bool failed = ferror(f) || len > SIM_MAX_IMAGE;
+	fclose(f);
+	if (failed) {
+		free(buf);
+		return CUDA_ERROR_INVALID_IMAGE;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	*n = len;
+	return CUDA_SUCCESS;
+}
+
+CUresult sim_cuModuleLoad(CUmodule *pmod, const char *fname)
+{
+	struct call c;
+	if (enter(&c, F_cuModuleLoad, 0))
+		return leave(&c, c.rc);
+	if (!pmod || !fname)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	struct obj *cur;
+	CUresult rc = need_current(&cur);
+	if (rc)
+		return leave(&c, rc);
+	char *text;
+	size_t n;
+	rc = read_file(fname, &text, &n);
+	if (rc)
+		return leave(&c, rc);
+	rc = module_from_text(&c, cur, text, n, pmod);
+	free(text);
+	return leave(&c, rc);
+}
+
+CUresult sim_cuModuleLoadData(CUmodule *pmod, const void *image)
+{
+	struct call c;
+	if (enter(&c, F_cuModuleLoadData, 0))
+		return leave(&c, c.rc);
+	if (!pmod || !image)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	struct obj *cur;
+	CUresult rc = need_current(&cur);
+	if (rc)
+		return leave(&c, rc);
+	const char *text = image;
+	return leave(&c, module_from_text(&c, cur, text, strnlen(text, SIM_MAX_IMAGE), pmod));
+}
+
+CUresult sim_cuModuleUnload(CUmodule mod)
+{
+	struct call c;
+	if (enter(&c, F_cuModuleUnload, H(mod)))
+		return leave(&c, c.rc);
+	if (!mod)
+		return leave(&c, CUDA_ERROR_INVALID_HANDLE);
+	struct obj *o;
+	CUresult rc = need_live(&c, K_MODULE, H(mod), &o);
+	if (rc)
+		return leave(&c, rc);
+	obj_kill(o, "already unloaded");
+	return leave(&c, CUDA_SUCCESS);
+}
+
+CUresult sim_cuModuleGetFunction(CUfunction *pf, CUmodule mod, const char *name)
+{
+	struct call c;
+	if (enter(&c, F_cuModuleGetFunction, H(mod)))
+		return leave(&c, c.rc);
+	if (!pf || !name)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	struct obj *m;
+	CUresult rc = need_live(&c, K_MODULE, H(mod), &m);
+	if (rc)
+		return leave(&c, rc);
+	for (struct obj *f = m->kid_first; f; f = f->sib_next) {
+		if (strcmp(f->name, name) == 0) {
+			*pf = (CUfunction)(uintptr_t)f->value;
+			return leave(&c, CUDA_SUCCESS);
+		}
+	}
+	return leave(&c, CUDA_ERROR_NOT_FOUND);
+}
+
+CUresult sim_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+			    unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
+			    CUstream s, void **params, void **extra)
+{
+	struct call c;
+	(void)shmem;
+	(void)params;
+	(void)extra;
+	if (enter_with(&c, F_cuLaunchKernel, H(f), ARGS(.handle2 = H(s))))
+		return leave(&c, c.rc);
+	struct obj *fn, *cur, *sctx;
+	CUresult rc = need_live(&c, K_FUNC, H(f), &fn);
+	if (rc)
+		return leave(&c, rc);
+	rc = need_current(&cur);
+	if (rc)
+		return leave(&c, rc);
+	if (fn->owner->owner != cur) {
+		misuse(&c, fn->value, "function's module belongs to another context than the current one");
+		return leave(&c, CUDA_ERROR_INVALID_HANDLE);
+	}
+	rc = stream_context(&c, s, &sctx);
+	if (rc)
+		return leave(&c, rc);
+	if (sctx != cur) {
+		misuse(&c, H(s), "kernel launched on a stream of another context");
+		return leave(&c, CUDA_ERROR_INVALID_HANDLE);
+	}
+	if (!gx || !gy || !gz || !bx || !by || !bz || (unsigned long long)bx * by * bz > 1024)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	return leave(&c, CUDA_SUCCESS);
+}
+
+/* --- device and host memory ------------------------------------------------- */
+
+
+#define SIM_GRAPH_INSTANTIATE_FLAGS 0xFull
+
+CUresult sim_cuGraphCreate(CUgraph *pg, unsigned int flags)
+{
+	struct call c;
+	if (enter_with(&c, F_cuGraphCreate, 0, ARGS(.flags = flags)))
+		return leave(&c, c.rc);
+	if (!pg || flags != 0)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	struct obj *o = obj_new(K_GRAPH, NULL, 0);
+	*pg = (CUgraph)(uintptr_t)o->value;
+	c.handle = o->value;
+	return leave(&c, CUDA_SUCCESS);
+}
+
+CUresult sim_cuGraphAddEmptyNode(CUgraphNode *pn, CUgraph g, const CUgraphNode *deps, size_t ndeps)
+{
+	struct call c;
+	if (enter_with(&c, F_cuGraphAddEmptyNode, H(g), ARGS(.arg = (long long)ndeps)))
+		return leave(&c, c.rc);
+	if (!pn || (ndeps && !deps))
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	struct obj *go, *dep;
+	CUresult rc = need_live(&c, K_GRAPH, H(g), &go);
+	if (rc)
+		return leave(&c, rc);
+	for (size_t i = 0; i < ndeps; i++) {
+		rc = need_live(&c, K_NODE, H(deps[i]), &dep);
+		if (rc)
+			return leave(&c, rc);
+		if (dep->owner != go)
+			return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	}
+	struct obj *n = obj_new(K_NODE, go, 0);
+	*pn = (CUgraphNode)(uintptr_t)n->value;
+	return leave(&c, CUDA_SUCCESS);
+}
+
+CUresult sim_cuGraphDestroy(CUgraph g)
+{
+	return destroy_plain(F_cuGraphDestroy, K_GRAPH, H(g), !g);
+}
+
+CUresult sim_cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g, unsigned long long flags)
+{
+	struct call c;
+	if (enter_with(&c, F_cuGraphInstantiateWithFlags, 0, ARGS(.flags = flags, .handle2 = H(g))))
+		return leave(&c, c.rc);
+	if (!pe || (flags & ~SIM_GRAPH_INSTANTIATE_FLAGS))
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	struct obj *go, *cur;
+	CUresult rc = need_live(&c, K_GRAPH, H(g), &go);
+	if (rc)
+		return leave(&c, rc);
+	rc = need_current(&cur);
+	if (rc)
+		return leave(&c, rc);
+	struct obj *e = obj_new(K_EXEC, cur, 0);
+	*pe = (CUgraphExec)(uintptr_t)e->value;
+	c.handle = e->value;
+	return leave(&c, CUDA_SUCCESS);
+}
+
+CUresult sim_cuGraphExecDestroy(CUgraphExec e)
+{
+	return destroy_plain(F_cuGraphExecDestroy, K_EXEC, H(e), !e);
+}
+
+CUresult sim_cuGraphLaunch(CUgraphExec e, CUstream s)
+{
+	struct call c;
+	if (enter_with(&c, F_cuGraphLaunch, H(e), ARGS(.handle2 = H(s))))
+		return leave(&c, c.rc);
+	struct obj *o;
+	CUresult rc = need_live(&c, K_EXEC, H(e), &o);
+	if (rc)
+		return leave(&c, rc);
+	return leave(&c, need_stream_of(&c, o, s, "graph exec launched"));
+}

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+/* procs.c - cuGetProcAddress: the table of entry points by name and ABI version, and
+ * the ABI versions nobody should call. */
+#include "sim.h"
+
+/* ---------------------------------------------------------------------------
+ * ABI versions nobody should call: the 32-bit originals and the newer
+ * signatures.  They are exported under their real symbol names too, so a
+ * plain dlsym("cuMemAlloc") lands on one, as it would on the real driver.
+ */
+static CUresult unsupported(enum fn fn, const char *abi, int version)
+{
+	struct call c;
+	if (enter_as(&c, fn, 0, false, ARGS(0)))
+		return leave(&c, c.rc);
+	misuse(&c, 0, "%s (ABI version %d) called through an unpinned/unsupported ABI version", abi, version);
+	return leave(&c, CUDA_ERROR_NOT_SUPPORTED);
+}
+
+#define SIM_MARKERS(X) \
+	X(cuCtxCreate, 2000, cuCtxCreate) X(cuCtxCreate, 11040, cuCtxCreate_v3) \
+	X(cuCtxCreate, 12050, cuCtxCreate_v4) X(cuCtxDestroy, 2000, cuCtxDestroy) \
+	X(cuCtxPushCurrent, 2000, cuCtxPushCurrent) X(cuCtxPopCurrent, 2000, cuCtxPopCurrent) \
+	X(cuCtxGetDevice, 13000, cuCtxGetDevice_v2) X(cuCtxSynchronize, 13000, cuCtxSynchronize_v2) \
+	X(cuDevicePrimaryCtxRelease, 7000, cuDevicePrimaryCtxRelease) \
+	X(cuDevicePrimaryCtxReset, 7000, cuDevicePrimaryCtxReset) \
+	X(cuEventDestroy, 2000, cuEventDestroy) X(cuStreamDestroy, 2000, cuStreamDestroy) \
+	X(cuMemAlloc, 2000, cuMemAlloc) X(cuMemFree, 2000, cuMemFree) \
+	X(cuMemAllocHost, 2000, cuMemAllocHost) X(cuMemsetD8, 2000, cuMemsetD8) \
+	X(cuMemcpyHtoD, 2000, cuMemcpyHtoD) X(cuMemcpyDtoH, 2000, cuMemcpyDtoH)
+
+#define SIM_MARKER_DEFINE(base, version, abi) \
+	CUresult marker_##abi(void) SIM_ABI(#abi); \
+	CUresult marker_##abi(void) { return unsupported(F_##base, #abi, version); }
+SIM_MARKERS(SIM_MARKER_DEFINE)
+
+/* ---------------------------------------------------------------------------
+ * cuGetProcAddress: the entry with the largest ABI version not above the one
+ * asked for.
+ */
+struct proc {
+	const char *name;
+	int version;
+	void *fn;
+};
+
+#define SIM_PROC(name, version, fn) { #name, version, (void *)(fn) },
+/* Stringified here, not passed on: a forwarded name would expand through cuda.h's renames. */
+#define SIM_MARKER_PROC(base, version, abi) { #base, version, (void *)(marker_##abi) },
+
+static const struct proc procs[] = {
+	SIM_PROC(cuGetProcAddress, 11030, sim_cuGetProcAddress)
+	SIM_PROC(cuGetProcAddress, 12000, sim_cuGetProcAddress_v2)
+	SIM_PROC(cuInit, 2000, sim_cuInit)
+	SIM_PROC(cuDriverGetVersion, 2020, sim_cuDriverGetVersion)
+	SIM_PROC(cuDeviceGet, 2000, sim_cuDeviceGet)
+	SIM_PROC(cuDeviceGetCount, 2000, sim_cuDeviceGetCount)
+	SIM_PROC(cuDeviceGetName, 2000, sim_cuDeviceGetName)
+	SIM_PROC(cuGetErrorName, 6000, sim_cuGetErrorName)
+	SIM_PROC(cuGetErrorString, 6000, sim_cuGetErrorString)
+	SIM_PROC(cuCtxCreate, 3020, sim_cuCtxCreate)
+	SIM_PROC(cuCtxDestroy, 4000, sim_cuCtxDestroy)
+	SIM_PROC(cuCtxPushCurrent, 4000, sim_cuCtxPushCurrent)
+	SIM_PROC(cuCtxPopCurrent, 4000, sim_cuCtxPopCurrent)
+	SIM_PROC(cuCtxSetCurrent, 4000, sim_cuCtxSetCurrent)
+	SIM_PROC(cuCtxGetCurrent, 4000, sim_cuCtxGetCurrent)
+	SIM_PROC(cuCtxGetDevice, 2000, sim_cuCtxGetDevice)
+	SIM_PROC(cuCtxSynchronize, 2000, sim_cuCtxSynchronize)
+	SIM_PROC(cuCtxGetApiVersion, 3020, sim_cuCtxGetApiVersion)
+	SIM_PROC(cuCtxGetId, 12000, sim_cuCtxGetId)
+	SIM_PROC(cuDevicePrimaryCtxRetain, 7000, sim_cuDevicePrimaryCtxRetain)
+	SIM_PROC(cuDevicePrimaryCtxRelease, 11000, sim_cuDevicePrimaryCtxRelease)
+	SIM_PROC(cuDevicePrimaryCtxGetState, 7000, sim_cuDevicePrimaryCtxGetState)
+	SIM_PROC(cuDevicePrimaryCtxReset, 11000, sim_cuDevicePrimaryCtxReset)
+	SIM_PROC(cuEventCreate, 2000, sim_cuEventCreate)
+	SIM_PROC(cuEventDestroy, 4000, sim_cuEventDestroy)
+	SIM_PROC(cuEventRecord, 2000, sim_cuEventRecord)
+	SIM_PROC(cuEventQuery, 2000, sim_cuEventQuery)
+	SIM_PROC(cuEventSynchronize, 2000, sim_cuEventSynchronize)
+	SIM_PROC(cuEventElapsedTime, 2000, sim_cuEventElapsedTime)
+	SIM_PROC(cuEventElapsedTime, 12080, sim_cuEventElapsedTime_v2)
+	SIM_PROC(cuStreamCreate, 2000, sim_cuStreamCreate)
+	SIM_PROC(cuStreamCreateWithPriority, 5050, sim_cuStreamCreateWithPriority)
+	SIM_PROC(cuStreamDestroy, 4000, sim_cuStreamDestroy)
+	SIM_PROC(cuStreamSynchronize, 2000, sim_cuStreamSynchronize)
+	SIM_PROC(cuStreamWaitEvent, 3020, sim_cuStreamWaitEvent)
+	SIM_PROC(cuStreamQuery, 2000, sim_cuStreamQuery)
+	SIM_PROC(cuModuleLoad, 2000, sim_cuModuleLoad)
+	SIM_PROC(cuModuleLoadData, 2000, sim_cuModuleLoadData)
+	SIM_PROC(cuModuleUnload, 2000, sim_cuModuleUnload)
+	SIM_PROC(cuModuleGetFunction, 2000, sim_cuModuleGetFunction)
+	SIM_PROC(cuLaunchKernel, 4000, sim_cuLaunchKernel)
+	SIM_PROC(cuMemAlloc, 3020, sim_cuMemAlloc)
+	SIM_PROC(cuMemFree, 3020, sim_cuMemFree)
+	SIM_PROC(cuMemAllocHost, 3020, sim_cuMemAllocHost)
+	SIM_PROC(cuMemHostAlloc, 2020, sim_cuMemHostAlloc)
+	SIM_PROC(cuMemFreeHost, 2000, sim_cuMemFreeHost)
+	SIM_PROC(cuMemsetD8, 3020, sim_cuMemsetD8)
+	SIM_PROC(cuMemcpyHtoD, 3020, sim_cuMemcpyHtoD)
+	SIM_PROC(cuMemcpyDtoH, 3020, sim_cuMemcpyDtoH)
+	SIM_PROC(cuGraphCreate, 10000, sim_cuGraphCreate)
+	SIM_PROC(cuGraphAddEmptyNode, 10000, sim_cuGraphAddEmptyNode)
+	SIM_PROC(cuGraphDestroy, 10000, sim_cuGraphDestroy)
+	SIM_PROC(cuGraphInstantiateWithFlags, 11040, sim_cuGraphInstantiateWithFlags)
+	SIM_PROC(cuGraphExecDestroy, 10000, sim_cuGraphExecDestroy)
+	SIM_PROC(cuGraphLaunch, 10000, sim_cuGraphLaunch)
+	SIM_MARKERS(SIM_MARKER_PROC)
+};
+
+static CUresult proc_lookup(const char *symbol, void **pfn, int version, cuuint64_t flags,
+			    CUdriverProcAddressQueryResult *status)
+{
+	struct call c;
+	if (enter_as(&c, F_cuGetProcAddress, 0, false, ARGS(.flags = flags, .arg = version)))
+		return leave(&c, c.rc);
+	if (pfn)
+		*pfn = NULL;
+	if (status)
+		*status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	if (!symbol || !pfn)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	if (flags != CU_GET_PROC_ADDRESS_DEFAULT && flags != CU_GET_PROC_ADDRESS_LEGACY_STREAM &&
+	    flags != CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	/* Documented: asking for a version newer than the driver is an error, not the newest entry. */
+	if (version > SIM_DRIVER_VERSION)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	const struct proc *best = NULL;
+	bool named = false;
+	/* A hidden cuCtxGetId matches no entry: the answer of a driver older than CUDA 12.0. */
+	bool hidden = S.hide_ctx_id && strcmp(symbol, "cuCtxGetId") == 0;
+	for (size_t i = 0; !hidden && i < sizeof procs / sizeof procs[0]; i++) {
+		if (strcmp(procs[i].name, symbol) != 0)
+			continue;
+		named = true;
+		if (procs[i].version <= version && (!best || procs[i].version > best->version))
+			best = &procs[i];
+	}
+	if (!best) {
+		if (status && named)
+			*status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+		return leave(&c, CUDA_ERROR_NOT_FOUND);
+	}
+	*pfn = best->fn;
+	if (status)
+		*status = CU_GET_PROC_ADDRESS_SUCCESS;
+	return leave(&c, CUDA_SUCCESS);
+}
+
+CUresult sim_cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+	return proc_lookup(symbol, pfn, version, flags, NULL);
+}
+
+CUresult sim_cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+				 CUdriverProcAddressQueryResult *status)
+{
+	return proc_lookup(symbol, pfn, version, flags, status);
+}
