@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* error.c - the calling thread's last error, the error handler, CUCTX_LOG,
  * and CUresult names that work without a driver. */
-#include "internal.h"
+#include "config.h"
+
+#include "error.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,27 +95,22 @@ CUresult cuctx__fail(CUresult rc, const char *fmt, ...)
 static CUCTX_TLS CUresult pending_rc;
 static CUCTX_TLS char pending_msg[512];
 
-static int busy(void)
-{
-    return cuctx__thread_holds() || cuctx__ctx_lock_held();
-}
-
 static void deliver_or_defer(CUresult rc, const char *msg)
 {
-    if (!busy()) {
+    if (!cuctx__thread_busy()) {
         call_handler(rc, msg);
-    } else if (!cuctx__me.reports_pending) {
+    } else if (!cuctx__me.error.reports_pending) {
         pending_rc = rc;
         snprintf(pending_msg, sizeof pending_msg, "%s", msg);
-        cuctx__me.reports_pending = 1;
+        cuctx__me.error.reports_pending = 1;
     }
 }
 
 void cuctx__deliver_reports_slow(void)
 {
-    if (busy())
+    if (cuctx__thread_busy())
         return;
-    cuctx__me.reports_pending = 0;
+    cuctx__me.error.reports_pending = 0;
     call_handler(pending_rc, pending_msg);
 }
 

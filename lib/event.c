@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* event.c - cuctx_event: what is particular to events. */
-#include "internal.h"
+#include "config.h"
+
+#include "tether.h"
 
 static CUresult destroy(uint64_t raw) { return DRV(cuEventDestroy)((CUevent)(uintptr_t)raw); }
-const struct cuctx_child_kind cuctx__event_kind = {"event", 0, destroy};
+const struct cuctx_child_kind cuctx__event_kind = {0, destroy};
 
 static CUresult make(void *arg, uint64_t *raw, size_t *size)
 {

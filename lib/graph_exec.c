@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* graph_exec.c - cuctx_graph_exec: what is particular to graph execs. */
-#include "internal.h"
+#include "config.h"
+
+#include "tether.h"
 
 static CUresult destroy(uint64_t raw) { return DRV(cuGraphExecDestroy)((CUgraphExec)(uintptr_t)raw); }
-const struct cuctx_child_kind cuctx__graph_exec_kind = {"graph exec", 0, destroy};
+const struct cuctx_child_kind cuctx__graph_exec_kind = {0, destroy};
 
 struct graph_args { CUgraph graph; unsigned long long flags; };
 

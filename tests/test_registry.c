@@ -8,7 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "cuctx.h"
+#include "registry.h"
 
 static uint64_t make(enum cuctx_kind kind, uint64_t payload)
 {
