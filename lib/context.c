@@ -13,12 +13,13 @@
  */
 #include "config.h"
 
-#include "cuctx.h"
 #include "ctxmap.h"
+#include "cuctx.h"
 #include "current.h"
 #include "driver.h"
 #include "entry.h"
 #include "error.h"
+#include "ids.h"
 #include "init.h"
 #include "registry.h"
 
@@ -288,8 +289,9 @@ CUCTX_API CUresult cuctx_ctx_destroy(cuctx_ctx *ctx)
     return rc;
 }
 
-/* A context handle's entry, held, for the functions below. */
-static CUresult hold_ctx(cuctx_ctx ctx, const char *fn, struct cuctx_held *o)
+/* A context handle's entry, held, for the functions below: unlike
+ * cuctx__ctx_hold, {0} is an error here, not the current context. */
+static CUresult hold_given(cuctx_ctx ctx, const char *fn, struct cuctx_held *o)
 {
     o->slot = NULL;
     CUCTX_INIT_OR_RETURN(fn);
@@ -302,7 +304,7 @@ CUCTX_API CUresult cuctx_ctx_set_current(cuctx_ctx ctx)
 {
     static const char fn[] = "cuctx_ctx_set_current";
     struct cuctx_held o = {0};
-    CUresult rc = hold_ctx(ctx, fn, &o);
+    CUresult rc = hold_given(ctx, fn, &o);
     if (rc != CUDA_SUCCESS)
         return rc;
     rc = DRV(cuCtxSetCurrent)(o.raw);
@@ -318,7 +320,7 @@ CUCTX_API CUresult cuctx_ctx_is_current(cuctx_ctx ctx, int *out)
     if (!out)
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: out is NULL", fn);
     *out = 0;
-    CUresult rc = hold_ctx(ctx, fn, &o);
+    CUresult rc = hold_given(ctx, fn, &o);
     if (rc != CUDA_SUCCESS)
         return rc;
     rc = DRV(cuCtxGetCurrent)(&cur);
@@ -333,7 +335,7 @@ CUCTX_API CUresult cuctx_ctx_synchronize(cuctx_ctx ctx)
     static const char fn[] = "cuctx_ctx_synchronize";
     struct cuctx_held o = {0};
     struct cuctx_switch sw;
-    CUresult rc = hold_ctx(ctx, fn, &o);
+    CUresult rc = hold_given(ctx, fn, &o);
     if (rc != CUDA_SUCCESS)
         return rc;
     if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
@@ -349,7 +351,7 @@ CUCTX_API CUresult cuctx_ctx_synchronize(cuctx_ctx ctx)
 CUCTX_API CUcontext cuctx_ctx_raw(cuctx_ctx ctx)
 {
     struct cuctx_held o = {0};
-    if (hold_ctx(ctx, "cuctx_ctx_raw", &o) != CUDA_SUCCESS)
+    if (hold_given(ctx, "cuctx_ctx_raw", &o) != CUDA_SUCCESS)
         return NULL;
     CUcontext raw = o.raw;
     cuctx__entry_release(&o);
@@ -359,7 +361,7 @@ CUCTX_API CUcontext cuctx_ctx_raw(cuctx_ctx ctx)
 CUCTX_API CUdevice cuctx_ctx_device(cuctx_ctx ctx)
 {
     struct cuctx_held o = {0};
-    if (hold_ctx(ctx, "cuctx_ctx_device", &o) != CUDA_SUCCESS)
+    if (hold_given(ctx, "cuctx_ctx_device", &o) != CUDA_SUCCESS)
         return -1;
     CUdevice dev = o.slot->u.entry.dev;
     cuctx__entry_release(&o);

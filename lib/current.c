@@ -5,7 +5,9 @@
 #include "config.h"
 
 #include "current.h"
+#include "driver.h"
 #include "error.h"
+#include "thread.h"
 
 /* cuCtxGetCurrent failed, or answered another context: push raw. */
 CUresult cuctx__switch_slow(CUcontext raw, CUresult rc, const char *fn, struct cuctx_switch *sw)

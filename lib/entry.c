@@ -16,7 +16,13 @@
 
 #include "entry.h"
 #include "ctxmap.h"
+#include "cuctx.h"
 #include "current.h"
+#include "driver.h"
+#include "error.h"
+#include "ids.h"
+#include "registry.h"
+#include "thread.h"
 
 #include <pthread.h>
 

@@ -2,6 +2,12 @@
 /* event.c - cuctx_event: what is particular to events. */
 #include "config.h"
 
+#include "cuctx.h"
+#include "current.h"
+#include "driver.h"
+#include "error.h"
+#include "ids.h"
+#include "registry.h"
 #include "tether.h"
 
 static CUresult destroy(uint64_t raw) { return DRV(cuEventDestroy)((CUevent)(uintptr_t)raw); }

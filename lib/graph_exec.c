@@ -2,6 +2,13 @@
 /* graph_exec.c - cuctx_graph_exec: what is particular to graph execs. */
 #include "config.h"
 
+#include "cuctx.h"
+#include "current.h"
+#include "driver.h"
+#include "error.h"
+#include "ids.h"
+#include "init.h"
+#include "registry.h"
 #include "tether.h"
 
 static CUresult destroy(uint64_t raw) { return DRV(cuGraphExecDestroy)((CUgraphExec)(uintptr_t)raw); }

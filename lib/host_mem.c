@@ -2,6 +2,11 @@
 /* host_mem.c - cuctx_host_mem (page-locked host memory): what is particular to it. */
 #include "config.h"
 
+#include "cuctx.h"
+#include "driver.h"
+#include "error.h"
+#include "ids.h"
+#include "registry.h"
 #include "tether.h"
 
 static CUresult destroy(uint64_t raw) { return DRV(cuMemFreeHost)((void *)(uintptr_t)raw); }

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "init.h"
+#include "cuctx.h"
 #include "driver.h"
 #include "error.h"
 #include "process.h"

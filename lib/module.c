@@ -2,6 +2,11 @@
 /* module.c - cuctx_module: what is particular to modules. */
 #include "config.h"
 
+#include "cuctx.h"
+#include "driver.h"
+#include "error.h"
+#include "ids.h"
+#include "registry.h"
 #include "tether.h"
 
 static CUresult destroy(uint64_t raw) { return DRV(cuModuleUnload)((CUmodule)(uintptr_t)raw); }

@@ -25,6 +25,8 @@
 #include "config.h"
 
 #include "registry.h"
+#include "ids.h"
+#include "thread.h"
 
 #include <pthread.h>
 #include <sched.h>

@@ -197,7 +197,9 @@ static inline void cuctx__count_live(unsigned kind, int64_t delta)
  * NULL when the table cannot grow. */
 static inline struct cuctx_slot *cuctx__slot_alloc(void)
 {
-    return __builtin_expect(cuctx__me.registry.ncache != 0, 1) ? cuctx__me.registry.cache[--cuctx__me.registry.ncache] : cuctx__slot_alloc_slow();
+    if (__builtin_expect(cuctx__me.registry.ncache != 0, 1))
+        return cuctx__me.registry.cache[--cuctx__me.registry.ncache];
+    return cuctx__slot_alloc_slow();
 }
 
 /* A free slot back: to the thread's cache, else to the shared list. */

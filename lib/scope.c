@@ -18,8 +18,10 @@
 #include "driver.h"
 #include "entry.h"
 #include "error.h"
+#include "ids.h"
 #include "init.h"
 #include "registry.h"
+#include "thread.h"
 
 #include <stdio.h>
 

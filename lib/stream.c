@@ -2,6 +2,11 @@
 /* stream.c - cuctx_stream: what is particular to streams. */
 #include "config.h"
 
+#include "cuctx.h"
+#include "driver.h"
+#include "error.h"
+#include "ids.h"
+#include "registry.h"
 #include "tether.h"
 
 static CUresult destroy(uint64_t raw) { return DRV(cuStreamDestroy)((CUstream)(uintptr_t)raw); }

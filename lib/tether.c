@@ -17,6 +17,13 @@
 #include "config.h"
 
 #include "tether.h"
+#include "cuctx.h"
+#include "driver.h"
+#include "entry.h"
+#include "error.h"
+#include "ids.h"
+#include "init.h"
+#include "registry.h"
 
 CUresult cuctx__child_null(const char *fn)
 {
