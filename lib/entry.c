@@ -263,7 +263,7 @@ static CUresult hold_waiting(uint64_t entry, const char *fn, int quiet, int chec
      * cuctx's last release): wait for the verdict - but not while this
      * thread holds any entry: the closer may be waiting, through the
      * context lock, for that one to drain. */
-    while (!(s = cuctx__hold(entry, KIND_ENTRY, &out->hazard))) {
+    while (!(s = cuctx__hold_own(entry, KIND_ENTRY, &out->hazard))) {
         if (!cuctx__closing(entry, KIND_ENTRY) || cuctx__thread_holds())
             return quiet ? CUDA_ERROR_CONTEXT_IS_DESTROYED
                          : cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: the context has been destroyed", fn);

@@ -44,7 +44,7 @@ CUresult cuctx__entry_hold_slow(uint64_t entry, const char *fn, int quiet, struc
 static inline __attribute__((always_inline)) CUresult cuctx__entry_hold_as(uint64_t entry, const char *fn, int quiet,
                                                                            struct cuctx_held *out)
 {
-    struct cuctx_slot *s = cuctx__hold(entry, KIND_ENTRY, &out->hazard);
+    struct cuctx_slot *s = cuctx__hold_own(entry, KIND_ENTRY, &out->hazard);
     if (__builtin_expect(s != NULL && !s->u.entry.by_id, 1)) {
         out->slot = s;
         out->id = entry;

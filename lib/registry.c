@@ -354,7 +354,7 @@ struct cuctx_slot *cuctx__hold_slow(uint64_t id, enum cuctx_kind kind, unsigned 
 {
     struct cuctx_slot *s;
     if (!cuctx__me.registry.rec && cuctx__hazard_rec_slow())
-        return cuctx__hold(id, kind, hazard);
+        return cuctx__hold_own(id, kind, hazard);
     if ((s = cuctx__pin(id, kind)))
         *hazard = CUCTX_NO_HAZARD;
     return s;

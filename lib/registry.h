@@ -15,8 +15,9 @@
  *   pin       a CAS on a live slot's word (pins+1): it is not destroyed
  *             while pinned. Children are pinned for use.
  *   hold      a context entry pinned through the thread's hazard slots,
- *             with plain stores (cuctx__hold). An entry held for one call,
- *             with its fields, is a struct cuctx_held (entry.h):
+ *             with plain stores (cuctx__hold_own, cuctx__hold_slot). An
+ *             entry held for one call, with its fields, is a struct
+ *             cuctx_held (entry.h):
  *             cuctx__entry_hold (by entry id), cuctx__ctx_hold (by handle),
  *             cuctx__entry_hold_raw (by driver address).
  *   close     claim the one destroy of an id: new pins and holds fail.
@@ -279,7 +280,7 @@ static inline struct cuctx_slot *cuctx__hold_slot(struct cuctx_slot *s, uint64_t
 
 /* The same by id alone. id comes from the library (a handle's field, a
  * child's owner, the context map): its segment exists, its kind is kind. */
-static inline struct cuctx_slot *cuctx__hold(uint64_t id, enum cuctx_kind kind, unsigned *hazard)
+static inline struct cuctx_slot *cuctx__hold_own(uint64_t id, enum cuctx_kind kind, unsigned *hazard)
 {
     return cuctx__hold_slot(cuctx__slot_own(cuctx__id_index(id)), id, kind, hazard);
 }
