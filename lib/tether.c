@@ -88,11 +88,11 @@ CUresult cuctx__child_refused(struct cuctx_slot *s, CUresult rc, const char *fn,
 CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u)
 {
     u->obj = NULL;
-    u->owner.slot = NULL;
+    u->entry.slot = NULL;
     CUCTX_INIT_OR_RETURN(fn);
     if (!(u->obj = cuctx__pin(id, kind)))
         return cuctx__child_bad_handle(id, kind, fn);
-    CUresult rc = cuctx__entry_hold(u->obj->u.child.entry, fn, &u->owner);
+    CUresult rc = cuctx__entry_hold(u->obj->u.child.entry, fn, &u->entry);
     if (rc != CUDA_SUCCESS) {
         cuctx__unpin(u->obj);
         u->obj = NULL;
@@ -105,7 +105,7 @@ CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, str
 
 void cuctx__child_done(struct cuctx_use *u)
 {
-    cuctx__entry_release(&u->owner);
+    cuctx__entry_release(&u->entry);
     if (u->obj)
         cuctx__unpin(u->obj);
     u->obj = NULL;

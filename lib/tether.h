@@ -116,10 +116,10 @@ cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const s
     return CUDA_SUCCESS;
 }
 
-/* A child pinned for use, with its owner pinned too. */
+/* A child pinned for use, with its context's entry held too. */
 struct cuctx_use {
     struct cuctx_slot *obj;
-    struct cuctx_held owner;
+    struct cuctx_held entry;
     uint64_t raw;
 };
 CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u);
