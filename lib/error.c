@@ -5,6 +5,7 @@
 
 #include "error.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -95,6 +96,31 @@ CUresult cuctx__fail(CUresult rc, const char *fmt, ...)
 static CUCTX_TLS CUresult pending_rc;
 static CUCTX_TLS char pending_msg[512];
 
+/* A thread that ends with a report pending (cancelled while it held a
+ * pin, say) gets it delivered at its exit, once the registry's own exit
+ * hook has released what the thread held: until then this hook asks to be
+ * run again, in the next round of key destructors. */
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+static int exit_key_ok;
+
+static void deliver_at_exit(void *arg)
+{
+    if (!cuctx__me.error.reports_pending)
+        return;
+    if (cuctx__thread_busy()) {
+        pthread_setspecific(exit_key, arg);
+        return;
+    }
+    cuctx__me.error.reports_pending = 0;
+    call_handler(pending_rc, pending_msg);
+}
+
+static void exit_key_make(void)
+{
+    exit_key_ok = pthread_key_create(&exit_key, deliver_at_exit) == 0;
+}
+
 static void deliver_or_defer(CUresult rc, const char *msg)
 {
     if (!cuctx__thread_busy()) {
@@ -103,6 +129,9 @@ static void deliver_or_defer(CUresult rc, const char *msg)
         pending_rc = rc;
         snprintf(pending_msg, sizeof pending_msg, "%s", msg);
         cuctx__me.error.reports_pending = 1;
+        pthread_once(&exit_key_once, exit_key_make);
+        if (exit_key_ok)
+            pthread_setspecific(exit_key, &pending_rc);
     }
 }
 
