@@ -9,7 +9,9 @@
  * (a handle names its entry directly, and the current context's entry is
  * remembered per thread, see entry.c).
  */
-#include "internal.h"
+#include "config.h"
+
+#include "ctxmap.h"
 
 #include <stdlib.h>
 

@@ -2,7 +2,12 @@
 /* current.c - the calling thread's current context: switching for one
  * driver call, and the count of stack levels cuctx left pushed, which
  * scopes use to take back exactly what was pushed inside them. */
-#include "internal.h"
+#include "config.h"
+
+#include "current.h"
+#include "driver.h"
+#include "error.h"
+#include "thread.h"
 
 /* cuCtxGetCurrent failed, or answered another context: push raw. */
 CUresult cuctx__switch_slow(CUcontext raw, CUresult rc, const char *fn, struct cuctx_switch *sw)
@@ -26,39 +31,29 @@ void cuctx__switch_back_slow(struct cuctx_switch *sw, const char *fn)
                       cuctx_result_name(rc));
 }
 
-CUCTX_API CUresult cuctx_current_raw(CUcontext *out)
+CUresult cuctx__create_pushed(CUcontext *raw, unsigned flags, CUdevice dev)
 {
-    static const char fn[] = "cuctx_current_raw";
-    if (!out)
-        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: out is NULL", fn);
-    *out = NULL;
-    CUCTX_INIT_OR_RETURN(fn);
-    CUresult rc = DRV(cuCtxGetCurrent)(out);
-    return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, cuctx_result_name(rc));
+    CUresult rc = DRV(cuCtxCreate)(raw, flags, dev);
+    if (rc == CUDA_SUCCESS)
+        cuctx__me.current.pushes++;
+    return rc;
 }
 
-CUCTX_API CUresult cuctx_pop_current(void)
+CUresult cuctx__destroy_pushed(CUcontext raw)
 {
-    static const char fn[] = "cuctx_pop_current";
-    CUcontext cur = NULL, popped = NULL;
-    unsigned version;
-    unsigned long long id;
-    CUCTX_INIT_OR_RETURN(fn);
-    CUresult rc = DRV(cuCtxGetCurrent)(&cur);
-    if (rc != CUDA_SUCCESS)
-        return cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, cuctx_result_name(rc));
-    if (!cur)
-        return cuctx__fail(CUDA_ERROR_INVALID_CONTEXT, "%s: no context is current", fn);
-    /* The driver aborts on popping a destroyed context that was handed to
-     * it: cuctx never does that, but other code may have. */
-    rc = DRV(cuCtxGetId) ? cuctx__ctx_id(cur, &id) : DRV(cuCtxGetApiVersion)(cur, &version);
-    if (cuctx__gone(rc))
-        return cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED,
-                           "%s: the current context %p has been destroyed; not popping it (the driver may abort)",
-                           fn, (void *)cur);
-    rc = DRV(cuCtxPopCurrent)(&popped);
-    if (rc != CUDA_SUCCESS)
-        return cuctx__fail(rc, "%s: cuCtxPopCurrent failed: %s", fn, cuctx_result_name(rc));
-    cuctx__popped();
-    return CUDA_SUCCESS;
+    CUresult rc = DRV(cuCtxDestroy)(raw);
+    if (rc == CUDA_SUCCESS && cuctx__me.current.pushes)
+        cuctx__me.current.pushes--;
+    return rc;
+}
+
+CUresult cuctx__destroy_popping(CUcontext raw, CUresult *cur_rc)
+{
+    CUcontext cur = NULL;
+    if ((*cur_rc = DRV(cuCtxGetCurrent)(&cur)) != CUDA_SUCCESS)
+        *cur_rc = DRV(cuCtxGetCurrent)(&cur);
+    CUresult rc = DRV(cuCtxDestroy)(raw);
+    if (rc == CUDA_SUCCESS && *cur_rc == CUDA_SUCCESS && cur == raw && cuctx__me.current.pushes)
+        cuctx__me.current.pushes--;
+    return rc;
 }

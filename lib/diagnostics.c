@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* diagnostics.c - cuctx_stats_get_sized, from the threads' own live counters
  * (registry.c), and the leak report, which scans the table. */
-#include "internal.h"
+#include "config.h"
+
+#include "cuctx.h"
+#include "ids.h"
+#include "registry.h"
 
 #include <string.h>
 
@@ -17,8 +21,8 @@ CUCTX_API size_t cuctx_stats_get_sized(struct cuctx_stats *out, size_t size)
     memset(&st, 0, sizeof st);
     cuctx__live_counts(n);
     st.contexts = (size_t)n[KIND_ENTRY];
-    st.ctx_handles = (size_t)n[KIND_CTX];
-#define CUCTX__KIND_COUNT(K, name, field) st.field = (size_t)n[KIND_##K];
+    st.ctx_handles = (size_t)n[KIND_CTX_HANDLE];
+#define CUCTX__KIND_COUNT(K, name, field, display) st.field = (size_t)n[KIND_##K];
     CUCTX_CHILD_KINDS(CUCTX__KIND_COUNT)
 #undef CUCTX__KIND_COUNT
     st.stale_skips = atomic_load(&cuctx__stale_skips);
@@ -35,7 +39,7 @@ CUCTX_API size_t cuctx_stats_get_sized(struct cuctx_stats *out, size_t size)
 
 struct report { FILE *out; size_t n; };
 
-static const char *const roles[] = {[OWNER_OWNED] = "owned", [OWNER_PRIMARY] = "primary", [OWNER_BORROWED] = "borrowed"};
+static const char *const lives[] = {[LIFE_OWNED] = "owned", [LIFE_PRIMARY] = "primary", [LIFE_BORROWED] = "borrowed"};
 
 /* The driver's address of a context entry, NULL once it has ended. */
 static CUcontext entry_raw(uint64_t entry)
@@ -63,15 +67,15 @@ static void report_one(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
     uint64_t id = cuctx__slot_id(s);
     if (!cuctx__pin(id, kind))
         return;     /* destroyed meanwhile */
-    if (kind == KIND_CTX) {
+    if (kind == KIND_CTX_HANDLE) {
         CUcontext raw = entry_raw(s->u.ctx.entry);
-        int role = s->u.ctx.role;
+        int life = s->u.ctx.life;
         fprintf(r->out, "cuctx: leak: context %p (%s, handle %#llx)", (void *)raw,
-                role >= OWNER_OWNED && role <= OWNER_BORROWED ? roles[role] : "?", (unsigned long long)id);
+                life >= LIFE_OWNED && life <= LIFE_BORROWED ? lives[life] : "?", (unsigned long long)id);
         site_line(r->out, &s->u.ctx.site);
     } else {
-        CUcontext owner = entry_raw(s->u.child.owner);
-        fprintf(r->out, "cuctx: leak: %s %#llx (handle %#llx) in ", cuctx__child_kinds[kind]->name,
+        CUcontext owner = entry_raw(s->u.child.entry);
+        fprintf(r->out, "cuctx: leak: %s %#llx (handle %#llx) in ", cuctx__kind_name(kind),
                 (unsigned long long)s->u.child.raw, (unsigned long long)id);
         if (owner)
             fprintf(r->out, "context %p", (void *)owner);

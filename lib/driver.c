@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /* driver.c - loads the CUDA driver at run time and resolves every entry
- * point through cuGetProcAddress at a pinned ABI version, once per process. */
-#include "internal.h"
+ * point through cuGetProcAddress at a pinned ABI version, once per process
+ * (init.c calls it). Also the driver's shutdown, once it is seen. */
+#include "config.h"
+
+#include "driver.h"
+#include "error.h"
 
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct cuctx_driver cuctx__drv;
+_Atomic int cuctx__shutdown;
 
 #define CUCTX__DRV_ENTRY(name, version, required) \
     {#name, version, required, offsetof(struct cuctx_driver, f_##name)},
@@ -20,7 +24,6 @@ const struct cuctx_driver_entry cuctx__drv_entries[] = {
 #undef CUCTX__DRV_ENTRY
 const size_t cuctx__drv_entry_count = sizeof cuctx__drv_entries / sizeof cuctx__drv_entries[0];
 
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static CUresult init_rc = CUDA_ERROR_NOT_INITIALIZED;
 static char init_msg[768];
 static void *lib;
@@ -78,7 +81,6 @@ static void load(void)
     char code[160];
     CUresult rc;
 
-    cuctx__log_init();
     lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);   /* never closed: handles outlive any caller */
     if (!lib) {
         const char *why = dlerror();
@@ -131,51 +133,14 @@ static void load(void)
     init_rc = CUDA_SUCCESS;
 }
 
-static void load_once(void)
+CUresult cuctx__driver_load(const char **msg)
 {
     load();
-    if (init_rc == CUDA_SUCCESS) {
-        cuctx__process_init();  /* after cuInit: cuctx's exit hook runs before the driver's teardown */
-        atomic_store_explicit(&cuctx__init_ok, 1, memory_order_release);
-    }
+    *msg = init_msg;
+    return init_rc;
 }
 
-_Atomic int cuctx__init_ok;
-
-CUresult cuctx__init_slow(const char *fn)
+CUresult cuctx__driver_lookup(const char *name, int version, void **out)
 {
-    pthread_once(&init_once, load_once);   /* after a success, ensure_init never gets here */
-    if (init_rc == CUDA_SUCCESS)
-        return CUDA_SUCCESS;
-    if (fn && strcmp(fn, "cuctx_init") != 0)
-        return cuctx__fail(init_rc, "%s: %s", fn, init_msg);
-    return cuctx__fail(init_rc, "%s", init_msg);
-}
-
-CUCTX_API CUresult cuctx_init(void)
-{
-    return cuctx__init_slow("cuctx_init");
-}
-
-CUCTX_API CUresult cuctx_driver_version(int *out)
-{
-    if (!out)
-        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "cuctx_driver_version: out is NULL");
-    CUCTX_INIT_OR_RETURN("cuctx_driver_version");
-    CUresult rc = DRV(cuDriverGetVersion)(out);
-    if (rc != CUDA_SUCCESS)
-        return cuctx__fail(rc, "cuctx_driver_version: cuDriverGetVersion failed: %s", cuctx_result_name(rc));
-    return rc;
-}
-
-CUCTX_API CUresult cuctx_driver_symbol(const char *name, int version, void **out)
-{
-    if (!name || !out)
-        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "cuctx_driver_symbol: name or out is NULL");
-    *out = NULL;
-    CUCTX_INIT_OR_RETURN("cuctx_driver_symbol");
-    CUresult rc = lookup(name, version, out);
-    if (rc != CUDA_SUCCESS)
-        return cuctx__fail(rc, "cuctx_driver_symbol: the driver has no %s at ABI version %d: %s", name, version, cuctx_result_name(rc));
-    return rc;
+    return lookup(name, version, out);
 }

@@ -72,15 +72,36 @@ extern const size_t cuctx__drv_entry_count;
 /* The call: DRV(cuEventCreate)(&ev, flags). */
 #define DRV(name) (cuctx__drv.f_##name)
 
-/* Loads and initialises the driver once; the result on every call. The
- * check after the first success is one load, inlined into every entry point. */
-CUresult cuctx__init_slow(const char *fn);
-extern _Atomic int cuctx__init_ok;
-static inline CUresult cuctx__ensure_init(const char *fn)
+/* Opens the driver (CUCTX_DRIVER, else libcuda.so.1), runs cuInit and
+ * resolves the table; once, by init (init.c). On failure the return is
+ * the error and *msg says why, a sentence starting "cuctx_init: ". */
+CUresult cuctx__driver_load(const char **msg);
+/* A driver entry point by name and ABI version (cuGetProcAddress). */
+CUresult cuctx__driver_lookup(const char *name, int version, void **out);
+
+/* The driver's id of a context; *id 0 and CUDA_SUCCESS without cuCtxGetId. */
+static inline CUresult cuctx__ctx_id(CUcontext raw, unsigned long long *id)
 {
-    if (__builtin_expect(atomic_load_explicit(&cuctx__init_ok, memory_order_acquire), 1))
-        return CUDA_SUCCESS;
-    return cuctx__init_slow(fn);
+    *id = 0;
+    return DRV(cuCtxGetId) ? DRV(cuCtxGetId)(raw, id) : CUDA_SUCCESS;
+}
+
+/* Whether a driver answer means the context is gone. */
+static inline int cuctx__gone(CUresult rc)
+{
+    return rc == CUDA_ERROR_CONTEXT_IS_DESTROYED || rc == CUDA_ERROR_INVALID_CONTEXT;
+}
+
+/* Set once the driver has shut down (it answered CUDA_ERROR_DEINITIALIZED,
+ * or cuctx's exit hook ran): destroys no longer call it. */
+extern _Atomic int cuctx__shutdown;
+/* Whether a driver answer says it has shut down; remembers it if so. */
+static inline int cuctx__driver_gone(CUresult rc)
+{
+    if (rc != CUDA_ERROR_DEINITIALIZED)
+        return 0;
+    atomic_store_explicit(&cuctx__shutdown, 1, memory_order_relaxed);
+    return 1;
 }
 
 #endif

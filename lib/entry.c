@@ -12,34 +12,37 @@
  * call it was for never reaches the driver. What no check can exclude is an
  * owner ending the context between the check and the call itself.
  */
-#include "internal.h"
+#include "config.h"
+
+#include "entry.h"
+#include "ctxmap.h"
+#include "cuctx.h"
+#include "current.h"
+#include "driver.h"
+#include "error.h"
+#include "ids.h"
+#include "registry.h"
+#include "thread.h"
 
 #include <pthread.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static CUCTX_TLS int lock_cancel_state;
-static CUCTX_TLS int lock_held;
 
 /* Driver calls under the lock may be cancellation points: a thread is not
  * cancelled while it holds the lock, so it never leaves it held. */
 void cuctx__ctx_lock(void)
 {
-    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &lock_cancel_state);
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cuctx__me.lock.cancel_state);
     pthread_mutex_lock(&lock);
-    lock_held = 1;
+    cuctx__me.lock.held = 1;
 }
 
 void cuctx__ctx_unlock(void)
 {
-    lock_held = 0;
+    cuctx__me.lock.held = 0;
     pthread_mutex_unlock(&lock);
-    pthread_setcancelstate(lock_cancel_state, NULL);
+    pthread_setcancelstate(cuctx__me.lock.cancel_state, NULL);
     cuctx__deliver_reports();
-}
-
-int cuctx__ctx_lock_held(void)
-{
-    return lock_held;
 }
 
 /* fork waits for the lock, so that the child never inherits it taken by a
@@ -63,20 +66,14 @@ static void after_fork_one(enum cuctx_kind kind, struct cuctx_slot *s, void *arg
         cuctx__map_remove(s->u.entry.raw, cuctx__id_make(KIND_ENTRY, s->index,
                                                          (uint32_t)(atomic_load(&s->word) >> 32)));
         cuctx__slot_free(s);
-    } else if (kind == KIND_CTX) {
-        s->u.ctx.role = OWNER_BORROWED;
+    } else if (kind == KIND_CTX_HANDLE) {
+        s->u.ctx.life = LIFE_BORROWED;
     }
 }
 
 void cuctx__contexts_after_fork(void)
 {
     cuctx__slot_foreach(after_fork_one, NULL);
-}
-
-CUresult cuctx__ctx_id(CUcontext raw, unsigned long long *id)
-{
-    *id = 0;
-    return DRV(cuCtxGetId) ? DRV(cuCtxGetId)(raw, id) : CUDA_SUCCESS;
 }
 
 /* ---- ending ----------------------------------------------------------------- */
@@ -125,13 +122,13 @@ static void sweep_one(CUcontext raw, uint64_t entry, void *arg)
     struct cuctx_slot *s = cuctx__peek(entry, KIND_ENTRY);
     unsigned long long id;
     (void)arg;
-    if (s && s->u.entry.checked && cuctx__gone(cuctx__ctx_id(raw, &id)))
+    if (s && s->u.entry.by_id && cuctx__gone(cuctx__ctx_id(raw, &id)))
         cuctx__entry_end_locked(entry);
 }
 
 static size_t sweep_at = 64;
 
-CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev, enum cuctx_owner_kind owner,
+CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev, enum cuctx_life life,
                           const char *fn, uint64_t *out)
 {
     uint64_t old = cuctx__map_find(raw);
@@ -147,8 +144,8 @@ CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev
     __atomic_store_n(&s->u.entry.raw, raw, __ATOMIC_RELAXED);  /* peeked at through a reused slot */
     s->u.entry.ctx_id = ctx_id;
     s->u.entry.dev = dev;
-    s->u.entry.owner = (unsigned char)owner;
-    s->u.entry.checked = owner != OWNER_OWNED && ctx_id != 0;
+    s->u.entry.life = (unsigned char)life;
+    s->u.entry.by_id = life != LIFE_OWNED && ctx_id != 0;
     s->u.entry.retains = 0;
     s->u.entry.owner_handle = 0;
     uint64_t id = cuctx__slot_publish(s, KIND_ENTRY);
@@ -181,12 +178,12 @@ static CUresult entry_register(CUcontext raw, const char *fn, uint64_t *out)
     cuctx__switch_back(&sw, fn);
     if (rc != CUDA_SUCCESS)
         return cuctx__fail(rc, "%s: cuCtxGetDevice for context %p failed: %s", fn, (void *)raw, cuctx_result_name(rc));
-    return cuctx__entry_new(raw, ctx_id, dev, OWNER_BORROWED, fn, out);
+    return cuctx__entry_new(raw, ctx_id, dev, LIFE_BORROWED, fn, out);
 }
 
 /* ---- finding and holding ---------------------------------------------------- */
 
-/* cuctx__me.seen: the last two entries this thread looked up by address:
+/* cuctx__me.entry.seen: the last two entries this thread looked up by address:
  * a thread's current context rarely changes between the creates made in
  * it, and a scope looks up the context it leaves. */
 
@@ -206,8 +203,8 @@ static CUresult entry_lookup(CUcontext raw, const char *fn, uint64_t *out, int *
 {
     *fresh = 0;
     for (int i = 0; i < 2; i++) {
-        if (cuctx__me.seen[i].raw == raw && cuctx__alive(cuctx__me.seen[i].entry, KIND_ENTRY)) {
-            *out = cuctx__me.seen[i].entry;
+        if (cuctx__me.entry.seen[i].raw == raw && cuctx__alive(cuctx__me.entry.seen[i].entry, KIND_ENTRY)) {
+            *out = cuctx__me.entry.seen[i].entry;
             return CUDA_SUCCESS;
         }
     }
@@ -223,40 +220,42 @@ static CUresult entry_lookup(CUcontext raw, const char *fn, uint64_t *out, int *
     cuctx__ctx_unlock();
     if (rc != CUDA_SUCCESS)
         return rc;
-    cuctx__me.seen[1] = cuctx__me.seen[0];
-    cuctx__me.seen[0].raw = raw;
-    cuctx__me.seen[0].entry = id;
+    cuctx__me.entry.seen[1] = cuctx__me.entry.seen[0];
+    cuctx__me.entry.seen[0].raw = raw;
+    cuctx__me.entry.seen[0].entry = id;
     *out = id;
     return CUDA_SUCCESS;
 }
 
 /* An entry held (s): its fields, and the id check where the driver
- * decides its life (check: the caller did not just read that id). */
-static CUresult held(struct cuctx_slot *s, uint64_t entry, const char *fn, int check, struct cuctx_owner *out)
+ * decides its life (check: the caller did not just read that id). quiet:
+ * an ended context is not recorded as an error. */
+static CUresult check_held(struct cuctx_slot *s, uint64_t entry, const char *fn, int quiet, int check,
+                           struct cuctx_held *out)
 {
     out->slot = NULL;
     out->id = entry;
     out->raw = s->u.entry.raw;
-    if (check && s->u.entry.checked) {
+    if (check && s->u.entry.by_id) {
         unsigned long long now = 0;
         CUresult rc = DRV(cuCtxGetId)(out->raw, &now);
         if (rc != CUDA_SUCCESS || now != s->u.entry.ctx_id) {
             cuctx__unhold(s, out->hazard);
             if (rc != CUDA_SUCCESS && !cuctx__gone(rc))
-                return cuctx__fail(rc, "%s: cannot check context %p: cuCtxGetId failed: %s", fn ? fn : "cuctx",
+                return cuctx__fail(rc, "%s: cannot check context %p: cuCtxGetId failed: %s", fn,
                                    (void *)out->raw, cuctx_result_name(rc));
             entry_retire(entry);
-            return fn ? cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED,
-                                    "%s: context %p has been destroyed by its owner", fn, (void *)out->raw)
-                      : CUDA_ERROR_CONTEXT_IS_DESTROYED;
+            return quiet ? CUDA_ERROR_CONTEXT_IS_DESTROYED
+                         : cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED,
+                                       "%s: context %p has been destroyed by its owner", fn, (void *)out->raw);
         }
     }
     out->slot = s;
     return CUDA_SUCCESS;
 }
 
-/* fn NULL: an ended context is not recorded as an error (other failures are). */
-static CUresult hold(uint64_t entry, const char *fn, int check, struct cuctx_owner *out)
+/* Holds an entry, waiting out a close that may yet be abandoned, then checks it. */
+static CUresult hold_waiting(uint64_t entry, const char *fn, int quiet, int check, struct cuctx_held *out)
 {
     struct cuctx_slot *s;
     out->slot = NULL;
@@ -264,21 +263,22 @@ static CUresult hold(uint64_t entry, const char *fn, int check, struct cuctx_own
      * cuctx's last release): wait for the verdict - but not while this
      * thread holds any entry: the closer may be waiting, through the
      * context lock, for that one to drain. */
-    while (!(s = cuctx__hold(entry, KIND_ENTRY, &out->hazard))) {
+    while (!(s = cuctx__hold_own(entry, KIND_ENTRY, &out->hazard))) {
         if (!cuctx__closing(entry, KIND_ENTRY) || cuctx__thread_holds())
-            return fn ? cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: the context has been destroyed", fn)
-                      : CUDA_ERROR_CONTEXT_IS_DESTROYED;
+            return quiet ? CUDA_ERROR_CONTEXT_IS_DESTROYED
+                         : cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: the context has been destroyed", fn);
         cuctx__wait_closed(entry, KIND_ENTRY);
     }
-    return held(s, entry, fn, check, out);
+    return check_held(s, entry, fn, quiet, check, out);
 }
 
-CUresult cuctx__owner_hold_slow(uint64_t entry, const char *fn, struct cuctx_owner *out, struct cuctx_slot *s)
+CUresult cuctx__entry_hold_slow(uint64_t entry, const char *fn, int quiet, struct cuctx_held *out,
+                                struct cuctx_slot *s)
 {
-    return s ? held(s, entry, fn, 1, out) : hold(entry, fn, 1, out);
+    return s ? check_held(s, entry, fn, quiet, 1, out) : hold_waiting(entry, fn, quiet, 1, out);
 }
 
-CUresult cuctx__owner_of_raw(CUcontext raw, const char *fn, struct cuctx_owner *out)
+CUresult cuctx__entry_hold_raw(CUcontext raw, const char *fn, struct cuctx_held *out)
 {
     uint64_t id = 0;
     int fresh = 0;
@@ -288,13 +288,13 @@ CUresult cuctx__owner_of_raw(CUcontext raw, const char *fn, struct cuctx_owner *
     for (int round = 0;; round++) {
         CUresult rc = entry_lookup(raw, fn, &id, &fresh);
         if (rc == CUDA_SUCCESS)
-            rc = hold(id, round ? fn : NULL, !fresh, out);
+            rc = hold_waiting(id, round ? fn : "cuctx", !round, !fresh, out);
         if (rc != CUDA_ERROR_CONTEXT_IS_DESTROYED || round)
             return rc;
     }
 }
 
-CUresult cuctx__owner_acquire_slow(cuctx_ctx ctx, const char *fn, struct cuctx_owner *out)
+CUresult cuctx__ctx_hold_slow(cuctx_ctx ctx, const char *fn, struct cuctx_held *out)
 {
     out->slot = NULL;
     if (ctx.id == 0) {
@@ -304,11 +304,11 @@ CUresult cuctx__owner_acquire_slow(cuctx_ctx ctx, const char *fn, struct cuctx_o
             return cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, cuctx_result_name(rc));
         if (!cur)
             return cuctx__fail(CUDA_ERROR_INVALID_CONTEXT, "%s: no context given and none is current", fn);
-        return cuctx__owner_of_raw(cur, fn, out);
+        return cuctx__entry_hold_raw(cur, fn, out);
     }
     /* The fast path found the handle not live (stale, being destroyed, of
      * another kind, or never valid). */
-    if (cuctx__id_kind(ctx.id) != KIND_CTX)
+    if (cuctx__id_kind(ctx.id) != KIND_CTX_HANDLE)
         return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: handle %#llx is not a context handle", fn,
                            (unsigned long long)ctx.id);
     return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: context handle %#llx is stale or invalid", fn,

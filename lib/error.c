@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* error.c - the calling thread's last error, the error handler, CUCTX_LOG,
  * and CUresult names that work without a driver. */
-#include "internal.h"
+#include "config.h"
 
+#include "error.h"
+
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,27 +96,50 @@ CUresult cuctx__fail(CUresult rc, const char *fmt, ...)
 static CUCTX_TLS CUresult pending_rc;
 static CUCTX_TLS char pending_msg[512];
 
-static int busy(void)
+/* A thread that ends with a report pending (cancelled while it held a
+ * pin, say) gets it delivered at its exit, once the registry's own exit
+ * hook has released what the thread held: until then this hook asks to be
+ * run again, in the next round of key destructors. */
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+static int exit_key_ok;
+
+static void deliver_at_exit(void *arg)
 {
-    return cuctx__thread_holds() || cuctx__ctx_lock_held();
+    if (!cuctx__me.error.reports_pending)
+        return;
+    if (cuctx__thread_busy()) {
+        pthread_setspecific(exit_key, arg);
+        return;
+    }
+    cuctx__me.error.reports_pending = 0;
+    call_handler(pending_rc, pending_msg);
+}
+
+static void exit_key_make(void)
+{
+    exit_key_ok = pthread_key_create(&exit_key, deliver_at_exit) == 0;
 }
 
 static void deliver_or_defer(CUresult rc, const char *msg)
 {
-    if (!busy()) {
+    if (!cuctx__thread_busy()) {
         call_handler(rc, msg);
-    } else if (!cuctx__me.reports_pending) {
+    } else if (!cuctx__me.error.reports_pending) {
         pending_rc = rc;
         snprintf(pending_msg, sizeof pending_msg, "%s", msg);
-        cuctx__me.reports_pending = 1;
+        cuctx__me.error.reports_pending = 1;
+        pthread_once(&exit_key_once, exit_key_make);
+        if (exit_key_ok)
+            pthread_setspecific(exit_key, &pending_rc);
     }
 }
 
 void cuctx__deliver_reports_slow(void)
 {
-    if (busy())
+    if (cuctx__thread_busy())
         return;
-    cuctx__me.reports_pending = 0;
+    cuctx__me.error.reports_pending = 0;
     call_handler(pending_rc, pending_msg);
 }
 

@@ -1,9 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* graph_exec.c - cuctx_graph_exec: what is particular to graph execs. */
-#include "internal.h"
+#include "config.h"
+
+#include "cuctx.h"
+#include "current.h"
+#include "driver.h"
+#include "error.h"
+#include "ids.h"
+#include "init.h"
+#include "registry.h"
+#include "tether.h"
 
 static CUresult destroy(uint64_t raw) { return DRV(cuGraphExecDestroy)((CUgraphExec)(uintptr_t)raw); }
-const struct cuctx_child_kind cuctx__graph_exec_kind = {"graph exec", 0, destroy};
+const struct cuctx_child_kind cuctx__graph_exec_kind = {0, destroy};
 
 struct graph_args { CUgraph graph; unsigned long long flags; };
 
@@ -63,13 +72,13 @@ CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s)
     if (s.id) {
         if ((rc = cuctx__child_use(s.id, KIND_STREAM, fn, &st)) != CUDA_SUCCESS)
             goto out;
-        if (st.owner.id != g.owner.id) {
+        if (st.entry.id != g.entry.id) {
             rc = cuctx__fail(CUDA_ERROR_INVALID_CONTEXT,
                              "%s: the graph exec and the stream belong to different contexts", fn);
             goto out;
         }
         rc = DRV(cuGraphLaunch)((CUgraphExec)(uintptr_t)g.raw, (CUstream)(uintptr_t)st.raw);
-    } else if ((rc = cuctx__switch_to(g.owner.raw, fn, &sw)) == CUDA_SUCCESS) {
+    } else if ((rc = cuctx__switch_to(g.entry.raw, fn, &sw)) == CUDA_SUCCESS) {
         rc = DRV(cuGraphLaunch)((CUgraphExec)(uintptr_t)g.raw, NULL);
         cuctx__switch_back(&sw, fn);
     } else {

@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* host_mem.c - cuctx_host_mem (page-locked host memory): what is particular to it. */
-#include "internal.h"
+#include "config.h"
+
+#include "cuctx.h"
+#include "driver.h"
+#include "error.h"
+#include "ids.h"
+#include "registry.h"
+#include "tether.h"
 
 static CUresult destroy(uint64_t raw) { return DRV(cuMemFreeHost)((void *)(uintptr_t)raw); }
-const struct cuctx_child_kind cuctx__host_mem_kind = {"page-locked host memory", 1, destroy};
+const struct cuctx_child_kind cuctx__host_mem_kind = {1, destroy};
 
 struct host_args { size_t bytes; unsigned flags; };
 

@@ -2,10 +2,17 @@
 /* mem.c - cuctx_mem (device memory): what is particular to it. A stale
  * cuMemFree is the worst hazard the tether stops: after the address is
  * reused it frees another context's allocation and reports success. */
-#include "internal.h"
+#include "config.h"
+
+#include "cuctx.h"
+#include "driver.h"
+#include "error.h"
+#include "ids.h"
+#include "registry.h"
+#include "tether.h"
 
 static CUresult destroy(uint64_t raw) { return DRV(cuMemFree)((CUdeviceptr)raw); }
-const struct cuctx_child_kind cuctx__mem_kind = {"device memory", 1, destroy};
+const struct cuctx_child_kind cuctx__mem_kind = {1, destroy};
 
 static CUresult make(void *arg, uint64_t *raw, size_t *size)
 {

@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* module.c - cuctx_module: what is particular to modules. */
-#include "internal.h"
+#include "config.h"
+
+#include "cuctx.h"
+#include "driver.h"
+#include "error.h"
+#include "ids.h"
+#include "registry.h"
+#include "tether.h"
 
 static CUresult destroy(uint64_t raw) { return DRV(cuModuleUnload)((CUmodule)(uintptr_t)raw); }
-const struct cuctx_child_kind cuctx__module_kind = {"module", 0, destroy};
+const struct cuctx_child_kind cuctx__module_kind = {0, destroy};
 
 struct module_args { const char *path; const void *image; };
 

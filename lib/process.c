@@ -14,14 +14,17 @@
  * which runs before the driver's teardown - destroys do not call it: they
  * succeed quietly, reset their handles, and are counted.
  */
-#include "internal.h"
+#include "config.h"
+
+#include "process.h"
+#include "cuctx.h"
+#include "driver.h"
+#include "entry.h"
+#include "registry.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-_Atomic int cuctx__shutdown;
-_Atomic uint64_t cuctx__shutdown_skips;
 
 static void fork_prepare(void) { cuctx__ctx_lock_fork(-1); }
 static void fork_parent(void) { cuctx__ctx_lock_fork(1); }

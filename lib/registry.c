@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* registry.c - the table of slots behind every handle.
  *
- * A handle id is kind | slot index | generation (internal.h). Each slot has
+ * A handle id is kind | slot index | generation (ids.h). Each slot has
  * one atomic word holding its generation, its kind while live, a closing
  * flag and a count of pins. Everything that checks a handle does it with one
  * atomic operation on that word:
@@ -22,7 +22,11 @@
  * a tag against ABA: threads creating and destroying in their own contexts
  * share no hot cache line.
  */
-#include "internal.h"
+#include "config.h"
+
+#include "registry.h"
+#include "ids.h"
+#include "thread.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -37,13 +41,13 @@
 #include <sys/mman.h>
 
 _Atomic(struct cuctx_slot *) cuctx__segments[CUCTX_SEG_COUNT];
-CUCTX_TLS struct cuctx_thread cuctx__me;
 int cuctx__asymmetric;
 static _Atomic uint32_t next_index;     /* slots below this were handed out once */
 static _Atomic uint64_t free_head;      /* tag (high 32) | index + 1 (low 32) */
 
 _Atomic uint64_t cuctx__stale_skips;
 _Atomic uint64_t cuctx__failed_destroys;
+_Atomic uint64_t cuctx__shutdown_skips;
 
 /* One round of waiting for another thread: a few yields, then sleeps that
  * double up to a millisecond, so a wait that lasts (a hold across a whole
@@ -78,7 +82,7 @@ static struct cuctx_slot *fresh_slot(void)
         struct cuctx_slot *mine = m == MAP_FAILED ? NULL : m;
         struct cuctx_slot *expected = NULL;
         if (!mine)
-            return NULL;    /* the index is lost; cuctx__slot_at() sees no segment for it */
+            return NULL;    /* the index is lost; cuctx__slot_find() sees no segment for it */
         if (atomic_compare_exchange_strong(seg, &expected, mine))
             base = mine;
         else {
@@ -99,7 +103,7 @@ static struct cuctx_slot *pop_global(void)
         uint32_t top = (uint32_t)head;
         if (top == 0)
             return fresh_slot();
-        struct cuctx_slot *s = cuctx__slot_at(top - 1);
+        struct cuctx_slot *s = cuctx__slot_find(top - 1);
         uint32_t next = atomic_load_explicit(&s->next_free, memory_order_relaxed);
         uint64_t want = ((head >> 32) + 1) << 32 | next;
         if (atomic_compare_exchange_weak_explicit(&free_head, &head, want,
@@ -120,7 +124,7 @@ static void push_global(struct cuctx_slot *s)
     }
 }
 
-/* The per-thread cache of free slots (cuctx__me.cache) goes back to the
+/* The per-thread cache of free slots (cuctx__me.registry.cache) goes back to the
  * shared list when the thread ends. */
 static pthread_key_t cache_key;
 static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
@@ -131,9 +135,9 @@ static pthread_once_t cache_key_once = PTHREAD_ONCE_INIT;
 static void cache_flush(void *arg)
 {
     (void)arg;      /* the exiting thread's own cuctx__me */
-    while (cuctx__me.ncache)
-        push_global(cuctx__me.cache[--cuctx__me.ncache]);
-    cuctx__me.cache_registered = -1;
+    while (cuctx__me.registry.ncache)
+        push_global(cuctx__me.registry.cache[--cuctx__me.registry.ncache]);
+    cuctx__me.registry.cache_registered = -1;
 }
 
 static void cache_key_make(void)
@@ -150,54 +154,45 @@ struct cuctx_slot *cuctx__slot_alloc_slow(void)
  * registration failed, or that is exiting, frees to the shared list. */
 void cuctx__slot_push_slow(struct cuctx_slot *s)
 {
-    if (!cuctx__me.cache_registered) {
+    if (!cuctx__me.registry.cache_registered) {
         pthread_once(&cache_key_once, cache_key_make);
-        cuctx__me.cache_registered = pthread_setspecific(cache_key, &cuctx__me) == 0 ? 1 : -1;
+        cuctx__me.registry.cache_registered = pthread_setspecific(cache_key, &cuctx__me) == 0 ? 1 : -1;
     }
-    if (cuctx__me.cache_registered > 0 && cuctx__me.ncache < CUCTX_SLOT_CACHE)
-        cuctx__me.cache[cuctx__me.ncache++] = s;
+    if (cuctx__me.registry.cache_registered > 0 && cuctx__me.registry.ncache < CUCTX_SLOT_CACHE)
+        cuctx__me.registry.cache[cuctx__me.registry.ncache++] = s;
     else
         push_global(s);
 }
 
 /* The pins this thread holds, so that a thread cancelled inside a driver
  * call leaves none behind: its exit releases them (thread_exit below). */
-#define MY_PINS 8
-static CUCTX_TLS struct cuctx_slot *my_pins[MY_PINS];
-static CUCTX_TLS unsigned my_npins;
 
 struct cuctx_slot *cuctx__pin(uint64_t id, enum cuctx_kind kind)
 {
-    struct cuctx_slot *s = cuctx__slot_at(cuctx__id_index(id));
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
     if (!s)
         return NULL;
     cuctx__hazard_rec();     /* its key runs thread_exit */
     uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
     do {
-        if (!cuctx__matches(w, id, kind) || (w & CUCTX_W_PINS) == CUCTX_W_PINS)
+        if (!cuctx__word_matches(w, id, kind) || (w & CUCTX_W_PINS) == CUCTX_W_PINS)
             return NULL;
     } while (!atomic_compare_exchange_weak_explicit(&s->word, &w, w + 1,
                                                     memory_order_acquire, memory_order_acquire));
-    if (my_npins < MY_PINS)     /* a thread never holds that many; beyond, untracked */
-        my_pins[my_npins++] = s;
+    if (cuctx__me.registry.npins < CUCTX_MY_PINS)     /* a thread never holds that many; beyond, untracked */
+        cuctx__me.registry.pins[cuctx__me.registry.npins++] = s;
     return s;
 }
 
 void cuctx__unpin(struct cuctx_slot *s)
 {
-    for (unsigned i = my_npins; i-- > 0;) {
-        if (my_pins[i] == s) {
-            my_pins[i] = my_pins[--my_npins];
+    for (unsigned i = cuctx__me.registry.npins; i-- > 0;) {
+        if (cuctx__me.registry.pins[i] == s) {
+            cuctx__me.registry.pins[i] = cuctx__me.registry.pins[--cuctx__me.registry.npins];
             break;
         }
     }
     atomic_fetch_sub_explicit(&s->word, 1, memory_order_release);
-    cuctx__deliver_reports();
-}
-
-int cuctx__thread_holds(void)
-{
-    return cuctx__me.used != 0 || my_npins != 0;
 }
 
 /* ---- holds: hazard slots -----------------------------------------------------
@@ -242,11 +237,11 @@ static int membarrier_register(void)
  * record anew, and this runs again for it. */
 static void thread_exit(void *arg)
 {
-    while (my_npins)
-        cuctx__unpin(my_pins[my_npins - 1]);
+    while (cuctx__me.registry.npins)
+        cuctx__unpin(cuctx__me.registry.pins[cuctx__me.registry.npins - 1]);
     hazard_release(arg);
-    cuctx__me.rec = NULL;
-    cuctx__me.used = 0;
+    cuctx__me.registry.rec = NULL;
+    cuctx__me.registry.used = 0;
 }
 
 void cuctx__registry_after_fork(void)
@@ -255,15 +250,15 @@ void cuctx__registry_after_fork(void)
      * holds and pins are gone with them, and the membarrier registration is
      * made anew for the child (holders fence for themselves if it fails). */
     for (struct cuctx_hazard_rec *r = atomic_load(&hazard_list); r; r = r->next)
-        if (r != cuctx__me.rec)
+        if (r != cuctx__me.registry.rec)
             hazard_release(r);
     uint32_t n = atomic_load(&next_index);
     for (uint32_t i = 0; i < n; i++) {
-        struct cuctx_slot *s = cuctx__slot_at(i);
+        struct cuctx_slot *s = cuctx__slot_find(i);
         if (s)
             atomic_store(&s->word, atomic_load(&s->word) & ~CUCTX_W_PINS);
     }
-    my_npins = 0;
+    cuctx__me.registry.npins = 0;
     if (cuctx__asymmetric && !membarrier_register())
         cuctx__asymmetric = 0;
 }
@@ -300,7 +295,7 @@ struct cuctx_hazard_rec *cuctx__hazard_rec_slow(void)
         atomic_store(&r->taken, 0);
         return NULL;
     }
-    return cuctx__me.rec = r;
+    return cuctx__me.registry.rec = r;
 }
 
 /* Threads without a record (its allocation failed) count here. */
@@ -348,7 +343,7 @@ int cuctx__holding(uint64_t id)
 {
     /* a used bit is set only while the thread has its record */
     for (unsigned i = 0; i < CUCTX_HAZARDS; i++)
-        if ((cuctx__me.used & (1u << i)) && atomic_load_explicit(&cuctx__me.rec->ids[i], memory_order_relaxed) == id)
+        if ((cuctx__me.registry.used & (1u << i)) && atomic_load_explicit(&cuctx__me.registry.rec->ids[i], memory_order_relaxed) == id)
             return 1;
     return 0;
 }
@@ -358,8 +353,8 @@ int cuctx__holding(uint64_t id)
 struct cuctx_slot *cuctx__hold_slow(uint64_t id, enum cuctx_kind kind, unsigned *hazard)
 {
     struct cuctx_slot *s;
-    if (!cuctx__me.rec && cuctx__hazard_rec_slow())
-        return cuctx__hold(id, kind, hazard);
+    if (!cuctx__me.registry.rec && cuctx__hazard_rec_slow())
+        return cuctx__hold_own(id, kind, hazard);
     if ((s = cuctx__pin(id, kind)))
         *hazard = CUCTX_NO_HAZARD;
     return s;
@@ -387,14 +382,14 @@ void cuctx__wait_closed(uint64_t id, enum cuctx_kind kind)
 
 struct cuctx_slot *cuctx__closing_slot(uint64_t id, enum cuctx_kind kind)
 {
-    return cuctx__closing(id, kind) ? cuctx__slot_at(cuctx__id_index(id)) : NULL;
+    return cuctx__closing(id, kind) ? cuctx__slot_find(cuctx__id_index(id)) : NULL;
 }
 
 int cuctx__closing(uint64_t id, enum cuctx_kind kind)
 {
-    struct cuctx_slot *s = cuctx__slot_at(cuctx__id_index(id));
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
     uint64_t w = s ? atomic_load_explicit(&s->word, memory_order_acquire) : 0;
-    return s && (w & CUCTX_W_CLOSING) && cuctx__matches(w & ~CUCTX_W_CLOSING, id, kind);
+    return s && (w & CUCTX_W_CLOSING) && cuctx__word_matches(w & ~CUCTX_W_CLOSING, id, kind);
 }
 
 uint64_t cuctx__slot_id(struct cuctx_slot *s)
@@ -407,7 +402,7 @@ void cuctx__slot_foreach(void (*fn)(enum cuctx_kind kind, struct cuctx_slot *s, 
 {
     uint32_t n = atomic_load_explicit(&next_index, memory_order_acquire);
     for (uint32_t i = 0; i < n; i++) {
-        struct cuctx_slot *s = cuctx__slot_at(i);
+        struct cuctx_slot *s = cuctx__slot_find(i);
         if (!s)
             continue;
         unsigned k = cuctx__word_kind(atomic_load_explicit(&s->word, memory_order_acquire));

@@ -1,11 +1,95 @@
 /* SPDX-License-Identifier: MIT */
-/* registry.h - the slot primitives, inline: every handle operation is a
- * few of them, and a call per primitive cost more than the work inside
- * (callgrind: 693 instructions per event create + destroy as calls). The
- * slow paths (growing the table, waiting, a thread's first use) stay in
- * registry.c. Included by internal.h only. */
+/* registry.h - the table of slots behind every handle, and its primitives,
+ * inline: every handle operation is a few of them, and a call per
+ * primitive cost more than the work inside (callgrind: 693 instructions
+ * per event create + destroy as calls). The slow paths (growing the table,
+ * waiting, a thread's first use) are in registry.c, which calls nothing
+ * above it.
+ *
+ * The registry's words, and the library's names built on them:
+ *
+ *   slot      one cache line of the table: a word (generation, kind,
+ *             closing flag, pins) and the payload of one object.
+ *   id        kind | slot index | generation (ids.h): a handle's value.
+ *   alloc     take a free slot; publish makes it live as a kind.
+ *   pin       a CAS on a live slot's word (pins+1): it is not destroyed
+ *             while pinned. Children are pinned for use.
+ *   hold      a context entry pinned through the thread's hazard slots,
+ *             with plain stores (cuctx__hold_own, cuctx__hold_slot). An
+ *             entry held for one call, with its fields, is a struct
+ *             cuctx_held (entry.h):
+ *             cuctx__entry_hold (by entry id), cuctx__ctx_hold (by handle),
+ *             cuctx__entry_hold_raw (by driver address).
+ *   close     claim the one destroy of an id: new pins and holds fail.
+ *   drain     wait out the pins and holds taken before the close.
+ *   reopen    abandon a close (the slot lives on, same generation).
+ *   free      generation+1: every copy of the id is now stale.
+ *   retire    a slot whose generation would wrap is never reused; an entry
+ *             found gone by its driver id is retired from the map (entry.c).
+ *   peek      read a slot's fields without a pin, then check the id again.
+ *   entry     a context as cuctx knows it (KIND_ENTRY); a context handle
+ *             (KIND_CTX_HANDLE) names one; children are tethered to one.
+ *   life      who decides a context's life (enum cuctx_life, ids.h).
+ *   by_id     an entry whose life the driver's id decides: holds check it.
+ *   _own      a function for an id or index the library made itself
+ *             (trusted: its segment exists, its kind is right); without
+ *             the suffix, the id may come from outside (checked, or NULL).
+ *   _slot     given the slot too, not only the id.
+ */
 #ifndef CUCTX_REGISTRY_H
 #define CUCTX_REGISTRY_H
+
+#include <cuda.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ids.h"
+#include "thread.h"
+
+/* One table slot, one cache line: threads working on their own objects must
+ * not bounce a line between them with their pins (measured: 0.6 of the raw
+ * driver's rate at 2-8 threads with 40-byte slots, on an H200 host).
+ * `word` packs what every reader checks atomically:
+ * generation (bits 32-63), kind (26-31), closing (25) and pins (0-24).
+ * The payload is written before the slot is published and read only by
+ * holders of a pin, or by the one closer after the pins drained. */
+#define CUCTX_CACHE_LINE 64
+/* Where an object was made, for the leak report (NULL file: not known). */
+struct cuctx_site {
+    const char *file;
+    const char *func;
+    int line;
+};
+struct cuctx_slot {
+    _Alignas(CUCTX_CACHE_LINE) _Atomic uint64_t word;
+    _Atomic uint32_t next_free;     /* free-list link: index + 1, 0 = end */
+    uint32_t index;                 /* fixed when the slot is first handed out */
+    union {
+        struct {                    /* KIND_ENTRY; fixed once published except as noted */
+            CUcontext raw;
+            unsigned long long ctx_id;  /* the driver's id (cuCtxGetId); 0: the driver has none */
+            CUdevice dev;
+            int retains;            /* primary retains held by cuctx handles, under the lock */
+            unsigned char life;     /* enum cuctx_life; borrowed -> primary under the lock */
+            unsigned char by_id;    /* life decided by the driver's id: every hold checks it */
+            uint64_t owner_handle;  /* an owned context's handle, set once after publishing (atomic) */
+        } entry;
+        struct {                    /* KIND_CTX_HANDLE */
+            uint64_t entry;
+            int life;               /* enum cuctx_life; borrowed in a forked child */
+            CUdevice dev;           /* a primary handle's device, for its release */
+            struct cuctx_site site;
+        } ctx;
+        struct {                    /* children */
+            uint64_t entry;         /* the owning context's entry id */
+            uint64_t raw;           /* the driver handle, as an integer */
+            size_t size;
+            struct cuctx_site site;
+        } child;
+    } u;
+};
+_Static_assert(sizeof(struct cuctx_slot) == CUCTX_CACHE_LINE, "a slot is one cache line");
 
 /* A slot's word: generation (bits 32-63), kind (26-31), closing (25) and
  * pins (0-24). */
@@ -40,7 +124,7 @@ static inline uint32_t cuctx__segment_offset(uint32_t index)
 /* The slot for an index (< CUCTX_ID_INDEX_LIMIT, as every id's is), or NULL
  * where no segment holds it yet. A slot in a segment that was never handed
  * out is zero: kind NONE, matching no id. */
-static inline struct cuctx_slot *cuctx__slot_at(uint32_t index)
+static inline struct cuctx_slot *cuctx__slot_find(uint32_t index)
 {
     struct cuctx_slot *base = atomic_load_explicit(cuctx__segment_of(index), memory_order_acquire);
     return base ? &base[cuctx__segment_offset(index)] : NULL;
@@ -48,21 +132,21 @@ static inline struct cuctx_slot *cuctx__slot_at(uint32_t index)
 
 /* The slot of an index the library handed out itself (a held entry's, a
  * child's owner): its segment exists. */
-static inline struct cuctx_slot *cuctx__slot_of(uint32_t index)
+static inline struct cuctx_slot *cuctx__slot_own(uint32_t index)
 {
     return &atomic_load_explicit(cuctx__segment_of(index), memory_order_acquire)[cuctx__segment_offset(index)];
 }
 
 /* Whether word w is the live, not closing, slot of id as kind: the word
  * less its pins must be exactly the id's generation and kind. */
-static inline int cuctx__word_is(uint64_t w, uint64_t id, enum cuctx_kind kind)
+static inline int cuctx__word_matches_own(uint64_t w, uint64_t id, enum cuctx_kind kind)
 {
     return (w & ~CUCTX_W_PINS) == ((id << CUCTX_W_GEN_SHIFT) | (uint64_t)kind << CUCTX_W_KIND_SHIFT);
 }
 /* The same for an id from outside, which may name another kind. */
-static inline int cuctx__matches(uint64_t w, uint64_t id, enum cuctx_kind kind)
+static inline int cuctx__word_matches(uint64_t w, uint64_t id, enum cuctx_kind kind)
 {
-    return cuctx__id_kind(id) == kind && cuctx__word_is(w, id, kind);
+    return cuctx__id_kind(id) == kind && cuctx__word_matches_own(w, id, kind);
 }
 
 /* ---- per-thread state ------------------------------------------------------ */
@@ -82,27 +166,6 @@ struct cuctx_hazard_rec {
     _Alignas(CUCTX_CACHE_LINE) _Atomic int64_t live[KIND_COUNT];
 };
 
-/* The calling thread's state that hot paths touch, in one thread-local so
- * that they find all of it from one address. Always named as cuctx__me,
- * never through a pointer to it: in a program that links cuctx statically
- * the linker rewrites the TLS address computation into a form that no
- * longer sets the flags gcc 12's -fsanitize=null check of such a pointer
- * reads (a false "member access within null pointer" under UBSan). */
-#define CUCTX_SLOT_CACHE 32
-struct cuctx_thread {
-    struct cuctx_hazard_rec *rec;   /* NULL until the thread's first hold or count */
-    unsigned used;                  /* bit i: rec->ids[i] in use; only this thread writes them */
-    unsigned ncache;
-    int cache_registered;           /* 1: the cache is flushed at thread exit; -1: never use it */
-    unsigned pushes;                /* stack levels cuctx left pushed (current.c) */
-    int reports_pending;            /* handler reports waiting for the last release (error.c) */
-    struct { CUcontext raw; uint64_t entry; } seen[2];     /* last entries looked up by address (entry.c) */
-    /* The owned context handle this thread resolved last, with its entry
-     * and the entry's slot (internal.h: cuctx__owner_acquire); 0: none. */
-    struct { uint64_t handle, entry; struct cuctx_slot *slot; CUcontext raw; } last;
-    struct cuctx_slot *cache[CUCTX_SLOT_CACHE];    /* free slots, this thread's first */
-};
-extern CUCTX_TLS struct cuctx_thread cuctx__me;
 extern int cuctx__asymmetric;      /* membarrier registered: holders skip the full fence */
 
 /* ---- slow paths (registry.c) ------------------------------------------------ */
@@ -115,13 +178,13 @@ void cuctx__drain_slow(struct cuctx_slot *s);
 
 static inline struct cuctx_hazard_rec *cuctx__hazard_rec(void)
 {
-    struct cuctx_hazard_rec *r = cuctx__me.rec;
+    struct cuctx_hazard_rec *r = cuctx__me.registry.rec;
     return __builtin_expect(r != NULL, 1) ? r : cuctx__hazard_rec_slow();
 }
 
 static inline void cuctx__count_live(unsigned kind, int64_t delta)
 {
-    struct cuctx_hazard_rec *r = cuctx__me.rec;
+    struct cuctx_hazard_rec *r = cuctx__me.registry.rec;
     if (__builtin_expect(r != NULL, 1))     /* kind: a published slot's, < KIND_COUNT */
         atomic_store_explicit(&r->live[kind], atomic_load_explicit(&r->live[kind], memory_order_relaxed) + delta,
                               memory_order_relaxed);
@@ -135,14 +198,16 @@ static inline void cuctx__count_live(unsigned kind, int64_t delta)
  * NULL when the table cannot grow. */
 static inline struct cuctx_slot *cuctx__slot_alloc(void)
 {
-    return __builtin_expect(cuctx__me.ncache != 0, 1) ? cuctx__me.cache[--cuctx__me.ncache] : cuctx__slot_alloc_slow();
+    if (__builtin_expect(cuctx__me.registry.ncache != 0, 1))
+        return cuctx__me.registry.cache[--cuctx__me.registry.ncache];
+    return cuctx__slot_alloc_slow();
 }
 
 /* A free slot back: to the thread's cache, else to the shared list. */
 static inline void cuctx__slot_push(struct cuctx_slot *s)
 {
-    if (__builtin_expect(cuctx__me.cache_registered > 0 && cuctx__me.ncache < CUCTX_SLOT_CACHE, 1))
-        cuctx__me.cache[cuctx__me.ncache++] = s;
+    if (__builtin_expect(cuctx__me.registry.cache_registered > 0 && cuctx__me.registry.ncache < CUCTX_SLOT_CACHE, 1))
+        cuctx__me.registry.cache[cuctx__me.registry.ncache++] = s;
     else
         cuctx__slot_push_slow(s);
 }
@@ -179,7 +244,8 @@ static inline void cuctx__slot_free(struct cuctx_slot *s)
 /* ---- pins, holds, close ------------------------------------------------------ */
 
 /* A pin keeps a live slot from being destroyed while held; NULL when id is
- * stale, of another kind, or closing. One CAS on the slot's word. */
+ * stale, of another kind, or closing. One CAS on the slot's word. Reports
+ * deferred while pinned are the releaser's to deliver (error.h). */
 struct cuctx_slot *cuctx__pin(uint64_t id, enum cuctx_kind kind);
 void cuctx__unpin(struct cuctx_slot *s);
 
@@ -188,11 +254,11 @@ void cuctx__unpin(struct cuctx_slot *s);
  * atomic read-modify-write and threads sharing a context share no written
  * cache line. Released on the same thread; *hazard is for cuctx__unhold.
  * cuctx__drain waits for holds as for pins. s is id's slot. */
-static inline struct cuctx_slot *cuctx__hold_at(struct cuctx_slot *s, uint64_t id, enum cuctx_kind kind,
+static inline struct cuctx_slot *cuctx__hold_slot(struct cuctx_slot *s, uint64_t id, enum cuctx_kind kind,
                                                 unsigned *hazard)
 {
-    struct cuctx_hazard_rec *r = cuctx__me.rec;
-    unsigned used = cuctx__me.used;
+    struct cuctx_hazard_rec *r = cuctx__me.registry.rec;
+    unsigned used = cuctx__me.registry.used;
     if (__builtin_expect(!r || used == (1u << CUCTX_HAZARDS) - 1, 0))
         return cuctx__hold_slow(id, kind, hazard);
     unsigned i = (unsigned)__builtin_ctz(~used);
@@ -203,20 +269,20 @@ static inline struct cuctx_slot *cuctx__hold_at(struct cuctx_slot *s, uint64_t i
         atomic_signal_fence(memory_order_seq_cst);
     else
         atomic_thread_fence(memory_order_seq_cst);
-    if (!cuctx__word_is(atomic_load_explicit(&s->word, memory_order_acquire), id, kind)) {
+    if (!cuctx__word_matches_own(atomic_load_explicit(&s->word, memory_order_acquire), id, kind)) {
         atomic_store_explicit(&r->ids[i], 0, memory_order_release);
         return NULL;
     }
-    cuctx__me.used = used | 1u << i;
+    cuctx__me.registry.used = used | 1u << i;
     *hazard = i;
     return s;
 }
 
 /* The same by id alone. id comes from the library (a handle's field, a
  * child's owner, the context map): its segment exists, its kind is kind. */
-static inline struct cuctx_slot *cuctx__hold(uint64_t id, enum cuctx_kind kind, unsigned *hazard)
+static inline struct cuctx_slot *cuctx__hold_own(uint64_t id, enum cuctx_kind kind, unsigned *hazard)
 {
-    return cuctx__hold_at(cuctx__slot_of(cuctx__id_index(id)), id, kind, hazard);
+    return cuctx__hold_slot(cuctx__slot_own(cuctx__id_index(id)), id, kind, hazard);
 }
 
 static inline void cuctx__unhold(struct cuctx_slot *s, unsigned hazard)
@@ -225,8 +291,8 @@ static inline void cuctx__unhold(struct cuctx_slot *s, unsigned hazard)
         cuctx__unpin(s);
         return;
     }
-    atomic_store_explicit(&cuctx__me.rec->ids[hazard], 0, memory_order_release);
-    cuctx__me.used &= ~(1u << hazard);
+    atomic_store_explicit(&cuctx__me.registry.rec->ids[hazard], 0, memory_order_release);
+    cuctx__me.registry.used &= ~(1u << hazard);
 }
 
 /* Claims the one destroy of id (NULL if stale, wrong kind or already
@@ -234,12 +300,12 @@ static inline void cuctx__unhold(struct cuctx_slot *s, unsigned hazard)
  * close, the most there can be from then on. */
 static inline struct cuctx_slot *cuctx__close_pinned(uint64_t id, enum cuctx_kind kind, uint64_t *pins)
 {
-    struct cuctx_slot *s = cuctx__slot_at(cuctx__id_index(id));
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
     if (!s)
         return NULL;
     uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
     do {
-        if (!cuctx__matches(w, id, kind))
+        if (!cuctx__word_matches(w, id, kind))
             return NULL;
     } while (!atomic_compare_exchange_weak_explicit(&s->word, &w, w | CUCTX_W_CLOSING,
                                                     memory_order_seq_cst, memory_order_acquire));
@@ -267,14 +333,14 @@ static inline void cuctx__drain(struct cuctx_slot *s)
 /* Whether id names a live slot (not closing), without pinning. */
 static inline int cuctx__alive(uint64_t id, enum cuctx_kind kind)
 {
-    struct cuctx_slot *s = cuctx__slot_at(cuctx__id_index(id));
-    return s && cuctx__matches(atomic_load_explicit(&s->word, memory_order_acquire), id, kind);
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
+    return s && cuctx__word_matches(atomic_load_explicit(&s->word, memory_order_acquire), id, kind);
 }
 
-/* The same for an id the library made (see cuctx__slot_of). */
+/* The same for an id the library made (see cuctx__slot_own). */
 static inline int cuctx__alive_own(uint64_t id, enum cuctx_kind kind)
 {
-    return cuctx__word_is(atomic_load_explicit(&cuctx__slot_of(cuctx__id_index(id))->word, memory_order_acquire), id,
+    return cuctx__word_matches_own(atomic_load_explicit(&cuctx__slot_own(cuctx__id_index(id))->word, memory_order_acquire), id,
                           kind);
 }
 
@@ -283,14 +349,14 @@ static inline int cuctx__alive_own(uint64_t id, enum cuctx_kind kind)
  * cuctx__peek_valid then says id is still live (the slot was not reused). */
 static inline struct cuctx_slot *cuctx__peek(uint64_t id, enum cuctx_kind kind)
 {
-    struct cuctx_slot *s = cuctx__slot_at(cuctx__id_index(id));
-    return s && cuctx__matches(atomic_load_explicit(&s->word, memory_order_acquire), id, kind) ? s : NULL;
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
+    return s && cuctx__word_matches(atomic_load_explicit(&s->word, memory_order_acquire), id, kind) ? s : NULL;
 }
 
 static inline int cuctx__peek_valid(struct cuctx_slot *s, uint64_t id, enum cuctx_kind kind)
 {
     atomic_thread_fence(memory_order_acquire);  /* the field reads happen before this check */
-    return cuctx__matches(atomic_load_explicit(&s->word, memory_order_relaxed), id, kind);
+    return cuctx__word_matches(atomic_load_explicit(&s->word, memory_order_relaxed), id, kind);
 }
 
 /* Abandons a close: the slot is live again with the same generation. */
@@ -300,10 +366,28 @@ void cuctx__wait_closed(uint64_t id, enum cuctx_kind kind);
 /* Whether the calling thread holds id in one of its hazard slots. */
 int cuctx__holding(uint64_t id);
 /* Whether the calling thread holds any entry or pin. */
-int cuctx__thread_holds(void);
+static inline int cuctx__thread_holds(void)
+{
+    return cuctx__me.registry.used != 0 || cuctx__me.registry.npins != 0;
+}
 /* Whether id names a slot whose destroy has begun but not finished. */
 int cuctx__closing(uint64_t id, enum cuctx_kind kind);
 /* The slot of such an id, else NULL; its payload is its closer's to free. */
 struct cuctx_slot *cuctx__closing_slot(uint64_t id, enum cuctx_kind kind);
+
+/* Live objects per kind, summed over the threads' own counters: cheap at
+ * any table size. Exact while no thread creates or destroys. */
+void cuctx__live_counts(int64_t out[KIND_COUNT]);
+/* The id of a published slot, from its word. */
+uint64_t cuctx__slot_id(struct cuctx_slot *s);
+/* Calls fn for each published slot; used by diagnostics and fork. */
+void cuctx__slot_foreach(void (*fn)(enum cuctx_kind kind, struct cuctx_slot *s, void *arg), void *arg);
+/* In a forked child: the other threads' holds and pins are gone. */
+void cuctx__registry_after_fork(void);
+
+/* Destroys that did not reach the driver, or that it refused (stats). */
+extern _Atomic uint64_t cuctx__stale_skips;       /* the context had ended */
+extern _Atomic uint64_t cuctx__failed_destroys;   /* the driver refused, or could not be asked */
+extern _Atomic uint64_t cuctx__shutdown_skips;    /* the driver had shut down */
 
 #endif

@@ -11,22 +11,35 @@
  * driver left it. Should a new context have taken its address meanwhile,
  * that unrelated context is not left current.
  */
-#include "internal.h"
+#include "config.h"
+
+#include "cuctx.h"
+#include "current.h"
+#include "driver.h"
+#include "entry.h"
+#include "error.h"
+#include "ids.h"
+#include "init.h"
+#include "registry.h"
+#include "thread.h"
 
 #include <stdio.h>
 
-/* prev_entry of a previous context that could not be registered at enter
- * (a driver question failed, not for being dead): known by its driver id
- * alone, or not at all, when nothing is concluded about its slot at exit. */
-#define PREV_ID_ONLY (UINT64_MAX - 1)
-#define PREV_UNKNOWN UINT64_MAX
+/* How the previous context is known, in the scope's first reserved word
+ * (0, as the ABI test wants of a plain enter: by its entry, prev_entry, or
+ * not at all when it was dead at enter). A previous context that could not
+ * be registered at enter (a driver question failed, not for being dead) is
+ * known by its driver id alone, or not at all, when nothing is concluded
+ * about its slot at exit. */
+enum prev_known { PREV_BY_ENTRY = 0, PREV_BY_ID_ONLY, PREV_UNKNOWN };
+#define PREV_KNOWN(scope) ((scope)->cuctx__reserved[0])
 
-static uint64_t prev_by_id(CUcontext prev, unsigned long long *ctx_id)
+static enum prev_known prev_by_id(CUcontext prev, unsigned long long *ctx_id)
 {
     CUresult rc = cuctx__ctx_id(prev, ctx_id);
     if (cuctx__gone(rc))
-        return 0;
-    return rc == CUDA_SUCCESS && *ctx_id ? PREV_ID_ONLY : PREV_UNKNOWN;
+        return PREV_BY_ENTRY;   /* dead: prev_entry 0 */
+    return rc == CUDA_SUCCESS && *ctx_id ? PREV_BY_ID_ONLY : PREV_UNKNOWN;
 }
 
 /* Which context the previous one is, checked by its id like any hold (a
@@ -34,16 +47,16 @@ static uint64_t prev_by_id(CUcontext prev, unsigned long long *ctx_id)
  * the moment it takes to read. */
 static void identify_prev(cuctx_scope *scope, CUcontext prev, const char *fn)
 {
-    struct cuctx_owner o;
+    struct cuctx_held o;
     cuctx__quiet(1);
-    CUresult rc = cuctx__owner_of_raw(prev, fn, &o);
+    CUresult rc = cuctx__entry_hold_raw(prev, fn, &o);
     cuctx__quiet(0);
     if (rc == CUDA_SUCCESS) {
         scope->prev_entry = o.id;
-        scope->prev_ctx_id = o.slot->u.entry.checked ? o.slot->u.entry.ctx_id : 0;
-        cuctx__owner_release(&o);
-    } else {
-        scope->prev_entry = rc == CUDA_ERROR_CONTEXT_IS_DESTROYED ? 0 : prev_by_id(prev, &scope->prev_ctx_id);
+        scope->prev_ctx_id = o.slot->u.entry.by_id ? o.slot->u.entry.ctx_id : 0;
+        cuctx__entry_release(&o);
+    } else if (rc != CUDA_ERROR_CONTEXT_IS_DESTROYED) {
+        PREV_KNOWN(scope) = prev_by_id(prev, &scope->prev_ctx_id);
     }
 }
 
@@ -52,11 +65,11 @@ static void identify_prev(cuctx_scope *scope, CUcontext prev, const char *fn)
 static inline int prev_seen(cuctx_scope *scope, CUcontext prev)
 {
     for (int i = 0; i < 2; i++) {
-        if (cuctx__me.seen[i].raw != prev)
+        if (cuctx__me.entry.seen[i].raw != prev)
             continue;
-        uint64_t id = cuctx__me.seen[i].entry;
-        struct cuctx_slot *e = cuctx__slot_of(cuctx__id_index(id));
-        if (!cuctx__alive_own(id, KIND_ENTRY) || __atomic_load_n(&e->u.entry.checked, __ATOMIC_RELAXED)
+        uint64_t id = cuctx__me.entry.seen[i].entry;
+        struct cuctx_slot *e = cuctx__slot_own(cuctx__id_index(id));
+        if (!cuctx__alive_own(id, KIND_ENTRY) || __atomic_load_n(&e->u.entry.by_id, __ATOMIC_RELAXED)
             || !cuctx__peek_valid(e, id, KIND_ENTRY))
             return 0;
         scope->prev_entry = id;
@@ -66,16 +79,16 @@ static inline int prev_seen(cuctx_scope *scope, CUcontext prev)
 }
 
 /* The previous context is the one entered: known from its hold. */
-static inline void prev_is_target(cuctx_scope *scope, const struct cuctx_owner *o)
+static inline void prev_is_target(cuctx_scope *scope, const struct cuctx_held *o)
 {
     scope->prev_entry = o->id;
-    scope->prev_ctx_id = o->slot->u.entry.checked ? o->slot->u.entry.ctx_id : 0;
+    scope->prev_ctx_id = o->slot->u.entry.by_id ? o->slot->u.entry.ctx_id : 0;
 }
 
 static inline __attribute__((always_inline)) CUresult enter(cuctx_scope *scope, cuctx_ctx ctx)
 {
     static const char fn[] = "cuctx_scope_enter";
-    struct cuctx_owner o;
+    struct cuctx_held o;
     CUcontext prev = NULL;
     scope->prev_raw = NULL;
     scope->prev_entry = 0;
@@ -89,7 +102,7 @@ static inline __attribute__((always_inline)) CUresult enter(cuctx_scope *scope, 
     CUresult rc = DRV(cuCtxGetCurrent)(&prev);
     if (rc != CUDA_SUCCESS)
         return cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, cuctx_result_name(rc));
-    if ((rc = cuctx__owner_acquire(ctx, fn, &o)) != CUDA_SUCCESS)
+    if ((rc = cuctx__ctx_hold(ctx, fn, &o)) != CUDA_SUCCESS)
         return rc;
     /* Which context the previous one is: ctx itself (its hold says), an
      * owned one this thread met lately (no lock, no driver call), or else
@@ -100,21 +113,17 @@ static inline __attribute__((always_inline)) CUresult enter(cuctx_scope *scope, 
     if (prev == o.raw) {
         prev_is_target(scope, &o);
     } else if (prev && !prev_seen(scope, prev)) {
-        cuctx__owner_release(&o);
+        cuctx__entry_release(&o);
         identify_prev(scope, prev, fn);
-        if ((rc = cuctx__owner_acquire(ctx, fn, &o)) != CUDA_SUCCESS)
+        if ((rc = cuctx__ctx_hold(ctx, fn, &o)) != CUDA_SUCCESS)
             return rc;
     }
-    scope->depth = cuctx__pushes();
-    if (prev != o.raw) {
-        rc = DRV(cuCtxPushCurrent)(o.raw);
-        if (rc != CUDA_SUCCESS) {
-            cuctx__owner_release(&o);
-            return cuctx__fail(rc, "%s: cuCtxPushCurrent failed: %s", fn, cuctx_result_name(rc));
-        }
-        cuctx__pushed();
+    scope->depth = cuctx__push_count();
+    if (prev != o.raw && (rc = cuctx__push(o.raw)) != CUDA_SUCCESS) {
+        cuctx__entry_release(&o);
+        return cuctx__fail(rc, "%s: cuCtxPushCurrent failed: %s", fn, cuctx_result_name(rc));
     }
-    cuctx__owner_release(&o);
+    cuctx__entry_release(&o);
     scope->prev_raw = prev;
     scope->state = CUCTX__SCOPE_ENTERED;
     return CUDA_SUCCESS;
@@ -136,12 +145,12 @@ static void settle_prev_slow(const cuctx_scope *scope, const char *fn)
     CUcontext top = NULL;
     if (!DRV(cuCtxGetId))
         return;     /* nothing to tell contexts apart by */
-    if (scope->prev_entry == PREV_UNKNOWN) {
+    if (PREV_KNOWN(scope) == PREV_UNKNOWN) {
         cuctx__report(CUDA_ERROR_UNKNOWN, "%s: the previous context %p could not be identified at enter; "
                       "left on the stack unchecked", fn, (void *)scope->prev_raw);
         return;
     }
-    int alive = scope->prev_entry == PREV_ID_ONLY
+    int alive = PREV_KNOWN(scope) == PREV_BY_ID_ONLY
              || (scope->prev_entry && cuctx__alive(scope->prev_entry, KIND_ENTRY));
     /* (a live owned previous context never gets here: exit settles it) */
     CUresult rc = DRV(cuCtxGetId)(scope->prev_raw, &now);
@@ -161,21 +170,19 @@ static void settle_prev_slow(const cuctx_scope *scope, const char *fn)
 CUCTX_API void cuctx_scope_exit(cuctx_scope *scope)
 {
     static const char fn[] = "cuctx_scope_exit";
-    CUcontext popped;
     if (!scope || (scope->state != CUCTX__SCOPE_ENTERED && scope->state != CUCTX__SCOPE_RAN))
         return;
     scope->state = CUCTX__SCOPE_EXITED;
-    for (unsigned n = cuctx__pushes(); n > scope->depth; n--) {
-        CUresult rc = DRV(cuCtxPopCurrent)(&popped);
+    for (unsigned n = cuctx__push_count(); n > scope->depth; n--) {
+        CUresult rc = cuctx__pop();
         if (rc != CUDA_SUCCESS) {
             cuctx__report(rc, "%s: cannot pop a context pushed inside the scope: cuCtxPopCurrent failed: %s", fn,
                           cuctx_result_name(rc));
             return;
         }
-        cuctx__popped();
     }
     /* An owned previous context that lives is where it was: nothing to ask. */
-    if (scope->prev_raw && !(scope->prev_ctx_id == 0 && scope->prev_entry != 0 && scope->prev_entry < PREV_ID_ONLY
+    if (scope->prev_raw && !(scope->prev_ctx_id == 0 && scope->prev_entry != 0
                              && cuctx__alive_own(scope->prev_entry, KIND_ENTRY)))
         settle_prev_slow(scope, fn);
 }

@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* stream.c - cuctx_stream: what is particular to streams. */
-#include "internal.h"
+#include "config.h"
+
+#include "cuctx.h"
+#include "driver.h"
+#include "error.h"
+#include "ids.h"
+#include "registry.h"
+#include "tether.h"
 
 static CUresult destroy(uint64_t raw) { return DRV(cuStreamDestroy)((CUstream)(uintptr_t)raw); }
-const struct cuctx_child_kind cuctx__stream_kind = {"stream", 0, destroy};
+const struct cuctx_child_kind cuctx__stream_kind = {0, destroy};
 
 struct stream_args { unsigned flags; int priority; };
 

@@ -3,7 +3,7 @@
  *
  * A child records its owner's registry entry id (slot and generation) at
  * create. Every later driver call on the child holds that entry first
- * (cuctx__owner_hold); the hold fails once the context's destroy has begun
+ * (cuctx__entry_hold); the hold fails once the context's destroy has begun
  * or its generation has ended - for a primary or borrowed context, also
  * when the driver's id shows it gone - and a context destroy waits for the
  * holds already taken. So:
@@ -14,28 +14,31 @@
  *     handle is released, the skip counted, and the destroy succeeds.
  * A kind contributes only its driver calls (struct cuctx_child_kind).
  */
-#include "internal.h"
+#include "config.h"
 
-#include <stdio.h>
-
-#define CUCTX__KIND_ENTRY(K, name, field) [KIND_##K] = &cuctx__##name##_kind,
-const struct cuctx_child_kind *const cuctx__child_kinds[KIND_COUNT] = {CUCTX_CHILD_KINDS(CUCTX__KIND_ENTRY)};
-#undef CUCTX__KIND_ENTRY
+#include "tether.h"
+#include "cuctx.h"
+#include "driver.h"
+#include "entry.h"
+#include "error.h"
+#include "ids.h"
+#include "init.h"
+#include "registry.h"
 
 CUresult cuctx__child_null(const char *fn)
 {
     return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: the handle pointer is NULL", fn);
 }
 
-CUresult cuctx__child_table_full(struct cuctx_owner *o, const char *fn)
+CUresult cuctx__child_table_full(struct cuctx_held *o, const char *fn)
 {
-    cuctx__owner_release(o);
+    cuctx__entry_release(o);
     return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
 }
 
 CUresult cuctx__child_bad_handle(uint64_t id, enum cuctx_kind kind, const char *fn)
 {
-    const char *want = cuctx__child_kinds[kind]->name;
+    const char *want = cuctx__kind_name(kind);
     if (cuctx__id_kind(id) != kind)
         return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: handle %#llx is not a %s handle", fn,
                            (unsigned long long)id, want);
@@ -54,7 +57,7 @@ CUresult cuctx__child_skip(struct cuctx_slot *s, _Atomic uint64_t *counter)
 
 /* The owner could not be held: the driver has shut down, the context has
  * ended (the driver freed the child with it), or the check failed. */
-CUresult cuctx__child_unheld(struct cuctx_slot *s, CUresult rc, const char *fn, const struct cuctx_child_kind *k)
+CUresult cuctx__child_unheld(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind)
 {
     uint64_t raw = s->u.child.raw;
     if (cuctx__driver_gone(rc))
@@ -62,7 +65,7 @@ CUresult cuctx__child_unheld(struct cuctx_slot *s, CUresult rc, const char *fn, 
     if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED) {
         cuctx__child_skip(s, &cuctx__stale_skips);
         cuctx__debug("%s: %s %#llx outlived its context; the driver freed it with the context, not called again",
-                     fn, k->name, (unsigned long long)raw);
+                     fn, cuctx__kind_name(kind), (unsigned long long)raw);
         return CUDA_SUCCESS;
     }
     cuctx__slot_free(s);    /* cannot tell whether its context lives: the driver's error */
@@ -71,28 +74,29 @@ CUresult cuctx__child_unheld(struct cuctx_slot *s, CUresult rc, const char *fn, 
 }
 
 /* The switch to the owner, or the driver's destroy, failed. */
-CUresult cuctx__child_refused(struct cuctx_slot *s, CUresult rc, const char *fn, const struct cuctx_child_kind *k)
+CUresult cuctx__child_refused(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind)
 {
     uint64_t raw = s->u.child.raw;
     if (cuctx__driver_gone(rc))
         return cuctx__child_skip(s, &cuctx__shutdown_skips);
     cuctx__slot_free(s);
     atomic_fetch_add_explicit(&cuctx__failed_destroys, 1, memory_order_relaxed);
-    return cuctx__fail(rc, "%s: the driver refused to destroy %s %#llx: %s", fn, k->name,
+    return cuctx__fail(rc, "%s: the driver refused to destroy %s %#llx: %s", fn, cuctx__kind_name(kind),
                        (unsigned long long)raw, cuctx_result_name(rc));
 }
 
 CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u)
 {
     u->obj = NULL;
-    u->owner.slot = NULL;
+    u->entry.slot = NULL;
     CUCTX_INIT_OR_RETURN(fn);
     if (!(u->obj = cuctx__pin(id, kind)))
         return cuctx__child_bad_handle(id, kind, fn);
-    CUresult rc = cuctx__owner_hold(u->obj->u.child.owner, fn, &u->owner);
+    CUresult rc = cuctx__entry_hold(u->obj->u.child.entry, fn, &u->entry);
     if (rc != CUDA_SUCCESS) {
         cuctx__unpin(u->obj);
         u->obj = NULL;
+        cuctx__deliver_reports();
         return rc;
     }
     u->raw = u->obj->u.child.raw;
@@ -101,10 +105,11 @@ CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, str
 
 void cuctx__child_done(struct cuctx_use *u)
 {
-    cuctx__owner_release(&u->owner);
+    cuctx__entry_release(&u->entry);
     if (u->obj)
         cuctx__unpin(u->obj);
     u->obj = NULL;
+    cuctx__deliver_reports();
 }
 
 int cuctx__child_peek(uint64_t id, enum cuctx_kind kind, const char *fn, uint64_t *raw, size_t *size)
@@ -117,30 +122,4 @@ int cuctx__child_peek(uint64_t id, enum cuctx_kind kind, const char *fn, uint64_
         *size = u.obj->u.child.size;
     cuctx__child_done(&u);
     return 1;
-}
-
-CUCTX_API CUresult cuctx_destroy(void *handle)
-{
-    if (!handle)
-        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "cuctx_destroy: handle is NULL");
-    uint64_t *id = (uint64_t *)handle;     /* every handle is a struct of one uint64_t */
-    if (*id == 0)
-        return CUDA_SUCCESS;
-    enum cuctx_kind kind = cuctx__id_kind(*id);
-    if (kind == KIND_CTX)
-        return cuctx_ctx_destroy((cuctx_ctx *)handle);
-    if (kind < KIND_COUNT && cuctx__child_kinds[kind])
-        return cuctx__child_destroy(id, kind, "cuctx_destroy", cuctx__child_kinds[kind]);
-    uint64_t bad = *id;
-    *id = 0;
-    return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "cuctx_destroy: %#llx is not a cuctx handle", (unsigned long long)bad);
-}
-
-CUCTX_API void cuctx_cleanup(void *handle)
-{
-    if (cuctx_destroy(handle) != CUDA_SUCCESS) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", cuctx_last_error_message());
-        cuctx__report(cuctx_last_error(), "automatic cleanup: %s", why);
-    }
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* version.c - the library's version, as the header it was built with says,
  * and compile-time checks on the layouts the header compiles into callers. */
-#include "internal.h"
+#include "config.h"
+
+#include "cuctx.h"
 
 #include <assert.h>
 

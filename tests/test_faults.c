@@ -65,7 +65,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "current.h"
+#include "registry.h"
 #include "testlib.h"
 
 #define FAULT_RC CUDA_ERROR_UNKNOWN
@@ -1009,7 +1010,7 @@ static void scan_entry(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
     if (kind != KIND_ENTRY)
         return;
     uint64_t raw_ctx = (uint64_t)(uintptr_t)s->u.entry.raw;
-    if (s->u.entry.owner == OWNER_OWNED)
+    if (s->u.entry.life == LIFE_OWNED)
         e->owned++;
     else if (sim()->is_live(CUSIM_CONTEXT, raw_ctx) || sim()->is_live(CUSIM_PRIMARY, raw_ctx))
         e->live++;

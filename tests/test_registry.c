@@ -8,7 +8,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "cuctx.h"
+#include "registry.h"
 
 static uint64_t make(enum cuctx_kind kind, uint64_t payload)
 {
@@ -138,16 +139,16 @@ Test(registry, context_close_waits_for_holds)
 {
     struct drain_arg a = {.id = make(KIND_ENTRY, 0)};
     unsigned hazard;
-    struct cuctx_slot *child_call = cuctx__hold(a.id, KIND_ENTRY, &hazard);
+    struct cuctx_slot *child_call = cuctx__hold_own(a.id, KIND_ENTRY, &hazard);
     pthread_t t;
     cr_assert_not_null(child_call);
     close_elsewhere_and_see_it_wait(&a, &t);
     unsigned late;
-    cr_assert_null(cuctx__hold(a.id, KIND_ENTRY, &late), "a child call starting now is refused");
+    cr_assert_null(cuctx__hold_own(a.id, KIND_ENTRY, &late), "a child call starting now is refused");
     cuctx__unhold(child_call, hazard);
     pthread_join(t, NULL);
     cr_assert_eq(atomic_load(&a.drained), 1);
-    cr_assert_null(cuctx__hold(a.id, KIND_ENTRY, &late), "and after the free");
+    cr_assert_null(cuctx__hold_own(a.id, KIND_ENTRY, &late), "and after the free");
 }
 
 /* A thread has a few hazard slots; holds beyond them (many contexts at
@@ -161,12 +162,12 @@ Test(registry, holds_beyond_the_hazard_slots_still_keep_a_close_waiting)
     struct cuctx_slot *held[MANY_HOLDS];
     unsigned hazard[MANY_HOLDS];
     cr_assert_not(cuctx__holding(a.id));
-    held[0] = cuctx__hold(other, KIND_ENTRY, &hazard[0]);
+    held[0] = cuctx__hold_own(other, KIND_ENTRY, &hazard[0]);
     cr_assert_not_null(held[0]);
     cr_assert(cuctx__holding(other));
     cr_assert_not(cuctx__holding(a.id), "only what this thread holds");
     for (int i = 1; i < MANY_HOLDS; i++) {
-        held[i] = cuctx__hold(a.id, KIND_ENTRY, &hazard[i]);
+        held[i] = cuctx__hold_own(a.id, KIND_ENTRY, &hazard[i]);
         cr_assert_not_null(held[i], "hold %d", i);
     }
     cr_assert(cuctx__holding(a.id));
@@ -191,7 +192,7 @@ static void *holder(void *p)
     struct holder_arg *h = p;
     unsigned hazard;
     while (!atomic_load(&h->stop)) {
-        struct cuctx_slot *s = cuctx__hold(h->id, KIND_ENTRY, &hazard);
+        struct cuctx_slot *s = cuctx__hold_own(h->id, KIND_ENTRY, &hazard);
         if (!s)
             break;
         atomic_fetch_add(&h->inside, 1);

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/* current.h - the calling thread's current context: switching to a
+ * context for one driver call, and every change cuctx makes to the
+ * thread's context stack that outlasts a call. Those keep the count of
+ * levels cuctx left pushed (cuctx__me.current.pushes), which scopes use to
+ * take back exactly what was pushed inside them: the functions here are
+ * the only ones that change it. */
+#ifndef CUCTX_CURRENT_H
+#define CUCTX_CURRENT_H
+
+#include "driver.h"
+#include "thread.h"
+
+/* Makes raw current for one driver call and puts the old one back, with
+ * push/pop, so the previous context is never handed to the driver. Not
+ * counted: the switch is undone within the call. */
+struct cuctx_switch { int pushed; };
+CUresult cuctx__switch_slow(CUcontext raw, CUresult rc, const char *fn, struct cuctx_switch *sw);
+void cuctx__switch_back_slow(struct cuctx_switch *sw, const char *fn);
+static inline CUresult cuctx__switch_to(CUcontext raw, const char *fn, struct cuctx_switch *sw)
+{
+    CUcontext cur = NULL;
+    CUresult rc = DRV(cuCtxGetCurrent)(&cur);
+    sw->pushed = 0;
+    if (__builtin_expect(rc == CUDA_SUCCESS && cur == raw, 1))
+        return CUDA_SUCCESS;
+    return cuctx__switch_slow(raw, rc, fn, sw);
+}
+static inline void cuctx__switch_back(struct cuctx_switch *sw, const char *fn)
+{
+    if (sw->pushed)
+        cuctx__switch_back_slow(sw, fn);
+}
+
+/* Levels cuctx left pushed on the calling thread's stack (creates, scopes). */
+static inline unsigned cuctx__push_count(void) { return cuctx__me.current.pushes; }
+
+/* The driver's own calls, counted on success; they record no error.
+ * Inline: a scope's enter and exit are each one of them. */
+static inline CUresult cuctx__push(CUcontext raw)  /* cuCtxPushCurrent */
+{
+    CUresult rc = DRV(cuCtxPushCurrent)(raw);
+    if (__builtin_expect(rc == CUDA_SUCCESS, 1))
+        cuctx__me.current.pushes++;
+    return rc;
+}
+/* A pop of a level cuctx did not push (cuctx_pop_current of the caller's
+ * own) leaves the count alone when it is 0. */
+static inline CUresult cuctx__pop(void)           /* cuCtxPopCurrent */
+{
+    CUcontext popped;
+    CUresult rc = DRV(cuCtxPopCurrent)(&popped);
+    if (__builtin_expect(rc == CUDA_SUCCESS, 1) && cuctx__me.current.pushes)
+        cuctx__me.current.pushes--;
+    return rc;
+}
+/* cuCtxCreate, which pushes the new context. */
+CUresult cuctx__create_pushed(CUcontext *raw, unsigned flags, CUdevice dev);
+/* cuCtxDestroy of a context this thread's cuctx__create_pushed left on top. */
+CUresult cuctx__destroy_pushed(CUcontext raw);
+/* cuCtxDestroy of any context, which the driver pops off this thread's
+ * stack if it is current there. *cur_rc: whether that could be known (the
+ * current context is asked, twice, before the destroy). */
+CUresult cuctx__destroy_popping(CUcontext raw, CUresult *cur_rc);
+
+#endif

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/* entry.h - context entries (entry.c): what cuctx knows of one driver
+ * context, the context lock, and holding an entry for the length of a
+ * driver call, with its inline fast paths. */
+#ifndef CUCTX_ENTRY_H
+#define CUCTX_ENTRY_H
+
+#include "cuctx.h"
+#include "driver.h"
+#include "error.h"
+#include "registry.h"
+
+/* Registering, retaining, releasing and ending entries take this lock
+ * (driver calls on those paths cost milliseconds anyway); holding an
+ * entry and every child operation never do. Never take it while holding
+ * an entry: an entry's end drains holds under it. */
+void cuctx__ctx_lock(void);
+void cuctx__ctx_unlock(void);
+
+/* fork: the lock around it; in the child, every entry ends and every
+ * context handle becomes a borrow (process.c calls these). */
+void cuctx__ctx_lock_fork(int phase);   /* -1 before fork, else after it */
+void cuctx__contexts_after_fork(void);
+
+/* A held context entry: children's creates, uses and destroys hold one for
+ * the duration of their driver call, and a context's end waits them out. */
+struct cuctx_held {
+    struct cuctx_slot *slot;
+    uint64_t id;
+    CUcontext raw;
+    unsigned hazard;
+};
+
+/* Holds an entry by id and, where the driver decides its life, checks its
+ * id (one cuCtxGetId): an entry whose context is gone ends here.
+ * CONTEXT_IS_DESTROYED when it has ended; the driver's error if the check
+ * itself failed. Inline for an owned context's live entry; the rest
+ * (checks, waiting for a closing entry, failures) in entry.c, which gets
+ * the slot already held, or NULL. quiet: an ended context is not recorded
+ * as an error, for callers to whom it is no failure (a child's destroy);
+ * other failures are, under the name "cuctx". */
+CUresult cuctx__entry_hold_slow(uint64_t entry, const char *fn, int quiet, struct cuctx_held *out,
+                                struct cuctx_slot *held);
+static inline __attribute__((always_inline)) CUresult cuctx__entry_hold_as(uint64_t entry, const char *fn, int quiet,
+                                                                           struct cuctx_held *out)
+{
+    struct cuctx_slot *s = cuctx__hold_own(entry, KIND_ENTRY, &out->hazard);
+    if (__builtin_expect(s != NULL && !s->u.entry.by_id, 1)) {
+        out->slot = s;
+        out->id = entry;
+        out->raw = s->u.entry.raw;
+        return CUDA_SUCCESS;
+    }
+    return cuctx__entry_hold_slow(entry, fn, quiet, out, s);
+}
+static inline __attribute__((always_inline)) CUresult cuctx__entry_hold(uint64_t entry, const char *fn,
+                                                                        struct cuctx_held *out)
+{
+    return cuctx__entry_hold_as(entry, fn, 0, out);
+}
+static inline __attribute__((always_inline)) CUresult cuctx__entry_hold_quiet(uint64_t entry, struct cuctx_held *out)
+{
+    return cuctx__entry_hold_as(entry, "cuctx", 1, out);
+}
+
+static inline void cuctx__entry_release(struct cuctx_held *o)
+{
+    if (o->slot)
+        cuctx__unhold(o->slot, o->hazard);
+    o->slot = NULL;
+    cuctx__deliver_reports();
+}
+
+/* Resolves ctx ({0}: the current context) to its held entry. Errors:
+ * INVALID_HANDLE for a bad handle, INVALID_CONTEXT when nothing is current,
+ * CONTEXT_IS_DESTROYED when the context is gone. The handle's entry is
+ * read without a pin (this is on every child create), so the field is read
+ * atomically and kept only if the handle was still live after the read. */
+CUresult cuctx__ctx_hold_slow(cuctx_ctx ctx, const char *fn, struct cuctx_held *out);
+/* The handle is the thread's last. An owned context's handle and entry end
+ * together: cuctx_ctx_destroy frees the handle and closes the entry with no
+ * call between, and a fork ends every entry. So while the entry can be
+ * held the handle is live, and neither needs looking up: the entry is held
+ * by its known slot. Else the full path below. */
+static inline __attribute__((always_inline)) int cuctx__ctx_hold_last(cuctx_ctx ctx, struct cuctx_held *out)
+{
+    if (__builtin_expect(ctx.id != cuctx__me.entry.last.handle || ctx.id == 0, 0))
+        return 0;
+    out->slot = cuctx__hold_slot(cuctx__me.entry.last.slot, cuctx__me.entry.last.entry, KIND_ENTRY, &out->hazard);
+    out->id = cuctx__me.entry.last.entry;
+    out->raw = cuctx__me.entry.last.raw;
+    return out->slot != NULL;
+}
+static inline __attribute__((always_inline)) CUresult cuctx__ctx_hold(cuctx_ctx ctx, const char *fn,
+                                                                          struct cuctx_held *out)
+{
+    if (__builtin_expect(cuctx__ctx_hold_last(ctx, out), 1))
+        return CUDA_SUCCESS;
+    struct cuctx_slot *h = ctx.id ? cuctx__peek(ctx.id, KIND_CTX_HANDLE) : NULL;
+    if (__builtin_expect(h != NULL, 1)) {
+        uint64_t entry = __atomic_load_n(&h->u.ctx.entry, __ATOMIC_RELAXED);
+        if (cuctx__peek_valid(h, ctx.id, KIND_CTX_HANDLE)) {
+            CUresult rc = cuctx__entry_hold(entry, fn, out);
+            /* held: the entry's fields stay its own; its owning handle only
+             * for an owned context, not for primary or borrowed handles */
+            if (rc == CUDA_SUCCESS && out->slot
+                && __atomic_load_n(&out->slot->u.entry.owner_handle, __ATOMIC_RELAXED) == ctx.id) {
+                cuctx__me.entry.last.handle = ctx.id;
+                cuctx__me.entry.last.entry = entry;
+                cuctx__me.entry.last.slot = out->slot;
+                cuctx__me.entry.last.raw = out->raw;
+            }
+            return rc;
+        }
+    }
+    return cuctx__ctx_hold_slow(ctx, fn, out);
+}
+/* The held entry of a raw context, registering it as borrowed when cuctx
+ * has not met it (its id and device asked of the driver). */
+CUresult cuctx__entry_hold_raw(CUcontext raw, const char *fn, struct cuctx_held *out);
+/* Under the lock: a new entry for raw, ending whatever entry the address had
+ * (the driver gave it to a new context). */
+CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev, enum cuctx_life life,
+                          const char *fn, uint64_t *out);
+/* Under the lock: ends a live entry now (close, drain, forget, free). */
+void cuctx__entry_end_locked(uint64_t id);
+/* Ends an entry that was closed by its caller (without the lock). */
+void cuctx__entry_finish(struct cuctx_slot *s, uint64_t id);
+
+#endif

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/* ids.h - what a handle id is made of: the object kinds, with the name
+ * each kind goes by in messages, and the id's layout. */
+#ifndef CUCTX_IDS_H
+#define CUCTX_IDS_H
+
+#include <stdint.h>
+
+/* The child kinds, one line each: X(KIND, name, stats field, display name).
+ * A kind is this line plus its file, lib/NAME.c, which defines
+ * cuctx__NAME_kind (its driver destroy) and its public functions; the enum
+ * value, the table of kinds (destroy.c), the stats count and the name in
+ * messages follow from the line. Appended only: the order is in every id. */
+#define CUCTX_CHILD_KINDS(X)                                        \
+    X(EVENT, event, events, "event")                                \
+    X(STREAM, stream, streams, "stream")                            \
+    X(MODULE, module, modules, "module")                            \
+    X(MEM, mem, mems, "device memory")                              \
+    X(HOST_MEM, host_mem, host_mems, "page-locked host memory")     \
+    X(GRAPH_EXEC, graph_exec, graph_execs, "graph exec")
+
+/* Object kinds; the top byte of every id. KIND_CTX_HANDLE is a cuctx_ctx
+ * (one per create, retain or borrow); KIND_ENTRY is the context itself as
+ * cuctx knows it (its address, generation and driver id), which the
+ * handles and children name and which never leaves the library. */
+#define CUCTX__KIND_ENUM(K, name, field, display) KIND_##K,
+enum cuctx_kind {
+    KIND_NONE = 0,
+    KIND_CTX_HANDLE,
+    CUCTX_CHILD_KINDS(CUCTX__KIND_ENUM)
+    KIND_ENTRY,
+    KIND_COUNT
+};
+#undef CUCTX__KIND_ENUM
+
+/* A child kind's name in messages ("device memory"); "object" for the others. */
+static inline const char *cuctx__kind_name(enum cuctx_kind kind)
+{
+#define CUCTX__KIND_NAME(K, name, field, display) [KIND_##K] = display,
+    static const char *const names[KIND_COUNT] = {CUCTX_CHILD_KINDS(CUCTX__KIND_NAME)};
+#undef CUCTX__KIND_NAME
+    return kind < KIND_COUNT && names[kind] ? names[kind] : "object";
+}
+
+/* A handle id: kind (6 bits) | slot index (26 bits) | generation (32 bits).
+ * 2^26 slots is 67 million live objects; a slot whose generation would wrap
+ * is retired, so a stale id can never name a later object. */
+#define CUCTX_ID_KIND_SHIFT 58
+#define CUCTX_ID_INDEX_SHIFT 32
+#define CUCTX_ID_INDEX_LIMIT (UINT32_C(1) << 26)
+static inline enum cuctx_kind cuctx__id_kind(uint64_t id) { return (enum cuctx_kind)(id >> CUCTX_ID_KIND_SHIFT); }
+static inline uint32_t cuctx__id_index(uint64_t id) { return (uint32_t)(id >> CUCTX_ID_INDEX_SHIFT) & (CUCTX_ID_INDEX_LIMIT - 1); }
+static inline uint32_t cuctx__id_gen(uint64_t id) { return (uint32_t)id; }
+static inline uint64_t cuctx__id_make(enum cuctx_kind kind, uint32_t index, uint32_t gen)
+{
+    return (uint64_t)kind << CUCTX_ID_KIND_SHIFT | (uint64_t)index << CUCTX_ID_INDEX_SHIFT | gen;
+}
+
+/* Who decides a context's life. An owned context was created by cuctx and
+ * ends only through it, so the registry alone says whether it lives. A
+ * primary context (retained through cuctx) and a borrowed one (handed in,
+ * or met as some thread's current context) can be ended by anyone - the
+ * CUDA runtime, other libraries, a reset - so the driver's context id says.
+ * An entry's life and a handle's life are the same word: for a handle,
+ * what destroying it undoes. */
+enum cuctx_life { LIFE_OWNED = 1, LIFE_PRIMARY, LIFE_BORROWED };
+
+#endif

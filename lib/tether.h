@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/* tether.h - the one mechanism every child kind uses (tether.c): a child
+ * is created in its context, tethered to the context's entry, and
+ * destroyed only while that entry lives. The create and destroy are inline
+ * here, so that each kind's create and destroy are one function with its
+ * driver call in it; the failures and skips are in tether.c. */
+#ifndef CUCTX_TETHER_H
+#define CUCTX_TETHER_H
+
+#include "cuctx.h"
+#include "current.h"
+#include "driver.h"
+#include "entry.h"
+#include "error.h"
+#include "init.h"
+#include "registry.h"
+
+/* What is particular to a child kind: its driver destroy (its names are
+ * in its line of CUCTX_CHILD_KINDS, ids.h). */
+struct cuctx_child_kind {
+    int destroy_needs_current;      /* the owner must be current for destroy */
+    CUresult (*destroy)(uint64_t raw);
+};
+#define CUCTX__KIND_DECL(K, name, field, display) extern const struct cuctx_child_kind cuctx__##name##_kind;
+CUCTX_CHILD_KINDS(CUCTX__KIND_DECL)
+#undef CUCTX__KIND_DECL
+
+/* A kind's driver create, run with the owner current. */
+typedef CUresult (*cuctx_make_fn)(void *arg, uint64_t *raw, size_t *size);
+
+/* The out-of-line ends of the two below: failures, skips, waiting. */
+CUresult cuctx__child_null(const char *fn);
+CUresult cuctx__child_table_full(struct cuctx_held *o, const char *fn);
+CUresult cuctx__child_bad_handle(uint64_t id, enum cuctx_kind kind, const char *fn);
+CUresult cuctx__child_skip(struct cuctx_slot *s, _Atomic uint64_t *counter);
+CUresult cuctx__child_unheld(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind);
+CUresult cuctx__child_refused(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind);
+
+/* Creates a child: resolves the owner, runs make with it current, and
+ * registers the result tethered to the owner's generation. Inline, so that
+ * each kind's create is one function with its driver call in it. */
+static inline __attribute__((always_inline)) CUresult
+cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const char *fn, cuctx_make_fn make,
+                    void *arg, const struct cuctx_site *site)
+{
+    struct cuctx_held o;
+    struct cuctx_switch sw;
+    uint64_t raw = 0;
+    size_t size = 0;
+    if (__builtin_expect(!out, 0))
+        return cuctx__child_null(fn);
+    *out = 0;
+    CUCTX_INIT_OR_RETURN(fn);
+    CUresult rc = cuctx__ctx_hold(ctx, fn, &o);
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0))
+        return rc;
+    struct cuctx_slot *s = cuctx__slot_alloc();
+    if (__builtin_expect(!s, 0))
+        return cuctx__child_table_full(&o, fn);
+    if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
+        rc = make(arg, &raw, &size);
+        cuctx__switch_back(&sw, fn);
+    }
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0)) {
+        cuctx__slot_discard(s);
+        cuctx__entry_release(&o);
+        return rc;
+    }
+    /* atomic: a reused slot's first word is peeked at as a context handle's entry */
+    __atomic_store_n(&s->u.child.entry, o.id, __ATOMIC_RELAXED);
+    s->u.child.raw = raw;
+    s->u.child.size = size;
+    s->u.child.site = *site;
+    *out = cuctx__slot_publish(s, kind);
+    cuctx__entry_release(&o);
+    return CUDA_SUCCESS;
+}
+
+/* Destroys a child: the driver is called only while the owner lives.
+ * Inline for the kind k (its destroy is called directly); the skips and
+ * failures are in tether.c. */
+static inline __attribute__((always_inline)) CUresult
+cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const struct cuctx_child_kind *k)
+{
+    struct cuctx_held o;
+    if (__builtin_expect(!id, 0))
+        return cuctx__child_null(fn);
+    if (*id == 0)
+        return CUDA_SUCCESS;
+    uint64_t mine = *id;
+    *id = 0;    /* whatever happens, the variable names nothing afterwards */
+    CUCTX_INIT_OR_RETURN(fn);
+    uint64_t pins;
+    struct cuctx_slot *s = cuctx__close_pinned(mine, kind, &pins);
+    if (__builtin_expect(!s, 0))
+        return cuctx__child_bad_handle(mine, kind, fn);
+    if (__builtin_expect(pins != 0, 0))     /* a child has no holds: pins taken before the close */
+        cuctx__drain_slow(s);
+    if (__builtin_expect(atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed), 0))
+        return cuctx__child_skip(s, &cuctx__shutdown_skips);
+    CUresult rc = cuctx__entry_hold_quiet(s->u.child.entry, &o);
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0))
+        return cuctx__child_unheld(s, rc, fn, kind);
+    struct cuctx_switch sw = {0};
+    if (k->destroy_needs_current)
+        rc = cuctx__switch_to(o.raw, fn, &sw);
+    if (__builtin_expect(rc == CUDA_SUCCESS, 1)) {
+        rc = k->destroy(s->u.child.raw);
+        if (k->destroy_needs_current)
+            cuctx__switch_back(&sw, fn);
+    }
+    cuctx__entry_release(&o);
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0))
+        return cuctx__child_refused(s, rc, fn, kind);
+    cuctx__slot_free(s);
+    return CUDA_SUCCESS;
+}
+
+/* A child pinned for use, with its context's entry held too. */
+struct cuctx_use {
+    struct cuctx_slot *obj;
+    struct cuctx_held entry;
+    uint64_t raw;
+};
+CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u);
+void cuctx__child_done(struct cuctx_use *u);
+/* Accessor helper: the payload of a live child, or 0 with the last error set. */
+int cuctx__child_peek(uint64_t id, enum cuctx_kind kind, const char *fn, uint64_t *raw, size_t *size);
+
+#endif
