@@ -119,7 +119,7 @@ if [ -n "${CUCTX_BUILDDIR:-}" ]; then
     mv "$first" "$work/moved" || exit 1
     build_and_run "$work/moved-shared" "$work/moved" cuctx::cuctx
     moved="installed in $first, moved to $work/moved: built and ran with cuctx::cuctx"
-    if ls "$work/moved"/lib*/libcuctx.a "$work/moved"/lib/*/libcuctx.a > /dev/null 2>&1; then
+    if [ -n "$(find "$work/moved" -name libcuctx.a 2>/dev/null)" ]; then
         build_and_run "$work/moved-static" "$work/moved" cuctx::cuctx_static -DCUCTX_STATIC=ON
         if readelf -d "$work/moved-static/consumer" 2>/dev/null | grep -q 'NEEDED.*libcuctx'; then
             echo "cmake consumer: FAILED: the program linked with cuctx::cuctx_static needs libcuctx.so"
