@@ -9,7 +9,9 @@
 # Sources are C, C++ and CUDA files and headers, shell scripts (by name or
 # by a #! line), automake, autoconf and m4 files, .in templates, CMake files,
 # the linker map and the manual pages (not the one-line .so links). Test data
-# (tests/data, the fuzzing corpus) is not source.
+# (tests/data, the fuzzing corpus) is not source, and the Autoconf Archive's
+# macros copied into m4/ (ax_*.m4) keep their own licence notices, as their
+# licences ask.
 #
 # Environment: CUCTX_SRCDIR (default: the directory above this script).
 set -u
@@ -41,7 +43,7 @@ source_file() {
     fi
     case $1 in
         tests/data/*|tests/fuzz/corpus/*|build-aux/*|autom4te.cache/*|_*/*) return 1 ;;
-        configure|aclocal.m4|config.h.in|Makefile.in|*/Makefile.in|m4/libtool.m4|m4/lt*.m4|aminclude_static.am) return 1 ;;
+        configure|aclocal.m4|config.h.in|Makefile.in|*/Makefile.in|m4/libtool.m4|m4/lt*.m4|m4/ax_*.m4|aminclude_static.am) return 1 ;;
         *.c|*.h|*.cc|*.cpp|*.cxx|*.hpp|*.cu|*.cuh|*.sh|*.am|*.ac|*.m4|*.in|*.cmake|CMakeLists.txt|*/CMakeLists.txt|*.map) return 0 ;;
         .ci/run|tools/*) return 0 ;;
         man/*.3) sed -n '1{/^\.so /q1;}' "$src/$1"; return $? ;;
