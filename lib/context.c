@@ -12,6 +12,9 @@
  */
 #include "internal.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 static CUresult handle_new(cuctx_ctx *out, uint64_t entry, enum cuctx_owner_kind role, CUdevice dev, const char *fn,
                            const struct cuctx_site *site)
 {
@@ -76,6 +79,40 @@ static struct cuctx_slot *same_context(uint64_t id, unsigned long long ctx_id)
     return e && e->u.entry.ctx_id == ctx_id ? e : NULL;
 }
 
+/* cuctx's primary retains, per device, and the primary context's address
+ * (the driver keeps one address per device for the life of the process),
+ * under the lock. Counted per device, not per entry: a reset ends the entry
+ * but keeps the retains (measured), so retains taken before a reset are
+ * released through handles whose entry is dead, and the entry of the
+ * context that lives now is found by the address. */
+struct primary_dev { CUcontext raw; int retains; };
+static struct primary_dev *primaries;
+static size_t n_primaries;
+
+/* dev's record, grown on demand when grow; NULL for a bad device or no memory. */
+static struct primary_dev *primary_of(CUdevice dev, int grow)
+{
+    if (dev < 0)
+        return NULL;
+    if ((size_t)dev >= n_primaries) {
+        size_t n = (size_t)dev + 8;
+        struct primary_dev *p = grow ? realloc(primaries, n * sizeof *p) : NULL;
+        if (!p)
+            return NULL;
+        memset(p + n_primaries, 0, (n - n_primaries) * sizeof *p);
+        primaries = p;
+        n_primaries = n;
+    }
+    return &primaries[dev];
+}
+
+/* In a forked child every handle is a borrow: no retain of cuctx's is left. */
+void cuctx__primaries_after_fork(void)
+{
+    for (size_t i = 0; i < n_primaries; i++)
+        primaries[i].retains = 0;
+}
+
 CUCTX_API CUresult cuctx_ctx_primary_at(cuctx_ctx *out, CUdevice dev, const char *file, int line, const char *func)
 {
     static const char fn[] = "cuctx_ctx_primary";
@@ -94,7 +131,10 @@ CUCTX_API CUresult cuctx_ctx_primary_at(cuctx_ctx *out, CUdevice dev, const char
         return cuctx__fail(rc, "%s: cuDevicePrimaryCtxRetain on device %d failed: %s", fn, (int)dev,
                            cuctx_result_name(rc));
     }
-    if ((rc = cuctx__ctx_id(raw, &ctx_id)) != CUDA_SUCCESS) {
+    struct primary_dev *p = primary_of(dev, 1);
+    if (!p) {
+        rc = cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the table of primary contexts", fn);
+    } else if ((rc = cuctx__ctx_id(raw, &ctx_id)) != CUDA_SUCCESS) {
         cuctx__fail(rc, "%s: cuCtxGetId of the primary context of device %d failed: %s", fn, (int)dev,
                     cuctx_result_name(rc));
     } else {
@@ -102,12 +142,13 @@ CUCTX_API CUresult cuctx_ctx_primary_at(cuctx_ctx *out, CUdevice dev, const char
         if (e) {
             entry = cuctx__map_find(raw);
             e->u.entry.owner = OWNER_PRIMARY;   /* if borrowed before, retained now */
-            e->u.entry.retains++;
-        } else if ((rc = cuctx__entry_new(raw, ctx_id, dev, OWNER_PRIMARY, fn, &entry)) == CUDA_SUCCESS) {
-            cuctx__peek(entry, KIND_ENTRY)->u.entry.retains = 1;
+        } else {
+            rc = cuctx__entry_new(raw, ctx_id, dev, OWNER_PRIMARY, fn, &entry);
         }
-        if (rc == CUDA_SUCCESS && (rc = handle_new(out, entry, OWNER_PRIMARY, dev, fn, &site)) != CUDA_SUCCESS)
-            cuctx__peek(entry, KIND_ENTRY)->u.entry.retains--;
+        if (rc == CUDA_SUCCESS && (rc = handle_new(out, entry, OWNER_PRIMARY, dev, fn, &site)) == CUDA_SUCCESS) {
+            p->raw = raw;
+            p->retains++;
+        }
     }
     if (rc != CUDA_SUCCESS)
         DRV(cuDevicePrimaryCtxRelease)(dev);
@@ -116,22 +157,27 @@ CUCTX_API CUresult cuctx_ctx_primary_at(cuctx_ctx *out, CUdevice dev, const char
 }
 
 /* Releases one primary retain of cuctx's. A reset does not release retains
- * (measured), so this runs whether the entry lives or not. On cuctx's last
- * retain of a live entry no child call may run across the release (it may
- * end the context), so the entry is closed and drained first; if the
- * context lives on in someone else's retain (the runtime's), the entry is
- * reopened and its children keep working. Without context ids the entry
- * ends with cuctx's last retain. */
-static CUresult primary_release(uint64_t entry, CUdevice dev, const char *fn)
+ * (measured), so this runs whether the handle's entry lives or not. On
+ * cuctx's last retain of the device (counted per device: the handle's own
+ * entry may have ended in a reset while its retain lived on) no child call
+ * may run across the release (it may end the context), so the live entry
+ * of the primary context now - found by its address, whatever cuctx knows
+ * it as - is closed and drained first; if the context lives on in someone
+ * else's retain (the runtime's), the entry is reopened and its children
+ * keep working. Without context ids the entry ends with cuctx's last
+ * retain. */
+static CUresult primary_release(CUdevice dev, const char *fn)
 {
     unsigned long long now = 0;
     int gone = atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed);
+    uint64_t entry = 0;
+    struct cuctx_slot *e = NULL;
     cuctx__ctx_lock();
-    struct cuctx_slot *e = cuctx__peek(entry, KIND_ENTRY);
-    if (e && --e->u.entry.retains == 0 && (e = cuctx__close(entry, KIND_ENTRY)) != NULL) {
-        cuctx__drain(e);
-    } else {
-        e = NULL;
+    struct primary_dev *p = primary_of(dev, 0);
+    if (p && p->retains > 0 && --p->retains == 0 && (entry = cuctx__map_find(p->raw)) != 0) {
+        struct cuctx_slot *live = cuctx__peek(entry, KIND_ENTRY);
+        if (live && live->u.entry.dev == dev && (e = cuctx__close(entry, KIND_ENTRY)) != NULL)
+            cuctx__drain(e);
     }
     CUresult rc = gone ? CUDA_SUCCESS : DRV(cuDevicePrimaryCtxRelease)(dev);
     if (e) {
@@ -274,7 +320,7 @@ CUCTX_API CUresult cuctx_ctx_destroy(cuctx_ctx *ctx)
     if (role == OWNER_BORROWED)
         return CUDA_SUCCESS;
     int gone = atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed);
-    CUresult rc = role == OWNER_PRIMARY ? primary_release(entry, dev, fn) : owned_destroy(entry, fn);
+    CUresult rc = role == OWNER_PRIMARY ? primary_release(dev, fn) : owned_destroy(entry, fn);
     if (gone || cuctx__driver_gone(rc)) {
         atomic_fetch_add_explicit(&cuctx__shutdown_skips, 1, memory_order_relaxed);
         return CUDA_SUCCESS;

@@ -71,6 +71,7 @@ static void after_fork_one(enum cuctx_kind kind, struct cuctx_slot *s, void *arg
 void cuctx__contexts_after_fork(void)
 {
     cuctx__slot_foreach(after_fork_one, NULL);
+    cuctx__primaries_after_fork();
 }
 
 CUresult cuctx__ctx_id(CUcontext raw, unsigned long long *id)
@@ -149,7 +150,6 @@ CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev
     s->u.entry.dev = dev;
     s->u.entry.owner = (unsigned char)owner;
     s->u.entry.checked = owner != OWNER_OWNED && ctx_id != 0;
-    s->u.entry.retains = 0;
     s->u.entry.owner_handle = 0;
     uint64_t id = cuctx__slot_publish(s, KIND_ENTRY);
     if (cuctx__map_put(raw, id) != 0) {

@@ -121,7 +121,6 @@ struct cuctx_slot {
             CUcontext raw;
             unsigned long long ctx_id;  /* the driver's id (cuCtxGetId); 0: the driver has none */
             CUdevice dev;
-            int retains;            /* primary retains held by cuctx handles, under the lock */
             unsigned char owner;    /* enum cuctx_owner_kind; borrowed -> primary under the lock */
             unsigned char checked;  /* life decided by the driver's id: every hold checks it */
             uint64_t owner_handle;  /* an owned context's handle, set once after publishing (atomic) */
@@ -194,6 +193,7 @@ void cuctx__process_init(void);
 void cuctx__ctx_lock_fork(int phase);   /* -1 before fork, else after it */
 void cuctx__registry_after_fork(void);
 void cuctx__contexts_after_fork(void);
+void cuctx__primaries_after_fork(void);   /* context.c: cuctx's primary retains */
 
 /* A held context entry: children's creates, uses and destroys hold one for
  * the duration of their driver call, and a context's end waits them out. */
