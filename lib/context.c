@@ -208,17 +208,67 @@ static void find_primary(CUcontext raw, uint64_t entry, void *arg)
         d->found = entry;
 }
 
+/* Under the lock: the address of dev's primary context, NULL when it is
+ * not active (no child of it can be under way). Known once cuctx retained
+ * it (the driver keeps one address per device); else asked of the driver,
+ * which takes a retain and its release - only while the context is active,
+ * so neither makes nor ends one. Without cuDevicePrimaryCtxGetState, only
+ * an address cuctx retained is known. */
+static CUresult primary_address(CUdevice dev, const char *fn, CUcontext *raw)
+{
+    struct primary_dev *p = primary_of(dev, 0);
+    unsigned flags = 0;
+    int active = 0;
+    *raw = p ? p->raw : NULL;
+    if (*raw || !DRV(cuDevicePrimaryCtxGetState))
+        return CUDA_SUCCESS;
+    CUresult rc = DRV(cuDevicePrimaryCtxGetState)(dev, &flags, &active);
+    if (rc != CUDA_SUCCESS)
+        return cuctx__fail(rc, "%s: cuDevicePrimaryCtxGetState on device %d failed: %s", fn, (int)dev,
+                           cuctx_result_name(rc));
+    if (!active)
+        return CUDA_SUCCESS;
+    if ((rc = DRV(cuDevicePrimaryCtxRetain)(raw, dev)) != CUDA_SUCCESS) {
+        *raw = NULL;
+        return cuctx__fail(rc, "%s: cuDevicePrimaryCtxRetain on device %d failed: %s", fn, (int)dev,
+                           cuctx_result_name(rc));
+    }
+    if ((rc = DRV(cuDevicePrimaryCtxRelease)(dev)) != CUDA_SUCCESS)
+        return cuctx__fail(rc, "%s: cuDevicePrimaryCtxRelease on device %d failed: %s", fn, (int)dev,
+                           cuctx_result_name(rc));
+    if ((p = primary_of(dev, 1)) != NULL)
+        p->raw = *raw;
+    return CUDA_SUCCESS;
+}
+
+/* The reset ends dev's primary context, so it waits out the child calls
+ * under way in it first: its entry is found by the context's address,
+ * whatever cuctx knows it as (retained, borrowed, or met as some thread's
+ * current context). */
 CUCTX_API CUresult cuctx_ctx_primary_reset(CUdevice dev)
 {
     static const char fn[] = "cuctx_ctx_primary_reset";
     struct on_device d = {dev, 0};
     struct cuctx_slot *e = NULL;
+    CUcontext raw = NULL;
     CUCTX_INIT_OR_RETURN(fn);
     cuctx__ctx_lock();
-    cuctx__map_foreach(find_primary, &d);
+    CUresult rc = primary_address(dev, fn, &raw);
+    if (rc != CUDA_SUCCESS) {
+        cuctx__ctx_unlock();
+        return rc;
+    }
+    if (raw) {
+        d.found = cuctx__map_find(raw);
+        struct cuctx_slot *live = d.found ? cuctx__peek(d.found, KIND_ENTRY) : NULL;
+        if (!live || live->u.entry.dev != dev)
+            d.found = 0;
+    } else if (!DRV(cuDevicePrimaryCtxGetState)) {
+        cuctx__map_foreach(find_primary, &d);
+    }
     if (d.found && (e = cuctx__close(d.found, KIND_ENTRY)) != NULL)
         cuctx__drain(e);
-    CUresult rc = DRV(cuDevicePrimaryCtxReset)(dev);
+    rc = DRV(cuDevicePrimaryCtxReset)(dev);
     if (e && rc == CUDA_SUCCESS) {
         cuctx__map_remove(e->u.entry.raw, d.found);
         cuctx__slot_free(e);
