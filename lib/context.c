@@ -12,6 +12,7 @@
  */
 #include "internal.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -346,6 +347,8 @@ static CUresult owned_destroy(uint64_t entry, const char *fn)
     return CUDA_SUCCESS;
 }
 
+static CUresult handle_destroy(uint64_t id, const char *fn);
+
 CUCTX_API CUresult cuctx_ctx_destroy(cuctx_ctx *ctx)
 {
     static const char fn[] = "cuctx_ctx_destroy";
@@ -356,6 +359,21 @@ CUCTX_API CUresult cuctx_ctx_destroy(cuctx_ctx *ctx)
     uint64_t id = ctx->id;
     ctx->id = 0;    /* whatever happens, the variable names nothing afterwards */
     CUCTX_INIT_OR_RETURN(fn);
+    /* From the handle's close to the entry's free, a cancelled thread would
+     * leave them closing for good (every later hold of the entry waits for
+     * the verdict): the drains sleep and the driver's destroy may be a
+     * cancellation point, so cancellation is off until the end, then the
+     * caller's state is back (a cancel that came meanwhile acts at the
+     * thread's next cancellation point). */
+    int cancel_state;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+    CUresult rc = handle_destroy(id, fn);
+    pthread_setcancelstate(cancel_state, NULL);
+    return rc;
+}
+
+static CUresult handle_destroy(uint64_t id, const char *fn)
+{
     struct cuctx_slot *h = cuctx__close(id, KIND_CTX);
     if (!h)
         return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: context handle %#llx is stale, destroyed already, or not a context",
