@@ -105,6 +105,8 @@ void cuctx__entry_end_locked(uint64_t id)
  * at the address is registered anew; then drained and freed. */
 static void entry_retire(uint64_t id)
 {
+    int cancel_state;   /* closed to freed: a cancel here would leave it closing for good */
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
     cuctx__ctx_lock();
     struct cuctx_slot *s = cuctx__close(id, KIND_ENTRY);
     if (s)
@@ -114,6 +116,7 @@ static void entry_retire(uint64_t id)
         cuctx__drain(s);
         cuctx__slot_free(s);
     }
+    pthread_setcancelstate(cancel_state, NULL);
 }
 
 /* ---- making ----------------------------------------------------------------- */
