@@ -151,8 +151,9 @@ static void settle_prev_slow(const cuctx_scope *scope, const char *fn)
         rc = DRV(cuCtxGetCurrent)(&top);
     if (rc == CUDA_SUCCESS && top != scope->prev_raw)
         return;
-    if (rc == CUDA_SUCCESS)
-        rc = DRV(cuCtxSetCurrent)(NULL);
+    if (rc == CUDA_SUCCESS && (rc = DRV(cuCtxSetCurrent)(NULL)) == CUDA_SUCCESS && scope->depth > 0)
+        cuctx__popped();    /* that level was cuctx's own (a create's push): counted off, or an
+                               enclosing scope would pop a level below it */
     if (rc != CUDA_SUCCESS)
         cuctx__report(rc, "%s: cannot check the stack slot of the previous context %p, which may now be another "
                       "context's: %s", fn, (void *)scope->prev_raw, cuctx_result_name(rc));
