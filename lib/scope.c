@@ -20,6 +20,10 @@
  * alone, or not at all, when nothing is concluded about its slot at exit. */
 #define PREV_ID_ONLY (UINT64_MAX - 1)
 #define PREV_UNKNOWN UINT64_MAX
+/* In depth: the scope pushed nothing (its context was current at enter),
+ * so the level it runs on is the previous context's own. */
+#define SCOPE_NO_PUSH (1u << 31)
+static inline unsigned scope_depth(const cuctx_scope *scope) { return scope->depth & ~SCOPE_NO_PUSH; }
 
 static uint64_t prev_by_id(CUcontext prev, unsigned long long *ctx_id)
 {
@@ -113,6 +117,8 @@ static inline __attribute__((always_inline)) CUresult enter(cuctx_scope *scope, 
             return cuctx__fail(rc, "%s: cuCtxPushCurrent failed: %s", fn, cuctx_result_name(rc));
         }
         cuctx__pushed();
+    } else {
+        scope->depth |= SCOPE_NO_PUSH;
     }
     cuctx__owner_release(&o);
     scope->prev_raw = prev;
@@ -151,12 +157,40 @@ static void settle_prev_slow(const cuctx_scope *scope, const char *fn)
         rc = DRV(cuCtxGetCurrent)(&top);
     if (rc == CUDA_SUCCESS && top != scope->prev_raw)
         return;
-    if (rc == CUDA_SUCCESS && (rc = DRV(cuCtxSetCurrent)(NULL)) == CUDA_SUCCESS && scope->depth > 0)
+    if (rc == CUDA_SUCCESS && (rc = DRV(cuCtxSetCurrent)(NULL)) == CUDA_SUCCESS && scope_depth(scope) > 0)
         cuctx__popped();    /* that level was cuctx's own (a create's push): counted off, or an
                                enclosing scope would pop a level below it */
     if (rc != CUDA_SUCCESS)
         cuctx__report(rc, "%s: cannot check the stack slot of the previous context %p, which may now be another "
                       "context's: %s", fn, (void *)scope->prev_raw, cuctx_result_name(rc));
+}
+
+/* A scope that pushed nothing ran on the previous context's own level: a
+ * cuctx_ctx_set_current inside replaced it there, where a scope that
+ * pushed would have had it popped. Put the previous context back if it is
+ * the same live context (by its entry, and by its driver id where others
+ * can end it); a dead one is left as the driver left the level. */
+static void restore_own_level(const cuctx_scope *scope, const char *fn)
+{
+    CUcontext cur = NULL;
+    unsigned long long now = 0;
+    CUresult rc = DRV(cuCtxGetCurrent)(&cur);
+    if (rc == CUDA_SUCCESS && cur == scope->prev_raw)
+        return;
+    if (rc == CUDA_SUCCESS) {
+        if (scope->prev_entry == 0 || scope->prev_entry >= PREV_ID_ONLY
+            || !cuctx__alive(scope->prev_entry, KIND_ENTRY))
+            return;
+        if (scope->prev_ctx_id != 0) {
+            CUresult idrc = DRV(cuCtxGetId)(scope->prev_raw, &now);
+            if (idrc != CUDA_SUCCESS || now != scope->prev_ctx_id)
+                return;
+        }
+        rc = DRV(cuCtxSetCurrent)(scope->prev_raw);
+    }
+    if (rc != CUDA_SUCCESS)
+        cuctx__report(rc, "%s: cannot put the scope's context %p back on its level: %s", fn,
+                      (void *)scope->prev_raw, cuctx_result_name(rc));
 }
 
 CUCTX_API void cuctx_scope_exit(cuctx_scope *scope)
@@ -166,7 +200,7 @@ CUCTX_API void cuctx_scope_exit(cuctx_scope *scope)
     if (!scope || (scope->state != CUCTX__SCOPE_ENTERED && scope->state != CUCTX__SCOPE_RAN))
         return;
     scope->state = CUCTX__SCOPE_EXITED;
-    for (unsigned n = cuctx__pushes(); n > scope->depth; n--) {
+    for (unsigned n = cuctx__pushes(); n > scope_depth(scope); n--) {
         CUresult rc = DRV(cuCtxPopCurrent)(&popped);
         if (rc != CUDA_SUCCESS) {
             cuctx__report(rc, "%s: cannot pop a context pushed inside the scope: cuCtxPopCurrent failed: %s", fn,
@@ -175,6 +209,8 @@ CUCTX_API void cuctx_scope_exit(cuctx_scope *scope)
         }
         cuctx__popped();
     }
+    if (scope->depth & SCOPE_NO_PUSH)
+        restore_own_level(scope, fn);
     /* An owned previous context that lives is where it was: nothing to ask. */
     if (scope->prev_raw && !(scope->prev_ctx_id == 0 && scope->prev_entry != 0 && scope->prev_entry < PREV_ID_ONLY
                              && cuctx__alive_own(scope->prev_entry, KIND_ENTRY)))
