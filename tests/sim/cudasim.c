@@ -190,6 +190,7 @@ static struct {
 	size_t nplans, plans_cap;
 	unsigned long long last_ctx_id; /* never restarted, not even by cusim_reset: ids stay process-unique */
 	bool hide_ctx_id;
+	bool stale_levels;              /* cusim_set_stale_levels */
 	CUresult fail_all;
 	unsigned int delay_us[F_COUNT]; /* read without the lock, so only through __atomic builtins */
 	unsigned int sleeping;          /* calls in delay() now; __atomic builtins too */
@@ -205,6 +206,7 @@ static __thread struct {
 	uint64_t epoch;
 	int depth;
 	uint64_t v[SIM_STACK_MAX];
+	unsigned long long id[SIM_STACK_MAX];   /* v[i]'s context id when bound (cusim_set_stale_levels) */
 } T;
 
 static void stack_sync(void)
@@ -644,7 +646,7 @@ static CUresult need_current(struct obj **out)
 	if (!top)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	struct obj *o = find(K_CTX, top);
-	if (!o || !o->live)
+	if (!o || !o->live || (S.stale_levels && T.id[T.depth - 1] != o->ctx_id))
 		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
 	*out = o;
 	return CUDA_SUCCESS;
@@ -905,6 +907,7 @@ CUresult sim_cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
 	o->device = dev;
 	o->flags = flags;
 	o->ctx_id = ++S.last_ctx_id;
+	T.id[T.depth] = o->ctx_id;
 	T.v[T.depth++] = o->value;
 	*pctx = (CUcontext)(uintptr_t)o->value;
 	c.handle = o->value;
@@ -960,6 +963,7 @@ CUresult sim_cuCtxPushCurrent(CUcontext ctx)
 	stack_sync();
 	if (T.depth == SIM_STACK_MAX)
 		return leave(&c, CUDA_ERROR_OUT_OF_MEMORY);
+	T.id[T.depth] = o->ctx_id;
 	T.v[T.depth++] = o->value;
 	return leave(&c, CUDA_SUCCESS);
 }
@@ -995,10 +999,13 @@ CUresult sim_cuCtxSetCurrent(CUcontext ctx)
 	CUresult rc = need_live_context_to_bind(&c, ctx, &o);
 	if (rc)
 		return leave(&c, rc);
-	if (T.depth)
+	if (T.depth) {
+		T.id[T.depth - 1] = o->ctx_id;
 		T.v[T.depth - 1] = o->value;
-	else
+	} else {
+		T.id[T.depth] = o->ctx_id;
 		T.v[T.depth++] = o->value;
+	}
 	return leave(&c, CUDA_SUCCESS);
 }
 
@@ -2009,6 +2016,7 @@ SIM_VISIBLE void cusim_reset(void)
 	S.nplans = 0;
 	S.recycling = true;
 	S.hide_ctx_id = false;
+	S.stale_levels = false;
 	S.fail_all = CUDA_SUCCESS;
 	for (int i = 0; i < F_COUNT; i++)
 		__atomic_store_n(&S.delay_us[i], 0u, __ATOMIC_RELAXED);
@@ -2196,6 +2204,13 @@ SIM_VISIBLE void cusim_set_delay(const char *fn, unsigned usec)
 SIM_VISIBLE unsigned cusim_sleeping(void)
 {
 	return __atomic_load_n(&S.sleeping, __ATOMIC_SEQ_CST);
+}
+
+SIM_VISIBLE void cusim_set_stale_levels(int on)
+{
+	pthread_mutex_lock(&S.lock);
+	S.stale_levels = on != 0;
+	pthread_mutex_unlock(&S.lock);
 }
 
 SIM_VISIBLE void cusim_fail_all(CUresult rc)
