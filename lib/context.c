@@ -432,10 +432,16 @@ CUCTX_API CUresult cuctx_ctx_is_current(cuctx_ctx ctx, int *out)
     if (rc != CUDA_SUCCESS)
         return rc;
     rc = DRV(cuCtxGetCurrent)(&cur);
-    if (rc == CUDA_SUCCESS)
-        *out = cur == o.raw;
+    if (rc != CUDA_SUCCESS) {
+        cuctx__owner_release(&o);
+        return cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, cuctx_result_name(rc));
+    }
+    /* by id too: a dead context at its address is not it */
+    if (cur == o.raw && (rc = cuctx__current_is(o.slot->u.entry.ctx_id, out)) != CUDA_SUCCESS)
+        *out = 0;
     cuctx__owner_release(&o);
-    return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, cuctx_result_name(rc));
+    return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuCtxGetId of the current context failed: %s", fn,
+                                                 cuctx_result_name(rc));
 }
 
 CUCTX_API CUresult cuctx_ctx_synchronize(cuctx_ctx ctx)

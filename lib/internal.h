@@ -334,6 +334,13 @@ static inline void cuctx__popped(void)
         cuctx__me.pushes--;
 }
 
+/* Whether the calling thread's current context, whose address is that of
+ * the context with driver id ctx_id, is that context and not a dead one
+ * whose address it took (destroyed on another thread while current here):
+ * asked by id (cuCtxGetId(NULL)). *is 1 without ids; when the driver
+ * cannot say, *is 1 and its error returned. */
+CUresult cuctx__current_is(unsigned long long ctx_id, int *is);
+
 /* While a quiet section is open on the calling thread, failures are not
  * recorded as its last error (scope enter's look at the previous context). */
 void cuctx__quiet(int on);

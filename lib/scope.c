@@ -101,8 +101,16 @@ static inline __attribute__((always_inline)) CUresult enter(cuctx_scope *scope, 
      * holding an entry, so ctx is let go meanwhile. A dead previous context
      * is no failure of the enter; one that could not be identified is left
      * alone at exit. */
-    if (prev == o.raw) {
+    /* The address current may be a dead context's whose address ctx took
+     * (destroyed on another thread while current here): then it is no
+     * level of ctx, and ctx is pushed over it. */
+    int same = prev == o.raw;
+    if (same)
+        cuctx__current_is(o.slot->u.entry.ctx_id, &same);  /* unsure: the address decides, as before */
+    if (same) {
         prev_is_target(scope, &o);
+    } else if (prev == o.raw) {
+        scope->prev_entry = 0;      /* dead at enter */
     } else if (prev && !prev_seen(scope, prev)) {
         cuctx__owner_release(&o);
         identify_prev(scope, prev, fn);
@@ -110,7 +118,7 @@ static inline __attribute__((always_inline)) CUresult enter(cuctx_scope *scope, 
             return rc;
     }
     scope->depth = cuctx__pushes();
-    if (prev != o.raw) {
+    if (!same) {
         rc = DRV(cuCtxPushCurrent)(o.raw);
         if (rc != CUDA_SUCCESS) {
             cuctx__owner_release(&o);
