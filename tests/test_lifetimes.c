@@ -9,6 +9,7 @@
 #include "testlib.h"
 
 #include <cudaTypedefs.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
@@ -367,4 +368,46 @@ Test(lifetimes, a_scope_switches_away_from_a_dead_current_context_at_its_context
     CHECK_OK(cuctx_event_destroy(&ev));
     CHECK_OK(cuctx_ctx_destroy(&r.a2));
     cr_assert_eq(misuses(), 0);
+}
+
+/* ---- 8: the error handler set again and again ----------------------------- */
+
+static void quiet_handler(CUresult rc, const char *message, void *user)
+{
+    (void)rc;
+    (void)message;
+    (void)user;
+}
+
+static void counting_handler(CUresult rc, const char *message, void *user)
+{
+    (void)message;
+    if (rc != CUDA_SUCCESS)
+        ++*(int *)user;
+}
+
+/* A program may set its handler per request, per thread, per phase: a
+ * million settings take no memory that stays. (Under a sanitizer's
+ * allocator mallinfo2 says nothing, and the check holds trivially.) */
+Test(lifetimes, setting_the_error_handler_a_million_times_keeps_no_memory)
+{
+    NEED_DRIVER();
+    struct mallinfo2 before = mallinfo2();
+    for (uintptr_t i = 0; i < 1000000; i++)
+        cuctx_set_error_handler(i % 3 ? quiet_handler : NULL, (void *)i);
+    struct mallinfo2 after = mallinfo2();
+    size_t grown = after.uordblks > before.uordblks ? after.uordblks - before.uordblks : 0;
+    cr_assert_lt(grown, (size_t)1 << 20, "1e6 cuctx_set_error_handler calls kept %zu bytes", grown);
+    /* the last one set is the one called, with its own user pointer */
+    int heard = 0;
+    cuctx_set_error_handler(counting_handler, &heard);
+    cuctx_event stale = {0};
+    cuctx_ctx c = fresh_ctx();
+    CHECK_OK(cuctx_event_create(&stale, c, 0));
+    cuctx_event copy = stale;
+    CHECK_OK(cuctx_event_destroy(&stale));
+    cuctx_cleanup(&copy);                   /* a stale handle: told to the handler */
+    cr_assert_eq(heard, 1);
+    cuctx_set_error_handler(NULL, NULL);
+    CHECK_OK(cuctx_ctx_destroy(&c));
 }
