@@ -148,12 +148,14 @@ CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev
     struct cuctx_slot *s = cuctx__slot_alloc();
     if (!s)
         return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
-    __atomic_store_n(&s->u.entry.raw, raw, __ATOMIC_RELAXED);  /* peeked at through a reused slot */
-    s->u.entry.ctx_id = ctx_id;
-    s->u.entry.dev = dev;
-    s->u.entry.owner = (unsigned char)owner;
-    s->u.entry.checked = owner != OWNER_OWNED && ctx_id != 0;
-    s->u.entry.owner_handle = 0;
+    /* Atomic (relaxed): seqlock readers (prev_seen in scope.c, handle
+     * peeks) may still read this slot's fields as its previous object's. */
+    __atomic_store_n(&s->u.entry.raw, raw, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.entry.ctx_id, ctx_id, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.entry.dev, dev, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.entry.owner, (unsigned char)owner, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.entry.checked, (unsigned char)(owner != OWNER_OWNED && ctx_id != 0), __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.entry.owner_handle, (uint64_t)0, __ATOMIC_RELAXED);
     uint64_t id = cuctx__slot_publish(s, KIND_ENTRY);
     if (cuctx__map_put(raw, id) != 0) {
         cuctx__entry_end_locked(id);
