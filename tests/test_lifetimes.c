@@ -411,3 +411,78 @@ Test(lifetimes, setting_the_error_handler_a_million_times_keeps_no_memory)
     cuctx_set_error_handler(NULL, NULL);
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
+
+/* ---- 6: stats.contexts counts the live contexts handed out, exactly ------ */
+
+struct raw_ctx_api {
+    PFN_cuCtxCreate_v3020 create;
+    PFN_cuCtxDestroy_v4000 destroy;
+    PFN_cuCtxPopCurrent_v4000 pop;
+};
+
+static struct raw_ctx_api raw_api(void)
+{
+    struct raw_ctx_api r = {(PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020),
+                            (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000),
+                            (PFN_cuCtxPopCurrent_v4000)drv_sym("cuCtxPopCurrent", 4000)};
+    return r;
+}
+
+#define EXPECT_CONTEXTS(n, what)                                                                  \
+    do {                                                                                          \
+        size_t got_ = stats().contexts;                                                           \
+        cr_assert_eq(got_, (size_t)(n), "%s: stats.contexts is %zu, want %zu", (what), got_,      \
+                     (size_t)(n));                                                                \
+    } while (0)
+
+Test(lifetimes, stats_count_the_live_contexts_handed_out_exactly)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct raw_ctx_api r = raw_api();
+    CUcontext raw = NULL, popped = NULL;
+
+    /* a borrow's handle destroyed, then its owner destroys the context */
+    cuctx_ctx b = {0};
+    CHECK_OK(r.create(&raw, 0, 0));
+    CHECK_OK(r.pop(&popped));
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    EXPECT_CONTEXTS(1, "a live borrow");
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(r.destroy(raw));
+    EXPECT_CONTEXTS(0, "a borrowed context destroyed by its owner");
+
+    /* a {0} create while a foreign context is current */
+    cuctx_event ev = {0};
+    CHECK_OK(r.create(&raw, 0, 0));
+    CHECK_OK(cuctx_event_create(&ev, (cuctx_ctx){0}, 0));
+    CHECK_OK(cuctx_event_destroy(&ev));
+    EXPECT_CONTEXTS(0, "a foreign current context met by a {0} create, never handed out");
+    CHECK_OK(r.pop(&popped));
+    CHECK_OK(r.destroy(raw));
+
+    /* a scope entered while a foreign context is current */
+    cuctx_ctx c = fresh_ctx();
+    CHECK_OK(r.create(&raw, 0, 0));
+    CUCTX_SCOPED(c) {
+    }
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    EXPECT_CONTEXTS(0, "a foreign context met as a scope's previous, cuctx's only context destroyed");
+    CHECK_OK(r.pop(&popped));
+    CHECK_OK(r.destroy(raw));
+
+    /* many borrowed contexts destroyed by their owner, then owned ones made and destroyed */
+    for (int i = 0; i < 3000; i++) {
+        CHECK_OK(r.create(&raw, 0, 0));
+        CHECK_OK(r.pop(&popped));
+        CHECK_OK(cuctx_ctx_borrow(&b, raw));
+        CHECK_OK(cuctx_ctx_destroy(&b));
+        CHECK_OK(r.destroy(raw));
+    }
+    for (int i = 0; i < 200; i++) {
+        c = fresh_ctx();
+        CHECK_OK(cuctx_ctx_destroy(&c));
+    }
+    EXPECT_CONTEXTS(0, "3000 borrowed contexts destroyed by their owner, 200 owned made and destroyed");
+    cr_assert_eq(misuses(), 0);
+}
