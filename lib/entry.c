@@ -135,6 +135,12 @@ static void sweep_one(CUcontext raw, uint64_t entry, void *arg)
 
 static size_t sweep_at = 64;
 
+void cuctx__sweep_locked(void)
+{
+    if (DRV(cuCtxGetId))
+        cuctx__map_foreach(sweep_one, NULL);
+}
+
 CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev, enum cuctx_owner_kind owner,
                           const char *fn, uint64_t *out)
 {

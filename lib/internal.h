@@ -283,6 +283,9 @@ CUresult cuctx__owner_of_raw(CUcontext raw, const char *fn, struct cuctx_owner *
  * (the driver gave it to a new context). */
 CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev, enum cuctx_owner_kind owner,
                           const char *fn, uint64_t *out);
+/* Under the lock: ends the entries of primary and borrowed contexts that
+ * the driver's id says are gone (one cuCtxGetId each; nothing without ids). */
+void cuctx__sweep_locked(void);
 /* Under the lock: ends a live entry now (close, drain, forget, free). */
 void cuctx__entry_end_locked(uint64_t id);
 /* Ends an entry that was closed by its caller (without the lock). */
