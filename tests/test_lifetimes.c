@@ -486,3 +486,23 @@ Test(lifetimes, stats_count_the_live_contexts_handed_out_exactly)
     EXPECT_CONTEXTS(0, "3000 borrowed contexts destroyed by their owner, 200 owned made and destroyed");
     cr_assert_eq(misuses(), 0);
 }
+
+/* A scope over its own context (it pushed nothing) whose level a pop inside
+ * took: the level below is the program's, and stays as it is. */
+Test(lifetimes, a_pop_inside_a_scope_that_pushed_nothing_leaves_the_level_below_alone)
+{
+    NEED_DRIVER();
+    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    PFN_cuCtxDestroy_v4000 destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+    CUcontext Q = NULL;
+    cuctx_ctx p = {0};
+    CHECK_OK(create(&Q, 0, 0));
+    CHECK_OK(cuctx_ctx_create(&p, 0, 0));      /* [Q P] */
+    CUCTX_SCOPED(p) {
+        CHECK_OK(cuctx_pop_current());          /* [Q] */
+    }
+    CUcontext cur = current();
+    cr_assert_eq(cur, Q, "after the scope %p is current, want the program's %p below", (void *)cur, (void *)Q);
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    CHECK_OK(destroy(Q));
+}
