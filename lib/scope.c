@@ -182,6 +182,8 @@ static void restore_own_level(const cuctx_scope *scope, const char *fn)
 {
     CUcontext cur = NULL;
     unsigned long long now = 0;
+    if (cuctx__pushes() < scope_depth(scope))
+        return;     /* a cuctx pop inside took the level itself: the one below is not the scope's */
     CUresult rc = DRV(cuCtxGetCurrent)(&cur);
     if (rc == CUDA_SUCCESS && cur == scope->prev_raw)
         return;
