@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* context.c - the context API: owned, primary and borrowed handles.
  *
- * Every cuctx_ctx handle names a KIND_CTX slot that points at a context
+ * Every cuctx_ctx handle names a KIND_CTX_HANDLE slot that points at a context
  * entry (entry.c); children are tethered to the entry. An owned context has
  * one handle; a primary context has one handle per retain through cuctx,
  * all sharing the entry; a borrowed handle never ends its entry. An owned
@@ -16,19 +16,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-static CUresult handle_new(cuctx_ctx *out, uint64_t entry, enum cuctx_owner_kind role, CUdevice dev, const char *fn,
+static CUresult handle_new(cuctx_ctx *out, uint64_t entry, enum cuctx_life role, CUdevice dev, const char *fn,
                            const struct cuctx_site *site)
 {
     struct cuctx_slot *h = cuctx__slot_alloc();
     if (!h)
         return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
     __atomic_store_n(&h->u.ctx.entry, entry, __ATOMIC_RELAXED);    /* peeked at by handle_entry */
-    h->u.ctx.role = (int)role;
+    h->u.ctx.life = (int)role;
     h->u.ctx.dev = dev;
     h->u.ctx.site = *site;
-    out->id = cuctx__slot_publish(h, KIND_CTX);
-    if (role == OWNER_OWNED)    /* the entry, made just now under the lock, names its owner */
-        __atomic_store_n(&cuctx__slot_of(cuctx__id_index(entry))->u.entry.owner_handle, out->id, __ATOMIC_RELAXED);
+    out->id = cuctx__slot_publish(h, KIND_CTX_HANDLE);
+    if (role == LIFE_OWNED)    /* the entry, made just now under the lock, names its owner */
+        __atomic_store_n(&cuctx__slot_own(cuctx__id_index(entry))->u.entry.owner_handle, out->id, __ATOMIC_RELAXED);
     return CUDA_SUCCESS;
 }
 
@@ -62,8 +62,8 @@ CUCTX_API CUresult cuctx_ctx_create_at(cuctx_ctx *out, CUdevice dev, unsigned fl
         cuctx__fail(rc, "%s: cuCtxGetId of the new context failed: %s", fn, cuctx_result_name(rc));
     } else {
         cuctx__ctx_lock();
-        rc = cuctx__entry_new(raw, ctx_id, dev, OWNER_OWNED, fn, &entry);
-        if (rc == CUDA_SUCCESS && (rc = handle_new(out, entry, OWNER_OWNED, dev, fn, &site)) != CUDA_SUCCESS)
+        rc = cuctx__entry_new(raw, ctx_id, dev, LIFE_OWNED, fn, &entry);
+        if (rc == CUDA_SUCCESS && (rc = handle_new(out, entry, LIFE_OWNED, dev, fn, &site)) != CUDA_SUCCESS)
             cuctx__entry_end_locked(entry);
         cuctx__ctx_unlock();
     }
@@ -142,11 +142,11 @@ CUCTX_API CUresult cuctx_ctx_primary_at(cuctx_ctx *out, CUdevice dev, const char
         struct cuctx_slot *e = same_context(cuctx__map_find(raw), ctx_id);
         if (e) {
             entry = cuctx__map_find(raw);
-            e->u.entry.owner = OWNER_PRIMARY;   /* if borrowed before, retained now */
+            e->u.entry.life = LIFE_PRIMARY;   /* if borrowed before, retained now */
         } else {
-            rc = cuctx__entry_new(raw, ctx_id, dev, OWNER_PRIMARY, fn, &entry);
+            rc = cuctx__entry_new(raw, ctx_id, dev, LIFE_PRIMARY, fn, &entry);
         }
-        if (rc == CUDA_SUCCESS && (rc = handle_new(out, entry, OWNER_PRIMARY, dev, fn, &site)) == CUDA_SUCCESS) {
+        if (rc == CUDA_SUCCESS && (rc = handle_new(out, entry, LIFE_PRIMARY, dev, fn, &site)) == CUDA_SUCCESS) {
             p->raw = raw;
             p->retains++;
         }
@@ -205,7 +205,7 @@ static void find_primary(CUcontext raw, uint64_t entry, void *arg)
     struct on_device *d = arg;
     struct cuctx_slot *e = cuctx__peek(entry, KIND_ENTRY);
     (void)raw;
-    if (e && e->u.entry.owner == OWNER_PRIMARY && e->u.entry.dev == d->dev)
+    if (e && e->u.entry.life == LIFE_PRIMARY && e->u.entry.dev == d->dev)
         d->found = entry;
 }
 
@@ -286,19 +286,19 @@ CUCTX_API CUresult cuctx_ctx_borrow_at(cuctx_ctx *out, CUcontext raw, const char
 {
     static const char fn[] = "cuctx_ctx_borrow";
     struct cuctx_site site = {file, func, line};
-    struct cuctx_owner o;
+    struct cuctx_held o;
     if (!out)
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: out is NULL", fn);
     out->id = 0;
     if (!raw)
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: the context is NULL", fn);
     CUCTX_INIT_OR_RETURN(fn);
-    CUresult rc = cuctx__owner_of_raw(raw, fn, &o);
+    CUresult rc = cuctx__entry_hold_raw(raw, fn, &o);
     if (rc != CUDA_SUCCESS)
         return rc;
     CUdevice dev = o.slot->u.entry.dev;
-    rc = handle_new(out, o.id, OWNER_BORROWED, dev, fn, &site);
-    cuctx__owner_release(&o);
+    rc = handle_new(out, o.id, LIFE_BORROWED, dev, fn, &site);
+    cuctx__entry_release(&o);
     return rc;
 }
 
@@ -374,21 +374,21 @@ CUCTX_API CUresult cuctx_ctx_destroy(cuctx_ctx *ctx)
 
 static CUresult handle_destroy(uint64_t id, const char *fn)
 {
-    struct cuctx_slot *h = cuctx__close(id, KIND_CTX);
+    struct cuctx_slot *h = cuctx__close(id, KIND_CTX_HANDLE);
     if (!h)
         return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: context handle %#llx is stale, destroyed already, or not a context",
                            fn, (unsigned long long)id);
     cuctx__drain(h);
     uint64_t entry = h->u.ctx.entry;
-    int role = h->u.ctx.role;
+    int role = h->u.ctx.life;
     CUdevice dev = h->u.ctx.dev;
     /* An owned handle's entry closes right after this, with no call between:
-     * cuctx__owner_last (internal.h) counts on it. */
+     * cuctx__ctx_hold_last (internal.h) counts on it. */
     cuctx__slot_free(h);
-    if (role == OWNER_BORROWED)
+    if (role == LIFE_BORROWED)
         return CUDA_SUCCESS;
     int gone = atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed);
-    CUresult rc = role == OWNER_PRIMARY ? primary_release(dev, fn) : owned_destroy(entry, fn);
+    CUresult rc = role == LIFE_PRIMARY ? primary_release(dev, fn) : owned_destroy(entry, fn);
     if (gone || cuctx__driver_gone(rc)) {
         atomic_fetch_add_explicit(&cuctx__shutdown_skips, 1, memory_order_relaxed);
         return CUDA_SUCCESS;
@@ -399,47 +399,47 @@ static CUresult handle_destroy(uint64_t id, const char *fn)
 }
 
 /* A context handle's entry, held, for the functions below. */
-static CUresult hold_ctx(cuctx_ctx ctx, const char *fn, struct cuctx_owner *o)
+static CUresult hold_given(cuctx_ctx ctx, const char *fn, struct cuctx_held *o)
 {
     o->slot = NULL;
     CUCTX_INIT_OR_RETURN(fn);
     if (ctx.id == 0)
         return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: the context handle is {0}", fn);
-    return cuctx__owner_acquire(ctx, fn, o);
+    return cuctx__ctx_hold(ctx, fn, o);
 }
 
 CUCTX_API CUresult cuctx_ctx_set_current(cuctx_ctx ctx)
 {
     static const char fn[] = "cuctx_ctx_set_current";
-    struct cuctx_owner o = {0};
-    CUresult rc = hold_ctx(ctx, fn, &o);
+    struct cuctx_held o = {0};
+    CUresult rc = hold_given(ctx, fn, &o);
     if (rc != CUDA_SUCCESS)
         return rc;
     rc = DRV(cuCtxSetCurrent)(o.raw);
-    cuctx__owner_release(&o);
+    cuctx__entry_release(&o);
     return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuCtxSetCurrent failed: %s", fn, cuctx_result_name(rc));
 }
 
 CUCTX_API CUresult cuctx_ctx_is_current(cuctx_ctx ctx, int *out)
 {
     static const char fn[] = "cuctx_ctx_is_current";
-    struct cuctx_owner o = {0};
+    struct cuctx_held o = {0};
     CUcontext cur = NULL;
     if (!out)
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: out is NULL", fn);
     *out = 0;
-    CUresult rc = hold_ctx(ctx, fn, &o);
+    CUresult rc = hold_given(ctx, fn, &o);
     if (rc != CUDA_SUCCESS)
         return rc;
     rc = DRV(cuCtxGetCurrent)(&cur);
     if (rc != CUDA_SUCCESS) {
-        cuctx__owner_release(&o);
+        cuctx__entry_release(&o);
         return cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, cuctx_result_name(rc));
     }
     /* by id too: a dead context at its address is not it */
     if (cur == o.raw && (rc = cuctx__current_is(o.slot->u.entry.ctx_id, out)) != CUDA_SUCCESS)
         *out = 0;
-    cuctx__owner_release(&o);
+    cuctx__entry_release(&o);
     return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuCtxGetId of the current context failed: %s", fn,
                                                  cuctx_result_name(rc));
 }
@@ -447,9 +447,9 @@ CUCTX_API CUresult cuctx_ctx_is_current(cuctx_ctx ctx, int *out)
 CUCTX_API CUresult cuctx_ctx_synchronize(cuctx_ctx ctx)
 {
     static const char fn[] = "cuctx_ctx_synchronize";
-    struct cuctx_owner o = {0};
+    struct cuctx_held o = {0};
     struct cuctx_switch sw;
-    CUresult rc = hold_ctx(ctx, fn, &o);
+    CUresult rc = hold_given(ctx, fn, &o);
     if (rc != CUDA_SUCCESS)
         return rc;
     if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
@@ -458,26 +458,26 @@ CUCTX_API CUresult cuctx_ctx_synchronize(cuctx_ctx ctx)
         if (rc != CUDA_SUCCESS)
             cuctx__fail(rc, "%s: cuCtxSynchronize failed: %s", fn, cuctx_result_name(rc));
     }
-    cuctx__owner_release(&o);
+    cuctx__entry_release(&o);
     return rc;
 }
 
 CUCTX_API CUcontext cuctx_ctx_raw(cuctx_ctx ctx)
 {
-    struct cuctx_owner o = {0};
-    if (hold_ctx(ctx, "cuctx_ctx_raw", &o) != CUDA_SUCCESS)
+    struct cuctx_held o = {0};
+    if (hold_given(ctx, "cuctx_ctx_raw", &o) != CUDA_SUCCESS)
         return NULL;
     CUcontext raw = o.raw;
-    cuctx__owner_release(&o);
+    cuctx__entry_release(&o);
     return raw;
 }
 
 CUCTX_API CUdevice cuctx_ctx_device(cuctx_ctx ctx)
 {
-    struct cuctx_owner o = {0};
-    if (hold_ctx(ctx, "cuctx_ctx_device", &o) != CUDA_SUCCESS)
+    struct cuctx_held o = {0};
+    if (hold_given(ctx, "cuctx_ctx_device", &o) != CUDA_SUCCESS)
         return -1;
     CUdevice dev = o.slot->u.entry.dev;
-    cuctx__owner_release(&o);
+    cuctx__entry_release(&o);
     return dev;
 }

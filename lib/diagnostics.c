@@ -23,7 +23,7 @@ static void collect_entry(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
     uint64_t id = cuctx__slot_id(s);
     if (!cuctx__pin(id, kind))
         return;
-    uint64_t entry = kind == KIND_CTX ? s->u.ctx.entry : s->u.child.owner;
+    uint64_t entry = kind == KIND_CTX_HANDLE ? s->u.ctx.entry : s->u.child.entry;
     cuctx__unpin(s);
     if (e->n == e->cap) {
         size_t cap = e->cap ? 2 * e->cap : 64;
@@ -79,7 +79,7 @@ CUCTX_API size_t cuctx_stats_get_sized(struct cuctx_stats *out, size_t size)
     cuctx__live_counts(n);
     long handed_out = contexts_handed_out();
     st.contexts = handed_out >= 0 ? (size_t)handed_out : (size_t)n[KIND_ENTRY];
-    st.ctx_handles = (size_t)n[KIND_CTX];
+    st.ctx_handles = (size_t)n[KIND_CTX_HANDLE];
 #define CUCTX__KIND_COUNT(K, name, field) st.field = (size_t)n[KIND_##K];
     CUCTX_CHILD_KINDS(CUCTX__KIND_COUNT)
 #undef CUCTX__KIND_COUNT
@@ -97,7 +97,7 @@ CUCTX_API size_t cuctx_stats_get_sized(struct cuctx_stats *out, size_t size)
 
 struct report { FILE *out; size_t n; };
 
-static const char *const roles[] = {[OWNER_OWNED] = "owned", [OWNER_PRIMARY] = "primary", [OWNER_BORROWED] = "borrowed"};
+static const char *const roles[] = {[LIFE_OWNED] = "owned", [LIFE_PRIMARY] = "primary", [LIFE_BORROWED] = "borrowed"};
 
 /* The driver's address of a context entry, NULL once it has ended. */
 static CUcontext entry_raw(uint64_t entry)
@@ -125,14 +125,14 @@ static void report_one(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
     uint64_t id = cuctx__slot_id(s);
     if (!cuctx__pin(id, kind))
         return;     /* destroyed meanwhile */
-    if (kind == KIND_CTX) {
+    if (kind == KIND_CTX_HANDLE) {
         CUcontext raw = entry_raw(s->u.ctx.entry);
-        int role = s->u.ctx.role;
+        int role = s->u.ctx.life;
         fprintf(r->out, "cuctx: leak: context %p (%s, handle %#llx)", (void *)raw,
-                role >= OWNER_OWNED && role <= OWNER_BORROWED ? roles[role] : "?", (unsigned long long)id);
+                role >= LIFE_OWNED && role <= LIFE_BORROWED ? roles[role] : "?", (unsigned long long)id);
         site_line(r->out, &s->u.ctx.site);
     } else {
-        CUcontext owner = entry_raw(s->u.child.owner);
+        CUcontext owner = entry_raw(s->u.child.entry);
         fprintf(r->out, "cuctx: leak: %s %#llx (handle %#llx) in ", cuctx__child_kinds[kind]->name,
                 (unsigned long long)s->u.child.raw, (unsigned long long)id);
         if (owner)

@@ -63,8 +63,8 @@ static void after_fork_one(enum cuctx_kind kind, struct cuctx_slot *s, void *arg
         cuctx__map_remove(s->u.entry.raw, cuctx__id_make(KIND_ENTRY, s->index,
                                                          (uint32_t)(atomic_load(&s->word) >> 32)));
         cuctx__slot_free(s);
-    } else if (kind == KIND_CTX) {
-        s->u.ctx.role = OWNER_BORROWED;
+    } else if (kind == KIND_CTX_HANDLE) {
+        s->u.ctx.life = LIFE_BORROWED;
     }
 }
 
@@ -129,7 +129,7 @@ static void sweep_one(CUcontext raw, uint64_t entry, void *arg)
     struct cuctx_slot *s = cuctx__peek(entry, KIND_ENTRY);
     unsigned long long id;
     (void)arg;
-    if (s && s->u.entry.checked && cuctx__gone(cuctx__ctx_id(raw, &id)))
+    if (s && s->u.entry.by_id && cuctx__gone(cuctx__ctx_id(raw, &id)))
         cuctx__entry_end_locked(entry);
 }
 
@@ -141,7 +141,7 @@ void cuctx__sweep_locked(void)
         cuctx__map_foreach(sweep_one, NULL);
 }
 
-CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev, enum cuctx_owner_kind owner,
+CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev, enum cuctx_life owner,
                           const char *fn, uint64_t *out)
 {
     uint64_t old = cuctx__map_find(raw);
@@ -159,8 +159,8 @@ CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev
     __atomic_store_n(&s->u.entry.raw, raw, __ATOMIC_RELAXED);
     __atomic_store_n(&s->u.entry.ctx_id, ctx_id, __ATOMIC_RELAXED);
     __atomic_store_n(&s->u.entry.dev, dev, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->u.entry.owner, (unsigned char)owner, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->u.entry.checked, (unsigned char)(owner != OWNER_OWNED && ctx_id != 0), __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.entry.life, (unsigned char)owner, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.entry.by_id, (unsigned char)(owner != LIFE_OWNED && ctx_id != 0), __ATOMIC_RELAXED);
     __atomic_store_n(&s->u.entry.owner_handle, (uint64_t)0, __ATOMIC_RELAXED);
     uint64_t id = cuctx__slot_publish(s, KIND_ENTRY);
     if (cuctx__map_put(raw, id) != 0) {
@@ -192,7 +192,7 @@ static CUresult entry_register(CUcontext raw, const char *fn, uint64_t *out)
     cuctx__switch_back(&sw, fn);
     if (rc != CUDA_SUCCESS)
         return cuctx__fail(rc, "%s: cuCtxGetDevice for context %p failed: %s", fn, (void *)raw, cuctx_result_name(rc));
-    return cuctx__entry_new(raw, ctx_id, dev, OWNER_BORROWED, fn, out);
+    return cuctx__entry_new(raw, ctx_id, dev, LIFE_BORROWED, fn, out);
 }
 
 /* ---- finding and holding ---------------------------------------------------- */
@@ -243,12 +243,12 @@ static CUresult entry_lookup(CUcontext raw, const char *fn, uint64_t *out, int *
 
 /* An entry held (s): its fields, and the id check where the driver
  * decides its life (check: the caller did not just read that id). */
-static CUresult held(struct cuctx_slot *s, uint64_t entry, const char *fn, int check, struct cuctx_owner *out)
+static CUresult held(struct cuctx_slot *s, uint64_t entry, const char *fn, int check, struct cuctx_held *out)
 {
     out->slot = NULL;
     out->id = entry;
     out->raw = s->u.entry.raw;
-    if (check && s->u.entry.checked) {
+    if (check && s->u.entry.by_id) {
         unsigned long long now = 0;
         CUresult rc = DRV(cuCtxGetId)(out->raw, &now);
         if (rc != CUDA_SUCCESS || now != s->u.entry.ctx_id) {
@@ -267,7 +267,7 @@ static CUresult held(struct cuctx_slot *s, uint64_t entry, const char *fn, int c
 }
 
 /* fn NULL: an ended context is not recorded as an error (other failures are). */
-static CUresult hold(uint64_t entry, const char *fn, int check, struct cuctx_owner *out)
+static CUresult hold(uint64_t entry, const char *fn, int check, struct cuctx_held *out)
 {
     struct cuctx_slot *s;
     out->slot = NULL;
@@ -275,7 +275,7 @@ static CUresult hold(uint64_t entry, const char *fn, int check, struct cuctx_own
      * cuctx's last release): wait for the verdict - but not while this
      * thread holds any entry: the closer may be waiting, through the
      * context lock, for that one to drain. */
-    while (!(s = cuctx__hold(entry, KIND_ENTRY, &out->hazard))) {
+    while (!(s = cuctx__hold_own(entry, KIND_ENTRY, &out->hazard))) {
         if (!cuctx__closing(entry, KIND_ENTRY) || cuctx__thread_holds())
             return fn ? cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: the context has been destroyed", fn)
                       : CUDA_ERROR_CONTEXT_IS_DESTROYED;
@@ -284,12 +284,12 @@ static CUresult hold(uint64_t entry, const char *fn, int check, struct cuctx_own
     return held(s, entry, fn, check, out);
 }
 
-CUresult cuctx__owner_hold_slow(uint64_t entry, const char *fn, struct cuctx_owner *out, struct cuctx_slot *s)
+CUresult cuctx__entry_hold_slow(uint64_t entry, const char *fn, struct cuctx_held *out, struct cuctx_slot *s)
 {
     return s ? held(s, entry, fn, 1, out) : hold(entry, fn, 1, out);
 }
 
-CUresult cuctx__owner_of_raw(CUcontext raw, const char *fn, struct cuctx_owner *out)
+CUresult cuctx__entry_hold_raw(CUcontext raw, const char *fn, struct cuctx_held *out)
 {
     uint64_t id = 0;
     int fresh = 0;
@@ -305,7 +305,7 @@ CUresult cuctx__owner_of_raw(CUcontext raw, const char *fn, struct cuctx_owner *
     }
 }
 
-CUresult cuctx__owner_acquire_slow(cuctx_ctx ctx, const char *fn, struct cuctx_owner *out)
+CUresult cuctx__ctx_hold_slow(cuctx_ctx ctx, const char *fn, struct cuctx_held *out)
 {
     out->slot = NULL;
     if (ctx.id == 0) {
@@ -315,11 +315,11 @@ CUresult cuctx__owner_acquire_slow(cuctx_ctx ctx, const char *fn, struct cuctx_o
             return cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, cuctx_result_name(rc));
         if (!cur)
             return cuctx__fail(CUDA_ERROR_INVALID_CONTEXT, "%s: no context given and none is current", fn);
-        return cuctx__owner_of_raw(cur, fn, out);
+        return cuctx__entry_hold_raw(cur, fn, out);
     }
     /* The fast path found the handle not live (stale, being destroyed, of
      * another kind, or never valid). */
-    if (cuctx__id_kind(ctx.id) != KIND_CTX)
+    if (cuctx__id_kind(ctx.id) != KIND_CTX_HANDLE)
         return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: handle %#llx is not a context handle", fn,
                            (unsigned long long)ctx.id);
     return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: context handle %#llx is stale or invalid", fn,

@@ -70,14 +70,14 @@ CUCTX_API CUresult cuctx_event_record(cuctx_event ev, cuctx_stream s)
     if (s.id) {
         if ((rc = cuctx__child_use(s.id, KIND_STREAM, fn, &st)) != CUDA_SUCCESS)
             goto out;
-        if (st.owner.id != e.owner.id) {
+        if (st.entry.id != e.entry.id) {
             rc = cuctx__fail(CUDA_ERROR_INVALID_CONTEXT,
                              "%s: the event and the stream belong to different contexts; the driver records an event only on a stream of its own context",
                              fn);
             goto out;
         }
         rc = DRV(cuEventRecord)((CUevent)(uintptr_t)e.raw, (CUstream)(uintptr_t)st.raw);
-    } else if ((rc = cuctx__switch_to(e.owner.raw, fn, &sw)) == CUDA_SUCCESS) {
+    } else if ((rc = cuctx__switch_to(e.entry.raw, fn, &sw)) == CUDA_SUCCESS) {
         /* the NULL stream is the current context's: make it the event's */
         rc = DRV(cuEventRecord)((CUevent)(uintptr_t)e.raw, NULL);
         cuctx__switch_back(&sw, fn);

@@ -63,13 +63,13 @@ CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s)
     if (s.id) {
         if ((rc = cuctx__child_use(s.id, KIND_STREAM, fn, &st)) != CUDA_SUCCESS)
             goto out;
-        if (st.owner.id != g.owner.id) {
+        if (st.entry.id != g.entry.id) {
             rc = cuctx__fail(CUDA_ERROR_INVALID_CONTEXT,
                              "%s: the graph exec and the stream belong to different contexts", fn);
             goto out;
         }
         rc = DRV(cuGraphLaunch)((CUgraphExec)(uintptr_t)g.raw, (CUstream)(uintptr_t)st.raw);
-    } else if ((rc = cuctx__switch_to(g.owner.raw, fn, &sw)) == CUDA_SUCCESS) {
+    } else if ((rc = cuctx__switch_to(g.entry.raw, fn, &sw)) == CUDA_SUCCESS) {
         rc = DRV(cuGraphLaunch)((CUgraphExec)(uintptr_t)g.raw, NULL);
         cuctx__switch_back(&sw, fn);
     } else {

@@ -69,7 +69,7 @@ void cuctx__log_init(void);
 #define CUCTX__KIND_ENUM(K, name, field) KIND_##K,
 enum cuctx_kind {
     KIND_NONE = 0,
-    KIND_CTX,
+    KIND_CTX_HANDLE,
     CUCTX_CHILD_KINDS(CUCTX__KIND_ENUM)
     KIND_ENTRY,
     KIND_COUNT
@@ -96,7 +96,7 @@ static inline uint64_t cuctx__id_make(enum cuctx_kind kind, uint32_t index, uint
  * or met as some thread's current context) can be ended by anyone - the
  * CUDA runtime, other libraries, a reset - so the driver's context id says.
  * A handle's role is the same word: what destroying the handle undoes. */
-enum cuctx_owner_kind { OWNER_OWNED = 1, OWNER_PRIMARY, OWNER_BORROWED };
+enum cuctx_life { LIFE_OWNED = 1, LIFE_PRIMARY, LIFE_BORROWED };
 
 /* One table slot, one cache line: threads working on their own objects must
  * not bounce a line between them with their pins (measured: 0.6 of the raw
@@ -121,13 +121,13 @@ struct cuctx_slot {
             CUcontext raw;
             unsigned long long ctx_id;  /* the driver's id (cuCtxGetId); 0: the driver has none */
             CUdevice dev;
-            unsigned char owner;    /* enum cuctx_owner_kind; borrowed -> primary under the lock */
+            unsigned char owner;    /* enum cuctx_life; borrowed -> primary under the lock */
             unsigned char checked;  /* life decided by the driver's id: every hold checks it */
             uint64_t owner_handle;  /* an owned context's handle, set once after publishing (atomic) */
         } entry;
-        struct {                    /* KIND_CTX */
+        struct {                    /* KIND_CTX_HANDLE */
             uint64_t entry;
-            int role;               /* enum cuctx_owner_kind; borrowed in a forked child */
+            int role;               /* enum cuctx_life; borrowed in a forked child */
             CUdevice dev;           /* a primary handle's device, for its release */
             struct cuctx_site site;
         } ctx;
@@ -197,7 +197,7 @@ void cuctx__primaries_after_fork(void);   /* context.c: cuctx's primary retains 
 
 /* A held context entry: children's creates, uses and destroys hold one for
  * the duration of their driver call, and a context's end waits them out. */
-struct cuctx_owner {
+struct cuctx_held {
     struct cuctx_slot *slot;
     uint64_t id;
     CUcontext raw;
@@ -211,20 +211,20 @@ struct cuctx_owner {
  * context is no failure. Inline for an owned context's live entry; the
  * rest (checks, waiting for a closing entry, failures) in entry.c, which
  * gets the slot already held, or NULL. */
-CUresult cuctx__owner_hold_slow(uint64_t entry, const char *fn, struct cuctx_owner *out, struct cuctx_slot *held);
-static inline __attribute__((always_inline)) CUresult cuctx__owner_hold(uint64_t entry, const char *fn, struct cuctx_owner *out)
+CUresult cuctx__entry_hold_slow(uint64_t entry, const char *fn, struct cuctx_held *out, struct cuctx_slot *held);
+static inline __attribute__((always_inline)) CUresult cuctx__entry_hold(uint64_t entry, const char *fn, struct cuctx_held *out)
 {
-    struct cuctx_slot *s = cuctx__hold(entry, KIND_ENTRY, &out->hazard);
-    if (__builtin_expect(s != NULL && !s->u.entry.checked, 1)) {
+    struct cuctx_slot *s = cuctx__hold_own(entry, KIND_ENTRY, &out->hazard);
+    if (__builtin_expect(s != NULL && !s->u.entry.by_id, 1)) {
         out->slot = s;
         out->id = entry;
         out->raw = s->u.entry.raw;
         return CUDA_SUCCESS;
     }
-    return cuctx__owner_hold_slow(entry, fn, out, s);
+    return cuctx__entry_hold_slow(entry, fn, out, s);
 }
 
-static inline void cuctx__owner_release(struct cuctx_owner *o)
+static inline void cuctx__entry_release(struct cuctx_held *o)
 {
     if (o->slot)
         cuctx__unhold(o->slot, o->hazard);
@@ -237,31 +237,31 @@ static inline void cuctx__owner_release(struct cuctx_owner *o)
  * CONTEXT_IS_DESTROYED when the context is gone. The handle's entry is
  * read without a pin (this is on every child create), so the field is read
  * atomically and kept only if the handle was still live after the read. */
-CUresult cuctx__owner_acquire_slow(cuctx_ctx ctx, const char *fn, struct cuctx_owner *out);
+CUresult cuctx__ctx_hold_slow(cuctx_ctx ctx, const char *fn, struct cuctx_held *out);
 /* The handle is the thread's last. An owned context's handle and entry end
  * together: cuctx_ctx_destroy frees the handle and closes the entry with no
  * call between, and a fork ends every entry. So while the entry can be
  * held the handle is live, and neither needs looking up: the entry is held
  * by its known slot. Else the full path below. */
-static inline __attribute__((always_inline)) int cuctx__owner_last(cuctx_ctx ctx, struct cuctx_owner *out)
+static inline __attribute__((always_inline)) int cuctx__ctx_hold_last(cuctx_ctx ctx, struct cuctx_held *out)
 {
     if (__builtin_expect(ctx.id != cuctx__me.last.handle || ctx.id == 0, 0))
         return 0;
-    out->slot = cuctx__hold_at(cuctx__me.last.slot, cuctx__me.last.entry, KIND_ENTRY, &out->hazard);
+    out->slot = cuctx__hold_slot(cuctx__me.last.slot, cuctx__me.last.entry, KIND_ENTRY, &out->hazard);
     out->id = cuctx__me.last.entry;
     out->raw = cuctx__me.last.raw;
     return out->slot != NULL;
 }
-static inline __attribute__((always_inline)) CUresult cuctx__owner_acquire(cuctx_ctx ctx, const char *fn,
-                                                                          struct cuctx_owner *out)
+static inline __attribute__((always_inline)) CUresult cuctx__ctx_hold(cuctx_ctx ctx, const char *fn,
+                                                                          struct cuctx_held *out)
 {
-    if (__builtin_expect(cuctx__owner_last(ctx, out), 1))
+    if (__builtin_expect(cuctx__ctx_hold_last(ctx, out), 1))
         return CUDA_SUCCESS;
-    struct cuctx_slot *h = ctx.id ? cuctx__peek(ctx.id, KIND_CTX) : NULL;
+    struct cuctx_slot *h = ctx.id ? cuctx__peek(ctx.id, KIND_CTX_HANDLE) : NULL;
     if (__builtin_expect(h != NULL, 1)) {
         uint64_t entry = __atomic_load_n(&h->u.ctx.entry, __ATOMIC_RELAXED);
-        if (cuctx__peek_valid(h, ctx.id, KIND_CTX)) {
-            CUresult rc = cuctx__owner_hold(entry, fn, out);
+        if (cuctx__peek_valid(h, ctx.id, KIND_CTX_HANDLE)) {
+            CUresult rc = cuctx__entry_hold(entry, fn, out);
             /* held: the entry's fields stay its own; its owning handle only
              * for an owned context, not for primary or borrowed handles */
             if (rc == CUDA_SUCCESS && out->slot
@@ -274,14 +274,14 @@ static inline __attribute__((always_inline)) CUresult cuctx__owner_acquire(cuctx
             return rc;
         }
     }
-    return cuctx__owner_acquire_slow(ctx, fn, out);
+    return cuctx__ctx_hold_slow(ctx, fn, out);
 }
 /* The held entry of a raw context, registering it as borrowed when cuctx
  * has not met it (its id and device asked of the driver). */
-CUresult cuctx__owner_of_raw(CUcontext raw, const char *fn, struct cuctx_owner *out);
+CUresult cuctx__entry_hold_raw(CUcontext raw, const char *fn, struct cuctx_held *out);
 /* Under the lock: a new entry for raw, ending whatever entry the address had
  * (the driver gave it to a new context). */
-CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev, enum cuctx_owner_kind owner,
+CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev, enum cuctx_life owner,
                           const char *fn, uint64_t *out);
 /* Under the lock: ends the entries of primary and borrowed contexts that
  * the driver's id says are gone (one cuCtxGetId each; nothing without ids). */
@@ -329,7 +329,7 @@ static inline void cuctx__switch_back(struct cuctx_switch *sw, const char *fn)
 }
 /* Levels cuctx left pushed on the calling thread's stack (creates, scopes):
  * a scope pops those pushed inside it. */
-static inline unsigned cuctx__pushes(void) { return cuctx__me.pushes; }
+static inline unsigned cuctx__push_count(void) { return cuctx__me.pushes; }
 static inline void cuctx__pushed(void) { cuctx__me.pushes++; }
 static inline void cuctx__popped(void)
 {
@@ -366,7 +366,7 @@ typedef CUresult (*cuctx_make_fn)(void *arg, uint64_t *raw, size_t *size);
 
 /* The out-of-line ends of the two below: failures, skips, waiting. */
 CUresult cuctx__child_null(const char *fn);
-CUresult cuctx__child_table_full(struct cuctx_owner *o, const char *fn);
+CUresult cuctx__child_table_full(struct cuctx_held *o, const char *fn);
 CUresult cuctx__child_bad_handle(uint64_t id, enum cuctx_kind kind, const char *fn);
 CUresult cuctx__child_skip(struct cuctx_slot *s, _Atomic uint64_t *counter);
 CUresult cuctx__child_unheld(struct cuctx_slot *s, CUresult rc, const char *fn, const struct cuctx_child_kind *k);
@@ -379,7 +379,7 @@ static inline __attribute__((always_inline)) CUresult
 cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const char *fn, cuctx_make_fn make,
                     void *arg, const struct cuctx_site *site)
 {
-    struct cuctx_owner o;
+    struct cuctx_held o;
     struct cuctx_switch sw;
     uint64_t raw = 0;
     size_t size = 0;
@@ -387,7 +387,7 @@ cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const ch
         return cuctx__child_null(fn);
     *out = 0;
     CUCTX_INIT_OR_RETURN(fn);
-    CUresult rc = cuctx__owner_acquire(ctx, fn, &o);
+    CUresult rc = cuctx__ctx_hold(ctx, fn, &o);
     if (__builtin_expect(rc != CUDA_SUCCESS, 0))
         return rc;
     struct cuctx_slot *s = cuctx__slot_alloc();
@@ -399,16 +399,16 @@ cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const ch
     }
     if (__builtin_expect(rc != CUDA_SUCCESS, 0)) {
         cuctx__slot_discard(s);
-        cuctx__owner_release(&o);
+        cuctx__entry_release(&o);
         return rc;
     }
     /* atomic: a reused slot's first word is peeked at as a context handle's entry */
-    __atomic_store_n(&s->u.child.owner, o.id, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.child.entry, o.id, __ATOMIC_RELAXED);
     s->u.child.raw = raw;
     s->u.child.size = size;
     s->u.child.site = *site;
     *out = cuctx__slot_publish(s, kind);
-    cuctx__owner_release(&o);
+    cuctx__entry_release(&o);
     return CUDA_SUCCESS;
 }
 
@@ -418,7 +418,7 @@ cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const ch
 static inline __attribute__((always_inline)) CUresult
 cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const struct cuctx_child_kind *k)
 {
-    struct cuctx_owner o;
+    struct cuctx_held o;
     if (__builtin_expect(!id, 0))
         return cuctx__child_null(fn);
     if (*id == 0)
@@ -434,7 +434,7 @@ cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const s
         cuctx__drain_slow(s);
     if (__builtin_expect(atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed), 0))
         return cuctx__child_skip(s, &cuctx__shutdown_skips);
-    CUresult rc = cuctx__owner_hold(s->u.child.owner, NULL, &o);
+    CUresult rc = cuctx__entry_hold(s->u.child.entry, NULL, &o);
     if (__builtin_expect(rc != CUDA_SUCCESS, 0))
         return cuctx__child_unheld(s, rc, fn, k);
     struct cuctx_switch sw = {0};
@@ -445,7 +445,7 @@ cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const s
         if (k->destroy_needs_current)
             cuctx__switch_back(&sw, fn);
     }
-    cuctx__owner_release(&o);
+    cuctx__entry_release(&o);
     if (__builtin_expect(rc != CUDA_SUCCESS, 0))
         return cuctx__child_refused(s, rc, fn, k);
     cuctx__slot_free(s);
@@ -455,7 +455,7 @@ cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const s
 /* A child pinned for use, with its owner pinned too. */
 struct cuctx_use {
     struct cuctx_slot *obj;
-    struct cuctx_owner owner;
+    struct cuctx_held entry;
     uint64_t raw;
 };
 CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u);

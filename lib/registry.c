@@ -78,7 +78,7 @@ static struct cuctx_slot *fresh_slot(void)
         struct cuctx_slot *mine = m == MAP_FAILED ? NULL : m;
         struct cuctx_slot *expected = NULL;
         if (!mine)
-            return NULL;    /* the index is lost; cuctx__slot_at() sees no segment for it */
+            return NULL;    /* the index is lost; cuctx__slot_find() sees no segment for it */
         if (atomic_compare_exchange_strong(seg, &expected, mine))
             base = mine;
         else {
@@ -99,7 +99,7 @@ static struct cuctx_slot *pop_global(void)
         uint32_t top = (uint32_t)head;
         if (top == 0)
             return fresh_slot();
-        struct cuctx_slot *s = cuctx__slot_at(top - 1);
+        struct cuctx_slot *s = cuctx__slot_find(top - 1);
         uint32_t next = atomic_load_explicit(&s->next_free, memory_order_relaxed);
         uint64_t want = ((head >> 32) + 1) << 32 | next;
         if (atomic_compare_exchange_weak_explicit(&free_head, &head, want,
@@ -168,13 +168,13 @@ static CUCTX_TLS unsigned my_npins;
 
 struct cuctx_slot *cuctx__pin(uint64_t id, enum cuctx_kind kind)
 {
-    struct cuctx_slot *s = cuctx__slot_at(cuctx__id_index(id));
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
     if (!s)
         return NULL;
     cuctx__hazard_rec();     /* its key runs thread_exit */
     uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
     do {
-        if (!cuctx__matches(w, id, kind) || (w & CUCTX_W_PINS) == CUCTX_W_PINS)
+        if (!cuctx__word_matches(w, id, kind) || (w & CUCTX_W_PINS) == CUCTX_W_PINS)
             return NULL;
     } while (!atomic_compare_exchange_weak_explicit(&s->word, &w, w + 1,
                                                     memory_order_acquire, memory_order_acquire));
@@ -259,7 +259,7 @@ void cuctx__registry_after_fork(void)
             hazard_release(r);
     uint32_t n = atomic_load(&next_index);
     for (uint32_t i = 0; i < n; i++) {
-        struct cuctx_slot *s = cuctx__slot_at(i);
+        struct cuctx_slot *s = cuctx__slot_find(i);
         if (s)
             atomic_store(&s->word, atomic_load(&s->word) & ~CUCTX_W_PINS);
     }
@@ -359,7 +359,7 @@ struct cuctx_slot *cuctx__hold_slow(uint64_t id, enum cuctx_kind kind, unsigned 
 {
     struct cuctx_slot *s;
     if (!cuctx__me.rec && cuctx__hazard_rec_slow())
-        return cuctx__hold(id, kind, hazard);
+        return cuctx__hold_own(id, kind, hazard);
     if ((s = cuctx__pin(id, kind)))
         *hazard = CUCTX_NO_HAZARD;
     return s;
@@ -387,14 +387,14 @@ void cuctx__wait_closed(uint64_t id, enum cuctx_kind kind)
 
 struct cuctx_slot *cuctx__closing_slot(uint64_t id, enum cuctx_kind kind)
 {
-    return cuctx__closing(id, kind) ? cuctx__slot_at(cuctx__id_index(id)) : NULL;
+    return cuctx__closing(id, kind) ? cuctx__slot_find(cuctx__id_index(id)) : NULL;
 }
 
 int cuctx__closing(uint64_t id, enum cuctx_kind kind)
 {
-    struct cuctx_slot *s = cuctx__slot_at(cuctx__id_index(id));
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
     uint64_t w = s ? atomic_load_explicit(&s->word, memory_order_acquire) : 0;
-    return s && (w & CUCTX_W_CLOSING) && cuctx__matches(w & ~CUCTX_W_CLOSING, id, kind);
+    return s && (w & CUCTX_W_CLOSING) && cuctx__word_matches(w & ~CUCTX_W_CLOSING, id, kind);
 }
 
 uint64_t cuctx__slot_id(struct cuctx_slot *s)
@@ -407,7 +407,7 @@ void cuctx__slot_foreach(void (*fn)(enum cuctx_kind kind, struct cuctx_slot *s, 
 {
     uint32_t n = atomic_load_explicit(&next_index, memory_order_acquire);
     for (uint32_t i = 0; i < n; i++) {
-        struct cuctx_slot *s = cuctx__slot_at(i);
+        struct cuctx_slot *s = cuctx__slot_find(i);
         if (!s)
             continue;
         unsigned k = cuctx__word_kind(atomic_load_explicit(&s->word, memory_order_acquire));

@@ -40,7 +40,7 @@ static inline uint32_t cuctx__segment_offset(uint32_t index)
 /* The slot for an index (< CUCTX_ID_INDEX_LIMIT, as every id's is), or NULL
  * where no segment holds it yet. A slot in a segment that was never handed
  * out is zero: kind NONE, matching no id. */
-static inline struct cuctx_slot *cuctx__slot_at(uint32_t index)
+static inline struct cuctx_slot *cuctx__slot_find(uint32_t index)
 {
     struct cuctx_slot *base = atomic_load_explicit(cuctx__segment_of(index), memory_order_acquire);
     return base ? &base[cuctx__segment_offset(index)] : NULL;
@@ -48,21 +48,21 @@ static inline struct cuctx_slot *cuctx__slot_at(uint32_t index)
 
 /* The slot of an index the library handed out itself (a held entry's, a
  * child's owner): its segment exists. */
-static inline struct cuctx_slot *cuctx__slot_of(uint32_t index)
+static inline struct cuctx_slot *cuctx__slot_own(uint32_t index)
 {
     return &atomic_load_explicit(cuctx__segment_of(index), memory_order_acquire)[cuctx__segment_offset(index)];
 }
 
 /* Whether word w is the live, not closing, slot of id as kind: the word
  * less its pins must be exactly the id's generation and kind. */
-static inline int cuctx__word_is(uint64_t w, uint64_t id, enum cuctx_kind kind)
+static inline int cuctx__word_matches_own(uint64_t w, uint64_t id, enum cuctx_kind kind)
 {
     return (w & ~CUCTX_W_PINS) == ((id << CUCTX_W_GEN_SHIFT) | (uint64_t)kind << CUCTX_W_KIND_SHIFT);
 }
 /* The same for an id from outside, which may name another kind. */
-static inline int cuctx__matches(uint64_t w, uint64_t id, enum cuctx_kind kind)
+static inline int cuctx__word_matches(uint64_t w, uint64_t id, enum cuctx_kind kind)
 {
-    return cuctx__id_kind(id) == kind && cuctx__word_is(w, id, kind);
+    return cuctx__id_kind(id) == kind && cuctx__word_matches_own(w, id, kind);
 }
 
 /* ---- per-thread state ------------------------------------------------------ */
@@ -98,7 +98,7 @@ struct cuctx_thread {
     int reports_pending;            /* handler reports waiting for the last release (error.c) */
     struct { CUcontext raw; uint64_t entry; } seen[2];     /* last entries looked up by address (entry.c) */
     /* The owned context handle this thread resolved last, with its entry
-     * and the entry's slot (internal.h: cuctx__owner_acquire); 0: none. */
+     * and the entry's slot (internal.h: cuctx__ctx_hold); 0: none. */
     struct { uint64_t handle, entry; struct cuctx_slot *slot; CUcontext raw; } last;
     struct cuctx_slot *cache[CUCTX_SLOT_CACHE];    /* free slots, this thread's first */
 };
@@ -188,7 +188,7 @@ void cuctx__unpin(struct cuctx_slot *s);
  * atomic read-modify-write and threads sharing a context share no written
  * cache line. Released on the same thread; *hazard is for cuctx__unhold.
  * cuctx__drain waits for holds as for pins. s is id's slot. */
-static inline struct cuctx_slot *cuctx__hold_at(struct cuctx_slot *s, uint64_t id, enum cuctx_kind kind,
+static inline struct cuctx_slot *cuctx__hold_slot(struct cuctx_slot *s, uint64_t id, enum cuctx_kind kind,
                                                 unsigned *hazard)
 {
     struct cuctx_hazard_rec *r = cuctx__me.rec;
@@ -203,7 +203,7 @@ static inline struct cuctx_slot *cuctx__hold_at(struct cuctx_slot *s, uint64_t i
         atomic_signal_fence(memory_order_seq_cst);
     else
         atomic_thread_fence(memory_order_seq_cst);
-    if (!cuctx__word_is(atomic_load_explicit(&s->word, memory_order_acquire), id, kind)) {
+    if (!cuctx__word_matches_own(atomic_load_explicit(&s->word, memory_order_acquire), id, kind)) {
         atomic_store_explicit(&r->ids[i], 0, memory_order_release);
         return NULL;
     }
@@ -214,9 +214,9 @@ static inline struct cuctx_slot *cuctx__hold_at(struct cuctx_slot *s, uint64_t i
 
 /* The same by id alone. id comes from the library (a handle's field, a
  * child's owner, the context map): its segment exists, its kind is kind. */
-static inline struct cuctx_slot *cuctx__hold(uint64_t id, enum cuctx_kind kind, unsigned *hazard)
+static inline struct cuctx_slot *cuctx__hold_own(uint64_t id, enum cuctx_kind kind, unsigned *hazard)
 {
-    return cuctx__hold_at(cuctx__slot_of(cuctx__id_index(id)), id, kind, hazard);
+    return cuctx__hold_slot(cuctx__slot_own(cuctx__id_index(id)), id, kind, hazard);
 }
 
 static inline void cuctx__unhold(struct cuctx_slot *s, unsigned hazard)
@@ -234,12 +234,12 @@ static inline void cuctx__unhold(struct cuctx_slot *s, unsigned hazard)
  * close, the most there can be from then on. */
 static inline struct cuctx_slot *cuctx__close_pinned(uint64_t id, enum cuctx_kind kind, uint64_t *pins)
 {
-    struct cuctx_slot *s = cuctx__slot_at(cuctx__id_index(id));
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
     if (!s)
         return NULL;
     uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
     do {
-        if (!cuctx__matches(w, id, kind))
+        if (!cuctx__word_matches(w, id, kind))
             return NULL;
     } while (!atomic_compare_exchange_weak_explicit(&s->word, &w, w | CUCTX_W_CLOSING,
                                                     memory_order_seq_cst, memory_order_acquire));
@@ -267,14 +267,14 @@ static inline void cuctx__drain(struct cuctx_slot *s)
 /* Whether id names a live slot (not closing), without pinning. */
 static inline int cuctx__alive(uint64_t id, enum cuctx_kind kind)
 {
-    struct cuctx_slot *s = cuctx__slot_at(cuctx__id_index(id));
-    return s && cuctx__matches(atomic_load_explicit(&s->word, memory_order_acquire), id, kind);
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
+    return s && cuctx__word_matches(atomic_load_explicit(&s->word, memory_order_acquire), id, kind);
 }
 
-/* The same for an id the library made (see cuctx__slot_of). */
+/* The same for an id the library made (see cuctx__slot_own). */
 static inline int cuctx__alive_own(uint64_t id, enum cuctx_kind kind)
 {
-    return cuctx__word_is(atomic_load_explicit(&cuctx__slot_of(cuctx__id_index(id))->word, memory_order_acquire), id,
+    return cuctx__word_matches_own(atomic_load_explicit(&cuctx__slot_own(cuctx__id_index(id))->word, memory_order_acquire), id,
                           kind);
 }
 
@@ -283,14 +283,14 @@ static inline int cuctx__alive_own(uint64_t id, enum cuctx_kind kind)
  * cuctx__peek_valid then says id is still live (the slot was not reused). */
 static inline struct cuctx_slot *cuctx__peek(uint64_t id, enum cuctx_kind kind)
 {
-    struct cuctx_slot *s = cuctx__slot_at(cuctx__id_index(id));
-    return s && cuctx__matches(atomic_load_explicit(&s->word, memory_order_acquire), id, kind) ? s : NULL;
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
+    return s && cuctx__word_matches(atomic_load_explicit(&s->word, memory_order_acquire), id, kind) ? s : NULL;
 }
 
 static inline int cuctx__peek_valid(struct cuctx_slot *s, uint64_t id, enum cuctx_kind kind)
 {
     atomic_thread_fence(memory_order_acquire);  /* the field reads happen before this check */
-    return cuctx__matches(atomic_load_explicit(&s->word, memory_order_relaxed), id, kind);
+    return cuctx__word_matches(atomic_load_explicit(&s->word, memory_order_relaxed), id, kind);
 }
 
 /* Abandons a close: the slot is live again with the same generation. */

@@ -38,14 +38,14 @@ static uint64_t prev_by_id(CUcontext prev, unsigned long long *ctx_id)
  * the moment it takes to read. */
 static void identify_prev(cuctx_scope *scope, CUcontext prev, const char *fn)
 {
-    struct cuctx_owner o;
+    struct cuctx_held o;
     cuctx__quiet(1);
-    CUresult rc = cuctx__owner_of_raw(prev, fn, &o);
+    CUresult rc = cuctx__entry_hold_raw(prev, fn, &o);
     cuctx__quiet(0);
     if (rc == CUDA_SUCCESS) {
         scope->prev_entry = o.id;
-        scope->prev_ctx_id = o.slot->u.entry.checked ? o.slot->u.entry.ctx_id : 0;
-        cuctx__owner_release(&o);
+        scope->prev_ctx_id = o.slot->u.entry.by_id ? o.slot->u.entry.ctx_id : 0;
+        cuctx__entry_release(&o);
     } else {
         scope->prev_entry = rc == CUDA_ERROR_CONTEXT_IS_DESTROYED ? 0 : prev_by_id(prev, &scope->prev_ctx_id);
     }
@@ -59,8 +59,8 @@ static inline int prev_seen(cuctx_scope *scope, CUcontext prev)
         if (cuctx__me.seen[i].raw != prev)
             continue;
         uint64_t id = cuctx__me.seen[i].entry;
-        struct cuctx_slot *e = cuctx__slot_of(cuctx__id_index(id));
-        if (!cuctx__alive_own(id, KIND_ENTRY) || __atomic_load_n(&e->u.entry.checked, __ATOMIC_RELAXED)
+        struct cuctx_slot *e = cuctx__slot_own(cuctx__id_index(id));
+        if (!cuctx__alive_own(id, KIND_ENTRY) || __atomic_load_n(&e->u.entry.by_id, __ATOMIC_RELAXED)
             || !cuctx__peek_valid(e, id, KIND_ENTRY))
             return 0;
         scope->prev_entry = id;
@@ -70,16 +70,16 @@ static inline int prev_seen(cuctx_scope *scope, CUcontext prev)
 }
 
 /* The previous context is the one entered: known from its hold. */
-static inline void prev_is_target(cuctx_scope *scope, const struct cuctx_owner *o)
+static inline void prev_is_target(cuctx_scope *scope, const struct cuctx_held *o)
 {
     scope->prev_entry = o->id;
-    scope->prev_ctx_id = o->slot->u.entry.checked ? o->slot->u.entry.ctx_id : 0;
+    scope->prev_ctx_id = o->slot->u.entry.by_id ? o->slot->u.entry.ctx_id : 0;
 }
 
 static inline __attribute__((always_inline)) CUresult enter(cuctx_scope *scope, cuctx_ctx ctx)
 {
     static const char fn[] = "cuctx_scope_enter";
-    struct cuctx_owner o;
+    struct cuctx_held o;
     CUcontext prev = NULL;
     scope->prev_raw = NULL;
     scope->prev_entry = 0;
@@ -93,7 +93,7 @@ static inline __attribute__((always_inline)) CUresult enter(cuctx_scope *scope, 
     CUresult rc = DRV(cuCtxGetCurrent)(&prev);
     if (rc != CUDA_SUCCESS)
         return cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, cuctx_result_name(rc));
-    if ((rc = cuctx__owner_acquire(ctx, fn, &o)) != CUDA_SUCCESS)
+    if ((rc = cuctx__ctx_hold(ctx, fn, &o)) != CUDA_SUCCESS)
         return rc;
     /* Which context the previous one is: ctx itself (its hold says), an
      * owned one this thread met lately (no lock, no driver call), or else
@@ -112,23 +112,23 @@ static inline __attribute__((always_inline)) CUresult enter(cuctx_scope *scope, 
     } else if (prev == o.raw) {
         scope->prev_entry = 0;      /* dead at enter */
     } else if (prev && !prev_seen(scope, prev)) {
-        cuctx__owner_release(&o);
+        cuctx__entry_release(&o);
         identify_prev(scope, prev, fn);
-        if ((rc = cuctx__owner_acquire(ctx, fn, &o)) != CUDA_SUCCESS)
+        if ((rc = cuctx__ctx_hold(ctx, fn, &o)) != CUDA_SUCCESS)
             return rc;
     }
-    scope->depth = cuctx__pushes();
+    scope->depth = cuctx__push_count();
     if (!same) {
         rc = DRV(cuCtxPushCurrent)(o.raw);
         if (rc != CUDA_SUCCESS) {
-            cuctx__owner_release(&o);
+            cuctx__entry_release(&o);
             return cuctx__fail(rc, "%s: cuCtxPushCurrent failed: %s", fn, cuctx_result_name(rc));
         }
         cuctx__pushed();
     } else {
         scope->depth |= SCOPE_NO_PUSH;
     }
-    cuctx__owner_release(&o);
+    cuctx__entry_release(&o);
     scope->prev_raw = prev;
     scope->state = CUCTX__SCOPE_ENTERED;
     return CUDA_SUCCESS;
@@ -182,7 +182,7 @@ static void restore_own_level(const cuctx_scope *scope, const char *fn)
 {
     CUcontext cur = NULL;
     unsigned long long now = 0;
-    if (cuctx__pushes() < scope_depth(scope))
+    if (cuctx__push_count() < scope_depth(scope))
         return;     /* a cuctx pop inside took the level itself: the one below is not the scope's */
     CUresult rc = DRV(cuCtxGetCurrent)(&cur);
     if (rc == CUDA_SUCCESS && cur == scope->prev_raw)
@@ -210,7 +210,7 @@ CUCTX_API void cuctx_scope_exit(cuctx_scope *scope)
     if (!scope || (scope->state != CUCTX__SCOPE_ENTERED && scope->state != CUCTX__SCOPE_RAN))
         return;
     scope->state = CUCTX__SCOPE_EXITED;
-    for (unsigned n = cuctx__pushes(); n > scope_depth(scope); n--) {
+    for (unsigned n = cuctx__push_count(); n > scope_depth(scope); n--) {
         CUresult rc = DRV(cuCtxPopCurrent)(&popped);
         if (rc != CUDA_SUCCESS) {
             cuctx__report(rc, "%s: cannot pop a context pushed inside the scope: cuCtxPopCurrent failed: %s", fn,

@@ -3,7 +3,7 @@
  *
  * A child records its owner's registry entry id (slot and generation) at
  * create. Every later driver call on the child holds that entry first
- * (cuctx__owner_hold); the hold fails once the context's destroy has begun
+ * (cuctx__entry_hold); the hold fails once the context's destroy has begun
  * or its generation has ended - for a primary or borrowed context, also
  * when the driver's id shows it gone - and a context destroy waits for the
  * holds already taken. So:
@@ -27,9 +27,9 @@ CUresult cuctx__child_null(const char *fn)
     return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: the handle pointer is NULL", fn);
 }
 
-CUresult cuctx__child_table_full(struct cuctx_owner *o, const char *fn)
+CUresult cuctx__child_table_full(struct cuctx_held *o, const char *fn)
 {
-    cuctx__owner_release(o);
+    cuctx__entry_release(o);
     return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
 }
 
@@ -85,11 +85,11 @@ CUresult cuctx__child_refused(struct cuctx_slot *s, CUresult rc, const char *fn,
 CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u)
 {
     u->obj = NULL;
-    u->owner.slot = NULL;
+    u->entry.slot = NULL;
     CUCTX_INIT_OR_RETURN(fn);
     if (!(u->obj = cuctx__pin(id, kind)))
         return cuctx__child_bad_handle(id, kind, fn);
-    CUresult rc = cuctx__owner_hold(u->obj->u.child.owner, fn, &u->owner);
+    CUresult rc = cuctx__entry_hold(u->obj->u.child.entry, fn, &u->entry);
     if (rc != CUDA_SUCCESS) {
         cuctx__unpin(u->obj);
         u->obj = NULL;
@@ -101,7 +101,7 @@ CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, str
 
 void cuctx__child_done(struct cuctx_use *u)
 {
-    cuctx__owner_release(&u->owner);
+    cuctx__entry_release(&u->entry);
     if (u->obj)
         cuctx__unpin(u->obj);
     u->obj = NULL;
@@ -127,7 +127,7 @@ CUCTX_API CUresult cuctx_destroy(void *handle)
     if (*id == 0)
         return CUDA_SUCCESS;
     enum cuctx_kind kind = cuctx__id_kind(*id);
-    if (kind == KIND_CTX)
+    if (kind == KIND_CTX_HANDLE)
         return cuctx_ctx_destroy((cuctx_ctx *)handle);
     if (kind < KIND_COUNT && cuctx__child_kinds[kind])
         return cuctx__child_destroy(id, kind, "cuctx_destroy", cuctx__child_kinds[kind]);

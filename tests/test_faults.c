@@ -1031,7 +1031,7 @@ static void scan_entry(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
     if (kind != KIND_ENTRY)
         return;
     uint64_t raw_ctx = (uint64_t)(uintptr_t)s->u.entry.raw;
-    if (s->u.entry.owner == OWNER_OWNED)
+    if (s->u.entry.life == LIFE_OWNED)
         e->owned++;
     else if (sim()->is_live("context", raw_ctx) || sim()->is_live("primary", raw_ctx))
         e->live++;
