@@ -407,7 +407,8 @@ CUCTX_API CUresult cuctx_driver_symbol(const char *name, int version, void **out
  * ------------------------------------------------------------------------ */
 
 struct cuctx_stats {
-    size_t contexts;            /* live registered contexts (owned, primary, borrowed) */
+    size_t contexts;            /* live contexts in use through cuctx (owned, primary, borrowed):
+                                   named by a live cuctx_ctx handle or a live child */
     size_t ctx_handles;         /* live cuctx_ctx handles */
     size_t events, streams, modules, mems, host_mems, graph_execs;
     uint64_t stale_skips;       /* child destroys not sent to the driver: context gone
@@ -416,8 +417,10 @@ struct cuctx_stats {
     uint64_t shutdown_skips;    /* destroys not sent because the driver had shut down
                                    (process exit): they succeed quietly */
 };
-/* cuctx_stats_get(&st) fills st. Cheap at any number of objects (each
- * thread keeps its own counts); exact while no other thread creates or
+/* cuctx_stats_get(&st) fills st. The object counts are cheap at any number
+ * of objects (each thread keeps its own); contexts walks the handle table,
+ * after asking the driver (cuCtxGetId) whether each primary or borrowed
+ * context still lives. All exact while no other thread creates or
  * destroys. The handle table itself costs 64 bytes per slot at the most
  * objects ever alive at once, up to 2^26 slots (4 GiB), and is not given
  * back: a stale handle may still be checked against its slot.

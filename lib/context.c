@@ -23,6 +23,10 @@
 #include "init.h"
 #include "registry.h"
 
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
 static CUresult handle_new(cuctx_ctx *out, uint64_t entry, enum cuctx_life life, CUdevice dev, const char *fn,
                            const struct cuctx_site *site)
 {
@@ -104,7 +108,10 @@ CUCTX_API CUresult cuctx_ctx_primary_at(cuctx_ctx *out, CUdevice dev, const char
         return cuctx__fail(rc, "%s: cuDevicePrimaryCtxRetain on device %d failed: %s", fn, (int)dev,
                            cuctx_result_name(rc));
     }
-    if ((rc = cuctx__ctx_id(raw, &ctx_id)) != CUDA_SUCCESS) {
+    struct cuctx_primary *p = cuctx__primary_of(dev, 1);
+    if (!p) {
+        rc = cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the table of primary contexts", fn);
+    } else if ((rc = cuctx__ctx_id(raw, &ctx_id)) != CUDA_SUCCESS) {
         cuctx__fail(rc, "%s: cuCtxGetId of the primary context of device %d failed: %s", fn, (int)dev,
                     cuctx_result_name(rc));
     } else {
@@ -112,12 +119,13 @@ CUCTX_API CUresult cuctx_ctx_primary_at(cuctx_ctx *out, CUdevice dev, const char
         if (e) {
             entry = cuctx__map_find(raw);
             e->u.entry.life = LIFE_PRIMARY;   /* if borrowed before, retained now */
-            e->u.entry.retains++;
-        } else if ((rc = cuctx__entry_new(raw, ctx_id, dev, LIFE_PRIMARY, fn, &entry)) == CUDA_SUCCESS) {
-            cuctx__peek(entry, KIND_ENTRY)->u.entry.retains = 1;
+        } else {
+            rc = cuctx__entry_new(raw, ctx_id, dev, LIFE_PRIMARY, fn, &entry);
         }
-        if (rc == CUDA_SUCCESS && (rc = handle_new(out, entry, LIFE_PRIMARY, dev, fn, &site)) != CUDA_SUCCESS)
-            cuctx__peek(entry, KIND_ENTRY)->u.entry.retains--;
+        if (rc == CUDA_SUCCESS && (rc = handle_new(out, entry, LIFE_PRIMARY, dev, fn, &site)) == CUDA_SUCCESS) {
+            p->raw = raw;
+            p->retains++;
+        }
     }
     if (rc != CUDA_SUCCESS)
         DRV(cuDevicePrimaryCtxRelease)(dev);
@@ -126,22 +134,27 @@ CUCTX_API CUresult cuctx_ctx_primary_at(cuctx_ctx *out, CUdevice dev, const char
 }
 
 /* Releases one primary retain of cuctx's. A reset does not release retains
- * (measured), so this runs whether the entry lives or not. On cuctx's last
- * retain of a live entry no child call may run across the release (it may
- * end the context), so the entry is closed and drained first; if the
- * context lives on in someone else's retain (the runtime's), the entry is
- * reopened and its children keep working. Without context ids the entry
- * ends with cuctx's last retain. */
-static CUresult primary_release(uint64_t entry, CUdevice dev, const char *fn)
+ * (measured), so this runs whether the handle's entry lives or not. On
+ * cuctx's last retain of the device (counted per device: the handle's own
+ * entry may have ended in a reset while its retain lived on) no child call
+ * may run across the release (it may end the context), so the live entry
+ * of the primary context now - found by its address, whatever cuctx knows
+ * it as - is closed and drained first; if the context lives on in someone
+ * else's retain (the runtime's), the entry is reopened and its children
+ * keep working. Without context ids the entry ends with cuctx's last
+ * retain. */
+static CUresult primary_release(CUdevice dev, const char *fn)
 {
     unsigned long long now = 0;
     int gone = atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed);
+    uint64_t entry = 0;
+    struct cuctx_slot *e = NULL;
     cuctx__ctx_lock();
-    struct cuctx_slot *e = cuctx__peek(entry, KIND_ENTRY);
-    if (e && --e->u.entry.retains == 0 && (e = cuctx__close(entry, KIND_ENTRY)) != NULL) {
-        cuctx__drain(e);
-    } else {
-        e = NULL;
+    struct cuctx_primary *p = cuctx__primary_of(dev, 0);
+    if (p && p->retains > 0 && --p->retains == 0 && (entry = cuctx__map_find(p->raw)) != 0) {
+        struct cuctx_slot *live = cuctx__peek(entry, KIND_ENTRY);
+        if (live && live->u.entry.dev == dev && (e = cuctx__close(entry, KIND_ENTRY)) != NULL)
+            cuctx__drain(e);
     }
     CUresult rc = gone ? CUDA_SUCCESS : DRV(cuDevicePrimaryCtxRelease)(dev);
     if (e) {
@@ -172,17 +185,67 @@ static void find_primary(CUcontext raw, uint64_t entry, void *arg)
         d->found = entry;
 }
 
+/* Under the lock: the address of dev's primary context, NULL when it is
+ * not active (no child of it can be under way). Known once cuctx retained
+ * it (the driver keeps one address per device); else asked of the driver,
+ * which takes a retain and its release - only while the context is active,
+ * so neither makes nor ends one. Without cuDevicePrimaryCtxGetState, only
+ * an address cuctx retained is known. */
+static CUresult primary_address(CUdevice dev, const char *fn, CUcontext *raw)
+{
+    struct cuctx_primary *p = cuctx__primary_of(dev, 0);
+    unsigned flags = 0;
+    int active = 0;
+    *raw = p ? p->raw : NULL;
+    if (*raw || !DRV(cuDevicePrimaryCtxGetState))
+        return CUDA_SUCCESS;
+    CUresult rc = DRV(cuDevicePrimaryCtxGetState)(dev, &flags, &active);
+    if (rc != CUDA_SUCCESS)
+        return cuctx__fail(rc, "%s: cuDevicePrimaryCtxGetState on device %d failed: %s", fn, (int)dev,
+                           cuctx_result_name(rc));
+    if (!active)
+        return CUDA_SUCCESS;
+    if ((rc = DRV(cuDevicePrimaryCtxRetain)(raw, dev)) != CUDA_SUCCESS) {
+        *raw = NULL;
+        return cuctx__fail(rc, "%s: cuDevicePrimaryCtxRetain on device %d failed: %s", fn, (int)dev,
+                           cuctx_result_name(rc));
+    }
+    if ((rc = DRV(cuDevicePrimaryCtxRelease)(dev)) != CUDA_SUCCESS)
+        return cuctx__fail(rc, "%s: cuDevicePrimaryCtxRelease on device %d failed: %s", fn, (int)dev,
+                           cuctx_result_name(rc));
+    if ((p = cuctx__primary_of(dev, 1)) != NULL)
+        p->raw = *raw;
+    return CUDA_SUCCESS;
+}
+
+/* The reset ends dev's primary context, so it waits out the child calls
+ * under way in it first: its entry is found by the context's address,
+ * whatever cuctx knows it as (retained, borrowed, or met as some thread's
+ * current context). */
 CUCTX_API CUresult cuctx_ctx_primary_reset(CUdevice dev)
 {
     static const char fn[] = "cuctx_ctx_primary_reset";
     struct on_device d = {dev, 0};
     struct cuctx_slot *e = NULL;
+    CUcontext raw = NULL;
     CUCTX_INIT_OR_RETURN(fn);
     cuctx__ctx_lock();
-    cuctx__map_foreach(find_primary, &d);
+    CUresult rc = primary_address(dev, fn, &raw);
+    if (rc != CUDA_SUCCESS) {
+        cuctx__ctx_unlock();
+        return rc;
+    }
+    if (raw) {
+        d.found = cuctx__map_find(raw);
+        struct cuctx_slot *live = d.found ? cuctx__peek(d.found, KIND_ENTRY) : NULL;
+        if (!live || live->u.entry.dev != dev)
+            d.found = 0;
+    } else if (!DRV(cuDevicePrimaryCtxGetState)) {
+        cuctx__map_foreach(find_primary, &d);
+    }
     if (d.found && (e = cuctx__close(d.found, KIND_ENTRY)) != NULL)
         cuctx__drain(e);
-    CUresult rc = DRV(cuDevicePrimaryCtxReset)(dev);
+    rc = DRV(cuDevicePrimaryCtxReset)(dev);
     if (e && rc == CUDA_SUCCESS) {
         cuctx__map_remove(e->u.entry.raw, d.found);
         cuctx__slot_free(e);
@@ -255,6 +318,8 @@ static CUresult owned_destroy(uint64_t entry, const char *fn)
     return CUDA_SUCCESS;
 }
 
+static CUresult handle_destroy(uint64_t id, const char *fn);
+
 CUCTX_API CUresult cuctx_ctx_destroy(cuctx_ctx *ctx)
 {
     static const char fn[] = "cuctx_ctx_destroy";
@@ -265,6 +330,21 @@ CUCTX_API CUresult cuctx_ctx_destroy(cuctx_ctx *ctx)
     uint64_t id = ctx->id;
     ctx->id = 0;    /* whatever happens, the variable names nothing afterwards */
     CUCTX_INIT_OR_RETURN(fn);
+    /* From the handle's close to the entry's free, a cancelled thread would
+     * leave them closing for good (every later hold of the entry waits for
+     * the verdict): the drains sleep and the driver's destroy may be a
+     * cancellation point, so cancellation is off until the end, then the
+     * caller's state is back (a cancel that came meanwhile acts at the
+     * thread's next cancellation point). */
+    int cancel_state;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+    CUresult rc = handle_destroy(id, fn);
+    pthread_setcancelstate(cancel_state, NULL);
+    return rc;
+}
+
+static CUresult handle_destroy(uint64_t id, const char *fn)
+{
     struct cuctx_slot *h = cuctx__close(id, KIND_CTX_HANDLE);
     if (!h)
         return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: context handle %#llx is stale, destroyed already, or not a context",
@@ -279,7 +359,7 @@ CUCTX_API CUresult cuctx_ctx_destroy(cuctx_ctx *ctx)
     if (life == LIFE_BORROWED)
         return CUDA_SUCCESS;
     int gone = atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed);
-    CUresult rc = life == LIFE_PRIMARY ? primary_release(entry, dev, fn) : owned_destroy(entry, fn);
+    CUresult rc = life == LIFE_PRIMARY ? primary_release(dev, fn) : owned_destroy(entry, fn);
     if (gone || cuctx__driver_gone(rc)) {
         atomic_fetch_add_explicit(&cuctx__shutdown_skips, 1, memory_order_relaxed);
         return CUDA_SUCCESS;
@@ -307,7 +387,7 @@ CUCTX_API CUresult cuctx_ctx_set_current(cuctx_ctx ctx)
     CUresult rc = hold_given(ctx, fn, &o);
     if (rc != CUDA_SUCCESS)
         return rc;
-    rc = DRV(cuCtxSetCurrent)(o.raw);
+    rc = cuctx__set_current(o.raw);
     cuctx__entry_release(&o);
     return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuCtxSetCurrent failed: %s", fn, cuctx_result_name(rc));
 }
@@ -324,10 +404,16 @@ CUCTX_API CUresult cuctx_ctx_is_current(cuctx_ctx ctx, int *out)
     if (rc != CUDA_SUCCESS)
         return rc;
     rc = DRV(cuCtxGetCurrent)(&cur);
-    if (rc == CUDA_SUCCESS)
-        *out = cur == o.raw;
+    if (rc != CUDA_SUCCESS) {
+        cuctx__entry_release(&o);
+        return cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, cuctx_result_name(rc));
+    }
+    /* by id too: a dead context at its address is not it */
+    if (cur == o.raw && (rc = cuctx__current_is(o.slot->u.entry.ctx_id, out)) != CUDA_SUCCESS)
+        *out = 0;
     cuctx__entry_release(&o);
-    return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, cuctx_result_name(rc));
+    return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuCtxGetId of the current context failed: %s", fn,
+                                                 cuctx_result_name(rc));
 }
 
 CUCTX_API CUresult cuctx_ctx_synchronize(cuctx_ctx ctx)

@@ -31,6 +31,18 @@ void cuctx__switch_back_slow(struct cuctx_switch *sw, const char *fn)
                       cuctx_result_name(rc));
 }
 
+CUresult cuctx__current_is(unsigned long long ctx_id, int *is)
+{
+    unsigned long long now = 0;
+    *is = 1;
+    if (!DRV(cuCtxGetId) || ctx_id == 0)
+        return CUDA_SUCCESS;
+    CUresult rc = DRV(cuCtxGetId)(NULL, &now);
+    if (cuctx__gone(rc) || (rc == CUDA_SUCCESS && now != ctx_id))
+        *is = 0;
+    return cuctx__gone(rc) ? CUDA_SUCCESS : rc;
+}
+
 CUresult cuctx__create_pushed(CUcontext *raw, unsigned flags, CUdevice dev)
 {
     CUresult rc = DRV(cuCtxCreate)(raw, flags, dev);

@@ -54,6 +54,31 @@ static inline CUresult cuctx__pop(void)           /* cuCtxPopCurrent */
         cuctx__me.current.pushes--;
     return rc;
 }
+/* cuCtxSetCurrent(raw) for cuctx_ctx_set_current: replaces the top level,
+ * counted apart (a scope that pushed nothing puts its own level back). */
+static inline CUresult cuctx__set_current(CUcontext raw)
+{
+    CUresult rc = DRV(cuCtxSetCurrent)(raw);
+    if (rc == CUDA_SUCCESS)
+        cuctx__me.current.sets++;
+    return rc;
+}
+static inline uint64_t cuctx__set_count(void) { return cuctx__me.current.sets; }
+/* cuCtxSetCurrent(NULL), which takes the top level off; counted when
+ * ours says cuctx had pushed that level. */
+static inline CUresult cuctx__set_null(int ours)
+{
+    CUresult rc = DRV(cuCtxSetCurrent)(NULL);
+    if (rc == CUDA_SUCCESS && ours && cuctx__me.current.pushes)
+        cuctx__me.current.pushes--;
+    return rc;
+}
+/* Whether the calling thread's current context, found at the address of
+ * the context whose driver id is ctx_id, is that context and not a dead one
+ * whose address it took (ended on another thread while current here):
+ * asked by id, cuCtxGetId(NULL). *is 1 without ids; when the driver cannot
+ * say, *is 1 and its error returned. */
+CUresult cuctx__current_is(unsigned long long ctx_id, int *is);
 /* cuCtxCreate, which pushes the new context. */
 CUresult cuctx__create_pushed(CUcontext *raw, unsigned flags, CUdevice dev);
 /* cuCtxDestroy of a context this thread's cuctx__create_pushed left on top. */

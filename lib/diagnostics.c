@@ -4,10 +4,73 @@
 #include "config.h"
 
 #include "cuctx.h"
+#include "driver.h"
+#include "entry.h"
 #include "ids.h"
 #include "registry.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+/* stats.contexts: the live contexts in use through cuctx - the distinct
+ * live entries named by live context handles or live children. Entries of
+ * contexts with neither (a foreign current context met by a {0} create
+ * whose child is gone, or by a scope) are not counted, and those of primary and borrowed contexts that their
+ * owners ended are ended first (a sweep by id, under the context lock), so
+ * the count is exact while no other thread creates or destroys. It walks
+ * the handle table: a diagnostic, not a hot path. */
+struct entry_ids { uint64_t *ids; size_t n, cap; int failed; };
+
+static void collect_entry(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
+{
+    struct entry_ids *e = arg;
+    if (kind == KIND_ENTRY || e->failed)
+        return;
+    uint64_t id = cuctx__slot_id(s);
+    if (!cuctx__pin(id, kind))
+        return;
+    uint64_t entry = kind == KIND_CTX_HANDLE ? s->u.ctx.entry : s->u.child.entry;
+    cuctx__unpin(s);
+    if (e->n == e->cap) {
+        size_t cap = e->cap ? 2 * e->cap : 64;
+        uint64_t *ids = realloc(e->ids, cap * sizeof *ids);
+        if (!ids) {
+            e->failed = 1;
+            return;
+        }
+        e->ids = ids;
+        e->cap = cap;
+    }
+    e->ids[e->n++] = entry;
+}
+
+static int cmp_ids(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* -1 when it cannot be counted (no memory): the caller keeps the entry count. */
+static long contexts_handed_out(void)
+{
+    struct entry_ids e = {NULL, 0, 0, 0};
+    long n = 0;
+    cuctx__ctx_lock();
+    if (!atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed))  /* (no entry before the driver loaded) */
+        cuctx__sweep_locked();
+    cuctx__slot_foreach(collect_entry, &e);
+    cuctx__ctx_unlock();
+    if (e.failed) {
+        free(e.ids);
+        return -1;
+    }
+    qsort(e.ids, e.n, sizeof *e.ids, cmp_ids);
+    for (size_t i = 0; i < e.n; i++)
+        if ((i == 0 || e.ids[i] != e.ids[i - 1]) && cuctx__alive(e.ids[i], KIND_ENTRY))
+            n++;
+    free(e.ids);
+    return n;
+}
 
 /* The fields of 0.1.0 end with shutdown_skips; later ones are appended, and
  * a caller compiled with a shorter struct gets only the fields it has room
@@ -20,7 +83,8 @@ CUCTX_API size_t cuctx_stats_get_sized(struct cuctx_stats *out, size_t size)
         return 0;
     memset(&st, 0, sizeof st);
     cuctx__live_counts(n);
-    st.contexts = (size_t)n[KIND_ENTRY];
+    long handed_out = contexts_handed_out();
+    st.contexts = handed_out >= 0 ? (size_t)handed_out : (size_t)n[KIND_ENTRY];
     st.ctx_handles = (size_t)n[KIND_CTX_HANDLE];
 #define CUCTX__KIND_COUNT(K, name, field, display) st.field = (size_t)n[KIND_##K];
     CUCTX_CHILD_KINDS(CUCTX__KIND_COUNT)

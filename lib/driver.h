@@ -27,6 +27,7 @@
     X(cuDevicePrimaryCtxRetain, 7000, 1)        \
     X(cuDevicePrimaryCtxRelease, 11000, 1)      \
     X(cuDevicePrimaryCtxReset, 11000, 1)        \
+    X(cuDevicePrimaryCtxGetState, 7000, 0)      \
     X(cuCtxGetId, 12000, 0)                     \
     X(cuEventCreate, 2000, 1)                   \
     X(cuEventDestroy, 4000, 1)                  \

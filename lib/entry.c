@@ -25,6 +25,8 @@
 #include "thread.h"
 
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -55,6 +57,33 @@ void cuctx__ctx_lock_fork(int phase)
         pthread_mutex_unlock(&lock);
 }
 
+static struct cuctx_primary *primaries;
+static size_t n_primaries;
+
+/* dev's record, grown on demand when grow; NULL for a bad device or no memory. */
+struct cuctx_primary *cuctx__primary_of(CUdevice dev, int grow)
+{
+    if (dev < 0)
+        return NULL;
+    if ((size_t)dev >= n_primaries) {
+        size_t n = (size_t)dev + 8;
+        struct cuctx_primary *p = grow ? realloc(primaries, n * sizeof *p) : NULL;
+        if (!p)
+            return NULL;
+        memset(p + n_primaries, 0, (n - n_primaries) * sizeof *p);
+        primaries = p;
+        n_primaries = n;
+    }
+    return &primaries[dev];
+}
+
+/* In a forked child every handle is a borrow: no retain of cuctx's is left. */
+static void primaries_after_fork(void)
+{
+    for (size_t i = 0; i < n_primaries; i++)
+        primaries[i].retains = 0;
+}
+
 /* In a forked child: the contexts are the parent's, and CUDA objects do not
  * cross fork. Every entry ends, so children made before the fork are never
  * sent to the child's driver (their destroys are skipped), and every context
@@ -74,6 +103,7 @@ static void after_fork_one(enum cuctx_kind kind, struct cuctx_slot *s, void *arg
 void cuctx__contexts_after_fork(void)
 {
     cuctx__slot_foreach(after_fork_one, NULL);
+    primaries_after_fork();
 }
 
 /* ---- ending ----------------------------------------------------------------- */
@@ -101,6 +131,8 @@ void cuctx__entry_end_locked(uint64_t id)
  * at the address is registered anew; then drained and freed. */
 static void entry_retire(uint64_t id)
 {
+    int cancel_state;   /* closed to freed: a cancel here would leave it closing for good */
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
     cuctx__ctx_lock();
     struct cuctx_slot *s = cuctx__close(id, KIND_ENTRY);
     if (s)
@@ -110,6 +142,7 @@ static void entry_retire(uint64_t id)
         cuctx__drain(s);
         cuctx__slot_free(s);
     }
+    pthread_setcancelstate(cancel_state, NULL);
 }
 
 /* ---- making ----------------------------------------------------------------- */
@@ -128,6 +161,12 @@ static void sweep_one(CUcontext raw, uint64_t entry, void *arg)
 
 static size_t sweep_at = 64;
 
+void cuctx__sweep_locked(void)
+{
+    if (DRV(cuCtxGetId))
+        cuctx__map_foreach(sweep_one, NULL);
+}
+
 CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev, enum cuctx_life life,
                           const char *fn, uint64_t *out)
 {
@@ -141,13 +180,14 @@ CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev
     struct cuctx_slot *s = cuctx__slot_alloc();
     if (!s)
         return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
-    __atomic_store_n(&s->u.entry.raw, raw, __ATOMIC_RELAXED);  /* peeked at through a reused slot */
-    s->u.entry.ctx_id = ctx_id;
-    s->u.entry.dev = dev;
-    s->u.entry.life = (unsigned char)life;
-    s->u.entry.by_id = life != LIFE_OWNED && ctx_id != 0;
-    s->u.entry.retains = 0;
-    s->u.entry.owner_handle = 0;
+    /* Atomic (relaxed): seqlock readers (prev_seen in scope.c, handle
+     * peeks) may still read this slot's fields as its previous object's. */
+    __atomic_store_n(&s->u.entry.raw, raw, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.entry.ctx_id, ctx_id, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.entry.dev, dev, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.entry.life, (unsigned char)life, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.entry.by_id, (unsigned char)(life != LIFE_OWNED && ctx_id != 0), __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.entry.owner_handle, (uint64_t)0, __ATOMIC_RELAXED);
     uint64_t id = cuctx__slot_publish(s, KIND_ENTRY);
     if (cuctx__map_put(raw, id) != 0) {
         cuctx__entry_end_locked(id);

@@ -124,6 +124,20 @@ CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev
                           const char *fn, uint64_t *out);
 /* Under the lock: ends a live entry now (close, drain, forget, free). */
 void cuctx__entry_end_locked(uint64_t id);
+/* Under the lock: ends the entries whose contexts the driver says are gone
+ * (by id; those of primary and borrowed contexts are otherwise found dead
+ * only when something holds them). */
+void cuctx__sweep_locked(void);
+
+/* cuctx's primary retains of one device, and its primary context's address
+ * (the driver keeps one address per device for the life of the process),
+ * under the lock. Counted per device, not per entry: a reset ends the entry
+ * but keeps the retains (measured), so retains taken before a reset are
+ * released through handles whose entry is dead, and the entry of the
+ * context that lives now is found by the address. */
+struct cuctx_primary { CUcontext raw; int retains; };
+/* dev's record, grown on demand when grow; NULL for a bad device or no memory. */
+struct cuctx_primary *cuctx__primary_of(CUdevice dev, int grow);
 /* Ends an entry that was closed by its caller (without the lock). */
 void cuctx__entry_finish(struct cuctx_slot *s, uint64_t id);
 

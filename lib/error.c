@@ -25,10 +25,14 @@ void cuctx__quiet(int on)
 
 static _Atomic int log_level = LOG_WARN;
 
-/* Installed handlers are never freed (a thread may still be calling an old
- * one); each links to the one before, so all stay reachable. */
-struct handler { cuctx_error_fn fn; void *user; struct handler *prev; };
-static _Atomic(struct handler *) handler_now;
+/* The handler is a (fn, user) pair under a seqlock: no memory per setting,
+ * and none to free under a thread still calling an old handler (a reader
+ * calls the copies it read). seq is odd while a writer is in; writers
+ * take turns on it; readers retry until they read both fields between
+ * the same even values. */
+static _Atomic unsigned long handler_seq;
+static _Atomic(cuctx_error_fn) handler_fn;      /* NULL: the default */
+static _Atomic(void *) handler_user;
 
 static void default_handler(CUresult rc, const char *message, void *user)
 {
@@ -52,23 +56,35 @@ void cuctx__log_init(void)
 
 CUCTX_API void cuctx_set_error_handler(cuctx_error_fn fn, void *user)
 {
-    struct handler *h = malloc(sizeof *h);     /* fn NULL: the default */
-    if (!h)
-        return;
-    h->fn = fn;
-    h->user = user;
-    h->prev = atomic_load(&handler_now);
-    while (!atomic_compare_exchange_weak(&handler_now, &h->prev, h))
-        ;
+    unsigned long seq = atomic_load_explicit(&handler_seq, memory_order_relaxed);
+    for (;;) {
+        if (!(seq & 1) && atomic_compare_exchange_weak_explicit(&handler_seq, &seq, seq + 1,
+                                                                memory_order_acquire, memory_order_relaxed))
+            break;
+        seq = atomic_load_explicit(&handler_seq, memory_order_relaxed);
+    }
+    atomic_thread_fence(memory_order_release);      /* the odd seq before the fields */
+    atomic_store_explicit(&handler_fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&handler_user, user, memory_order_relaxed);
+    atomic_store_explicit(&handler_seq, seq + 2, memory_order_release);
 }
 
 static void call_handler(CUresult rc, const char *msg)
 {
-    struct handler *h = atomic_load(&handler_now);
-    if (!h || !h->fn)
+    cuctx_error_fn fn;
+    void *user;
+    unsigned long s1, s2;
+    do {
+        s1 = atomic_load_explicit(&handler_seq, memory_order_acquire);
+        fn = atomic_load_explicit(&handler_fn, memory_order_relaxed);
+        user = atomic_load_explicit(&handler_user, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);  /* the fields before the second look */
+        s2 = atomic_load_explicit(&handler_seq, memory_order_relaxed);
+    } while ((s1 & 1) || s1 != s2);
+    if (!fn)
         default_handler(rc, msg, NULL);
     else
-        h->fn(rc, msg, h->user);
+        fn(rc, msg, user);
 }
 
 static void vrecord(CUresult rc, const char *fmt, va_list ap) CUCTX_PRINTF(2, 0);

@@ -70,7 +70,6 @@ struct cuctx_slot {
             CUcontext raw;
             unsigned long long ctx_id;  /* the driver's id (cuCtxGetId); 0: the driver has none */
             CUdevice dev;
-            int retains;            /* primary retains held by cuctx handles, under the lock */
             unsigned char life;     /* enum cuctx_life; borrowed -> primary under the lock */
             unsigned char by_id;    /* life decided by the driver's id: every hold checks it */
             uint64_t owner_handle;  /* an owned context's handle, set once after publishing (atomic) */

@@ -33,6 +33,12 @@
  * about its slot at exit. */
 enum prev_known { PREV_BY_ENTRY = 0, PREV_BY_ID_ONLY, PREV_UNKNOWN };
 #define PREV_KNOWN(scope) ((scope)->cuctx__reserved[0])
+/* In the second reserved word, when the scope pushed nothing (its context
+ * was current at enter, so the level it runs on is the previous context's
+ * own): 1 + the thread's count of cuctx_ctx_set_current calls at enter.
+ * Exit puts the previous context back on that level if a set replaced it
+ * meanwhile. 0 when the scope pushed. */
+#define PUSHED_NOTHING(scope) ((scope)->cuctx__reserved[1])
 
 static enum prev_known prev_by_id(CUcontext prev, unsigned long long *ctx_id)
 {
@@ -110,8 +116,17 @@ static inline __attribute__((always_inline)) CUresult enter(cuctx_scope *scope, 
      * holding an entry, so ctx is let go meanwhile. A dead previous context
      * is no failure of the enter; one that could not be identified is left
      * alone at exit. */
-    if (prev == o.raw) {
+    /* The address current may be a dead context's whose address ctx took
+     * (ended on another thread while current here): then that level is not
+     * ctx, and ctx is pushed over it. Asked by id; a failed question leaves
+     * the address to decide. */
+    int same = prev == o.raw;
+    if (same)
+        cuctx__current_is(o.slot->u.entry.ctx_id, &same);
+    if (same) {
         prev_is_target(scope, &o);
+    } else if (prev == o.raw) {
+        scope->prev_entry = 0;      /* dead at enter */
     } else if (prev && !prev_seen(scope, prev)) {
         cuctx__entry_release(&o);
         identify_prev(scope, prev, fn);
@@ -119,10 +134,11 @@ static inline __attribute__((always_inline)) CUresult enter(cuctx_scope *scope, 
             return rc;
     }
     scope->depth = cuctx__push_count();
-    if (prev != o.raw && (rc = cuctx__push(o.raw)) != CUDA_SUCCESS) {
+    if (!same && (rc = cuctx__push(o.raw)) != CUDA_SUCCESS) {
         cuctx__entry_release(&o);
         return cuctx__fail(rc, "%s: cuCtxPushCurrent failed: %s", fn, cuctx_result_name(rc));
     }
+    PUSHED_NOTHING(scope) = same ? 1 + cuctx__set_count() : 0;
     cuctx__entry_release(&o);
     scope->prev_raw = prev;
     scope->state = CUCTX__SCOPE_ENTERED;
@@ -160,11 +176,42 @@ static void settle_prev_slow(const cuctx_scope *scope, const char *fn)
         rc = DRV(cuCtxGetCurrent)(&top);
     if (rc == CUDA_SUCCESS && top != scope->prev_raw)
         return;
+    /* That level was cuctx's own when the scope's depth counts it (a
+     * create's push): taken off the count too, or an enclosing scope would
+     * pop a level below it. */
     if (rc == CUDA_SUCCESS)
-        rc = DRV(cuCtxSetCurrent)(NULL);
+        rc = cuctx__set_null(scope->depth > 0);
     if (rc != CUDA_SUCCESS)
         cuctx__report(rc, "%s: cannot check the stack slot of the previous context %p, which may now be another "
                       "context's: %s", fn, (void *)scope->prev_raw, cuctx_result_name(rc));
+}
+
+/* A scope that pushed nothing runs on the previous context's own level:
+ * if the block replaced it (cuctx_ctx_set_current), the previous context
+ * goes back on it - while it lives, and unless a cuctx pop inside took that
+ * level itself (then the one below is not the scope's). */
+static void restore_own_level(const cuctx_scope *scope, const char *fn)
+{
+    CUcontext cur = NULL;
+    unsigned long long now = 0;
+    if (cuctx__push_count() < scope->depth)
+        return;
+    CUresult rc = DRV(cuCtxGetCurrent)(&cur);
+    if (rc == CUDA_SUCCESS && cur == scope->prev_raw)
+        return;
+    if (rc == CUDA_SUCCESS) {
+        if (scope->prev_entry == 0 || PREV_KNOWN(scope) != PREV_BY_ENTRY || !cuctx__alive(scope->prev_entry, KIND_ENTRY))
+            return;
+        if (scope->prev_ctx_id != 0) {
+            CUresult idrc = DRV(cuCtxGetId)(scope->prev_raw, &now);
+            if (idrc != CUDA_SUCCESS || now != scope->prev_ctx_id)
+                return;
+        }
+        rc = DRV(cuCtxSetCurrent)(scope->prev_raw);
+    }
+    if (rc != CUDA_SUCCESS)
+        cuctx__report(rc, "%s: cannot put the scope's context %p back on its level: %s", fn,
+                      (void *)scope->prev_raw, cuctx_result_name(rc));
 }
 
 CUCTX_API void cuctx_scope_exit(cuctx_scope *scope)
@@ -181,6 +228,8 @@ CUCTX_API void cuctx_scope_exit(cuctx_scope *scope)
             return;
         }
     }
+    if (PUSHED_NOTHING(scope) && PUSHED_NOTHING(scope) != 1 + cuctx__set_count())
+        restore_own_level(scope, fn);
     /* An owned previous context that lives is where it was: nothing to ask. */
     if (scope->prev_raw && !(scope->prev_ctx_id == 0 && scope->prev_entry != 0
                              && cuctx__alive_own(scope->prev_entry, KIND_ENTRY)))

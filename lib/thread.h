@@ -40,6 +40,7 @@ struct cuctx_thread {
     } registry;
     struct {                        /* current.c */
         unsigned pushes;            /* stack levels cuctx left pushed */
+        uint64_t sets;              /* cuctx_ctx_set_current calls that replaced the top level */
     } current;
     struct {                        /* error.c */
         int reports_pending;        /* handler reports waiting for the last release */

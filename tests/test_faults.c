@@ -395,6 +395,19 @@ out:
     CALL(cuctx_ctx_destroy(&p));
 }
 
+/* A reset of a primary context only the runtime (an outside holder) retains:
+ * cuctx has no address for it, and asks the driver (state, retain, release)
+ * to find and drain whatever entry it has for it. */
+static void wl_primary_reset_unretained(const struct workload *w)
+{
+    (void)w;
+    if (CALL(cuctx_init()) != CUDA_SUCCESS)
+        return;
+    CHECK(sim()->primary_outside_retain(0) == 0, "the simulator took the outside retain");
+    CALL(cuctx_ctx_primary_reset(0));
+    sim()->primary_outside_release(0);
+}
+
 /* The runtime (an outside holder) retains the primary context too: cuctx's
  * last release does not end it, and the children made through cuctx keep
  * working and are freed by their destroys. */
@@ -860,6 +873,7 @@ static const struct workload workloads[] = {
     {"ctx owned: create/is_current/raw/device/synchronize/pop/set_current/destroy", wl_ctx_owned, OWNED, 0},
     {"ctx primary: retain twice/set_current/is_current/synchronize/destroy", wl_ctx_primary, PRIMARY, 0},
     {"ctx primary_reset", wl_primary_reset, PRIMARY, 0},
+    {"ctx primary_reset of the runtime's primary context", wl_primary_reset_unretained, PRIMARY, 0},
     /* Without cuCtxGetId cuctx's last release ends the context for cuctx
      * (documented, rule 9): its children are skipped from then on. */
     {"ctx primary shared with the runtime", wl_primary_shared, PRIMARY, 1},

@@ -147,7 +147,7 @@ CUresult need_current(struct obj **out)
 	if (!top)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	struct obj *o = find(K_CTX, top);
-	if (!o || !o->live)
+	if (!o || !o->live || (S.stale_levels && T.id[T.depth - 1] != o->ctx_id))
 		return CUDA_ERROR_CONTEXT_IS_DESTROYED;
 	*out = o;
 	return CUDA_SUCCESS;
@@ -163,7 +163,7 @@ CUresult stream_context(const struct call *c, CUstream s, struct obj **ctx)
 {
 	if (is_default_stream(s))
 		return need_current(ctx);
-	struct obj *so;
+	struct obj *so = NULL;
 	CUresult rc = need_live(c, K_STREAM, H(s), &so);
 	if (rc == CUDA_SUCCESS)
 		*ctx = so->owner;

@@ -20,6 +20,7 @@ CUresult sim_cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
 	o->device = dev;
 	o->flags = flags;
 	o->ctx_id = ++S.last_ctx_id;
+	T.id[T.depth] = o->ctx_id;
 	T.v[T.depth++] = o->value;
 	*pctx = (CUcontext)(uintptr_t)o->value;
 	c.handle = o->value;
@@ -75,6 +76,7 @@ CUresult sim_cuCtxPushCurrent(CUcontext ctx)
 	stack_sync();
 	if (T.depth == SIM_STACK_MAX)
 		return leave(&c, CUDA_ERROR_OUT_OF_MEMORY);
+	T.id[T.depth] = o->ctx_id;
 	T.v[T.depth++] = o->value;
 	return leave(&c, CUDA_SUCCESS);
 }
@@ -110,10 +112,13 @@ CUresult sim_cuCtxSetCurrent(CUcontext ctx)
 	CUresult rc = need_live_context_to_bind(&c, ctx, &o);
 	if (rc)
 		return leave(&c, rc);
-	if (T.depth)
+	if (T.depth) {
+		T.id[T.depth - 1] = o->ctx_id;
 		T.v[T.depth - 1] = o->value;
-	else
+	} else {
+		T.id[T.depth] = o->ctx_id;
 		T.v[T.depth++] = o->value;
+	}
 	return leave(&c, CUDA_SUCCESS);
 }
 

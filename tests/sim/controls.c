@@ -45,6 +45,7 @@ SIM_VISIBLE void cusim_reset(void)
 	S.nplans = 0;
 	S.recycling = true;
 	S.hide_ctx_id = false;
+	S.stale_levels = false;
 	S.fail_all = CUDA_SUCCESS;
 	for (int i = 0; i < F_COUNT; i++)
 		__atomic_store_n(&S.delay_us[i], 0u, __ATOMIC_RELAXED);
@@ -227,6 +228,13 @@ SIM_VISIBLE void cusim_set_delay(const char *fn, unsigned usec)
 SIM_VISIBLE unsigned cusim_sleeping(void)
 {
 	return __atomic_load_n(&S.sleeping, __ATOMIC_SEQ_CST);
+}
+
+SIM_VISIBLE void cusim_set_stale_levels(int on)
+{
+	pthread_mutex_lock(&S.lock);
+	S.stale_levels = on != 0;
+	pthread_mutex_unlock(&S.lock);
 }
 
 SIM_VISIBLE void cusim_fail_all(CUresult rc)

@@ -156,6 +156,14 @@ unsigned cusim_sleeping(void);
  * as at process exit); 0 turns it off. */
 void cusim_fail_all(CUresult rc);
 
+/* Non-zero: a stack level keeps the context it was bound to, by id: once
+ * that context is destroyed the level stays dead (creates on it give 709,
+ * cuCtxGetId(NULL) 709) even when a new context takes its value, as when a
+ * thread's current context is destroyed on another thread, which then
+ * creates one at the same address. Zero (the default, and after
+ * cusim_reset): a level is its value, and a new context there is current. */
+void cusim_set_stale_levels(int on);
+
 /* Every control above, X(name) for cusim_<name>: the one list from which
  * the tests that reach the controls with dlsym (testlib, rawdrv, stress,
  * fuzz_api) make their pointers, each looked up as "cusim_" #name and
@@ -178,7 +186,8 @@ void cusim_fail_all(CUresult rc);
 	X(primary_refs)                 \
 	X(set_delay)                    \
 	X(sleeping)                     \
-	X(fail_all)
+	X(fail_all)                     \
+	X(set_stale_levels)
 
 #define CUSIM_CONTROL_TYPE(name) typedef __typeof__(&cusim_##name) cusim_##name##_fn;
 CUSIM_CONTROLS(CUSIM_CONTROL_TYPE)

@@ -158,6 +158,7 @@ struct sim_state {
 	size_t nplans, plans_cap;
 	unsigned long long last_ctx_id; /* never restarted, not even by cusim_reset: ids stay process-unique */
 	bool hide_ctx_id;
+	bool stale_levels;              /* cusim_set_stale_levels */
 	CUresult fail_all;
 	unsigned int delay_us[F_COUNT]; /* read without the lock, so only through __atomic builtins */
 	unsigned int sleeping;          /* calls in delay() now; __atomic builtins too */
@@ -170,6 +171,7 @@ struct sim_thread {
 	uint64_t epoch;
 	int depth;
 	uint64_t v[SIM_STACK_MAX];
+	unsigned long long id[SIM_STACK_MAX];   /* v[i]'s context id when bound (cusim_set_stale_levels) */
 };
 
 extern __thread struct sim_thread T;

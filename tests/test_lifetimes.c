@@ -1,0 +1,508 @@
+/* SPDX-License-Identifier: MIT */
+/* test_lifetimes.c - issue 17: where a context's life and the calls made
+ * in it cross - a primary context ending under a child call in flight, a
+ * reset of a primary context cuctx knows as borrowed, a thread cancelled
+ * inside a context destroy, scopes over levels whose contexts died or were
+ * replaced. Public API, testlib and the simulator's controls only; races
+ * are made deterministic with the simulator's delays, hangs turned into
+ * failures by alarm(). */
+#include "testlib.h"
+
+#include <cudaTypedefs.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#define H(p) ((uint64_t)(uintptr_t)(p))
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Waits until a call is asleep in its simulated delay (at most 5 s). */
+static void wait_sleeping(void)
+{
+    for (int i = 0; i < 5000 && sim()->sleeping() == 0; i++)
+        sleep_ms(1);
+    cr_assert_gt(sim()->sleeping(), 0, "no call entered its delay");
+}
+
+static cuctx_ctx fresh_ctx(void)
+{
+    cuctx_ctx c = {0};
+    CHECK_OK(cuctx_ctx_create(&c, 0, CUCTX_SCHED_AUTO));
+    CHECK_OK(cuctx_pop_current());
+    return c;
+}
+
+/* ---- 1: a primary context ending under a child destroy in flight ---------- */
+
+struct mem_arg { cuctx_mem m; CUresult rc; };
+
+static void *destroy_mem(void *p)
+{
+    struct mem_arg *a = p;
+    a->rc = cuctx_mem_destroy(&a->m);
+    return NULL;
+}
+
+/* p2 keeps a retain across a reset; p3 retains the new primary context,
+ * allocates m3 and lets go. cuctx's last retain is then p2's, whose entry
+ * the reset ended: its release must still wait for m3's free in flight,
+ * which otherwise lands after the context ended, on the new owner of m3's
+ * address. */
+Test(lifetimes, the_last_primary_release_through_a_handle_from_before_a_reset_waits_for_child_calls)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(20);
+    cuctx_ctx p2 = {0}, p3 = {0};
+    cuctx_ctx other = fresh_ctx();
+    struct mem_arg a = {{0}, CUDA_ERROR_UNKNOWN};
+    cuctx_mem mine = {0};
+    CHECK_OK(cuctx_ctx_primary(&p2, 0));
+    CHECK_OK(cuctx_ctx_primary_reset(0));
+    CHECK_OK(cuctx_ctx_primary(&p3, 0));
+    CHECK_OK(cuctx_mem_alloc(&a.m, p3, 4096));
+    CUdeviceptr addr = cuctx_mem_ptr(a.m);
+    CHECK_OK(cuctx_ctx_destroy(&p3));
+    cr_assert_eq(sim()->primary_refs(0), 1, "p2's retain is left");
+    sim()->set_delay("cuMemFree", 300000);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, destroy_mem, &a), 0);
+    wait_sleeping();                        /* m3's free is under way */
+    sim()->set_delay("cuMemFree", 0);
+    CHECK_OK(cuctx_ctx_destroy(&p2));       /* cuctx's last retain: the context ends */
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    CHECK_OK(cuctx_mem_alloc(&mine, other, 4096));
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    CHECK_OK(a.rc);
+    cr_assert_eq(cuctx_mem_ptr(mine), addr, "the new allocation took m3's address (recycling)");
+    cr_assert_eq(sim()->is_live(CUSIM_MEM, addr), 1,
+                 "m3's free reached the driver after its context ended and freed the new owner's allocation");
+    CHECK_OK(cuctx_mem_destroy(&mine));
+    CHECK_OK(cuctx_ctx_destroy(&other));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* ---- 2: a reset of a primary context cuctx knows as borrowed -------------- */
+
+struct stream_arg { cuctx_stream s; CUresult rc; };
+
+static void *destroy_stream(void *p)
+{
+    struct stream_arg *a = p;
+    a->rc = cuctx_stream_destroy(&a->s);
+    return NULL;
+}
+
+/* The stream's destroy is slowed on a thread; the reset on this one must
+ * wait for it, whatever cuctx knows the primary context as. */
+static void reset_under_a_stream_destroy(struct stream_arg *a)
+{
+    sim()->set_delay("cuStreamDestroy", 300000);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, destroy_stream, a), 0);
+    wait_sleeping();
+    sim()->set_delay("cuStreamDestroy", 0);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_ctx_primary_reset(0));
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    static const char *const seq[] = {"cuStreamDestroy", "cuDevicePrimaryCtxReset", NULL};
+    char buf[256];
+    cr_assert_str_eq(log_seq(mark, seq, buf, sizeof buf), "cuStreamDestroy,cuDevicePrimaryCtxReset",
+                     "the stream's destroy reached the driver after the reset freed it: %s", buf);
+    cr_assert_eq(misuses(), 0, "the simulated driver recorded misuses (listed above)");
+    CHECK_OK(a->rc);
+}
+
+Test(lifetimes, a_reset_waits_for_child_calls_in_a_borrowed_primary_context)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(20);
+    PFN_cuDevicePrimaryCtxRetain_v7000 retain =
+        (PFN_cuDevicePrimaryCtxRetain_v7000)drv_sym("cuDevicePrimaryCtxRetain", 7000);
+    CUcontext pc = NULL;
+    CHECK_OK(retain(&pc, 0));               /* as the runtime would */
+    cuctx_ctx b = {0};
+    struct stream_arg a = {{0}, CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_ctx_borrow(&b, pc));
+    CHECK_OK(cuctx_stream_create(&a.s, b, 0, 0));
+    reset_under_a_stream_destroy(&a);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+}
+
+Test(lifetimes, a_reset_waits_for_child_calls_in_a_primary_context_met_as_current)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(20);
+    PFN_cuDevicePrimaryCtxRetain_v7000 retain =
+        (PFN_cuDevicePrimaryCtxRetain_v7000)drv_sym("cuDevicePrimaryCtxRetain", 7000);
+    PFN_cuCtxSetCurrent_v4000 set_current = (PFN_cuCtxSetCurrent_v4000)drv_sym("cuCtxSetCurrent", 4000);
+    CUcontext pc = NULL;
+    CHECK_OK(retain(&pc, 0));
+    CHECK_OK(set_current(pc));
+    struct stream_arg a = {{0}, CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_stream_create(&a.s, (cuctx_ctx){0}, 0, 0));
+    CHECK_OK(set_current(NULL));
+    reset_under_a_stream_destroy(&a);
+}
+
+/* ---- 3: a thread cancelled inside a context destroy ------------------------ */
+
+struct ctx_arg { cuctx_ctx c; CUresult rc; };
+
+static void *destroy_ctx(void *p)
+{
+    struct ctx_arg *a = p;
+    a->rc = cuctx_ctx_destroy(&a->c);
+    pthread_testcancel();   /* a cancel put off by the destroy lands here */
+    return NULL;
+}
+
+struct sync_arg { cuctx_event ev; CUresult rc; };
+
+static void *synchronize(void *p)
+{
+    struct sync_arg *a = p;
+    a->rc = cuctx_event_synchronize(a->ev);
+    return NULL;
+}
+
+/* After the cancelled destroy the context is gone for good: its child's
+ * destroy is skipped (no hang on a context left closing), and the driver's
+ * context was destroyed (no leak). */
+static void context_ended(cuctx_event *ev, CUcontext raw)
+{
+    uint64_t skips = stats().stale_skips;
+    CHECK_OK(cuctx_event_destroy(ev));
+    cr_assert_eq(stats().stale_skips, skips + 1, "the event's destroy was not skipped");
+    cr_assert_eq(sim()->is_live(CUSIM_CONTEXT, H(raw)), 0, "the driver's context was left alive");
+    cr_assert_eq(stats().contexts, 0);
+    cr_assert_eq(misuses(), 0);
+}
+
+Test(lifetimes, a_thread_cancelled_in_the_drivers_context_destroy_still_ends_the_context)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    struct ctx_arg a = {fresh_ctx(), CUDA_ERROR_UNKNOWN};
+    CUcontext raw = cuctx_ctx_raw(a.c);
+    cuctx_event ev = {0};
+    CHECK_OK(cuctx_event_create(&ev, a.c, 0));
+    sim()->set_delay("cuCtxDestroy", 300000);
+    pthread_t t;
+    void *res = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, destroy_ctx, &a), 0);
+    wait_sleeping();
+    cr_assert_eq(pthread_cancel(t), 0);
+    cr_assert_eq(pthread_join(t, &res), 0);
+    cr_assert_eq(res, PTHREAD_CANCELED);
+    sim()->set_delay("cuCtxDestroy", 0);
+    context_ended(&ev, raw);
+}
+
+Test(lifetimes, a_thread_cancelled_while_its_context_destroy_drains_still_ends_the_context)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    struct ctx_arg a = {fresh_ctx(), CUDA_ERROR_UNKNOWN};
+    CUcontext raw = cuctx_ctx_raw(a.c);
+    struct sync_arg s = {{0}, CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_event_create(&s.ev, a.c, 0));
+    sim()->set_delay("cuEventSynchronize", 500000);
+    pthread_t ts, t;
+    void *res = NULL;
+    cr_assert_eq(pthread_create(&ts, NULL, synchronize, &s), 0);
+    wait_sleeping();                        /* the synchronize holds the context */
+    cr_assert_eq(pthread_create(&t, NULL, destroy_ctx, &a), 0);
+    sleep_ms(100);                          /* the destroy is waiting in its drain */
+    cr_assert_eq(pthread_cancel(t), 0);
+    cr_assert_eq(pthread_join(t, &res), 0);
+    cr_assert_eq(res, PTHREAD_CANCELED);
+    cr_assert_eq(pthread_join(ts, NULL), 0);
+    CHECK_OK(s.rc);
+    sim()->set_delay("cuEventSynchronize", 0);
+    context_ended(&s.ev, raw);
+}
+
+/* ---- 4: nested scopes over a level whose address a new context took ------- */
+
+/* The program's own context P is current; a scope inside a scope finds its
+ * previous context A destroyed and its address taken by C: the inner exit
+ * takes A's level off the stack, and the outer exit must count that. */
+Test(lifetimes, nested_scopes_over_a_destroyed_level_leave_the_programs_context_current)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    PFN_cuCtxDestroy_v4000 destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+    CUcontext P = NULL;
+    cuctx_ctx x = fresh_ctx(), b = fresh_ctx(), A = {0}, C = {0};
+    CHECK_OK(create(&P, 0, 0));
+    CUCTX_SCOPED(x) {
+        CHECK_OK(cuctx_ctx_create(&A, 0, 0));
+        CUcontext a_raw = cuctx_ctx_raw(A);
+        CUCTX_SCOPED(b) {
+            CHECK_OK(cuctx_ctx_destroy(&A));
+            CHECK_OK(cuctx_ctx_create(&C, 0, 0));
+            cr_assert_eq(cuctx_ctx_raw(C), a_raw, "C took A's address (recycling)");
+            CHECK_OK(cuctx_pop_current());
+        }
+    }
+    CUcontext cur = current();
+    cr_assert_eq(cur, P, "after the scopes %p is current, want the program's %p", (void *)cur, (void *)P);
+    CHECK_OK(cuctx_ctx_destroy(&C));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&x));
+    CHECK_OK(destroy(P));
+    cr_assert_eq(misuses(), 0);
+}
+
+struct swap_arg { cuctx_ctx a, c; };
+
+static void *destroy_and_retake(void *p)
+{
+    struct swap_arg *s = p;
+    if (cuctx_ctx_destroy(&s->a) == CUDA_SUCCESS && cuctx_ctx_create(&s->c, 0, 0) == CUDA_SUCCESS)
+        cuctx_pop_current();
+    return NULL;
+}
+
+Test(lifetimes, nested_scopes_over_a_level_destroyed_on_another_thread_leave_the_programs_context_current)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    PFN_cuCtxDestroy_v4000 destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+    CUcontext P = NULL;
+    cuctx_ctx x = fresh_ctx(), b = fresh_ctx();
+    struct swap_arg s = {{0}, {0}};
+    CHECK_OK(create(&P, 0, 0));
+    CUCTX_SCOPED(x) {
+        CHECK_OK(cuctx_ctx_create(&s.a, 0, 0));
+        CUcontext a_raw = cuctx_ctx_raw(s.a);
+        CUCTX_SCOPED(b) {
+            pthread_t t;
+            cr_assert_eq(pthread_create(&t, NULL, destroy_and_retake, &s), 0);
+            cr_assert_eq(pthread_join(t, NULL), 0);
+            cr_assert_eq(cuctx_ctx_raw(s.c), a_raw, "C took A's address (recycling)");
+        }
+    }
+    CUcontext cur = current();
+    cr_assert_eq(cur, P, "after the scopes %p is current, want the program's %p", (void *)cur, (void *)P);
+    CHECK_OK(cuctx_ctx_destroy(&s.c));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&x));
+    CHECK_OK(destroy(P));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* ---- 5: set_current inside a scope that pushed nothing --------------------- */
+
+Test(lifetimes, set_current_inside_a_scope_is_undone_whether_or_not_the_scope_pushed)
+{
+    NEED_DRIVER();
+    cuctx_ctx x = fresh_ctx(), a = fresh_ctx(), p = fresh_ctx();
+    CUcontext P = cuctx_ctx_raw(p);
+    CUCTX_SCOPED(x) {
+        CHECK_OK(cuctx_ctx_set_current(a));
+    }
+    cr_assert_null(current(), "a scope that pushed: the previous (no) context is back");
+    CHECK_OK(cuctx_ctx_set_current(p));
+    CUCTX_SCOPED(p) {
+        CHECK_OK(cuctx_ctx_set_current(a));
+    }
+    CUcontext cur = current();
+    cr_assert_eq(cur, P, "a scope entered over its own context: %p is current after it, want %p", (void *)cur,
+                 (void *)P);
+    CHECK_OK(cuctx_pop_current());
+    cr_assert_null(current(), "one level, as at entry");
+    CHECK_OK(cuctx_ctx_destroy(&x));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&p));
+}
+/* ---- 10: a scope over a dead current context at its context's address ------ */
+
+struct retake_arg { cuctx_ctx a, a2; };
+
+static void *destroy_and_create(void *p)
+{
+    struct retake_arg *r = p;
+    if (cuctx_ctx_destroy(&r->a) == CUDA_SUCCESS && cuctx_ctx_create(&r->a2, 0, 0) == CUDA_SUCCESS)
+        cuctx_pop_current();
+    return NULL;
+}
+
+Test(lifetimes, a_scope_switches_away_from_a_dead_current_context_at_its_contexts_address)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    sim()->set_stale_levels(1);     /* this thread's level of A stays A's, dead */
+    struct retake_arg r = {{0}, {0}};
+    CHECK_OK(cuctx_ctx_create(&r.a, 0, 0));     /* current here */
+    CUcontext a_raw = cuctx_ctx_raw(r.a);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, destroy_and_create, &r), 0);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_eq(cuctx_ctx_raw(r.a2), a_raw, "A2 took A's address (recycling)");
+    int was = -1;
+    CHECK_OK(cuctx_ctx_is_current(r.a2, &was));
+    cuctx_event ev = {0};
+    CUCTX_SCOPED(r.a2) {
+        int is = 0;
+        CHECK_OK(cuctx_ctx_is_current(r.a2, &is));
+        cr_assert_eq(is, 1);
+        CUresult rc = cuctx_event_create(&ev, (cuctx_ctx){0}, 0);
+        cr_assert_eq(rc, CUDA_SUCCESS, "a create in the scope of A2: %s (%s)", cuctx_result_name(rc),
+                     cuctx_last_error_message());
+    }
+    cr_assert_eq(was, 0, "before the scope A2 is not current here (the dead A is), yet is_current says %d", was);
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&r.a2));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* ---- 8: the error handler set again and again ----------------------------- */
+
+static void quiet_handler(CUresult rc, const char *message, void *user)
+{
+    (void)rc;
+    (void)message;
+    (void)user;
+}
+
+static void counting_handler(CUresult rc, const char *message, void *user)
+{
+    (void)message;
+    if (rc != CUDA_SUCCESS)
+        ++*(int *)user;
+}
+
+/* A program may set its handler per request, per thread, per phase: a
+ * million settings take no memory that stays. (Under a sanitizer's
+ * allocator mallinfo2 says nothing, and the check holds trivially.) */
+Test(lifetimes, setting_the_error_handler_a_million_times_keeps_no_memory)
+{
+    NEED_DRIVER();
+    struct mallinfo2 before = mallinfo2();
+    for (uintptr_t i = 0; i < 1000000; i++)
+        cuctx_set_error_handler(i % 3 ? quiet_handler : NULL, (void *)i);
+    struct mallinfo2 after = mallinfo2();
+    size_t grown = after.uordblks > before.uordblks ? after.uordblks - before.uordblks : 0;
+    cr_assert_lt(grown, (size_t)1 << 20, "1e6 cuctx_set_error_handler calls kept %zu bytes", grown);
+    /* the last one set is the one called, with its own user pointer */
+    int heard = 0;
+    cuctx_set_error_handler(counting_handler, &heard);
+    cuctx_event stale = {0};
+    cuctx_ctx c = fresh_ctx();
+    CHECK_OK(cuctx_event_create(&stale, c, 0));
+    cuctx_event copy = stale;
+    CHECK_OK(cuctx_event_destroy(&stale));
+    cuctx_cleanup(&copy);                   /* a stale handle: told to the handler */
+    cr_assert_eq(heard, 1);
+    cuctx_set_error_handler(NULL, NULL);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* ---- 6: stats.contexts counts the live contexts handed out, exactly ------ */
+
+struct raw_ctx_api {
+    PFN_cuCtxCreate_v3020 create;
+    PFN_cuCtxDestroy_v4000 destroy;
+    PFN_cuCtxPopCurrent_v4000 pop;
+};
+
+static struct raw_ctx_api raw_api(void)
+{
+    struct raw_ctx_api r = {(PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020),
+                            (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000),
+                            (PFN_cuCtxPopCurrent_v4000)drv_sym("cuCtxPopCurrent", 4000)};
+    return r;
+}
+
+#define EXPECT_CONTEXTS(n, what)                                                                  \
+    do {                                                                                          \
+        size_t got_ = stats().contexts;                                                           \
+        cr_assert_eq(got_, (size_t)(n), "%s: stats.contexts is %zu, want %zu", (what), got_,      \
+                     (size_t)(n));                                                                \
+    } while (0)
+
+Test(lifetimes, stats_count_the_live_contexts_handed_out_exactly)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct raw_ctx_api r = raw_api();
+    CUcontext raw = NULL, popped = NULL;
+
+    /* a borrow's handle destroyed, then its owner destroys the context */
+    cuctx_ctx b = {0};
+    CHECK_OK(r.create(&raw, 0, 0));
+    CHECK_OK(r.pop(&popped));
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    EXPECT_CONTEXTS(1, "a live borrow");
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(r.destroy(raw));
+    EXPECT_CONTEXTS(0, "a borrowed context destroyed by its owner");
+
+    /* a {0} create while a foreign context is current */
+    cuctx_event ev = {0};
+    CHECK_OK(r.create(&raw, 0, 0));
+    CHECK_OK(cuctx_event_create(&ev, (cuctx_ctx){0}, 0));
+    CHECK_OK(cuctx_event_destroy(&ev));
+    EXPECT_CONTEXTS(0, "a foreign current context met by a {0} create, never handed out");
+    CHECK_OK(r.pop(&popped));
+    CHECK_OK(r.destroy(raw));
+
+    /* a scope entered while a foreign context is current */
+    cuctx_ctx c = fresh_ctx();
+    CHECK_OK(r.create(&raw, 0, 0));
+    CUCTX_SCOPED(c) {
+    }
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    EXPECT_CONTEXTS(0, "a foreign context met as a scope's previous, cuctx's only context destroyed");
+    CHECK_OK(r.pop(&popped));
+    CHECK_OK(r.destroy(raw));
+
+    /* many borrowed contexts destroyed by their owner, then owned ones made and destroyed */
+    for (int i = 0; i < 3000; i++) {
+        CHECK_OK(r.create(&raw, 0, 0));
+        CHECK_OK(r.pop(&popped));
+        CHECK_OK(cuctx_ctx_borrow(&b, raw));
+        CHECK_OK(cuctx_ctx_destroy(&b));
+        CHECK_OK(r.destroy(raw));
+    }
+    for (int i = 0; i < 200; i++) {
+        c = fresh_ctx();
+        CHECK_OK(cuctx_ctx_destroy(&c));
+    }
+    EXPECT_CONTEXTS(0, "3000 borrowed contexts destroyed by their owner, 200 owned made and destroyed");
+    cr_assert_eq(misuses(), 0);
+}
+
+/* A scope over its own context (it pushed nothing) whose level a pop inside
+ * took: the level below is the program's, and stays as it is. */
+Test(lifetimes, a_pop_inside_a_scope_that_pushed_nothing_leaves_the_level_below_alone)
+{
+    NEED_DRIVER();
+    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    PFN_cuCtxDestroy_v4000 destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+    CUcontext Q = NULL;
+    cuctx_ctx p = {0};
+    CHECK_OK(create(&Q, 0, 0));
+    CHECK_OK(cuctx_ctx_create(&p, 0, 0));      /* [Q P] */
+    CUCTX_SCOPED(p) {
+        CHECK_OK(cuctx_pop_current());          /* [Q] */
+    }
+    CUcontext cur = current();
+    cr_assert_eq(cur, Q, "after the scope %p is current, want the program's %p below", (void *)cur, (void *)Q);
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    CHECK_OK(destroy(Q));
+}
