@@ -333,7 +333,7 @@ static pthread_mutex_t prim_mu = PTHREAD_MUTEX_INITIALIZER;
 static int prim_count[DEV_MAX];
 static int prim_outside[DEV_MAX];
 static struct life *prim_life[DEV_MAX];
-static int opt_resets = 1, opt_outside = 1, opt_scopes = 1;
+static int opt_resets = 1, opt_outside = 1, opt_scopes = 1, opt_nested = 1;
 static _Atomic unsigned long n_resets, n_outside_retains, n_outside_releases;
 
 /* Destroyed context handles, for workers to try again. */
@@ -369,6 +369,19 @@ static _Atomic unsigned long ctx_handles_made, ctx_handles_destroyed;
 static void state_set(_Atomic int *s, int v)
 {
     atomic_store(s, v);
+}
+
+/* Under prim_mu, with the simulator: its count of dev's primary retains
+ * is the model's (cuctx's handles and the outside's). */
+static void prim_check(CUdevice dev, const char *after)
+{
+    if (!have_sim || !sim.primary_refs)
+        return;
+    unsigned refs = sim.primary_refs((int)dev);
+    if (refs != (unsigned)(prim_count[dev] + prim_outside[dev]))
+        fail("after %s on device %d: the simulator counts %u primary retains, expected %d (cuctx's %d, the "
+             "outside's %d)", after, (int)dev, refs, prim_count[dev] + prim_outside[dev], prim_count[dev],
+             prim_outside[dev]);
 }
 
 /* l's context is about to be destroyed: ALIVE -> DYING, births noted first. */
@@ -416,6 +429,7 @@ static struct rec *rec_make(enum ctx_kind kind, int s, CUdevice dev)
                 prim_life[dev] = life_new();
             r->life = prim_life[dev];
         }
+        prim_check(dev, "cuctx_ctx_primary");
         pthread_mutex_unlock(&prim_mu);
         if (rc != CUDA_SUCCESS)
             goto refused;
@@ -517,6 +531,7 @@ static void rec_retire(struct rec *r, uint64_t *rng)
             prim_life[r->dev] = NULL;
         }
         state_set(&r->hstate, DEAD);
+        prim_check(r->dev, "cuctx_ctx_destroy of a primary handle");
         pthread_mutex_unlock(&prim_mu);
         stale_ctx_push(r->h.id);
         break;
@@ -600,6 +615,7 @@ static int prim_reset(CUdevice dev)
         state_set(&cur->state, DEAD);
         prim_life[dev] = NULL;
     }
+    prim_check(dev, "cuctx_ctx_primary_reset");
     pthread_mutex_unlock(&prim_mu);
     atomic_fetch_add(&n_resets, 1);
     return 1;
@@ -636,6 +652,7 @@ static void prim_outside_step(CUdevice dev, uint64_t *rng)
             prim_outside[dev]--;
         atomic_fetch_add(&n_outside_releases, 1);
     }
+    prim_check(dev, "an outside retain or release");
     pthread_mutex_unlock(&prim_mu);
 }
 
@@ -737,6 +754,7 @@ struct child {
     uint64_t id;
     struct rec *rec;            /* the pool generation it was made in */
     size_t size;
+    int scoped;                 /* made with {0} in a scope over rec's handle */
 };
 
 #define OWN_MAX 48
@@ -1038,9 +1056,11 @@ static void child_use(struct worker *w, const struct child *c, const struct chil
     else
         ok = rc == alive_rc || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED || (query && rc == CUDA_ERROR_NOT_READY);
     if (!ok)
-        fail("%s on a %s%s (%s context, %s%s): %s: %s", what, raced ? "shared " : "", child_kinds[c->kind].info->name,
+        fail("%s on a %s%s%s (%s context, %s%s%s): %s: %s", what, raced ? "shared " : "",
+             child_kinds[c->kind].info->name, c->scoped ? " made with {0} in a scope" : "",
              ctx_kind_names[c->rec->kind], dead_before ? "dead" : alive_after ? "alive" : "dying",
-             other ? ", with another child" : "", RC(rc), cuctx_last_error_message());
+             other ? ", with another child" : "", other && other->scoped ? " made with {0} in a scope" : "", RC(rc),
+             cuctx_last_error_message());
 }
 
 /* A stale copy of a destroyed child: every use and destroy must say
@@ -1151,7 +1171,7 @@ static void ctx_use(struct worker *w)
 static void op_create(struct worker *w)
 {
     struct rec *r = worker_rec(w);
-    struct child c = {(enum child_kind)rnd(&w->rng, have_graphs ? C_COUNT : C_GRAPH_EXEC), 0, r, 0};
+    struct child c = {(enum child_kind)rnd(&w->rng, have_graphs ? C_COUNT : C_GRAPH_EXEC), 0, r, 0, 0};
     struct raw_hold rh;
     raw_lock(&rh, r, NULL);
     int handle_dead = atomic_load(&r->hstate) == DEAD;
@@ -1308,7 +1328,7 @@ static int scope_result_ok(struct worker *w, const struct rec *r, int handle_dea
  * in neither bound of the stale skips (the caller holds every raw lock). */
 static void scoped_create(struct worker *w, struct rec *r)
 {
-    struct child c = {(enum child_kind)rnd(&w->rng, C_GRAPH_EXEC), 0, r, 0};
+    struct child c = {(enum child_kind)rnd(&w->rng, C_GRAPH_EXEC), 0, r, 0, 1};
     int dead_before = life_is(r, DEAD);
     CUresult rc = child_create(w, &c, (cuctx_ctx){0});
     int alive_after = life_is(r, ALIVE);
@@ -1358,7 +1378,7 @@ static void scoped_create(struct worker *w, struct rec *r)
 static void scoped_body(struct worker *w)
 {
     struct rec *a = worker_rec(w);
-    struct rec *b = rnd(&w->rng, 3) == 0 ? pick_rec(&w->rng) : NULL;
+    struct rec *b = rnd(&w->rng, 3) == 0 && opt_nested ? pick_rec(&w->rng) : NULL;
     CUcontext base = current("before a scope");
     int a_handle_dead = atomic_load(&a->hstate) == DEAD;
     int a_dead_before = a_handle_dead || life_is(a, DEAD);
@@ -1377,11 +1397,12 @@ static void scoped_body(struct worker *w)
             int b_handle_dead = atomic_load(&b->hstate) == DEAD;
             int b_dead_before = b_handle_dead || life_is(b, DEAD);
             CUresult brc = CUDA_SUCCESS;
-            int b_entered = 0;
+            int b_entered = 0, a_alive_in_b = 0;
             w->c.scopes++;
             w->c.scopes_nested++;
             CUCTX_SCOPED_ELSE(b->h, brc = cuctx_last_error()) {
                 b_entered = 1;
+                a_alive_in_b = life_is(a, ALIVE);   /* so the enter saw a's context alive */
                 if (scope_result_ok(w, b, b_handle_dead, b_dead_before, CUDA_SUCCESS, "nested CUCTX_SCOPED_ELSE"))
                     scoped_create(w, b);
             }
@@ -1389,14 +1410,20 @@ static void scoped_body(struct worker *w)
                 scope_result_ok(w, b, b_handle_dead, b_dead_before, brc, "nested CUCTX_SCOPED_ELSE");
             CUcontext after_b = current("after a nested scope");
             int a_alive = life_is(a, ALIVE);
-            if (after_b != in_a && !(after_b == base && !a_alive && life_maybe_reused(a->life)))
+            /* The contract: a previous context destroyed inside the block
+             * stays where it was, unless a new one took its address. One
+             * already dead or dying at the nested enter may be popped too. */
+            if (after_b != in_a
+                && !(after_b == base && !a_alive && (!a_alive_in_b || life_maybe_reused(a->life))))
                 fail("after a nested scope over a %s context (%s): current context %p, expected %p (the outer "
                      "scope's %s context, %s)%s",
                      ctx_kind_names[b->kind], b_entered ? "entered" : "refused", (void *)after_b, (void *)in_a,
-                     ctx_kind_names[a->kind], a_alive ? "alive" : "dead or dying",
-                     a_alive ? "" : ", or the one before it if its address may have been taken");
+                     ctx_kind_names[a->kind], a_alive ? "alive" : a_alive_in_b ? "died inside the nested scope" : "dead or dying",
+                     a_alive ? "" : ", or the one before the outer scope if its address may have been taken");
         }
-        if (rnd(&w->rng, 2))
+        /* Again, unless the nested scope's exit popped a's level (its
+         * address taken): then {0} is no longer a's context. */
+        if (rnd(&w->rng, 2) && current("in a scope, after a nested one") == in_a)
             scoped_create(w, a);
     }
     if (!entered)
@@ -1481,13 +1508,13 @@ static void *churn(void *arg)
             sleep_us(churn_us);
         if (atomic_load(&stop_churn))
             break;
-        unsigned step = rnd(&ch->rng, 16);
-        if (opt_resets && step == 0) {
+        unsigned step = rnd(&ch->rng, 8);
+        if (opt_resets && step < 2) {
             if (prim_reset((CUdevice)rnd(&ch->rng, (unsigned)n_devices)))
                 beat();
             continue;
         }
-        if (opt_outside && have_sim && step == 1) {
+        if (opt_outside && have_sim && step == 2) {
             prim_outside_step((CUdevice)rnd(&ch->rng, (unsigned)n_devices), &ch->rng);
             beat();
             continue;
@@ -1580,6 +1607,7 @@ int main(int argc, char **argv)
     opt_resets = (int)env_or("STRESS_RESETS", 1);
     opt_scopes = (int)env_or("STRESS_SCOPES", 1);
     opt_outside = (int)env_or("STRESS_OUTSIDE", 1);
+    opt_nested = (int)env_or("STRESS_NESTED", 1);
     run_seed = seed;
     pthread_t dog;
     if (watchdog_s && pthread_create(&dog, NULL, watchdog, NULL) != 0) {
