@@ -16,7 +16,10 @@
  * STRESS_POOL (contexts in the pool, default 8), STRESS_CHURNERS (0-8,
  * default 2), STRESS_WATCHDOG_S (abort when nothing progressed for this
  * long, a deadlock; default 120, 0: off), STRESS_SHARED_GRAPH (1: one graph
- * per worker for all its instantiations, see shared_graph).
+ * per worker for all its instantiations, see shared_graph), and, each 1 by
+ * default, 0 to turn it off: STRESS_RESETS (primary resets in the churn),
+ * STRESS_OUTSIDE (the outside's primary retains, simulator only),
+ * STRESS_SCOPES (scopes in the workers), STRESS_NESTED (nested scopes).
  *
  * The pool holds owned contexts (cuctx_ctx_create), primary ones
  * (cuctx_ctx_primary), borrows of an owned context's raw handle, and
@@ -30,6 +33,22 @@
  * Churn threads replace random pool contexts; the children of a destroyed
  * context stay in the arrays, and their destroys must succeed (as stale
  * skips).
+ *
+ * Churn also resets primary contexts (cuctx_ctx_primary_reset) while
+ * handles of them and children in them are in use: the generation ends, its
+ * children are skipped from then on, the handles stay valid (holds through
+ * them fail, their destroys release the retains the reset kept) and the
+ * next retain makes a new generation at the same address. With the
+ * simulator, the outside (the CUDA runtime's stand-in) retains and releases
+ * primary contexts too, so that cuctx's last release is not always the
+ * driver's; the model's retain count is checked against the simulator's.
+ *
+ * Workers also enter scopes (CUCTX_SCOPED_ELSE) over pool contexts churn
+ * may be destroying, sometimes nested over another one and sometimes inside
+ * a scope over a context that lives all run, make and destroy children with
+ * {0} (the current context) inside, and check the thread's current context
+ * after each exit (see scoped_body): this puts scope enter and exit in
+ * ThreadSanitizer's view against context creation and destruction.
  *
  * A raw context is ended behind cuctx's back (cuCtxDestroy), which rule 9
  * says no check can exclude racing a child call; so, as an application
