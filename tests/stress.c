@@ -1416,7 +1416,7 @@ static void scoped_body(struct worker *w)
             int b_handle_dead = atomic_load(&b->hstate) == DEAD;
             int b_dead_before = b_handle_dead || life_is(b, DEAD);
             CUresult brc = CUDA_SUCCESS;
-            int b_entered = 0, a_alive_in_b = 0;
+            int b_entered = 0, a_alive_in_b = 0, a_state_end_b = -1;
             w->c.scopes++;
             w->c.scopes_nested++;
             CUCTX_SCOPED_ELSE(b->h, brc = cuctx_last_error()) {
@@ -1424,6 +1424,7 @@ static void scoped_body(struct worker *w)
                 a_alive_in_b = life_is(a, ALIVE);   /* so the enter saw a's context alive */
                 if (scope_result_ok(w, b, b_handle_dead, b_dead_before, CUDA_SUCCESS, "nested CUCTX_SCOPED_ELSE"))
                     scoped_create(w, b);
+                a_state_end_b = atomic_load(&a->life->state);
             }
             if (!b_entered)
                 scope_result_ok(w, b, b_handle_dead, b_dead_before, brc, "nested CUCTX_SCOPED_ELSE");
@@ -1435,9 +1436,10 @@ static void scoped_body(struct worker *w)
             if (after_b != in_a
                 && !(after_b == base && !a_alive && (!a_alive_in_b || life_maybe_reused(a->life))))
                 fail("after a nested scope over a %s context (%s): current context %p, expected %p (the outer "
-                     "scope's %s context, %s)%s",
+                     "scope's %s context, %s; %s at the end of the nested block)%s",
                      ctx_kind_names[b->kind], b_entered ? "entered" : "refused", (void *)after_b, (void *)in_a,
                      ctx_kind_names[a->kind], a_alive ? "alive" : a_alive_in_b ? "died inside the nested scope" : "dead or dying",
+                     a_state_end_b == ALIVE ? "alive" : a_state_end_b == DYING ? "dying" : a_state_end_b == DEAD ? "dead" : "-",
                      a_alive ? "" : ", or the one before the outer scope if its address may have been taken");
         }
         /* Again, unless the nested scope's exit popped a's level (its
