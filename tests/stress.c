@@ -16,7 +16,10 @@
  * STRESS_POOL (contexts in the pool, default 8), STRESS_CHURNERS (0-8,
  * default 2), STRESS_WATCHDOG_S (abort when nothing progressed for this
  * long, a deadlock; default 120, 0: off), STRESS_SHARED_GRAPH (1: one graph
- * per worker for all its instantiations, see shared_graph).
+ * per worker for all its instantiations, see shared_graph), and, each 1 by
+ * default, 0 to turn it off: STRESS_RESETS (primary resets in the churn),
+ * STRESS_OUTSIDE (the outside's primary retains, simulator only),
+ * STRESS_SCOPES (scopes in the workers), STRESS_NESTED (nested scopes).
  *
  * The pool holds owned contexts (cuctx_ctx_create), primary ones
  * (cuctx_ctx_primary), borrows of an owned context's raw handle, and
@@ -30,6 +33,22 @@
  * Churn threads replace random pool contexts; the children of a destroyed
  * context stay in the arrays, and their destroys must succeed (as stale
  * skips).
+ *
+ * Churn also resets primary contexts (cuctx_ctx_primary_reset) while
+ * handles of them and children in them are in use: the generation ends, its
+ * children are skipped from then on, the handles stay valid (holds through
+ * them fail, their destroys release the retains the reset kept) and the
+ * next retain makes a new generation at the same address. With the
+ * simulator, the outside (the CUDA runtime's stand-in) retains and releases
+ * primary contexts too, so that cuctx's last release is not always the
+ * driver's; the model's retain count is checked against the simulator's.
+ *
+ * Workers also enter scopes (CUCTX_SCOPED_ELSE) over pool contexts churn
+ * may be destroying, sometimes nested over another one and sometimes inside
+ * a scope over a context that lives all run, make and destroy children with
+ * {0} (the current context) inside, and check the thread's current context
+ * after each exit (see scoped_body): this puts scope enter and exit in
+ * ThreadSanitizer's view against context creation and destruction.
  *
  * A raw context is ended behind cuctx's back (cuCtxDestroy), which rule 9
  * says no check can exclude racing a child call; so, as an application
@@ -240,8 +259,35 @@ enum { ALIVE, DYING, DEAD };
  * primary context: the release of the last retain) to DEAD just after. */
 struct life {
     _Atomic int state;
+    /* Set as it begins to die (life_dying): births_begun then, and whether a
+     * birth was under way. A context born after that may take its address. */
+    _Atomic unsigned long dying_births;
+    _Atomic int dying_in_flight;
     struct life *all_next;
 };
+
+/* Context births (creates, primary retains), counted for the {0} creates in
+ * scopes: a thread's current context is an address, and a new context may
+ * take a dead one's. active goes up before begun and down after the create. */
+static _Atomic unsigned long births_begun;
+static _Atomic long births_active;
+
+static void birth_begin(void)
+{
+    atomic_fetch_add(&births_active, 1);
+    atomic_fetch_add(&births_begun, 1);
+}
+
+static void birth_end(void)
+{
+    atomic_fetch_sub(&births_active, 1);
+}
+
+/* Whether a context born since l began to die may have taken its address. */
+static int life_maybe_reused(const struct life *l)
+{
+    return atomic_load(&l->dying_in_flight) || atomic_load(&births_begun) > atomic_load(&l->dying_births);
+}
 
 enum ctx_kind { CK_OWNED, CK_PRIMARY, CK_BORROW_OWNED, CK_BORROW_RAW, CK_COUNT };
 static const char *const ctx_kind_names[CK_COUNT] = {"owned", "primary", "borrowed (owned)", "borrowed (raw)"};
@@ -284,6 +330,8 @@ static struct life *life_new(void)
         exit(2);
     }
     atomic_init(&l->state, ALIVE);
+    atomic_init(&l->dying_births, 0);
+    atomic_init(&l->dying_in_flight, 0);
     pthread_mutex_lock(&all_mu);
     l->all_next = all_lives;
     all_lives = l;
@@ -291,13 +339,21 @@ static struct life *life_new(void)
     return l;
 }
 
-/* Primary contexts: one life per device from the first retain to the last
- * release, tracked under prim_mu with the program's count of retains (no one
- * else retains them here). */
+/* Primary contexts, tracked under prim_mu as the driver keeps them: the
+ * driver's retains are cuctx's (prim_count: live primary handles, of any
+ * generation) and the outside's (prim_outside: the CUDA runtime's stand-in,
+ * simulator only). A retain while the context is inactive makes a new
+ * generation (prim_life: NULL while inactive) at the same address; the last
+ * driver release or a reset ends it. A reset keeps the retains: the handles
+ * of the ended generation stay valid (holds through them fail, destroys
+ * release their retains) and each rec keeps the life it was made in. */
 #define DEV_MAX 2
 static pthread_mutex_t prim_mu = PTHREAD_MUTEX_INITIALIZER;
 static int prim_count[DEV_MAX];
+static int prim_outside[DEV_MAX];
 static struct life *prim_life[DEV_MAX];
+static int opt_resets = 1, opt_outside = 1, opt_scopes = 1, opt_nested = 1;
+static _Atomic unsigned long n_resets, n_outside_retains, n_outside_releases;
 
 /* Destroyed context handles, for workers to try again. */
 #define STALE_CTX_MAX 64
@@ -334,6 +390,27 @@ static void state_set(_Atomic int *s, int v)
     atomic_store(s, v);
 }
 
+/* Under prim_mu, with the simulator: its count of dev's primary retains
+ * is the model's (cuctx's handles and the outside's). */
+static void prim_check(CUdevice dev, const char *after)
+{
+    if (!have_sim || !sim.primary_refs)
+        return;
+    unsigned refs = sim.primary_refs((int)dev);
+    if (refs != (unsigned)(prim_count[dev] + prim_outside[dev]))
+        fail("after %s on device %d: the simulator counts %u primary retains, expected %d (cuctx's %d, the "
+             "outside's %d)", after, (int)dev, refs, prim_count[dev] + prim_outside[dev], prim_count[dev],
+             prim_outside[dev]);
+}
+
+/* l's context is about to be destroyed: ALIVE -> DYING, births noted first. */
+static void life_dying(struct life *l)
+{
+    atomic_store(&l->dying_births, atomic_load(&births_begun));
+    atomic_store(&l->dying_in_flight, atomic_load(&births_active) > 0);
+    state_set(&l->state, DYING);
+}
+
 /* A new pool generation of the given kind for slot s; NULL (a failure
  * counted) if the driver refused. */
 static struct rec *rec_make(enum ctx_kind kind, int s, CUdevice dev)
@@ -350,7 +427,10 @@ static struct rec *rec_make(enum ctx_kind kind, int s, CUdevice dev)
     atomic_init(&r->hstate, ALIVE);
     switch (kind) {
     case CK_OWNED:
-        if ((rc = cuctx_ctx_create(&r->h, dev, CUCTX_SCHED_AUTO)) != CUDA_SUCCESS)
+        birth_begin();
+        rc = cuctx_ctx_create(&r->h, dev, CUCTX_SCHED_AUTO);
+        birth_end();
+        if (rc != CUDA_SUCCESS)
             goto refused;
         if ((rc = cuctx_pop_current()) != CUDA_SUCCESS)
             fail("cuctx_pop_current after a create: %s", RC(rc));
@@ -359,19 +439,26 @@ static struct rec *rec_make(enum ctx_kind kind, int s, CUdevice dev)
         break;
     case CK_PRIMARY:
         pthread_mutex_lock(&prim_mu);
+        birth_begin();
         rc = cuctx_ctx_primary(&r->h, dev);
+        birth_end();
         if (rc == CUDA_SUCCESS) {
-            if (prim_count[dev]++ == 0)
+            prim_count[dev]++;
+            if (!prim_life[dev])
                 prim_life[dev] = life_new();
             r->life = prim_life[dev];
         }
+        prim_check(dev, "cuctx_ctx_primary");
         pthread_mutex_unlock(&prim_mu);
         if (rc != CUDA_SUCCESS)
             goto refused;
         atomic_fetch_add(&ctx_handles_made, 1);
         break;
     case CK_BORROW_OWNED:
-        if ((rc = cuctx_ctx_create(&r->owned, dev, CUCTX_SCHED_AUTO)) != CUDA_SUCCESS)
+        birth_begin();
+        rc = cuctx_ctx_create(&r->owned, dev, CUCTX_SCHED_AUTO);
+        birth_end();
+        if (rc != CUDA_SUCCESS)
             goto refused;
         if ((rc = cuctx_pop_current()) != CUDA_SUCCESS)
             fail("cuctx_pop_current after a create: %s", RC(rc));
@@ -389,7 +476,10 @@ static struct rec *rec_make(enum ctx_kind kind, int s, CUdevice dev)
         break;
     case CK_BORROW_RAW: {
         CUcontext popped = NULL;
-        if ((rc = raw_ctx_create(&r->raw, 0, dev)) != CUDA_SUCCESS)
+        birth_begin();
+        rc = raw_ctx_create(&r->raw, 0, dev);
+        birth_end();
+        if (rc != CUDA_SUCCESS)
             goto refused;
         if ((rc = raw_ctx_pop(&popped)) != CUDA_SUCCESS || popped != r->raw)
             fail("cuCtxPopCurrent after cuCtxCreate: %s", RC(rc));
@@ -438,7 +528,7 @@ static void rec_retire(struct rec *r, uint64_t *rng)
     switch (r->kind) {
     case CK_OWNED:
         state_set(&r->hstate, DYING);
-        state_set(&r->life->state, DYING);
+        life_dying(r->life);
         ctx_handle_destroy(r->h, "owned");
         state_set(&r->life->state, DEAD);
         state_set(&r->hstate, DEAD);
@@ -446,15 +536,21 @@ static void rec_retire(struct rec *r, uint64_t *rng)
         break;
     case CK_PRIMARY: {
         pthread_mutex_lock(&prim_mu);
-        int last = prim_count[r->dev] == 1;
+        /* The last driver retain (cuctx's or the outside's) ends the active
+         * generation: r's own, or, after a reset, a later one. */
+        struct life *cur = prim_life[r->dev];
+        int ends = cur && prim_count[r->dev] + prim_outside[r->dev] == 1;
         state_set(&r->hstate, DYING);
-        if (last)
-            state_set(&r->life->state, DYING);
-        ctx_handle_destroy(r->h, "primary");
+        if (ends)
+            life_dying(cur);
+        ctx_handle_destroy(r->h, cur == r->life ? "primary" : "primary, its generation reset");
         prim_count[r->dev]--;
-        if (last)
-            state_set(&r->life->state, DEAD);
+        if (ends) {
+            state_set(&cur->state, DEAD);
+            prim_life[r->dev] = NULL;
+        }
         state_set(&r->hstate, DEAD);
+        prim_check(r->dev, "cuctx_ctx_destroy of a primary handle");
         pthread_mutex_unlock(&prim_mu);
         stale_ctx_push(r->h.id);
         break;
@@ -464,11 +560,11 @@ static void rec_retire(struct rec *r, uint64_t *rng)
             state_set(&r->hstate, DYING);
             ctx_handle_destroy(r->h, "borrow of an owned context");
             state_set(&r->hstate, DEAD);
-            state_set(&r->life->state, DYING);
+            life_dying(r->life);
             ctx_handle_destroy(r->owned, "owner of a borrowed context");
             state_set(&r->life->state, DEAD);
         } else {                /* the owner first: the borrow outlives the context */
-            state_set(&r->life->state, DYING);
+            life_dying(r->life);
             ctx_handle_destroy(r->owned, "owner of a borrowed context");
             state_set(&r->life->state, DEAD);
             state_set(&r->hstate, DYING);
@@ -480,7 +576,7 @@ static void rec_retire(struct rec *r, uint64_t *rng)
         break;
     case CK_BORROW_RAW:
         /* Behind cuctx's back: no child call of this slot may be under way. */
-        state_set(&r->life->state, DYING);
+        life_dying(r->life);
         pthread_rwlock_wrlock(&pool[r->slot].raw_lock);
         rc = raw_ctx_destroy(r->raw);
         pthread_rwlock_unlock(&pool[r->slot].raw_lock);
@@ -515,6 +611,70 @@ static struct rec *rec_make_random(int s, uint64_t *rng)
     return NULL;
 }
 
+/* A churn step: cuctx_ctx_primary_reset of dev's primary context, under
+ * prim_mu as the retains and releases. The active generation (if any) ends;
+ * every retain stays, so the handles of it stay valid, and the next retain
+ * makes a new generation at the same address. Returns 0 when nothing holds
+ * a retain on dev (no reset then). */
+static int prim_reset(CUdevice dev)
+{
+    pthread_mutex_lock(&prim_mu);
+    if (prim_count[dev] + prim_outside[dev] == 0) {
+        pthread_mutex_unlock(&prim_mu);
+        return 0;
+    }
+    struct life *cur = prim_life[dev];
+    if (cur)
+        life_dying(cur);
+    CUresult rc = cuctx_ctx_primary_reset(dev);
+    if (rc != CUDA_SUCCESS)
+        fail("cuctx_ctx_primary_reset(%d) with %d retains of cuctx's, %d of the outside's: %s: %s", (int)dev,
+             prim_count[dev], prim_outside[dev], RC(rc), cuctx_last_error_message());
+    if (cur) {
+        state_set(&cur->state, DEAD);
+        prim_life[dev] = NULL;
+    }
+    prim_check(dev, "cuctx_ctx_primary_reset");
+    pthread_mutex_unlock(&prim_mu);
+    atomic_fetch_add(&n_resets, 1);
+    return 1;
+}
+
+/* A churn step with the simulator: the outside (the runtime's stand-in)
+ * retains dev's primary context, or releases a retain of its own. A release
+ * that would end an active generation is not made: the outside ending a
+ * context behind cuctx's back may race a child call (rule 9), as a raw
+ * destroy; so cuctx's releases are the ones that end it, and its releases
+ * while the outside holds a retain are not the last. */
+static void prim_outside_step(CUdevice dev, uint64_t *rng)
+{
+    if (!have_sim || !sim.primary_outside_retain || !sim.primary_outside_release)
+        return;
+    pthread_mutex_lock(&prim_mu);
+    if (prim_outside[dev] < 2 && (prim_outside[dev] == 0 || rnd(rng, 2))) {
+        birth_begin();
+        int r = sim.primary_outside_retain((int)dev);
+        birth_end();
+        if (r != 0) {
+            fail("cusim_primary_outside_retain(%d): %d", (int)dev, r);
+        } else {
+            prim_outside[dev]++;
+            if (!prim_life[dev])
+                prim_life[dev] = life_new();
+            atomic_fetch_add(&n_outside_retains, 1);
+        }
+    } else if (prim_outside[dev] > 0 && (!prim_life[dev] || prim_count[dev] + prim_outside[dev] > 1)) {
+        int r = sim.primary_outside_release((int)dev);
+        if (r != 0)
+            fail("cusim_primary_outside_release(%d): %d", (int)dev, r);
+        else
+            prim_outside[dev]--;
+        atomic_fetch_add(&n_outside_releases, 1);
+    }
+    prim_check(dev, "an outside retain or release");
+    pthread_mutex_unlock(&prim_mu);
+}
+
 /* The current generation of a random slot. */
 static struct rec *pick_rec(uint64_t *rng)
 {
@@ -529,9 +689,15 @@ static struct rec *pick_rec(uint64_t *rng)
  * order; only raw-borrowed contexts need it. */
 struct raw_hold { int n; int slots[2]; };
 
+/* Set while this thread holds the read side of every slot's raw lock (a
+ * scope, see op_scope): raw_lock then takes nothing more. */
+static _Thread_local int raw_all;
+
 static void raw_lock(struct raw_hold *h, const struct rec *a, const struct rec *b)
 {
     h->n = 0;
+    if (raw_all)
+        return;
     if (a && a->kind == CK_BORROW_RAW)
         h->slots[h->n++] = a->slot;
     if (b && b->kind == CK_BORROW_RAW && !(h->n && h->slots[0] == b->slot))
@@ -607,6 +773,7 @@ struct child {
     uint64_t id;
     struct rec *rec;            /* the pool generation it was made in */
     size_t size;
+    int scoped;                 /* made with {0} in a scope over rec's handle */
 };
 
 #define OWN_MAX 48
@@ -627,6 +794,7 @@ struct counts {
     unsigned long uses, uses_dead, uses_raced;
     unsigned long stale_checks;
     unsigned long shared_destroys, ctx_ops;
+    unsigned long scopes, scopes_refused, scopes_nested, scoped_creates, scoped_unknown;
 };
 
 struct worker {
@@ -907,9 +1075,11 @@ static void child_use(struct worker *w, const struct child *c, const struct chil
     else
         ok = rc == alive_rc || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED || (query && rc == CUDA_ERROR_NOT_READY);
     if (!ok)
-        fail("%s on a %s%s (%s context, %s%s): %s: %s", what, raced ? "shared " : "", child_kinds[c->kind].info->name,
+        fail("%s on a %s%s%s (%s context, %s%s%s): %s: %s", what, raced ? "shared " : "",
+             child_kinds[c->kind].info->name, c->scoped ? " made with {0} in a scope" : "",
              ctx_kind_names[c->rec->kind], dead_before ? "dead" : alive_after ? "alive" : "dying",
-             other ? ", with another child" : "", RC(rc), cuctx_last_error_message());
+             other ? ", with another child" : "", other && other->scoped ? " made with {0} in a scope" : "", RC(rc),
+             cuctx_last_error_message());
 }
 
 /* A stale copy of a destroyed child: every use and destroy must say
@@ -1020,7 +1190,7 @@ static void ctx_use(struct worker *w)
 static void op_create(struct worker *w)
 {
     struct rec *r = worker_rec(w);
-    struct child c = {(enum child_kind)rnd(&w->rng, have_graphs ? C_COUNT : C_GRAPH_EXEC), 0, r, 0};
+    struct child c = {(enum child_kind)rnd(&w->rng, have_graphs ? C_COUNT : C_GRAPH_EXEC), 0, r, 0, 0};
     struct raw_hold rh;
     raw_lock(&rh, r, NULL);
     int handle_dead = atomic_load(&r->hstate) == DEAD;
@@ -1135,12 +1305,184 @@ static void op_use_shared(struct worker *w)
     child_use(w, &c, NULL, 1);
 }
 
+/* The thread's current context, which must be known. */
+static CUcontext current(const char *when)
+{
+    CUcontext cur = NULL;
+    CUresult rc = cuctx_current_raw(&cur);
+    if (rc != CUDA_SUCCESS)
+        fail("cuctx_current_raw %s: %s: %s", when, RC(rc), cuctx_last_error_message());
+    return cur;
+}
+
+/* Enters a scope over r's handle (CUCTX_SCOPED_ELSE: a refusal is expected
+ * while churn destroys contexts, so the error handler is not told) and
+ * checks the enter's result as ctx_use does; returns whether it entered. */
+static int scope_result_ok(struct worker *w, const struct rec *r, int handle_dead, int dead_before, CUresult rc,
+                           const char *what)
+{
+    int alive_after = atomic_load(&r->hstate) == ALIVE && life_is(r, ALIVE);
+    int ok;
+    if (handle_dead)
+        ok = rc == CUDA_ERROR_INVALID_HANDLE;
+    else if (dead_before)
+        ok = rc == CUDA_ERROR_INVALID_HANDLE || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    else if (alive_after)
+        ok = rc == CUDA_SUCCESS;
+    else
+        ok = rc == CUDA_SUCCESS || rc == CUDA_ERROR_INVALID_HANDLE || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    if (!ok)
+        fail("%s over a %s context (%s): %s: %s", what, ctx_kind_names[r->kind],
+             handle_dead ? "handle destroyed" : dead_before ? "dead" : alive_after ? "alive" : "dying", RC(rc),
+             cuctx_last_error_message());
+    if (rc != CUDA_SUCCESS)
+        w->c.scopes_refused++;
+    return rc == CUDA_SUCCESS;
+}
+
+/* A create with {0} (the current context: r's, pushed by the scope around),
+ * then the child kept or destroyed here. If r's context died and a context
+ * born since may have taken its address, the current context may be that
+ * one: the child's owner is unknown, so it is destroyed at once, counted
+ * in neither bound of the stale skips (the caller holds every raw lock). */
+static void scoped_create(struct worker *w, struct rec *r)
+{
+    struct child c = {(enum child_kind)rnd(&w->rng, C_GRAPH_EXEC), 0, r, 0, 1};
+    int dead_before = life_is(r, DEAD);
+    CUresult rc = child_create(w, &c, (cuctx_ctx){0});
+    int alive_after = life_is(r, ALIVE);
+    int unknown = !alive_after && life_maybe_reused(r->life);
+    int ok;
+    if (alive_after)
+        ok = rc == CUDA_SUCCESS;
+    else if (dead_before && !unknown)
+        ok = rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    else
+        ok = rc == CUDA_SUCCESS || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    if (!ok)
+        fail("%s create with {0} in a scope over a %s context (%s%s): %s: %s", child_kinds[c.kind].info->name,
+             ctx_kind_names[r->kind], dead_before ? "dead" : alive_after ? "alive" : "dying",
+             unknown ? ", its address maybe taken" : "", RC(rc), cuctx_last_error_message());
+    if (rc != CUDA_SUCCESS) {
+        w->c.create_refused++;
+        return;
+    }
+    w->c.creates[c.kind]++;
+    w->c.scoped_creates++;
+    if (unknown) {
+        uint64_t id = c.id;
+        rc = child_destroy_id(w, c.kind, &id);
+        if (rc != CUDA_SUCCESS || id != 0)
+            fail("destroy of a %s made with {0} in a scope over a dead context: %s: %s",
+                 child_kinds[c.kind].info->name, RC(rc), cuctx_last_error_message());
+        w->c.destroys++;
+        w->c.scoped_unknown++;
+        return;
+    }
+    if (w->n_own < OWN_MAX && rnd(&w->rng, 2))
+        w->own[w->n_own++] = c;
+    else
+        child_destroy(w, &c, rnd(&w->rng, 3) == 0);
+}
+
+/* Scopes over pool contexts that churn may be destroying (or resetting):
+ * CUCTX_SCOPED_ELSE over one, a {0} create inside, now and then a nested
+ * scope over another with a {0} create in it; sometimes all of it inside a
+ * scope over home, which never dies. After each exit the thread's current
+ * context is checked: after the outer one, exactly what it was before it;
+ * after the nested one, the outer's context - which, if it died meanwhile,
+ * may instead have been popped when a new context may have taken its
+ * address (cuctx_scope_exit). The read side of every raw lock is held
+ * throughout: the current context may be any slot's raw context. */
+static void scoped_body(struct worker *w)
+{
+    struct rec *a = worker_rec(w);
+    struct rec *b = rnd(&w->rng, 3) == 0 && opt_nested ? pick_rec(&w->rng) : NULL;
+    CUcontext base = current("before a scope");
+    int a_handle_dead = atomic_load(&a->hstate) == DEAD;
+    int a_dead_before = a_handle_dead || life_is(a, DEAD);
+    int entered = 0;
+    CUresult erc = CUDA_SUCCESS;
+    w->c.scopes++;
+    CUCTX_SCOPED_ELSE(a->h, erc = cuctx_last_error()) {
+        entered = 1;
+        if (!scope_result_ok(w, a, a_handle_dead, a_dead_before, CUDA_SUCCESS, "CUCTX_SCOPED_ELSE"))
+            break;
+        CUcontext in_a = current("in a scope");
+        if (life_is(a, ALIVE) && in_a == base)
+            fail("in a scope over a live %s context, the current context is still the one before", ctx_kind_names[a->kind]);
+        scoped_create(w, a);
+        if (b) {
+            int b_handle_dead = atomic_load(&b->hstate) == DEAD;
+            int b_dead_before = b_handle_dead || life_is(b, DEAD);
+            CUresult brc = CUDA_SUCCESS;
+            int b_entered = 0, a_alive_in_b = 0, a_state_end_b = -1;
+            w->c.scopes++;
+            w->c.scopes_nested++;
+            CUCTX_SCOPED_ELSE(b->h, brc = cuctx_last_error()) {
+                b_entered = 1;
+                a_alive_in_b = life_is(a, ALIVE);   /* so the enter saw a's context alive */
+                if (scope_result_ok(w, b, b_handle_dead, b_dead_before, CUDA_SUCCESS, "nested CUCTX_SCOPED_ELSE"))
+                    scoped_create(w, b);
+                a_state_end_b = atomic_load(&a->life->state);
+            }
+            if (!b_entered)
+                scope_result_ok(w, b, b_handle_dead, b_dead_before, brc, "nested CUCTX_SCOPED_ELSE");
+            CUcontext after_b = current("after a nested scope");
+            int a_alive = life_is(a, ALIVE);
+            /* The contract: a previous context destroyed inside the block
+             * stays where it was, unless a new one took its address. One
+             * already dead or dying at the nested enter may be popped too. */
+            if (after_b != in_a
+                && !(after_b == base && !a_alive && (!a_alive_in_b || life_maybe_reused(a->life))))
+                fail("after a nested scope over a %s context (%s): current context %p, expected %p (the outer "
+                     "scope's %s context, %s; %s at the end of the nested block)%s",
+                     ctx_kind_names[b->kind], b_entered ? "entered" : "refused", (void *)after_b, (void *)in_a,
+                     ctx_kind_names[a->kind], a_alive ? "alive" : a_alive_in_b ? "died inside the nested scope" : "dead or dying",
+                     a_state_end_b == ALIVE ? "alive" : a_state_end_b == DYING ? "dying" : a_state_end_b == DEAD ? "dead" : "-",
+                     a_alive ? "" : ", or the one before the outer scope if its address may have been taken");
+        }
+        /* Again, unless the nested scope's exit popped a's level (its
+         * address taken): then {0} is no longer a's context. */
+        if (rnd(&w->rng, 2) && current("in a scope, after a nested one") == in_a)
+            scoped_create(w, a);
+    }
+    if (!entered)
+        scope_result_ok(w, a, a_handle_dead, a_dead_before, erc, "CUCTX_SCOPED_ELSE");
+    CUcontext after = current("after a scope");
+    if (after != base)
+        fail("after a scope over a %s context (%s): current context %p, expected %p as before it",
+             ctx_kind_names[a->kind], entered ? "entered" : "refused", (void *)after, (void *)base);
+}
+
+static void op_scope(struct worker *w)
+{
+    for (int i = 0; i < pool_n; i++)
+        pthread_rwlock_rdlock(&pool[i].raw_lock);
+    raw_all = 1;
+    if (rnd(&w->rng, 2)) {
+        CUCTX_SCOPED(home) {
+            scoped_body(w);
+        }
+        CUcontext cur = current("after a scope over home");
+        if (cur != NULL)
+            fail("after a scope over home: current context %p, expected none", (void *)cur);
+    } else {
+        scoped_body(w);
+    }
+    raw_all = 0;
+    for (int i = pool_n - 1; i >= 0; i--)
+        pthread_rwlock_unlock(&pool[i].raw_lock);
+}
+
 static void *work(void *arg)
 {
     struct worker *w = arg;
     for (unsigned long i = 0; i < w->quota; i++) {
         unsigned r = rnd(&w->rng, 100);
-        if (r < 28)
+        if (opt_scopes && rnd(&w->rng, 16) == 0)
+            op_scope(w);
+        else if (r < 28)
             op_create(w);
         else if (r < 52)
             op_use_own(w);
@@ -1187,6 +1529,17 @@ static void *churn(void *arg)
             sleep_us(churn_us);
         if (atomic_load(&stop_churn))
             break;
+        unsigned step = rnd(&ch->rng, 8);
+        if (opt_resets && step < 2) {
+            if (prim_reset((CUdevice)rnd(&ch->rng, (unsigned)n_devices)))
+                beat();
+            continue;
+        }
+        if (opt_outside && have_sim && step == 2) {
+            prim_outside_step((CUdevice)rnd(&ch->rng, (unsigned)n_devices), &ch->rng);
+            beat();
+            continue;
+        }
         int s = (int)rnd(&ch->rng, (unsigned)pool_n);
         struct rec *nr = rec_make_random(s, &ch->rng);
         if (!nr)
@@ -1238,6 +1591,11 @@ static void add_counts(struct counts *to, const struct counts *c)
     to->stale_checks += c->stale_checks;
     to->shared_destroys += c->shared_destroys;
     to->ctx_ops += c->ctx_ops;
+    to->scopes += c->scopes;
+    to->scopes_refused += c->scopes_refused;
+    to->scopes_nested += c->scopes_nested;
+    to->scoped_creates += c->scoped_creates;
+    to->scoped_unknown += c->scoped_unknown;
 }
 
 #define CHECK(cond, ...)                    \
@@ -1267,6 +1625,10 @@ int main(int argc, char **argv)
     churn_us = argc > 4 ? strtoul(argv[4], NULL, 0) : env_or("STRESS_CHURN_US", have_sim ? 200 : 100000);
     watchdog_s = env_or("STRESS_WATCHDOG_S", 120);
     shared_graph = (int)env_or("STRESS_SHARED_GRAPH", 0);
+    opt_resets = (int)env_or("STRESS_RESETS", 1);
+    opt_scopes = (int)env_or("STRESS_SCOPES", 1);
+    opt_outside = (int)env_or("STRESS_OUTSIDE", 1);
+    opt_nested = (int)env_or("STRESS_NESTED", 1);
     run_seed = seed;
     pthread_t dog;
     if (watchdog_s && pthread_create(&dog, NULL, watchdog, NULL) != 0) {
@@ -1319,13 +1681,15 @@ int main(int argc, char **argv)
         ws[i].rng = seed + UINT64_C(0x9e3779b97f4a7c15) * (uint64_t)(i + 1);
         ws[i].quota = ops / (unsigned long)threads + ((unsigned long)i < ops % (unsigned long)threads);
     }
+    birth_begin();
+    rc = cuctx_ctx_create(&home, 0, CUCTX_SCHED_AUTO);
+    birth_end();
+    if (rc != CUDA_SUCCESS || (rc = cuctx_pop_current()) != CUDA_SUCCESS) {
+        fprintf(stderr, "stress: cannot make the home context: %s\n", cuctx_last_error_message());
+        return 2;
+    }
+    atomic_fetch_add(&ctx_handles_made, 1);
     if (have_graphs) {
-        if ((rc = cuctx_ctx_create(&home, 0, CUCTX_SCHED_AUTO)) != CUDA_SUCCESS
-            || (rc = cuctx_pop_current()) != CUDA_SUCCESS) {
-            fprintf(stderr, "stress: cannot make the graphs' context: %s\n", cuctx_last_error_message());
-            return 2;
-        }
-        atomic_fetch_add(&ctx_handles_made, 1);
         for (int i = 0; shared_graph && i < threads; i++)
             if ((ws[i].graph = graph_new()) == NULL)
                 return 2;
@@ -1372,6 +1736,21 @@ int main(int argc, char **argv)
         left++;
     }
     n_shared = 0;
+    /* The outside's retains go while cuctx holds one of its own (made here),
+     * so that cuctx's release is the last and ends the generation. */
+    for (int d = 0; d < n_devices; d++) {
+        if (!prim_outside[d])
+            continue;
+        struct rec *r = rec_make(CK_PRIMARY, 0, (CUdevice)d);
+        while (prim_outside[d] > 0) {
+            if (sim.primary_outside_release(d) != 0)
+                fail("cusim_primary_outside_release(%d) at teardown", d);
+            prim_outside[d]--;
+            atomic_fetch_add(&n_outside_releases, 1);
+        }
+        if (r)
+            rec_retire(r, &setup_rng);
+    }
     for (int s = 0; s < pool_n; s++) {
         rec_retire(pool[s].rec, &setup_rng);
         pool[s].rec = NULL;
@@ -1384,8 +1763,8 @@ int main(int argc, char **argv)
         for (int i = 0; i < threads; i++)
             if (ws[i].graph)
                 graph_free(ws[i].graph);
-        ctx_handle_destroy(home, "the graphs' context");
     }
+    ctx_handle_destroy(home, "the home context");
     for (int i = 0; i < threads; i++)
         add_counts(&tot, &ws[i].c);
 
@@ -1455,9 +1834,15 @@ int main(int argc, char **argv)
            "flight with the context's destroy%s\n",
            skips, tot.sure_stale, (unsigned long)(skips - tot.sure_stale),
            have_sim ? "; driver destroy calls + stale skips = child destroys" : "");
-    printf("stress: %lu operations, %d threads, %.2f s, %.0f ops/s, %" PRIu64 " stale skips, %zu misuses%s\n",
+    printf("stress: primary: %lu resets, outside retains %lu and releases %lu%s; scopes %lu (%lu nested, %lu "
+           "refused), %lu children made with {0} in them (%lu in a context whose address may have been taken)\n",
+           atomic_load(&n_resets), atomic_load(&n_outside_retains), atomic_load(&n_outside_releases),
+           have_sim ? "" : " (real driver: no outside)", tot.scopes, tot.scopes_nested, tot.scopes_refused,
+           tot.scoped_creates, tot.scoped_unknown);
+    printf("stress: %lu operations, %d threads, %.2f s, %.0f ops/s, %" PRIu64 " stale skips, %zu misuses%s, "
+           "resets %lu, scopes %lu\n",
            tot.ops, threads, seconds, seconds > 0 ? (double)tot.ops / seconds : 0.0, skips, misuses,
-           have_sim ? "" : " (real driver: not counted)");
+           have_sim ? "" : " (real driver: not counted)", atomic_load(&n_resets), tot.scopes);
 
     while (all_recs) {
         struct rec *r = all_recs;
