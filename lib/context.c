@@ -387,7 +387,7 @@ CUCTX_API CUresult cuctx_ctx_set_current(cuctx_ctx ctx)
     CUresult rc = hold_given(ctx, fn, &o);
     if (rc != CUDA_SUCCESS)
         return rc;
-    rc = cuctx__set_current(o.raw);
+    rc = cuctx__set_current(o.raw, o.id);
     cuctx__entry_release(&o);
     return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuCtxSetCurrent failed: %s", fn, cuctx_result_name(rc));
 }

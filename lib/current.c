@@ -48,6 +48,7 @@ CUresult cuctx__create_pushed(CUcontext *raw, unsigned flags, CUdevice dev)
     CUresult rc = DRV(cuCtxCreate)(raw, flags, dev);
     if (rc == CUDA_SUCCESS)
         cuctx__me.current.pushes++;
+    cuctx__me.current.top = 0;
     return rc;
 }
 
@@ -56,6 +57,7 @@ CUresult cuctx__destroy_pushed(CUcontext raw)
     CUresult rc = DRV(cuCtxDestroy)(raw);
     if (rc == CUDA_SUCCESS && cuctx__me.current.pushes)
         cuctx__me.current.pushes--;
+    cuctx__me.current.top = 0;
     return rc;
 }
 
@@ -67,5 +69,6 @@ CUresult cuctx__destroy_popping(CUcontext raw, CUresult *cur_rc)
     CUresult rc = DRV(cuCtxDestroy)(raw);
     if (rc == CUDA_SUCCESS && *cur_rc == CUDA_SUCCESS && cur == raw && cuctx__me.current.pushes)
         cuctx__me.current.pushes--;
+    cuctx__me.current.top = 0;
     return rc;
 }

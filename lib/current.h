@@ -37,11 +37,13 @@ static inline unsigned cuctx__push_count(void) { return cuctx__me.current.pushes
 
 /* The driver's own calls, counted on success; they record no error.
  * Inline: a scope's enter and exit are each one of them. */
-static inline CUresult cuctx__push(CUcontext raw)  /* cuCtxPushCurrent */
+static inline CUresult cuctx__push(CUcontext raw, uint64_t entry)  /* cuCtxPushCurrent */
 {
     CUresult rc = DRV(cuCtxPushCurrent)(raw);
-    if (__builtin_expect(rc == CUDA_SUCCESS, 1))
+    if (__builtin_expect(rc == CUDA_SUCCESS, 1)) {
         cuctx__me.current.pushes++;
+        cuctx__me.current.top = entry;
+    }
     return rc;
 }
 /* A pop of a level cuctx did not push (cuctx_pop_current of the caller's
@@ -52,17 +54,33 @@ static inline CUresult cuctx__pop(void)           /* cuCtxPopCurrent */
     CUresult rc = DRV(cuCtxPopCurrent)(&popped);
     if (__builtin_expect(rc == CUDA_SUCCESS, 1) && cuctx__me.current.pushes)
         cuctx__me.current.pushes--;
+    cuctx__me.current.top = 0;
     return rc;
 }
 /* cuCtxSetCurrent(raw) for cuctx_ctx_set_current: replaces the top level,
  * counted apart (a scope that pushed nothing puts its own level back). */
-static inline CUresult cuctx__set_current(CUcontext raw)
+static inline CUresult cuctx__set_current(CUcontext raw, uint64_t entry)
 {
     CUresult rc = DRV(cuCtxSetCurrent)(raw);
     if (rc == CUDA_SUCCESS)
         cuctx__me.current.sets++;
+    cuctx__me.current.top = rc == CUDA_SUCCESS ? entry : 0;
     return rc;
 }
+/* cuCtxSetCurrent(raw) putting a scope's previous context back on its own
+ * level: not one of the sets above. */
+static inline CUresult cuctx__put_back(CUcontext raw)
+{
+    cuctx__me.current.top = 0;
+    return DRV(cuCtxSetCurrent)(raw);
+}
+/* Whether the top level is known to be bound to entry (cuctx bound it so,
+ * or found it so by id, and has not changed the level since): then the
+ * address current names that entry's context, not a dead one whose address
+ * it took. Programs that change the stack with raw driver calls break this,
+ * as they break the push count. */
+static inline int cuctx__top_is(uint64_t entry) { return cuctx__me.current.top == entry; }
+static inline void cuctx__top_found(uint64_t entry) { cuctx__me.current.top = entry; }
 static inline uint64_t cuctx__set_count(void) { return cuctx__me.current.sets; }
 /* cuCtxSetCurrent(NULL), which takes the top level off; counted when
  * ours says cuctx had pushed that level. */
@@ -71,6 +89,7 @@ static inline CUresult cuctx__set_null(int ours)
     CUresult rc = DRV(cuCtxSetCurrent)(NULL);
     if (rc == CUDA_SUCCESS && ours && cuctx__me.current.pushes)
         cuctx__me.current.pushes--;
+    cuctx__me.current.top = 0;
     return rc;
 }
 /* Whether the calling thread's current context, found at the address of

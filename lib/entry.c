@@ -301,10 +301,12 @@ static CUresult hold_waiting(uint64_t entry, const char *fn, int quiet, int chec
     out->slot = NULL;
     /* A closing entry may be reopened (a primary context that lived on past
      * cuctx's last release): wait for the verdict - but not while this
-     * thread holds any entry: the closer may be waiting, through the
-     * context lock, for that one to drain. */
+     * thread holds any entry or the context lock: the closer may be waiting
+     * for that entry to drain, or for the lock. A pin of a child (a child
+     * call's own, taken before its entry is held) blocks no entry's closer,
+     * so a child call waits: its context may live on. */
     while (!(s = cuctx__hold_own(entry, KIND_ENTRY, &out->hazard))) {
-        if (!cuctx__closing(entry, KIND_ENTRY) || cuctx__thread_holds())
+        if (!cuctx__closing(entry, KIND_ENTRY) || cuctx__thread_holds_entry() || cuctx__me.lock.held)
             return quiet ? CUDA_ERROR_CONTEXT_IS_DESTROYED
                          : cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: the context has been destroyed", fn);
         cuctx__wait_closed(entry, KIND_ENTRY);

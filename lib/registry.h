@@ -369,6 +369,18 @@ static inline int cuctx__thread_holds(void)
 {
     return cuctx__me.registry.used != 0 || cuctx__me.registry.npins != 0;
 }
+/* Whether the calling thread holds a context entry (a hold, or a pin of an
+ * entry's slot): a pin of a child's slot is no entry. */
+static inline int cuctx__thread_holds_entry(void)
+{
+    if (cuctx__me.registry.used != 0)
+        return 1;       /* holds are of entries only */
+    for (unsigned i = 0; i < cuctx__me.registry.npins; i++)
+        if (cuctx__word_kind(atomic_load_explicit(&cuctx__me.registry.pins[i]->word, memory_order_relaxed))
+            == KIND_ENTRY)
+            return 1;
+    return 0;
+}
 /* Whether id names a slot whose destroy has begun but not finished. */
 int cuctx__closing(uint64_t id, enum cuctx_kind kind);
 /* The slot of such an id, else NULL; its payload is its closer's to free. */

@@ -121,8 +121,11 @@ static inline __attribute__((always_inline)) CUresult enter(cuctx_scope *scope, 
      * ctx, and ctx is pushed over it. Asked by id; a failed question leaves
      * the address to decide. */
     int same = prev == o.raw;
-    if (same)
+    if (same && !cuctx__top_is(o.id)) {
         cuctx__current_is(o.slot->u.entry.ctx_id, &same);
+        if (same)
+            cuctx__top_found(o.id);
+    }
     if (same) {
         prev_is_target(scope, &o);
     } else if (prev == o.raw) {
@@ -134,7 +137,7 @@ static inline __attribute__((always_inline)) CUresult enter(cuctx_scope *scope, 
             return rc;
     }
     scope->depth = cuctx__push_count();
-    if (!same && (rc = cuctx__push(o.raw)) != CUDA_SUCCESS) {
+    if (!same && (rc = cuctx__push(o.raw, o.id)) != CUDA_SUCCESS) {
         cuctx__entry_release(&o);
         return cuctx__fail(rc, "%s: cuCtxPushCurrent failed: %s", fn, cuctx_result_name(rc));
     }
@@ -168,9 +171,23 @@ static void settle_prev_slow(const cuctx_scope *scope, const char *fn)
     }
     int alive = PREV_KNOWN(scope) == PREV_BY_ID_ONLY
              || (scope->prev_entry && cuctx__alive(scope->prev_entry, KIND_ENTRY));
-    /* (a live owned previous context never gets here: exit settles it) */
+    unsigned long long want = scope->prev_ctx_id;
+    /* (a live owned previous context never gets here: exit settles it.) One
+     * whose entry is closing (being destroyed, or released by cuctx while
+     * others may keep it) is the same context while the driver gives its
+     * address the entry's id: the closing entry's id is read as a seqlock
+     * reader, kept only if the entry is closing still. */
+    if (!alive && scope->prev_entry && PREV_KNOWN(scope) == PREV_BY_ENTRY) {
+        struct cuctx_slot *e = cuctx__closing_slot(scope->prev_entry, KIND_ENTRY);
+        if (e) {
+            unsigned long long id = __atomic_load_n(&e->u.entry.ctx_id, __ATOMIC_RELAXED);
+            atomic_thread_fence(memory_order_acquire);  /* the read before the second look */
+            if ((alive = cuctx__closing(scope->prev_entry, KIND_ENTRY)) && !want)
+                want = id;
+        }
+    }
     CUresult rc = DRV(cuCtxGetId)(scope->prev_raw, &now);
-    if (cuctx__gone(rc) || (rc == CUDA_SUCCESS && alive && now == scope->prev_ctx_id))
+    if (cuctx__gone(rc) || (rc == CUDA_SUCCESS && alive && now == want))
         return;     /* dead: left where it was; or the same live context */
     if (rc == CUDA_SUCCESS)
         rc = DRV(cuCtxGetCurrent)(&top);
@@ -207,7 +224,7 @@ static void restore_own_level(const cuctx_scope *scope, const char *fn)
             if (idrc != CUDA_SUCCESS || now != scope->prev_ctx_id)
                 return;
         }
-        rc = DRV(cuCtxSetCurrent)(scope->prev_raw);
+        rc = cuctx__put_back(scope->prev_raw);
     }
     if (rc != CUDA_SUCCESS)
         cuctx__report(rc, "%s: cannot put the scope's context %p back on its level: %s", fn,

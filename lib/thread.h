@@ -41,6 +41,8 @@ struct cuctx_thread {
     struct {                        /* current.c */
         unsigned pushes;            /* stack levels cuctx left pushed */
         uint64_t sets;              /* cuctx_ctx_set_current calls that replaced the top level */
+        uint64_t top;               /* the entry cuctx last bound the top level to (push, set), by
+                                       id; 0: not known (a pop, a create, a destroy) */
     } current;
     struct {                        /* error.c */
         int reports_pending;        /* handler reports waiting for the last release */
