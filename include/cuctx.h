@@ -87,7 +87,7 @@
  *  11. fork, cancellation, thread exit and process exit are handled.
  *
  * cuctx(3) also has the ABI kept between releases and a note on
- * thread-local storage for programs that dlopen() the library.
+ * thread-local storage and dlclose() for programs that dlopen() the library.
  *
  * Below: the API in the order a program meets it (handles, the macros,
  * contexts, child objects, scopes by hand, errors, the driver, diagnostics,
@@ -345,7 +345,7 @@ CUCTX_API CUresult cuctx_graph_exec_instantiate_at(cuctx_graph_exec *out, cuctx_
  * functions only. */
 typedef struct cuctx_scope {
     CUcontext prev_raw;     /* current context at enter */
-    uint64_t prev_entry;    /* its registry entry (0: none, or dead at enter; all ones: unidentified) */
+    uint64_t prev_entry;    /* its registry entry (0: none, dead at enter, or not identified) */
     unsigned long long prev_ctx_id; /* its driver id if others can end it; 0: cuctx's own */
     unsigned depth;         /* stack levels cuctx had pushed on this thread at enter */
     int state;              /* CUCTX__SCOPE_* */
