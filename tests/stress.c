@@ -1150,6 +1150,27 @@ static void stale_ctx_use(struct worker *w)
 }
 
 /* A context-level call on a pool context. */
+/* What a call on pool context r may return, from what was known of it
+ * before and after the call: the handle destroyed, the context dead, alive
+ * throughout, or dying meanwhile (then any of those answers). */
+static void ctx_call_check(const struct rec *r, int handle_dead, int dead_before, int alive_after, CUresult rc,
+                           const char *what, const char *prep)
+{
+    int ok;
+    if (handle_dead)
+        ok = rc == CUDA_ERROR_INVALID_HANDLE;
+    else if (dead_before)
+        ok = rc == CUDA_ERROR_INVALID_HANDLE || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    else if (alive_after)
+        ok = rc == CUDA_SUCCESS;
+    else
+        ok = rc == CUDA_SUCCESS || rc == CUDA_ERROR_INVALID_HANDLE || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    if (!ok)
+        fail("%s %s a %s context (%s): %s: %s", what, prep, ctx_kind_names[r->kind],
+             handle_dead ? "handle destroyed" : dead_before ? "dead" : alive_after ? "alive" : "dying", RC(rc),
+             cuctx_last_error_message());
+}
+
 static void ctx_use(struct worker *w)
 {
     struct rec *r = worker_rec(w);
@@ -1172,19 +1193,7 @@ static void ctx_use(struct worker *w)
     int alive_after = atomic_load(&r->hstate) == ALIVE && life_is(r, ALIVE);
     raw_unlock(&rh);
     w->c.ctx_ops++;
-    int ok;
-    if (handle_dead)
-        ok = rc == CUDA_ERROR_INVALID_HANDLE;
-    else if (dead_before)
-        ok = rc == CUDA_ERROR_INVALID_HANDLE || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
-    else if (alive_after)
-        ok = rc == CUDA_SUCCESS;
-    else
-        ok = rc == CUDA_SUCCESS || rc == CUDA_ERROR_INVALID_HANDLE || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
-    if (!ok)
-        fail("%s on a %s context (%s): %s: %s", what, ctx_kind_names[r->kind],
-             handle_dead ? "handle destroyed" : dead_before ? "dead" : alive_after ? "alive" : "dying", RC(rc),
-             cuctx_last_error_message());
+    ctx_call_check(r, handle_dead, dead_before, alive_after, rc, what, "on");
 }
 
 static void op_create(struct worker *w)
@@ -1322,19 +1331,7 @@ static int scope_result_ok(struct worker *w, const struct rec *r, int handle_dea
                            const char *what)
 {
     int alive_after = atomic_load(&r->hstate) == ALIVE && life_is(r, ALIVE);
-    int ok;
-    if (handle_dead)
-        ok = rc == CUDA_ERROR_INVALID_HANDLE;
-    else if (dead_before)
-        ok = rc == CUDA_ERROR_INVALID_HANDLE || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
-    else if (alive_after)
-        ok = rc == CUDA_SUCCESS;
-    else
-        ok = rc == CUDA_SUCCESS || rc == CUDA_ERROR_INVALID_HANDLE || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
-    if (!ok)
-        fail("%s over a %s context (%s): %s: %s", what, ctx_kind_names[r->kind],
-             handle_dead ? "handle destroyed" : dead_before ? "dead" : alive_after ? "alive" : "dying", RC(rc),
-             cuctx_last_error_message());
+    ctx_call_check(r, handle_dead, dead_before, alive_after, rc, what, "over");
     if (rc != CUDA_SUCCESS)
         w->c.scopes_refused++;
     return rc == CUDA_SUCCESS;
