@@ -64,7 +64,8 @@ static long contexts_handed_out(void)
         free(e.ids);
         return -1;
     }
-    qsort(e.ids, e.n, sizeof *e.ids, cmp_ids);
+    if (e.n)    /* (qsort of NULL: undefined, even of 0 elements) */
+        qsort(e.ids, e.n, sizeof *e.ids, cmp_ids);
     for (size_t i = 0; i < e.n; i++)
         if ((i == 0 || e.ids[i] != e.ids[i - 1]) && cuctx__alive(e.ids[i], KIND_ENTRY))
             n++;

@@ -876,7 +876,7 @@ static CUresult create_graph_exec(struct worker *w, struct child *c, cuctx_ctx c
 /* Each kind's destroy, through a copy of the handle: *id is what the destroy
  * left in it. */
 #define DESTROY_BY_ID(name, type, ...)                       \
-    static inline CUresult destroy_##name(uint64_t *id)      \
+    static inline __attribute__((unused)) CUresult destroy_##name(uint64_t *id) \
     {                                                        \
         type h = {*id};                                      \
         CUresult rc = cuctx_##name##_destroy(&h);            \
