@@ -117,8 +117,7 @@ CUCTX_API CUresult cuctx_ctx_primary_at(cuctx_ctx *out, CUdevice dev, const char
     } else {
         struct cuctx_slot *e = same_context(cuctx__map_find(raw), ctx_id);
         if (e) {
-            entry = cuctx__map_find(raw);
-            e->u.entry.life = LIFE_PRIMARY;   /* if borrowed before, retained now */
+            entry = cuctx__map_find(raw);   /* (met as borrowed before: retained now, still checked by id) */
         } else {
             rc = cuctx__entry_new(raw, ctx_id, dev, LIFE_PRIMARY, fn, &entry);
         }
@@ -174,23 +173,13 @@ static CUresult primary_release(CUdevice dev, const char *fn)
                               : cuctx__fail(rc, "%s: cuDevicePrimaryCtxRelease failed: %s", fn, cuctx_result_name(rc));
 }
 
-struct on_device { CUdevice dev; uint64_t found; };
-
-static void find_primary(CUcontext raw, uint64_t entry, void *arg)
-{
-    struct on_device *d = arg;
-    struct cuctx_slot *e = cuctx__peek(entry, KIND_ENTRY);
-    (void)raw;
-    if (e && e->u.entry.life == LIFE_PRIMARY && e->u.entry.dev == d->dev)
-        d->found = entry;
-}
-
 /* Under the lock: the address of dev's primary context, NULL when it is
  * not active (no child of it can be under way). Known once cuctx retained
  * it (the driver keeps one address per device); else asked of the driver,
  * which takes a retain and its release - only while the context is active,
- * so neither makes nor ends one. Without cuDevicePrimaryCtxGetState, only
- * an address cuctx retained is known. */
+ * so neither makes nor ends one. Without cuDevicePrimaryCtxGetState (a
+ * driver older than CUDA 7.0, which cuctx cannot load: it needs
+ * cuGetProcAddress, CUDA 11.3), only an address cuctx retained is known. */
 static CUresult primary_address(CUdevice dev, const char *fn, CUcontext *raw)
 {
     struct cuctx_primary *p = cuctx__primary_of(dev, 0);
@@ -225,7 +214,7 @@ static CUresult primary_address(CUdevice dev, const char *fn, CUcontext *raw)
 CUCTX_API CUresult cuctx_ctx_primary_reset(CUdevice dev)
 {
     static const char fn[] = "cuctx_ctx_primary_reset";
-    struct on_device d = {dev, 0};
+    uint64_t found = 0;
     struct cuctx_slot *e = NULL;
     CUcontext raw = NULL;
     CUCTX_INIT_OR_RETURN(fn);
@@ -236,18 +225,16 @@ CUCTX_API CUresult cuctx_ctx_primary_reset(CUdevice dev)
         return rc;
     }
     if (raw) {
-        d.found = cuctx__map_find(raw);
-        struct cuctx_slot *live = d.found ? cuctx__peek(d.found, KIND_ENTRY) : NULL;
+        found = cuctx__map_find(raw);
+        struct cuctx_slot *live = found ? cuctx__peek(found, KIND_ENTRY) : NULL;
         if (!live || live->u.entry.dev != dev)
-            d.found = 0;
-    } else if (!DRV(cuDevicePrimaryCtxGetState)) {
-        cuctx__map_foreach(find_primary, &d);
+            found = 0;
     }
-    if (d.found && (e = cuctx__close(d.found, KIND_ENTRY)) != NULL)
+    if (found && (e = cuctx__close(found, KIND_ENTRY)) != NULL)
         cuctx__drain(e);
     rc = DRV(cuDevicePrimaryCtxReset)(dev);
     if (e && rc == CUDA_SUCCESS) {
-        cuctx__map_remove(e->u.entry.raw, d.found);
+        cuctx__map_remove(e->u.entry.raw, found);
         cuctx__slot_free(e);
     } else if (e) {
         cuctx__reopen(e);

@@ -185,7 +185,6 @@ CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev
     __atomic_store_n(&s->u.entry.raw, raw, __ATOMIC_RELAXED);
     __atomic_store_n(&s->u.entry.ctx_id, ctx_id, __ATOMIC_RELAXED);
     __atomic_store_n(&s->u.entry.dev, dev, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->u.entry.life, (unsigned char)life, __ATOMIC_RELAXED);
     __atomic_store_n(&s->u.entry.by_id, (unsigned char)(life != LIFE_OWNED && ctx_id != 0), __ATOMIC_RELAXED);
     __atomic_store_n(&s->u.entry.owner_handle, (uint64_t)0, __ATOMIC_RELAXED);
     uint64_t id = cuctx__slot_publish(s, KIND_ENTRY);

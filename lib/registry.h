@@ -29,7 +29,9 @@
  *   peek      read a slot's fields without a pin, then check the id again.
  *   entry     a context as cuctx knows it (KIND_ENTRY); a context handle
  *             (KIND_CTX_HANDLE) names one; children are tethered to one.
- *   life      who decides a context's life (enum cuctx_life, ids.h).
+ *   life      who decides a context's life (enum cuctx_life, ids.h): a
+ *             handle's, what destroying it undoes; an entry keeps only
+ *             whether the driver's id decides it (by_id).
  *   by_id     an entry whose life the driver's id decides: holds check it.
  *   _own      a function for an id or index the library made itself
  *             (trusted: its segment exists, its kind is right); without
@@ -70,7 +72,6 @@ struct cuctx_slot {
             CUcontext raw;
             unsigned long long ctx_id;  /* the driver's id (cuCtxGetId); 0: the driver has none */
             CUdevice dev;
-            unsigned char life;     /* enum cuctx_life; borrowed -> primary under the lock */
             unsigned char by_id;    /* life decided by the driver's id: every hold checks it */
             uint64_t owner_handle;  /* an owned context's handle, set once after publishing (atomic) */
         } entry;

@@ -1024,7 +1024,7 @@ static void scan_entry(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
     if (kind != KIND_ENTRY)
         return;
     uint64_t raw_ctx = (uint64_t)(uintptr_t)s->u.entry.raw;
-    if (s->u.entry.life == LIFE_OWNED)
+    if (s->u.entry.owner_handle != 0)     /* an owned context names its handle */
         e->owned++;
     else if (sim()->is_live(CUSIM_CONTEXT, raw_ctx) || sim()->is_live(CUSIM_PRIMARY, raw_ctx))
         e->live++;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cuctx.h"
+#include "ctxmap.h"
 #include "registry.h"
 
 static uint64_t make(enum cuctx_kind kind, uint64_t payload)
@@ -334,4 +335,26 @@ Test(registry, a_slot_whose_generation_would_wrap_is_retired)
         cuctx__slot_publish(n, KIND_EVENT);
     }
     cr_assert_null(cuctx__pin(id, KIND_EVENT));
+}
+
+/* The address map: an entry's removal takes the address out only while it
+ * still names that entry. A newer context at the same address (its entry
+ * put over the old one's) keeps its mapping when the old entry's end comes
+ * late, and an address never mapped is left alone. */
+Test(registry, a_late_removal_leaves_a_newer_mapping_of_the_address)
+{
+    CUcontext raw = (CUcontext)(uintptr_t)0x7000;
+    size_t before = cuctx__map_count();
+    uint64_t old_entry = cuctx__id_make(KIND_ENTRY, 1, 1), new_entry = cuctx__id_make(KIND_ENTRY, 2, 1);
+    cr_assert_eq(cuctx__map_put(raw, old_entry), 0);
+    cr_assert_eq(cuctx__map_put(raw, new_entry), 0);
+    cr_assert_eq(cuctx__map_count(), before + 1);
+    cuctx__map_remove(raw, old_entry);
+    cr_assert_eq(cuctx__map_find(raw), new_entry, "the newer context's mapping was removed");
+    cr_assert_eq(cuctx__map_count(), before + 1);
+    cuctx__map_remove((CUcontext)(uintptr_t)0x9000, new_entry);
+    cr_assert_eq(cuctx__map_count(), before + 1, "an address never mapped took another out");
+    cuctx__map_remove(raw, new_entry);
+    cr_assert_eq(cuctx__map_find(raw), 0);
+    cr_assert_eq(cuctx__map_count(), before);
 }
