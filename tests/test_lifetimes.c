@@ -30,14 +30,6 @@ static void wait_sleeping(void)
     cr_assert_gt(sim()->sleeping(), 0, "no call entered its delay");
 }
 
-static cuctx_ctx fresh_ctx(void)
-{
-    cuctx_ctx c = {0};
-    CHECK_OK(cuctx_ctx_create(&c, 0, CUCTX_SCHED_AUTO));
-    CHECK_OK(cuctx_pop_current());
-    return c;
-}
-
 /* ---- 1: a primary context ending under a child destroy in flight ---------- */
 
 struct mem_arg { cuctx_mem m; CUresult rc; };
@@ -60,7 +52,8 @@ Test(lifetimes, the_last_primary_release_through_a_handle_from_before_a_reset_wa
     NEED_SIM();
     alarm(20);
     cuctx_ctx p2 = {0}, p3 = {0};
-    cuctx_ctx other = fresh_ctx();
+    cuctx_ctx other = {0};
+    new_ctx(&other, 0, "other", POPPED);
     struct mem_arg a = {{0}, CUDA_ERROR_UNKNOWN};
     cuctx_mem mine = {0};
     CHECK_OK(cuctx_ctx_primary(&p2, 0));
@@ -192,7 +185,8 @@ Test(lifetimes, a_thread_cancelled_in_the_drivers_context_destroy_still_ends_the
     NEED_DRIVER();
     NEED_SIM();
     alarm(10);
-    struct ctx_arg a = {fresh_ctx(), CUDA_ERROR_UNKNOWN};
+    struct ctx_arg a = {{0}, CUDA_ERROR_UNKNOWN};
+    new_ctx(&a.c, 0, "a", POPPED);
     CUcontext raw = cuctx_ctx_raw(a.c);
     cuctx_event ev = {0};
     CHECK_OK(cuctx_event_create(&ev, a.c, 0));
@@ -213,7 +207,8 @@ Test(lifetimes, a_thread_cancelled_while_its_context_destroy_drains_still_ends_t
     NEED_DRIVER();
     NEED_SIM();
     alarm(10);
-    struct ctx_arg a = {fresh_ctx(), CUDA_ERROR_UNKNOWN};
+    struct ctx_arg a = {{0}, CUDA_ERROR_UNKNOWN};
+    new_ctx(&a.c, 0, "a", POPPED);
     CUcontext raw = cuctx_ctx_raw(a.c);
     struct sync_arg s = {{0}, CUDA_ERROR_UNKNOWN};
     CHECK_OK(cuctx_event_create(&s.ev, a.c, 0));
@@ -245,7 +240,9 @@ Test(lifetimes, nested_scopes_over_a_destroyed_level_leave_the_programs_context_
     PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
     PFN_cuCtxDestroy_v4000 destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
     CUcontext P = NULL;
-    cuctx_ctx x = fresh_ctx(), b = fresh_ctx(), A = {0}, C = {0};
+    cuctx_ctx x = {0}, b = {0}, A = {0}, C = {0};
+    new_ctx(&x, 0, "x", POPPED);
+    new_ctx(&b, 0, "b", POPPED);
     CHECK_OK(create(&P, 0, 0));
     CUCTX_SCOPED(x) {
         CHECK_OK(cuctx_ctx_create(&A, 0, 0));
@@ -283,7 +280,9 @@ Test(lifetimes, nested_scopes_over_a_level_destroyed_on_another_thread_leave_the
     PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
     PFN_cuCtxDestroy_v4000 destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
     CUcontext P = NULL;
-    cuctx_ctx x = fresh_ctx(), b = fresh_ctx();
+    cuctx_ctx x = {0}, b = {0};
+    new_ctx(&x, 0, "x", POPPED);
+    new_ctx(&b, 0, "b", POPPED);
     struct swap_arg s = {{0}, {0}};
     CHECK_OK(create(&P, 0, 0));
     CUCTX_SCOPED(x) {
@@ -310,7 +309,10 @@ Test(lifetimes, nested_scopes_over_a_level_destroyed_on_another_thread_leave_the
 Test(lifetimes, set_current_inside_a_scope_is_undone_whether_or_not_the_scope_pushed)
 {
     NEED_DRIVER();
-    cuctx_ctx x = fresh_ctx(), a = fresh_ctx(), p = fresh_ctx();
+    cuctx_ctx x = {0}, a = {0}, p = {0};
+    new_ctx(&x, 0, "x", POPPED);
+    new_ctx(&a, 0, "a", POPPED);
+    new_ctx(&p, 0, "p", POPPED);
     CUcontext P = cuctx_ctx_raw(p);
     CUCTX_SCOPED(x) {
         CHECK_OK(cuctx_ctx_set_current(a));
@@ -402,7 +404,8 @@ Test(lifetimes, setting_the_error_handler_a_million_times_keeps_no_memory)
     int heard = 0;
     cuctx_set_error_handler(counting_handler, &heard);
     cuctx_event stale = {0};
-    cuctx_ctx c = fresh_ctx();
+    cuctx_ctx c = {0};
+    new_ctx(&c, 0, "c", POPPED);
     CHECK_OK(cuctx_event_create(&stale, c, 0));
     cuctx_event copy = stale;
     CHECK_OK(cuctx_event_destroy(&stale));
@@ -462,7 +465,8 @@ Test(lifetimes, stats_count_the_live_contexts_handed_out_exactly)
     CHECK_OK(r.destroy(raw));
 
     /* a scope entered while a foreign context is current */
-    cuctx_ctx c = fresh_ctx();
+    cuctx_ctx c = {0};
+    new_ctx(&c, 0, "c", POPPED);
     CHECK_OK(r.create(&raw, 0, 0));
     CUCTX_SCOPED(c) {
     }
@@ -480,7 +484,7 @@ Test(lifetimes, stats_count_the_live_contexts_handed_out_exactly)
         CHECK_OK(r.destroy(raw));
     }
     for (int i = 0; i < 200; i++) {
-        c = fresh_ctx();
+        new_ctx(&c, 0, NULL, POPPED);
         CHECK_OK(cuctx_ctx_destroy(&c));
     }
     EXPECT_CONTEXTS(0, "3000 borrowed contexts destroyed by their owner, 200 owned made and destroyed");
@@ -505,4 +509,24 @@ Test(lifetimes, a_pop_inside_a_scope_that_pushed_nothing_leaves_the_level_below_
     cr_assert_eq(cur, Q, "after the scope %p is current, want the program's %p below", (void *)cur, (void *)Q);
     CHECK_OK(cuctx_ctx_destroy(&p));
     CHECK_OK(destroy(Q));
+}
+
+/* stats.contexts counts each context once, however its handles and
+ * children lie in the handle table (interleaved with another context's). */
+Test(lifetimes, stats_count_a_context_once_whatever_the_order_of_its_children)
+{
+    cuctx_ctx a = {0}, b = {0};
+    cuctx_event e[4] = {{0}};
+    NEED_DRIVER();
+    new_ctx(&a, 0, "a", POPPED);
+    new_ctx(&b, 0, "b", POPPED);
+    for (int i = 0; i < 4; i++)
+        CHECK_OK(cuctx_event_create(&e[i], i % 2 ? b : a, 0));
+    EXPECT_CONTEXTS(2, "two contexts, each with a handle and two events made in turn");
+    for (int i = 0; i < 4; i++)
+        CHECK_OK(cuctx_event_destroy(&e[i]));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    EXPECT_CONTEXTS(1, "one context left");
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    EXPECT_CONTEXTS(0, "none left");
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_registry.c - the slot table, generations, pins and the close/drain
- * protocol that the tether is built on, tested directly (no driver). */
+ * protocol that the tether is built on, tested directly (no driver), and
+ * the address map beside them (with the simulated driver). */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -10,6 +11,7 @@
 
 #include "cuctx.h"
 #include "ctxmap.h"
+#include "testlib.h"
 #include "registry.h"
 
 static uint64_t make(enum cuctx_kind kind, uint64_t payload)
@@ -357,4 +359,18 @@ Test(registry, a_late_removal_leaves_a_newer_mapping_of_the_address)
     cuctx__map_remove(raw, new_entry);
     cr_assert_eq(cuctx__map_find(raw), 0);
     cr_assert_eq(cuctx__map_count(), before);
+}
+
+/* A primary reset ends the context's entry, and the entry leaves the
+ * address map with it (the map holds live contexts only). */
+Test(registry, a_primary_reset_takes_the_context_out_of_the_address_map)
+{
+    cuctx_ctx p = {0};
+    NEED_DRIVER();
+    size_t before = cuctx__map_count();
+    cr_assert_eq(cuctx_ctx_primary(&p, 0), CUDA_SUCCESS, "%s", cuctx_last_error_message());
+    cr_assert_eq(cuctx__map_count(), before + 1);
+    cr_assert_eq(cuctx_ctx_primary_reset(0), CUDA_SUCCESS, "%s", cuctx_last_error_message());
+    cr_assert_eq(cuctx__map_count(), before, "the reset context's address is still mapped");
+    cr_assert_eq(cuctx_ctx_destroy(&p), CUDA_SUCCESS, "%s", cuctx_last_error_message());
 }
