@@ -183,6 +183,12 @@ Test(context, handle_of_another_kind_or_garbage_is_refused)
     cr_assert_eq(cuctx_ctx_destroy(&garbage), CUDA_ERROR_INVALID_HANDLE);
     cr_assert_eq(garbage.id, 0);
     cr_assert_eq(cuctx_destroy(&garbage2), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "is not a cuctx handle"), "%s", cuctx_last_error_message());
+    /* a kind byte beyond every kind: refused as such, no table read past its end */
+    cuctx_event beyond = {UINT64_C(0xfc00000000000001)};
+    cr_assert_eq(cuctx_destroy(&beyond), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "is not a cuctx handle"), "%s", cuctx_last_error_message());
+    cr_assert_eq(beyond.id, 0);
     CHECK_OK(cuctx_event_destroy(&ev));
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
