@@ -586,3 +586,24 @@ Test(foreign, null_owner_create_registers_a_new_context_at_a_dead_foreign_contex
     CHECK_OK(raw()->ctx_destroy(y));
     ASSERT_NO_MISUSE();
 }
+
+/* A child's destroy whose context check fails with an error of its own
+ * (not "gone"): the error comes back, the handle is released all the same,
+ * and the failed destroy is counted. */
+Test(foreign, a_child_destroy_whose_context_check_fails_is_counted_as_failed)
+{
+    cuctx_ctx p = {0};
+    cuctx_event ev = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CHECK_OK(cuctx_event_create(&ev, p, 0));
+    struct cuctx_stats st0 = stats();
+    sim()->fail_call("cuCtxGetId", 1, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(cuctx_event_destroy(&ev), CUDA_ERROR_UNKNOWN, "%s", cuctx_last_error_message());
+    cr_assert_eq(ev.id, 0);
+    struct cuctx_stats st1 = stats();
+    cr_assert_eq(st1.failed_destroys, st0.failed_destroys + 1);
+    cr_assert_eq(st1.events, st0.events - 1);
+    CHECK_OK(cuctx_ctx_destroy(&p));
+}

@@ -503,3 +503,22 @@ Test(scope_stack, a_create_failing_after_cuCtxCreate_inside_a_scope_leaves_the_s
     CHECK_OK(cuctx_ctx_destroy(&x));
     cr_assert_eq(misuses(), 0);
 }
+
+/* What a scope asks the driver: its enter asks which context is current,
+ * once; its exit only pops what it pushed, or, when it pushed nothing and
+ * no cuctx_ctx_set_current ran inside, asks nothing at all. */
+Test(scope_stack, a_scope_asks_which_context_is_current_once)
+{
+    cuctx_ctx a = {0};
+    need_driver_unique_addresses();
+    new_ctx(&a, 0, "A", POPPED);
+    unsigned long before = calls("cuCtxGetCurrent");
+    CUCTX_SCOPED(a) {
+        cr_assert_eq(calls("cuCtxGetCurrent"), before + 1, "the enter asks once");
+        CUCTX_SCOPED(a) {
+        }
+    }
+    cr_assert_eq(calls("cuCtxGetCurrent"), before + 2, "one question per enter, none at either exit");
+    EXPECT_CURRENT(NULL);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+}
