@@ -184,6 +184,21 @@ Test(loader, creates_without_a_driver_give_its_error_and_leave_their_handle_empt
     cr_assert_eq(stats().contexts + stats().events + stats().streams + stats().mems + stats().graph_execs, 0);
 }
 
+/* Destroys of handles no library call made (copied in from elsewhere) with
+ * no driver: the driver's absence is the error, and the handle is cleared. */
+Test(loader, destroys_without_a_driver_give_its_error)
+{
+    cuctx_ctx c = {0x0400000000000001ull};
+    cuctx_event ev = {0x0800000000000001ull};
+    use_driver(missing_driver);
+    cr_assert_eq(cuctx_ctx_destroy(&c), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "libcuda-missing"), "%s", cuctx_last_error_message());
+    cr_assert_eq(cuctx_event_destroy(&ev), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "libcuda-missing"), "%s", cuctx_last_error_message());
+    cr_assert_eq(c.id, 0);
+    cr_assert_eq(ev.id, 0);
+}
+
 Test(loader, driver_symbol_resolves_other_entry_points)
 {
     void *p = (void *)1;
