@@ -1217,3 +1217,27 @@ Test(children, a_handle_beyond_the_table_is_refused_before_the_driver)
     CHECK_OK(cuctx_ctx_destroy(&a));
     ASSERT_NO_MISUSE();
 }
+
+/* A failure reported in the middle of a child call (here the pop that
+ * should put the previous context back after recording on the event's
+ * default stream) reaches the error handler before the call returns, not
+ * at some later call of the thread's. */
+Test(event, a_report_made_inside_a_call_reaches_the_handler_before_it_returns)
+{
+    cuctx_ctx a = {0};
+    cuctx_event ev = {0};
+    struct handler_count hc;
+    NEED_DRIVER();
+    NEED_SIM();
+    new_ctx(&a, 0, "A", POPPED);
+    CHECK_OK(cuctx_event_create(&ev, a, 0));
+    count_handler_install(&hc);
+    sim()->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN);
+    cuctx_event_record(ev, (cuctx_stream){0});
+    cr_assert_eq(hc.calls, 1, "the handler was called %d times during the call", hc.calls);
+    cr_assert_eq(hc.last_rc, CUDA_ERROR_UNKNOWN);
+    CHECK_OK(cuctx_pop_current());     /* the level the failed pop left */
+    cuctx_set_error_handler(NULL, NULL);
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+}
