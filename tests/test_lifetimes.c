@@ -530,3 +530,22 @@ Test(lifetimes, stats_count_a_context_once_whatever_the_order_of_its_children)
     CHECK_OK(cuctx_ctx_destroy(&a));
     EXPECT_CONTEXTS(0, "none left");
 }
+
+/* A reset of a primary context cuctx never retained asks the driver for
+ * its address (one retain and release while it is active) once: the
+ * address is the device's for the life of the process, so a second reset,
+ * of the context made again at that address, asks nothing. */
+Test(lifetimes, a_reset_learns_the_primary_contexts_address_once)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cr_assert_eq(sim()->primary_outside_retain(0), 0);     /* as the runtime would */
+    unsigned long retains = calls("cuDevicePrimaryCtxRetain");
+    CHECK_OK(cuctx_ctx_primary_reset(0));
+    cr_assert_eq(calls("cuDevicePrimaryCtxRetain"), retains + 1, "the first reset asks the address once");
+    cr_assert_eq(sim()->primary_outside_release(0), 0);
+    cr_assert_eq(sim()->primary_outside_retain(0), 0);      /* active again, at the same address */
+    CHECK_OK(cuctx_ctx_primary_reset(0));
+    cr_assert_eq(calls("cuDevicePrimaryCtxRetain"), retains + 1, "the second reset asked the address again");
+    cr_assert_eq(sim()->primary_outside_release(0), 0);
+}
