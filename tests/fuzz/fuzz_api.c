@@ -159,6 +159,8 @@ struct mscope {
     unsigned depth;             /* cuctx's push count at enter */
     uint64_t prev;              /* the stack's top at enter */
     int prev_occ;               /* the live context at prev then, -1 if none */
+    int pushed_nothing;         /* ran on prev's own level (prev was the context entered) */
+    unsigned long sets;         /* cuctx_ctx_set_current calls at enter */
 };
 
 struct open_scope {
@@ -174,6 +176,7 @@ static struct {
     uint64_t stack[256];
     int depth;
     unsigned pushes;            /* levels cuctx counts as pushed by itself on this thread */
+    unsigned long sets;         /* successful cuctx_ctx_set_current calls */
     int prim[NDEV];             /* the primary instance of each device, latest; -1 none */
     unsigned prim_raw_refs[NDEV];
     uint64_t ctx_slot[NCTX];
@@ -757,6 +760,7 @@ static void op_ctx_set_current(int slot, uint8_t b)
     note("ctx_set_current(%#llx) -> %s", (unsigned long long)id, cuctx_result_name(rc));
     expect_rc(rc, want, "cuctx_ctx_set_current");
     if (rc == CUDA_SUCCESS) {
+        M.sets++;
         if (M.depth)
             M.stack[M.depth - 1] = M.inst[M.obj[oi].inst].addr;
         else
@@ -1273,6 +1277,8 @@ static CUresult model_scope_enter(struct mscope *m, uint64_t id)
     m->depth = M.pushes;
     m->prev = top();
     m->prev_occ = occ_live(m->prev);
+    m->pushed_nothing = m->prev == addr;
+    m->sets = M.sets;
     if (m->prev != addr) {
         push(addr);
         M.pushes++;
@@ -1281,9 +1287,12 @@ static CUresult model_scope_enter(struct mscope *m, uint64_t id)
     return CUDA_SUCCESS;
 }
 
-/* What cuctx_scope_exit does: pops what cuctx pushed since the enter; then,
- * if the previous context's slot is on top again and a different context
- * than at enter now lives at its address, takes that slot back too. */
+/* What cuctx_scope_exit does: pops what cuctx pushed since the enter; a
+ * scope that pushed nothing, when a cuctx_ctx_set_current ran inside (and
+ * no cuctx pop took its level), puts the previous context back on its level
+ * while that context lives; then, if the previous context's slot is on top
+ * again and a different context than at enter now lives at its address,
+ * takes that slot back too (a level cuctx had pushed: counted off). */
 static void model_scope_exit(struct mscope *m)
 {
     if (!m->entered)
@@ -1298,10 +1307,20 @@ static void model_scope_exit(struct mscope *m)
         if (M.pushes)
             M.pushes--;
     }
+    if (m->pushed_nothing && M.sets != m->sets && M.pushes >= m->depth && top() != m->prev
+        && m->prev_occ >= 0 && occ_live(m->prev) == m->prev_occ) {
+        if (M.depth)
+            M.stack[M.depth - 1] = m->prev;
+        else
+            push(m->prev);
+    }
     if (m->prev && M.depth && top() == m->prev) {
         int k = occ_live(m->prev);
-        if (k >= 0 && k != m->prev_occ)
+        if (k >= 0 && k != m->prev_occ) {
             M.depth--;
+            if (m->depth > 0 && M.pushes)
+                M.pushes--;
+        }
     }
 }
 
