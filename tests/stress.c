@@ -1207,19 +1207,9 @@ static void op_create(struct worker *w)
     CUresult rc = child_create(w, &c, r->h);
     int alive_after = atomic_load(&r->hstate) == ALIVE && life_is(r, ALIVE);
     raw_unlock(&rh);
-    int ok;
-    if (handle_dead)
-        ok = rc == CUDA_ERROR_INVALID_HANDLE;
-    else if (dead_before)
-        ok = rc == CUDA_ERROR_INVALID_HANDLE || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
-    else if (alive_after)
-        ok = rc == CUDA_SUCCESS;
-    else
-        ok = rc == CUDA_SUCCESS || rc == CUDA_ERROR_INVALID_HANDLE || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
-    if (!ok)
-        fail("%s create in a %s context (%s): %s: %s", child_kinds[c.kind].info->name, ctx_kind_names[r->kind],
-             handle_dead ? "handle destroyed" : dead_before ? "dead" : alive_after ? "alive" : "dying", RC(rc),
-             cuctx_last_error_message());
+    char what[64];
+    snprintf(what, sizeof what, "%s create", child_kinds[c.kind].info->name);
+    ctx_call_check(r, handle_dead, dead_before, alive_after, rc, what, "in");
     if (rc != CUDA_SUCCESS) {
         w->c.create_refused++;
         return;

@@ -263,6 +263,7 @@ Test(lifetimes, nested_scopes_over_a_destroyed_level_leave_the_programs_context_
     cr_assert_eq(misuses(), 0);
 }
 
+/* Another thread destroys a and makes c, which may take its address. */
 struct swap_arg { cuctx_ctx a, c; };
 
 static void *destroy_and_retake(void *p)
@@ -333,34 +334,24 @@ Test(lifetimes, set_current_inside_a_scope_is_undone_whether_or_not_the_scope_pu
 }
 /* ---- 10: a scope over a dead current context at its context's address ------ */
 
-struct retake_arg { cuctx_ctx a, a2; };
-
-static void *destroy_and_create(void *p)
-{
-    struct retake_arg *r = p;
-    if (cuctx_ctx_destroy(&r->a) == CUDA_SUCCESS && cuctx_ctx_create(&r->a2, 0, 0) == CUDA_SUCCESS)
-        cuctx_pop_current();
-    return NULL;
-}
-
 Test(lifetimes, a_scope_switches_away_from_a_dead_current_context_at_its_contexts_address)
 {
     NEED_DRIVER();
     NEED_SIM();
     sim()->set_stale_levels(1);     /* this thread's level of A stays A's, dead */
-    struct retake_arg r = {{0}, {0}};
+    struct swap_arg r = {{0}, {0}};
     CHECK_OK(cuctx_ctx_create(&r.a, 0, 0));     /* current here */
     CUcontext a_raw = cuctx_ctx_raw(r.a);
     pthread_t t;
-    cr_assert_eq(pthread_create(&t, NULL, destroy_and_create, &r), 0);
+    cr_assert_eq(pthread_create(&t, NULL, destroy_and_retake, &r), 0);
     cr_assert_eq(pthread_join(t, NULL), 0);
-    cr_assert_eq(cuctx_ctx_raw(r.a2), a_raw, "A2 took A's address (recycling)");
+    cr_assert_eq(cuctx_ctx_raw(r.c), a_raw, "A2 took A's address (recycling)");
     int was = -1;
-    CHECK_OK(cuctx_ctx_is_current(r.a2, &was));
+    CHECK_OK(cuctx_ctx_is_current(r.c, &was));
     cuctx_event ev = {0};
-    CUCTX_SCOPED(r.a2) {
+    CUCTX_SCOPED(r.c) {
         int is = 0;
-        CHECK_OK(cuctx_ctx_is_current(r.a2, &is));
+        CHECK_OK(cuctx_ctx_is_current(r.c, &is));
         cr_assert_eq(is, 1);
         CUresult rc = cuctx_event_create(&ev, (cuctx_ctx){0}, 0);
         cr_assert_eq(rc, CUDA_SUCCESS, "a create in the scope of A2: %s (%s)", cuctx_result_name(rc),
@@ -368,7 +359,7 @@ Test(lifetimes, a_scope_switches_away_from_a_dead_current_context_at_its_context
     }
     cr_assert_eq(was, 0, "before the scope A2 is not current here (the dead A is), yet is_current says %d", was);
     CHECK_OK(cuctx_event_destroy(&ev));
-    CHECK_OK(cuctx_ctx_destroy(&r.a2));
+    CHECK_OK(cuctx_ctx_destroy(&r.c));
     cr_assert_eq(misuses(), 0);
 }
 
