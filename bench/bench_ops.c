@@ -4,9 +4,11 @@
  * one cuCtxGetCurrent added to the raw side (the call a create in a given
  * context cannot do without), stream
  * create+destroy, 4 KiB device memory alloc+free, each in an owned context
- * that is current, and the handle-to-raw lookups cuctx_event_raw and
- * cuctx_ctx_raw of live handles beside reading a variable that holds the
- * raw handle. Prints nanoseconds per operation (best run of each) and
+ * that is current, and every accessor of a live handle (cuctx_event_raw,
+ * cuctx_ctx_raw, cuctx_stream_raw, cuctx_module_raw, cuctx_mem_ptr,
+ * cuctx_mem_size, cuctx_host_mem_ptr, cuctx_host_mem_size,
+ * cuctx_graph_exec_raw) beside reading a variable that holds what it
+ * gives. Prints nanoseconds per operation (best run of each) and
  * cuctx / raw time: the ratio of the bests and the median of the paired
  * ratios; writes the same rows to bench-ops.dat.
  * Usage: bench_ops [-s SECONDS] [-r ROUNDS] [-o FILE] (see benchlib.h) */
@@ -18,8 +20,6 @@
 static const char *prog = "bench_ops";
 static cuctx_ctx ctx;
 static cuctx_event live_event;
-static CUevent live_event_raw;
-static CUcontext live_ctx_raw;
 
 /* One create+destroy pair in the context c, which is current on the thread
  * (the raw driver calls act on the current context, so the raw pairs do not
@@ -96,48 +96,92 @@ static long mem_pair_cuctx(cuctx_ctx c)
  * be most of a lookup's cost): n lookups; returns how many failed. */
 typedef long body_fn(long n);
 
-/* The raw side of a lookup: the raw handle as a program without cuctx keeps
- * it, in a variable the compiler must read each time. */
-static long event_lookup_raw(long n)
-{
-    long bad = 0;
-    for (long i = 0; i < n; i++) {
-        CUevent e = *(CUevent volatile *)&live_event_raw;
-        bad += e == NULL;
+/* The live handles the lookup rows read, and what each accessor gives for
+ * them: the raw side reads that value as a program without cuctx keeps it,
+ * in a variable the compiler must read each time. */
+static cuctx_stream live_stream;
+static cuctx_module live_module;
+static cuctx_mem live_mem;
+static cuctx_host_mem live_host_mem;
+static cuctx_graph_exec live_graph_exec;
+static CUgraph live_graph;
+
+/* A tiny module for cuctx_module_raw: PTX the driver's JIT takes on any GPU. */
+static const char nop_ptx[] =
+    ".version 6.0\n.target sm_50\n.address_size 64\n.visible .entry nop()\n{\n ret;\n}\n";
+
+/* name_raw and name_cuctx, the two sides of the row for accessor acc of the
+ * handle h, whose result has type T. */
+#define LOOKUP(name, T, acc, h)                                      \
+    static T name##_value;                                           \
+    static long name##_raw(long n)                                   \
+    {                                                                \
+        long bad = 0;                                                \
+        for (long i = 0; i < n; i++) {                               \
+            T v = *(T volatile *)&name##_value;                      \
+            bad += v == 0;                                           \
+        }                                                            \
+        return bad;                                                  \
+    }                                                                \
+    static long name##_cuctx(long n)                                 \
+    {                                                                \
+        long bad = 0;                                                \
+        for (long i = 0; i < n; i++) {                               \
+            T v = acc(h);                                            \
+            __asm__ volatile("" : "+r"(v));                          \
+            bad += v == 0;                                           \
+        }                                                            \
+        return bad;                                                  \
     }
-    return bad;
+LOOKUP(event_lookup, CUevent, cuctx_event_raw, live_event)
+LOOKUP(ctx_lookup, CUcontext, cuctx_ctx_raw, ctx)
+LOOKUP(stream_lookup, CUstream, cuctx_stream_raw, live_stream)
+LOOKUP(module_lookup, CUmodule, cuctx_module_raw, live_module)
+LOOKUP(mem_ptr_lookup, CUdeviceptr, cuctx_mem_ptr, live_mem)
+LOOKUP(mem_size_lookup, size_t, cuctx_mem_size, live_mem)
+LOOKUP(host_ptr_lookup, void *, cuctx_host_mem_ptr, live_host_mem)
+LOOKUP(host_size_lookup, size_t, cuctx_host_mem_size, live_host_mem)
+LOOKUP(graph_exec_lookup, CUgraphExec, cuctx_graph_exec_raw, live_graph_exec)
+
+/* Makes the handles the lookup rows read, and notes each accessor's value. */
+static void lookups_make(void)
+{
+    PFN_cuGraphCreate_v10000 graph_create;
+    if (cuctx_event_create(&live_event, ctx, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+        bench_die(prog, "event create");
+    if (cuctx_stream_create(&live_stream, ctx, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS)
+        bench_die(prog, "stream create");
+    if (cuctx_module_load_data(&live_module, ctx, nop_ptx) != CUDA_SUCCESS)
+        bench_die(prog, "module load");
+    if (cuctx_mem_alloc(&live_mem, ctx, 4096) != CUDA_SUCCESS)
+        bench_die(prog, "device memory alloc");
+    if (cuctx_host_mem_alloc(&live_host_mem, ctx, 4096, 0) != CUDA_SUCCESS)
+        bench_die(prog, "host memory alloc");
+    if (cuctx_driver_symbol("cuGraphCreate", 10000, (void **)&graph_create) != CUDA_SUCCESS
+        || graph_create(&live_graph, 0) != CUDA_SUCCESS)
+        bench_die(prog, "graph create");
+    if (cuctx_graph_exec_instantiate(&live_graph_exec, ctx, live_graph, 0) != CUDA_SUCCESS)
+        bench_die(prog, "graph instantiate");
+    event_lookup_value = cuctx_event_raw(live_event);
+    ctx_lookup_value = cuctx_ctx_raw(ctx);
+    stream_lookup_value = cuctx_stream_raw(live_stream);
+    module_lookup_value = cuctx_module_raw(live_module);
+    mem_ptr_lookup_value = cuctx_mem_ptr(live_mem);
+    mem_size_lookup_value = cuctx_mem_size(live_mem);
+    host_ptr_lookup_value = cuctx_host_mem_ptr(live_host_mem);
+    host_size_lookup_value = cuctx_host_mem_size(live_host_mem);
+    graph_exec_lookup_value = cuctx_graph_exec_raw(live_graph_exec);
 }
 
-static long event_lookup_cuctx(long n)
+static void lookups_destroy(void)
 {
-    long bad = 0;
-    for (long i = 0; i < n; i++) {
-        CUevent e = cuctx_event_raw(live_event);
-        __asm__ volatile("" : "+r"(e));
-        bad += e == NULL;
-    }
-    return bad;
-}
-
-static long ctx_lookup_raw(long n)
-{
-    long bad = 0;
-    for (long i = 0; i < n; i++) {
-        CUcontext c = *(CUcontext volatile *)&live_ctx_raw;
-        bad += c == NULL;
-    }
-    return bad;
-}
-
-static long ctx_lookup_cuctx(long n)
-{
-    long bad = 0;
-    for (long i = 0; i < n; i++) {
-        CUcontext c = cuctx_ctx_raw(ctx);
-        __asm__ volatile("" : "+r"(c));
-        bad += c == NULL;
-    }
-    return bad;
+    PFN_cuGraphDestroy_v10000 graph_destroy;
+    if (cuctx_graph_exec_destroy(&live_graph_exec) != CUDA_SUCCESS
+        || cuctx_driver_symbol("cuGraphDestroy", 10000, (void **)&graph_destroy) != CUDA_SUCCESS
+        || graph_destroy(live_graph) != CUDA_SUCCESS || cuctx_host_mem_destroy(&live_host_mem) != CUDA_SUCCESS
+        || cuctx_mem_destroy(&live_mem) != CUDA_SUCCESS || cuctx_module_destroy(&live_module) != CUDA_SUCCESS
+        || cuctx_stream_destroy(&live_stream) != CUDA_SUCCESS || cuctx_event_destroy(&live_event) != CUDA_SUCCESS)
+        bench_die(prog, "cleanup");
 }
 
 enum side { RAW, CUCTX };
@@ -155,6 +199,13 @@ static const struct op {
     {"mem4k", "4 KiB alloc+free", 4, {mem_pair_raw, mem_pair_cuctx}, {NULL, NULL}},
     {"event_raw", "cuctx_event_raw lookup", 4096, {NULL, NULL}, {event_lookup_raw, event_lookup_cuctx}},
     {"ctx_raw", "cuctx_ctx_raw lookup", 4096, {NULL, NULL}, {ctx_lookup_raw, ctx_lookup_cuctx}},
+    {"stream_raw", "cuctx_stream_raw", 4096, {NULL, NULL}, {stream_lookup_raw, stream_lookup_cuctx}},
+    {"module_raw", "cuctx_module_raw", 4096, {NULL, NULL}, {module_lookup_raw, module_lookup_cuctx}},
+    {"mem_ptr", "cuctx_mem_ptr", 4096, {NULL, NULL}, {mem_ptr_lookup_raw, mem_ptr_lookup_cuctx}},
+    {"mem_size", "cuctx_mem_size", 4096, {NULL, NULL}, {mem_size_lookup_raw, mem_size_lookup_cuctx}},
+    {"host_mem_ptr", "cuctx_host_mem_ptr", 4096, {NULL, NULL}, {host_ptr_lookup_raw, host_ptr_lookup_cuctx}},
+    {"host_mem_size", "cuctx_host_mem_size", 4096, {NULL, NULL}, {host_size_lookup_raw, host_size_lookup_cuctx}},
+    {"graph_exec_raw", "cuctx_graph_exec_raw", 4096, {NULL, NULL}, {graph_exec_lookup_raw, graph_exec_lookup_cuctx}},
 };
 
 /* Nanoseconds per operation over one run of about `seconds` of one side. */
@@ -183,10 +234,7 @@ int main(int argc, char **argv)
     /* created contexts are pushed, so ctx is current from here on */
     if (cuctx_ctx_create(&ctx, 0, CUCTX_SCHED_AUTO) != CUDA_SUCCESS)
         bench_die(prog, "context create");
-    if (cuctx_event_create(&live_event, ctx, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
-        bench_die(prog, "event create");
-    live_event_raw = cuctx_event_raw(live_event);
-    live_ctx_raw = cuctx_ctx_raw(ctx);
+    lookups_make();
 
     FILE *data = bench_data_open(&cfg, prog,
         "# one thread, an owned context current; ns per operation, best run of each;\n"
@@ -219,7 +267,8 @@ int main(int argc, char **argv)
         fflush(stdout);
     }
     bench_data_close(data, &cfg);
-    if (cuctx_event_destroy(&live_event) != CUDA_SUCCESS || cuctx_ctx_destroy(&ctx) != CUDA_SUCCESS)
+    lookups_destroy();
+    if (cuctx_ctx_destroy(&ctx) != CUDA_SUCCESS)
         bench_die(prog, "cleanup");
     return 0;
 }

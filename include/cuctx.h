@@ -125,6 +125,17 @@ extern "C" {
  *  handle is a no-op returning CUDA_SUCCESS, like free(NULL).
  * ------------------------------------------------------------------------ */
 
+/* Filling a handle. Every create, adopt and cuctx_<kind>_ctx looks first at
+ * the handle it fills: one that still holds a live object is refused
+ * (CUDA_ERROR_INVALID_VALUE, "... already holds a live object; destroy or
+ * CUCTX_MOVE it first") and left as it was, object and all - the one failure
+ * that does not leave *out {0}. {0}, a destroyed or stale handle, and a child
+ * whose context has ended (its slot is released as its destroy would, with no
+ * driver call) are filled. So declare every handle initialised before its
+ * create - `cuctx_mem m = {0};`, or with CUCTX_AUTO, which needs it anyway:
+ * an uninitialised handle holds whatever the stack held, and a create into
+ * it is refused in the rare case that this equals a live id. */
+
 typedef struct cuctx_ctx { uint64_t id; } cuctx_ctx;
 typedef struct cuctx_event { uint64_t id; } cuctx_event;
 typedef struct cuctx_stream { uint64_t id; } cuctx_stream;
@@ -248,6 +259,17 @@ CUCTX_API CUresult cuctx_pop_current(void);
  *  owner's generation is alive, and otherwise returns CUDA_SUCCESS.
  * ------------------------------------------------------------------------ */
 
+/* The accessors (cuctx_event_raw, cuctx_mem_ptr, cuctx_mem_size, ...) cost
+ * a few loads and no driver call: they read the handle's slot without
+ * taking it, and a value counts only if the slot still holds the same
+ * object afterwards. They give NULL or 0, with the last error set, for a
+ * stale handle (CUDA_ERROR_INVALID_HANDLE) and for a child whose context
+ * has ended (CUDA_ERROR_CONTEXT_IS_DESTROYED: its object went with the
+ * context, though the handle still needs its destroy). For a child of a
+ * context others can end (primary, borrowed) they ask the driver whether
+ * it lives (cuCtxGetId), as every use does. cuctx_ctx_raw and
+ * cuctx_ctx_device likewise. */
+
 CUCTX_API CUresult cuctx_event_create(cuctx_event *out, cuctx_ctx ctx, unsigned flags);
 CUCTX_API CUresult cuctx_event_destroy(cuctx_event *ev);
 /* s = {0}: the owner's default stream. Event and stream must share a
@@ -294,6 +316,59 @@ CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s);
 CUCTX_API CUgraphExec cuctx_graph_exec_raw(cuctx_graph_exec ge);
 
 /* ------------------------------------------------------------------------
+ *  Handles from elsewhere: a child's context, objects made outside cuctx,
+ *  the default streams by name
+ * ------------------------------------------------------------------------ */
+
+/* A borrowed handle of the context h belongs to, in *out (see "Filling a
+ * handle"): a function given a stream can create in the stream's context.
+ * Destroying that handle (or its CUCTX_AUTO cleanup) never ends the
+ * context, as for cuctx_ctx_borrow; its children are tethered as any
+ * other's. A stale h gives CUDA_ERROR_INVALID_HANDLE, one whose context
+ * has ended CUDA_ERROR_CONTEXT_IS_DESTROYED; *out is {0} then. */
+CUCTX_API CUresult cuctx_event_ctx(cuctx_event h, cuctx_ctx *out);
+CUCTX_API CUresult cuctx_stream_ctx(cuctx_stream h, cuctx_ctx *out);
+CUCTX_API CUresult cuctx_module_ctx(cuctx_module h, cuctx_ctx *out);
+CUCTX_API CUresult cuctx_mem_ctx(cuctx_mem h, cuctx_ctx *out);
+CUCTX_API CUresult cuctx_host_mem_ctx(cuctx_host_mem h, cuctx_ctx *out);
+CUCTX_API CUresult cuctx_graph_exec_ctx(cuctx_graph_exec h, cuctx_ctx *out);
+
+/* A handle for a stream, event or device allocation made elsewhere (the
+ * CUDA runtime, another library), as a child of ctx ({0}: the current
+ * context, as for creates), which must be the context it was made in; the
+ * driver is not asked. owned != 0: the handle owns it - its destroy
+ * destroys it (cuStreamDestroy, cuEventDestroy, cuMemFree), tethered as a
+ * created one's: skipped once its context has ended. owned == 0: the
+ * handle only tracks it - its destroy ends the handle and never calls the
+ * driver - while every use is still checked against the context's
+ * generation. Adopt an object owned once at most: two owning handles
+ * destroy it twice. NULL or 0 is refused (CUDA_ERROR_INVALID_VALUE), and so
+ * are CU_STREAM_LEGACY and CU_STREAM_PER_THREAD, which are no objects (see
+ * CUCTX_STREAM_LEGACY). bytes is what cuctx_mem_size will say. */
+CUCTX_API CUresult cuctx_stream_adopt(cuctx_stream *out, cuctx_ctx ctx, CUstream raw, int owned);
+CUCTX_API CUresult cuctx_event_adopt(cuctx_event *out, cuctx_ctx ctx, CUevent raw, int owned);
+CUCTX_API CUresult cuctx_mem_adopt(cuctx_mem *out, cuctx_ctx ctx, CUdeviceptr p, size_t bytes, int owned);
+
+/* The default streams by name, as cuctx_stream values (constant
+ * expressions of the handle type: `cuctx_stream s = CUCTX_STREAM_LEGACY;`
+ * or an argument). Each names the default stream of whichever context a
+ * call runs in: cuctx_event_record and cuctx_graph_exec_launch run in the
+ * event's or graph exec's context, as with (cuctx_stream){0} - the
+ * driver's NULL stream, still accepted there - and cuctx_stream_synchronize
+ * and cuctx_stream_wait_event in the calling thread's current context.
+ * cuctx_stream_raw gives CU_STREAM_LEGACY and CU_STREAM_PER_THREAD for
+ * them; destroying one does nothing and returns CUDA_SUCCESS (a CUCTX_AUTO
+ * handle may hold one); cuctx_stream_ctx refuses them, as they belong to
+ * no one context. */
+#ifdef __cplusplus
+#  define CUCTX_STREAM_LEGACY (cuctx_stream{CUCTX__STREAM_LEGACY_ID})
+#  define CUCTX_STREAM_PER_THREAD (cuctx_stream{CUCTX__STREAM_PER_THREAD_ID})
+#else
+#  define CUCTX_STREAM_LEGACY ((cuctx_stream){CUCTX__STREAM_LEGACY_ID})
+#  define CUCTX_STREAM_PER_THREAD ((cuctx_stream){CUCTX__STREAM_PER_THREAD_ID})
+#endif
+
+/* ------------------------------------------------------------------------
  *  Create sites. Every create above is also a macro over its _at function,
  *  which records the caller's file, line and function for the leak report
  *  (CUCTX_LEAK_CHECK, cuctx_leak_report): nothing for the caller to write.
@@ -321,6 +396,20 @@ CUCTX_API CUresult cuctx_host_mem_alloc_at(cuctx_host_mem *out, cuctx_ctx ctx, s
 CUCTX_API CUresult cuctx_graph_exec_instantiate_at(cuctx_graph_exec *out, cuctx_ctx ctx, CUgraph graph,
                                                    unsigned long long flags, const char *file, int line,
                                                    const char *func);
+
+/* The adopts record their site as the creates do. */
+CUCTX_API CUresult cuctx_stream_adopt_at(cuctx_stream *out, cuctx_ctx ctx, CUstream raw, int owned,
+                                         const char *file, int line, const char *func);
+CUCTX_API CUresult cuctx_event_adopt_at(cuctx_event *out, cuctx_ctx ctx, CUevent raw, int owned,
+                                        const char *file, int line, const char *func);
+CUCTX_API CUresult cuctx_mem_adopt_at(cuctx_mem *out, cuctx_ctx ctx, CUdeviceptr p, size_t bytes, int owned,
+                                      const char *file, int line, const char *func);
+
+#if !defined(CUCTX_NO_SITES)
+#  define cuctx_stream_adopt(out, ctx, raw, owned) cuctx_stream_adopt_at(out, ctx, raw, owned, CUCTX__SITE)
+#  define cuctx_event_adopt(out, ctx, raw, owned) cuctx_event_adopt_at(out, ctx, raw, owned, CUCTX__SITE)
+#  define cuctx_mem_adopt(out, ctx, p, bytes, owned) cuctx_mem_adopt_at(out, ctx, p, bytes, owned, CUCTX__SITE)
+#endif
 
 #if !defined(CUCTX_NO_SITES)
 #  define cuctx_ctx_create(out, dev, flags) cuctx_ctx_create_at(out, dev, flags, CUCTX__SITE)
@@ -454,6 +543,11 @@ CUCTX_API unsigned cuctx_version_hex(void);
  *  may name a helper defined later, since it expands where it is used;
  *  the inline functions here are each defined before their first use.)
  * ======================================================================== */
+
+/* The ids of CUCTX_STREAM_LEGACY and CUCTX_STREAM_PER_THREAD: stream ids
+ * (kind 3) of slots 0 and 1 at generation 0, which no live handle has. */
+#define CUCTX__STREAM_LEGACY_ID UINT64_C(0x0c00000000000000)
+#define CUCTX__STREAM_PER_THREAD_ID UINT64_C(0x0c00000100000000)
 
 /* The states of cuctx_scope.state. */
 #define CUCTX__SCOPE_FAILED  0  /* enter failed: block skipped, nothing to undo */

@@ -13,6 +13,8 @@
  */
 #include "config.h"
 
+#include "claim.h"
+#include "context.h"
 #include "ctxmap.h"
 #include "cuctx.h"
 #include "current.h"
@@ -22,6 +24,7 @@
 #include "ids.h"
 #include "init.h"
 #include "registry.h"
+#include "tether.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -33,10 +36,13 @@ static CUresult handle_new(cuctx_ctx *out, uint64_t entry, enum cuctx_life life,
     struct cuctx_slot *h = cuctx__slot_alloc();
     if (!h)
         return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
-    __atomic_store_n(&h->u.ctx.entry, entry, __ATOMIC_RELAXED);    /* peeked at by handle_entry */
-    h->u.ctx.life = (int)life;
-    h->u.ctx.dev = dev;
-    h->u.ctx.site = *site;
+    /* atomic: peekers with stale ids may read the reused slot (cuctx__slot_alloc) */
+    __atomic_store_n(&h->u.ctx.entry, entry, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->u.ctx.life, (int)life, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->u.ctx.dev, dev, __ATOMIC_RELAXED);
+    struct cuctx_site here = *site;     /* the entry is held or made under the lock: its by_id is settled */
+    here.by_id = cuctx__slot_own(cuctx__id_index(entry))->u.entry.by_id;
+    cuctx__site_store(&h->u.ctx.site, &here);
     out->id = cuctx__slot_publish(h, KIND_CTX_HANDLE);
     if (life == LIFE_OWNED)    /* the entry, made just now under the lock, names its owner */
         __atomic_store_n(&cuctx__slot_own(cuctx__id_index(entry))->u.entry.owner_handle, out->id, __ATOMIC_RELAXED);
@@ -55,17 +61,19 @@ CUCTX_API CUresult cuctx_ctx_create_at(cuctx_ctx *out, CUdevice dev, unsigned fl
                                        const char *file, int line, const char *func)
 {
     static const char fn[] = "cuctx_ctx_create";
-    struct cuctx_site site = {file, func, line};
+    struct cuctx_site site = {.file = file, .func = func, .line = line};
     CUcontext raw = NULL;
     unsigned long long ctx_id = 0;
     uint64_t entry;
+    CUresult rc;
     if (!out)
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: out is NULL", fn);
-    out->id = 0;
+    if ((rc = cuctx__claim(&out->id, KIND_CTX_HANDLE, fn)) != CUDA_SUCCESS)
+        return rc;
     if (!flags_valid(flags))
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: unknown flags %#x", fn, flags);
     CUCTX_INIT_OR_RETURN(fn);
-    CUresult rc = cuctx__create_pushed(&raw, flags, dev);
+    rc = cuctx__create_pushed(&raw, flags, dev);
     if (rc != CUDA_SUCCESS)
         return cuctx__fail(rc, "%s: cuCtxCreate on device %d failed: %s", fn, (int)dev, cuctx_result_name(rc));
     if ((rc = cuctx__ctx_id(raw, &ctx_id)) != CUDA_SUCCESS) {
@@ -93,16 +101,18 @@ static struct cuctx_slot *same_context(uint64_t id, unsigned long long ctx_id)
 CUCTX_API CUresult cuctx_ctx_primary_at(cuctx_ctx *out, CUdevice dev, const char *file, int line, const char *func)
 {
     static const char fn[] = "cuctx_ctx_primary";
-    struct cuctx_site site = {file, func, line};
+    struct cuctx_site site = {.file = file, .func = func, .line = line};
     CUcontext raw = NULL;
     unsigned long long ctx_id = 0;
     uint64_t entry = 0;
+    CUresult rc;
     if (!out)
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: out is NULL", fn);
-    out->id = 0;
+    if ((rc = cuctx__claim(&out->id, KIND_CTX_HANDLE, fn)) != CUDA_SUCCESS)
+        return rc;
     CUCTX_INIT_OR_RETURN(fn);
     cuctx__ctx_lock();
-    CUresult rc = DRV(cuDevicePrimaryCtxRetain)(&raw, dev);
+    rc = DRV(cuDevicePrimaryCtxRetain)(&raw, dev);
     if (rc != CUDA_SUCCESS) {
         cuctx__ctx_unlock();
         return cuctx__fail(rc, "%s: cuDevicePrimaryCtxRetain on device %d failed: %s", fn, (int)dev,
@@ -248,20 +258,39 @@ CUCTX_API CUresult cuctx_ctx_primary_reset(CUdevice dev)
 CUCTX_API CUresult cuctx_ctx_borrow_at(cuctx_ctx *out, CUcontext raw, const char *file, int line, const char *func)
 {
     static const char fn[] = "cuctx_ctx_borrow";
-    struct cuctx_site site = {file, func, line};
+    struct cuctx_site site = {.file = file, .func = func, .line = line};
     struct cuctx_held o;
+    CUresult rc;
     if (!out)
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: out is NULL", fn);
-    out->id = 0;
+    if ((rc = cuctx__claim(&out->id, KIND_CTX_HANDLE, fn)) != CUDA_SUCCESS)
+        return rc;
     if (!raw)
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: the context is NULL", fn);
     CUCTX_INIT_OR_RETURN(fn);
-    CUresult rc = cuctx__entry_hold_raw(raw, fn, &o);
+    rc = cuctx__entry_hold_raw(raw, fn, &o);
     if (rc != CUDA_SUCCESS)
         return rc;
     CUdevice dev = o.slot->u.entry.dev;
     rc = handle_new(out, o.id, LIFE_BORROWED, dev, fn, &site);
     cuctx__entry_release(&o);
+    return rc;
+}
+
+/* A child's context, borrowed: the handle's destroy never ends it. */
+CUresult cuctx__child_ctx(uint64_t id, enum cuctx_kind kind, const char *fn, cuctx_ctx *out)
+{
+    static const struct cuctx_site site = {.file = NULL};
+    struct cuctx_use u;
+    CUresult rc;
+    if (!out)
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: out is NULL", fn);
+    if ((rc = cuctx__claim(&out->id, KIND_CTX_HANDLE, fn)) != CUDA_SUCCESS)
+        return rc;
+    if ((rc = cuctx__child_use(id, kind, fn, &u)) != CUDA_SUCCESS)
+        return rc;
+    rc = handle_new(out, u.entry.id, LIFE_BORROWED, u.entry.slot->u.entry.dev, fn, &site);
+    cuctx__child_done(&u);
     return rc;
 }
 
@@ -421,8 +450,15 @@ CUCTX_API CUresult cuctx_ctx_synchronize(cuctx_ctx ctx)
     return rc;
 }
 
+/* The accessors read an owned context's entry without holding it
+ * (cuctx__ctx_read, entry.h); the rest - stale handles, which the holding
+ * path reports, and contexts others can end, which a hold checks by the
+ * driver's id - hold it. */
 CUCTX_API CUcontext cuctx_ctx_raw(cuctx_ctx ctx)
 {
+    struct cuctx_entry_fields f;
+    if (cuctx__ctx_read_last(ctx, &f) || __builtin_expect(cuctx__ctx_read(ctx, &f), 1))
+        return f.raw;
     struct cuctx_held o = {0};
     if (hold_given(ctx, "cuctx_ctx_raw", &o) != CUDA_SUCCESS)
         return NULL;
@@ -433,6 +469,9 @@ CUCTX_API CUcontext cuctx_ctx_raw(cuctx_ctx ctx)
 
 CUCTX_API CUdevice cuctx_ctx_device(cuctx_ctx ctx)
 {
+    struct cuctx_entry_fields f;
+    if (__builtin_expect(cuctx__ctx_read(ctx, &f), 1))
+        return f.dev;
     struct cuctx_held o = {0};
     if (hold_given(ctx, "cuctx_ctx_device", &o) != CUDA_SUCCESS)
         return -1;

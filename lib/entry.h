@@ -115,6 +115,47 @@ static inline __attribute__((always_inline)) CUresult cuctx__ctx_hold(cuctx_ctx 
     }
     return cuctx__ctx_hold_slow(ctx, fn, out);
 }
+/* An accessor's read of a context handle without holding its entry, as a
+ * seqlock reader (registry.h, peek): the entry's address, and the handle's
+ * device (the entry's), while handle and entry are live and the registry
+ * alone decides the entry's life (an owned context's). 0 otherwise - {0},
+ * stale, closing, reused, or a context others can end (by_id: only a hold,
+ * which asks the driver, can tell; the handle keeps a copy of that fixed
+ * flag) - and the caller takes the holding path. */
+struct cuctx_entry_fields {
+    CUcontext raw;
+    CUdevice dev;
+};
+static inline __attribute__((always_inline)) int cuctx__ctx_read(cuctx_ctx ctx, struct cuctx_entry_fields *f)
+{
+    struct cuctx_slot *h = cuctx__slot_find(cuctx__id_index(ctx.id));
+    /* the id's kind need not be checked apart: see cuctx__child_value (tether.h) */
+    if (!h || !cuctx__word_matches_own(atomic_load_explicit(&h->word, memory_order_acquire), ctx.id, KIND_CTX_HANDLE))
+        return 0;
+    uint64_t entry = __atomic_load_n(&h->u.ctx.entry, __ATOMIC_RELAXED);
+    f->dev = __atomic_load_n(&h->u.ctx.dev, __ATOMIC_RELAXED);
+    unsigned char by_id = __atomic_load_n(&h->u.ctx.site.by_id, __ATOMIC_RELAXED);
+    if (!cuctx__peek_valid_own(h, ctx.id, KIND_CTX_HANDLE) || by_id)
+        return 0;
+    struct cuctx_slot *e = cuctx__peek_own(entry, KIND_ENTRY);
+    if (!e)
+        return 0;
+    f->raw = __atomic_load_n(&e->u.entry.raw, __ATOMIC_RELAXED);
+    return cuctx__peek_valid_own(e, entry, KIND_ENTRY);
+}
+/* The same for the owned context handle this thread used last
+ * (cuctx__ctx_hold_last): its entry live means its handle is, and the
+ * address is the thread's copy. The device is not kept there. */
+static inline __attribute__((always_inline)) int cuctx__ctx_read_last(cuctx_ctx ctx, struct cuctx_entry_fields *f)
+{
+    if (ctx.id != cuctx__me.entry.last.handle || ctx.id == 0
+        || !cuctx__word_matches_own(atomic_load_explicit(&cuctx__me.entry.last.slot->word, memory_order_acquire),
+                                    cuctx__me.entry.last.entry, KIND_ENTRY))
+        return 0;
+    f->raw = cuctx__me.entry.last.raw;
+    return 1;
+}
+
 /* The held entry of a raw context, registering it as borrowed when cuctx
  * has not met it (its id and device asked of the driver). */
 CUresult cuctx__entry_hold_raw(CUcontext raw, const char *fn, struct cuctx_held *out);

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include "cuctx.h"
+#include "context.h"
 #include "current.h"
 #include "driver.h"
 #include "error.h"
@@ -26,13 +27,31 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
 CUCTX_API CUresult cuctx_event_create_at(cuctx_event *out, cuctx_ctx ctx, unsigned flags,
                                    const char *file, int line, const char *func)
 {
-    struct cuctx_site site = {file, func, line};
+    struct cuctx_site site = {.file = file, .func = func, .line = line};
     return cuctx__child_create(out ? &out->id : NULL, KIND_EVENT, ctx, "cuctx_event_create", make, &flags, &site);
 }
 
 CUCTX_API CUresult (cuctx_event_create)(cuctx_event *out, cuctx_ctx ctx, unsigned flags)
 {
     return cuctx_event_create_at(out, ctx, flags, NULL, 0, NULL);
+}
+
+CUCTX_API CUresult cuctx_event_adopt_at(cuctx_event *out, cuctx_ctx ctx, CUevent raw, int owned,
+                                        const char *file, int line, const char *func)
+{
+    struct cuctx_site site = {.file = file, .func = func, .line = line};
+    return cuctx__child_adopt(out ? &out->id : NULL, KIND_EVENT, ctx, "cuctx_event_adopt", (uint64_t)(uintptr_t)raw, 0,
+                              owned, &site);
+}
+
+CUCTX_API CUresult (cuctx_event_adopt)(cuctx_event *out, cuctx_ctx ctx, CUevent raw, int owned)
+{
+    return cuctx_event_adopt_at(out, ctx, raw, owned, NULL, 0, NULL);
+}
+
+CUCTX_API CUresult cuctx_event_ctx(cuctx_event ev, cuctx_ctx *out)
+{
+    return cuctx__child_ctx(ev.id, KIND_EVENT, "cuctx_event_ctx", out);
 }
 
 CUCTX_API CUresult cuctx_event_destroy(cuctx_event *ev)
@@ -72,10 +91,11 @@ CUCTX_API CUresult cuctx_event_record(cuctx_event ev, cuctx_stream s)
     static const char fn[] = "cuctx_event_record";
     struct cuctx_use e, st = {0};
     struct cuctx_switch sw;
+    CUstream dflt;
     CUresult rc = cuctx__child_use(ev.id, KIND_EVENT, fn, &e);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (s.id) {
+    if (!cuctx__stream_default(s.id, &dflt)) {
         if ((rc = cuctx__child_use(s.id, KIND_STREAM, fn, &st)) != CUDA_SUCCESS)
             goto out;
         if (st.entry.id != e.entry.id) {
@@ -86,8 +106,8 @@ CUCTX_API CUresult cuctx_event_record(cuctx_event ev, cuctx_stream s)
         }
         rc = DRV(cuEventRecord)((CUevent)(uintptr_t)e.raw, (CUstream)(uintptr_t)st.raw);
     } else if ((rc = cuctx__switch_to(e.entry.raw, fn, &sw)) == CUDA_SUCCESS) {
-        /* the NULL stream is the current context's: make it the event's */
-        rc = DRV(cuEventRecord)((CUevent)(uintptr_t)e.raw, NULL);
+        /* a default stream is the current context's: make it the event's */
+        rc = DRV(cuEventRecord)((CUevent)(uintptr_t)e.raw, dflt);
         cuctx__switch_back(&sw, fn);
     } else {
         goto out;
@@ -125,6 +145,5 @@ CUCTX_API CUresult cuctx_event_elapsed_ms(cuctx_event start, cuctx_event end, fl
 
 CUCTX_API CUevent cuctx_event_raw(cuctx_event ev)
 {
-    uint64_t raw = 0;
-    return cuctx__child_peek(ev.id, KIND_EVENT, "cuctx_event_raw", &raw, NULL) ? (CUevent)(uintptr_t)raw : NULL;
+    return (CUevent)(uintptr_t)cuctx__child_value(ev.id, KIND_EVENT, "cuctx_event_raw", FIELD_RAW);
 }

@@ -2,6 +2,8 @@
 /* graph_exec.c - cuctx_graph_exec: what is particular to graph execs. */
 #include "config.h"
 
+#include "claim.h"
+#include "context.h"
 #include "cuctx.h"
 #include "current.h"
 #include "driver.h"
@@ -38,12 +40,12 @@ static CUresult need_graphs(const char *fn)
 CUCTX_API CUresult cuctx_graph_exec_instantiate_at(cuctx_graph_exec *out, cuctx_ctx ctx, CUgraph graph, unsigned long long flags,
                                    const char *file, int line, const char *func)
 {
-    struct cuctx_site site = {file, func, line};
+    struct cuctx_site site = {.file = file, .func = func, .line = line};
     static const char fn[] = "cuctx_graph_exec_instantiate";
     struct graph_args a = {graph, flags};
     CUresult rc;
-    if (out)
-        out->id = 0;
+    if (out && (rc = cuctx__claim(&out->id, KIND_GRAPH_EXEC, fn)) != CUDA_SUCCESS)
+        return rc;
     if (!graph)
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: graph is NULL", fn);
     if ((rc = cuctx__ensure_init(fn)) != CUDA_SUCCESS || (rc = need_graphs(fn)) != CUDA_SUCCESS)
@@ -56,6 +58,11 @@ CUCTX_API CUresult (cuctx_graph_exec_instantiate)(cuctx_graph_exec *out, cuctx_c
     return cuctx_graph_exec_instantiate_at(out, ctx, graph, flags, NULL, 0, NULL);
 }
 
+CUCTX_API CUresult cuctx_graph_exec_ctx(cuctx_graph_exec ge, cuctx_ctx *out)
+{
+    return cuctx__child_ctx(ge.id, KIND_GRAPH_EXEC, "cuctx_graph_exec_ctx", out);
+}
+
 CUCTX_API CUresult cuctx_graph_exec_destroy(cuctx_graph_exec *ge)
 {
     return cuctx__child_destroy(ge ? &ge->id : NULL, KIND_GRAPH_EXEC, "cuctx_graph_exec_destroy", &cuctx__graph_exec_kind);
@@ -66,10 +73,11 @@ CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s)
     static const char fn[] = "cuctx_graph_exec_launch";
     struct cuctx_use g, st = {0};
     struct cuctx_switch sw;
+    CUstream dflt;
     CUresult rc = cuctx__child_use(ge.id, KIND_GRAPH_EXEC, fn, &g);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (s.id) {
+    if (!cuctx__stream_default(s.id, &dflt)) {
         if ((rc = cuctx__child_use(s.id, KIND_STREAM, fn, &st)) != CUDA_SUCCESS)
             goto out;
         if (st.entry.id != g.entry.id) {
@@ -79,7 +87,7 @@ CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s)
         }
         rc = DRV(cuGraphLaunch)((CUgraphExec)(uintptr_t)g.raw, (CUstream)(uintptr_t)st.raw);
     } else if ((rc = cuctx__switch_to(g.entry.raw, fn, &sw)) == CUDA_SUCCESS) {
-        rc = DRV(cuGraphLaunch)((CUgraphExec)(uintptr_t)g.raw, NULL);
+        rc = DRV(cuGraphLaunch)((CUgraphExec)(uintptr_t)g.raw, dflt);
         cuctx__switch_back(&sw, fn);
     } else {
         goto out;
@@ -94,6 +102,5 @@ out:
 
 CUCTX_API CUgraphExec cuctx_graph_exec_raw(cuctx_graph_exec ge)
 {
-    uint64_t raw = 0;
-    return cuctx__child_peek(ge.id, KIND_GRAPH_EXEC, "cuctx_graph_exec_raw", &raw, NULL) ? (CUgraphExec)(uintptr_t)raw : NULL;
+    return (CUgraphExec)(uintptr_t)cuctx__child_value(ge.id, KIND_GRAPH_EXEC, "cuctx_graph_exec_raw", FIELD_RAW);
 }

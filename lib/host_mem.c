@@ -2,6 +2,7 @@
 /* host_mem.c - cuctx_host_mem (page-locked host memory): what is particular to it. */
 #include "config.h"
 
+#include "context.h"
 #include "cuctx.h"
 #include "driver.h"
 #include "error.h"
@@ -30,7 +31,7 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
 CUCTX_API CUresult cuctx_host_mem_alloc_at(cuctx_host_mem *out, cuctx_ctx ctx, size_t bytes, unsigned flags,
                                    const char *file, int line, const char *func)
 {
-    struct cuctx_site site = {file, func, line};
+    struct cuctx_site site = {.file = file, .func = func, .line = line};
     struct host_args a = {bytes, flags};
     return cuctx__child_create(out ? &out->id : NULL, KIND_HOST_MEM, ctx, "cuctx_host_mem_alloc", make, &a, &site);
 }
@@ -40,6 +41,11 @@ CUCTX_API CUresult (cuctx_host_mem_alloc)(cuctx_host_mem *out, cuctx_ctx ctx, si
     return cuctx_host_mem_alloc_at(out, ctx, bytes, flags, NULL, 0, NULL);
 }
 
+CUCTX_API CUresult cuctx_host_mem_ctx(cuctx_host_mem h, cuctx_ctx *out)
+{
+    return cuctx__child_ctx(h.id, KIND_HOST_MEM, "cuctx_host_mem_ctx", out);
+}
+
 CUCTX_API CUresult cuctx_host_mem_destroy(cuctx_host_mem *h)
 {
     return cuctx__child_destroy(h ? &h->id : NULL, KIND_HOST_MEM, "cuctx_host_mem_destroy", &cuctx__host_mem_kind);
@@ -47,13 +53,10 @@ CUCTX_API CUresult cuctx_host_mem_destroy(cuctx_host_mem *h)
 
 CUCTX_API size_t cuctx_host_mem_size(cuctx_host_mem h)
 {
-    uint64_t raw = 0;
-    size_t size = 0;
-    return cuctx__child_peek(h.id, KIND_HOST_MEM, "cuctx_host_mem_size", &raw, &size) ? size : 0;
+    return (size_t)cuctx__child_value(h.id, KIND_HOST_MEM, "cuctx_host_mem_size", FIELD_SIZE);
 }
 
 CUCTX_API void *cuctx_host_mem_ptr(cuctx_host_mem h)
 {
-    uint64_t raw = 0;
-    return cuctx__child_peek(h.id, KIND_HOST_MEM, "cuctx_host_mem_ptr", &raw, NULL) ? (void *)(uintptr_t)raw : NULL;
+    return (void *)(uintptr_t)cuctx__child_value(h.id, KIND_HOST_MEM, "cuctx_host_mem_ptr", FIELD_RAW);
 }

@@ -4,6 +4,7 @@
  * reused it frees another context's allocation and reports success. */
 #include "config.h"
 
+#include "context.h"
 #include "cuctx.h"
 #include "driver.h"
 #include "error.h"
@@ -29,13 +30,31 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
 CUCTX_API CUresult cuctx_mem_alloc_at(cuctx_mem *out, cuctx_ctx ctx, size_t bytes,
                                    const char *file, int line, const char *func)
 {
-    struct cuctx_site site = {file, func, line};
+    struct cuctx_site site = {.file = file, .func = func, .line = line};
     return cuctx__child_create(out ? &out->id : NULL, KIND_MEM, ctx, "cuctx_mem_alloc", make, &bytes, &site);
 }
 
 CUCTX_API CUresult (cuctx_mem_alloc)(cuctx_mem *out, cuctx_ctx ctx, size_t bytes)
 {
     return cuctx_mem_alloc_at(out, ctx, bytes, NULL, 0, NULL);
+}
+
+CUCTX_API CUresult cuctx_mem_adopt_at(cuctx_mem *out, cuctx_ctx ctx, CUdeviceptr p, size_t bytes, int owned,
+                                      const char *file, int line, const char *func)
+{
+    struct cuctx_site site = {.file = file, .func = func, .line = line};
+    return cuctx__child_adopt(out ? &out->id : NULL, KIND_MEM, ctx, "cuctx_mem_adopt", (uint64_t)p, bytes, owned,
+                              &site);
+}
+
+CUCTX_API CUresult (cuctx_mem_adopt)(cuctx_mem *out, cuctx_ctx ctx, CUdeviceptr p, size_t bytes, int owned)
+{
+    return cuctx_mem_adopt_at(out, ctx, p, bytes, owned, NULL, 0, NULL);
+}
+
+CUCTX_API CUresult cuctx_mem_ctx(cuctx_mem m, cuctx_ctx *out)
+{
+    return cuctx__child_ctx(m.id, KIND_MEM, "cuctx_mem_ctx", out);
 }
 
 CUCTX_API CUresult cuctx_mem_destroy(cuctx_mem *m)
@@ -45,13 +64,10 @@ CUCTX_API CUresult cuctx_mem_destroy(cuctx_mem *m)
 
 CUCTX_API size_t cuctx_mem_size(cuctx_mem m)
 {
-    uint64_t raw = 0;
-    size_t size = 0;
-    return cuctx__child_peek(m.id, KIND_MEM, "cuctx_mem_size", &raw, &size) ? size : 0;
+    return (size_t)cuctx__child_value(m.id, KIND_MEM, "cuctx_mem_size", FIELD_SIZE);
 }
 
 CUCTX_API CUdeviceptr cuctx_mem_ptr(cuctx_mem m)
 {
-    uint64_t raw = 0;
-    return cuctx__child_peek(m.id, KIND_MEM, "cuctx_mem_ptr", &raw, NULL) ? (CUdeviceptr)raw : 0;
+    return (CUdeviceptr)cuctx__child_value(m.id, KIND_MEM, "cuctx_mem_ptr", FIELD_RAW);
 }

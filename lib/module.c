@@ -2,6 +2,8 @@
 /* module.c - cuctx_module: what is particular to modules. */
 #include "config.h"
 
+#include "claim.h"
+#include "context.h"
 #include "cuctx.h"
 #include "driver.h"
 #include "error.h"
@@ -36,13 +38,13 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
 CUCTX_API CUresult cuctx_module_load_at(cuctx_module *out, cuctx_ctx ctx, const char *path,
                                    const char *file, int line, const char *func)
 {
-    struct cuctx_site site = {file, func, line};
+    struct cuctx_site site = {.file = file, .func = func, .line = line};
     struct module_args a = {path, NULL};
-    if (!path) {
-        if (out)
-            out->id = 0;
+    CUresult rc;
+    if (out && (rc = cuctx__claim(&out->id, KIND_MODULE, "cuctx_module_load")) != CUDA_SUCCESS)
+        return rc;
+    if (!path)
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "cuctx_module_load: path is NULL");
-    }
     return cuctx__child_create(out ? &out->id : NULL, KIND_MODULE, ctx, "cuctx_module_load", make, &a, &site);
 }
 
@@ -54,19 +56,24 @@ CUCTX_API CUresult (cuctx_module_load)(cuctx_module *out, cuctx_ctx ctx, const c
 CUCTX_API CUresult cuctx_module_load_data_at(cuctx_module *out, cuctx_ctx ctx, const void *image,
                                    const char *file, int line, const char *func)
 {
-    struct cuctx_site site = {file, func, line};
+    struct cuctx_site site = {.file = file, .func = func, .line = line};
     struct module_args a = {NULL, image};
-    if (!image) {
-        if (out)
-            out->id = 0;
+    CUresult rc;
+    if (out && (rc = cuctx__claim(&out->id, KIND_MODULE, "cuctx_module_load_data")) != CUDA_SUCCESS)
+        return rc;
+    if (!image)
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "cuctx_module_load_data: image is NULL");
-    }
     return cuctx__child_create(out ? &out->id : NULL, KIND_MODULE, ctx, "cuctx_module_load_data", make, &a, &site);
 }
 
 CUCTX_API CUresult (cuctx_module_load_data)(cuctx_module *out, cuctx_ctx ctx, const void *image)
 {
     return cuctx_module_load_data_at(out, ctx, image, NULL, 0, NULL);
+}
+
+CUCTX_API CUresult cuctx_module_ctx(cuctx_module mod, cuctx_ctx *out)
+{
+    return cuctx__child_ctx(mod.id, KIND_MODULE, "cuctx_module_ctx", out);
 }
 
 CUCTX_API CUresult cuctx_module_destroy(cuctx_module *mod)
@@ -91,6 +98,5 @@ CUCTX_API CUresult cuctx_module_function(cuctx_module mod, const char *name, CUf
 
 CUCTX_API CUmodule cuctx_module_raw(cuctx_module mod)
 {
-    uint64_t raw = 0;
-    return cuctx__child_peek(mod.id, KIND_MODULE, "cuctx_module_raw", &raw, NULL) ? (CUmodule)(uintptr_t)raw : NULL;
+    return (CUmodule)(uintptr_t)cuctx__child_value(mod.id, KIND_MODULE, "cuctx_module_raw", FIELD_RAW);
 }

@@ -57,11 +57,15 @@
  * The payload is written before the slot is published and read only by
  * holders of a pin, or by the one closer after the pins drained. */
 #define CUCTX_CACHE_LINE 64
-/* Where an object was made, for the leak report (NULL file: not known). */
+/* Where an object was made, for the leak report (NULL file: not known),
+ * and two facts fixed at its create, in the padding after line (a slot has
+ * no room for another word). */
 struct cuctx_site {
     const char *file;
     const char *func;
     int line;
+    unsigned char unowned;  /* adopted only to track: its destroy ends the handle alone */
+    unsigned char by_id;    /* its context's entry is by_id (fixed for the entry's life): accessors hold it */
 };
 struct cuctx_slot {
     _Alignas(CUCTX_CACHE_LINE) _Atomic uint64_t word;
@@ -195,12 +199,31 @@ static inline void cuctx__count_live(unsigned kind, int64_t delta)
 /* ---- slots ------------------------------------------------------------------ */
 
 /* Reserves a free slot; publish it with cuctx__slot_publish once filled.
- * NULL when the table cannot grow. */
+ * NULL when the table cannot grow. Its payload is written with relaxed
+ * atomic stores: a reader peeking with a stale id (cuctx__peek) may load the
+ * same fields at the same time. The fence orders those stores after the
+ * free that ended the slot's last generation, so a peeker that loads one of
+ * them sees that generation gone in cuctx__peek_valid (a seqlock writer's
+ * fence; on x86 it costs no instruction). */
 static inline struct cuctx_slot *cuctx__slot_alloc(void)
 {
+    struct cuctx_slot *s;
     if (__builtin_expect(cuctx__me.registry.ncache != 0, 1))
-        return cuctx__me.registry.cache[--cuctx__me.registry.ncache];
-    return cuctx__slot_alloc_slow();
+        s = cuctx__me.registry.cache[--cuctx__me.registry.ncache];
+    else
+        s = cuctx__slot_alloc_slow();
+    atomic_thread_fence(memory_order_release);
+    return s;
+}
+
+/* Writes a site into a slot's payload, atomically for peekers (above). */
+static inline void cuctx__site_store(struct cuctx_site *to, const struct cuctx_site *from)
+{
+    __atomic_store_n(&to->file, from->file, __ATOMIC_RELAXED);
+    __atomic_store_n(&to->func, from->func, __ATOMIC_RELAXED);
+    __atomic_store_n(&to->line, from->line, __ATOMIC_RELAXED);
+    __atomic_store_n(&to->unowned, from->unowned, __ATOMIC_RELAXED);
+    __atomic_store_n(&to->by_id, from->by_id, __ATOMIC_RELAXED);
 }
 
 /* A free slot back: to the thread's cache, else to the shared list. */
@@ -357,6 +380,19 @@ static inline int cuctx__peek_valid(struct cuctx_slot *s, uint64_t id, enum cuct
 {
     atomic_thread_fence(memory_order_acquire);  /* the field reads happen before this check */
     return cuctx__word_matches(atomic_load_explicit(&s->word, memory_order_relaxed), id, kind);
+}
+
+/* The same pair for an id the library made (see cuctx__slot_own). */
+static inline struct cuctx_slot *cuctx__peek_own(uint64_t id, enum cuctx_kind kind)
+{
+    struct cuctx_slot *s = cuctx__slot_own(cuctx__id_index(id));
+    return cuctx__word_matches_own(atomic_load_explicit(&s->word, memory_order_acquire), id, kind) ? s : NULL;
+}
+
+static inline int cuctx__peek_valid_own(struct cuctx_slot *s, uint64_t id, enum cuctx_kind kind)
+{
+    atomic_thread_fence(memory_order_acquire);
+    return cuctx__word_matches_own(atomic_load_explicit(&s->word, memory_order_relaxed), id, kind);
 }
 
 /* Abandons a close: the slot is live again with the same generation. */

@@ -2,8 +2,11 @@
 /* stream.c - cuctx_stream: what is particular to streams. */
 #include "config.h"
 
+#include "claim.h"
+#include "context.h"
 #include "cuctx.h"
 #include "driver.h"
+#include "entry.h"
 #include "error.h"
 #include "ids.h"
 #include "registry.h"
@@ -29,7 +32,7 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
 CUCTX_API CUresult cuctx_stream_create_at(cuctx_stream *out, cuctx_ctx ctx, unsigned flags, int priority,
                                    const char *file, int line, const char *func)
 {
-    struct cuctx_site site = {file, func, line};
+    struct cuctx_site site = {.file = file, .func = func, .line = line};
     struct stream_args a = {flags, priority};
     return cuctx__child_create(out ? &out->id : NULL, KIND_STREAM, ctx, "cuctx_stream_create", make, &a, &site);
 }
@@ -39,42 +42,101 @@ CUCTX_API CUresult (cuctx_stream_create)(cuctx_stream *out, cuctx_ctx ctx, unsig
     return cuctx_stream_create_at(out, ctx, flags, priority, NULL, 0, NULL);
 }
 
+CUCTX_API CUresult cuctx_stream_adopt_at(cuctx_stream *out, cuctx_ctx ctx, CUstream raw, int owned,
+                                         const char *file, int line, const char *func)
+{
+    static const char fn[] = "cuctx_stream_adopt";
+    struct cuctx_site site = {.file = file, .func = func, .line = line};
+    CUresult rc;
+    if (out && (rc = cuctx__claim(&out->id, KIND_STREAM, fn)) != CUDA_SUCCESS)
+        return rc;
+    if (raw == CU_STREAM_LEGACY || raw == CU_STREAM_PER_THREAD)
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE,
+                           "%s: %s is a default stream, not an object to adopt; name it %s", fn,
+                           raw == CU_STREAM_LEGACY ? "CU_STREAM_LEGACY" : "CU_STREAM_PER_THREAD",
+                           raw == CU_STREAM_LEGACY ? "CUCTX_STREAM_LEGACY" : "CUCTX_STREAM_PER_THREAD");
+    return cuctx__child_adopt(out ? &out->id : NULL, KIND_STREAM, ctx, fn, (uint64_t)(uintptr_t)raw, 0, owned, &site);
+}
+
+CUCTX_API CUresult (cuctx_stream_adopt)(cuctx_stream *out, cuctx_ctx ctx, CUstream raw, int owned)
+{
+    return cuctx_stream_adopt_at(out, ctx, raw, owned, NULL, 0, NULL);
+}
+
+CUCTX_API CUresult cuctx_stream_ctx(cuctx_stream s, cuctx_ctx *out)
+{
+    return cuctx__child_ctx(s.id, KIND_STREAM, "cuctx_stream_ctx", out);
+}
+
 CUCTX_API CUresult cuctx_stream_destroy(cuctx_stream *s)
 {
     return cuctx__child_destroy(s ? &s->id : NULL, KIND_STREAM, "cuctx_stream_destroy", &cuctx__stream_kind);
 }
 
+/* A stream argument for a call of its own: a handle's stream, pinned with
+ * its context held, or a default stream by name, with the calling thread's
+ * current context held (as a create given {0} holds it): the default
+ * streams are the current context's. */
+struct stream_arg {
+    struct cuctx_use use;
+    struct cuctx_held current;
+    CUstream raw;
+};
+
+static CUresult stream_arg_take(cuctx_stream s, const char *fn, struct stream_arg *a)
+{
+    a->use.obj = NULL;
+    a->use.entry.slot = NULL;
+    a->current.slot = NULL;
+    if (!cuctx__stream_named(s.id, &a->raw)) {
+        CUresult rc = cuctx__child_use(s.id, KIND_STREAM, fn, &a->use);
+        a->raw = (CUstream)(uintptr_t)a->use.raw;
+        return rc;
+    }
+    CUCTX_INIT_OR_RETURN(fn);
+    return cuctx__ctx_hold((cuctx_ctx){0}, fn, &a->current);
+}
+
+static void stream_arg_done(struct stream_arg *a)
+{
+    cuctx__entry_release(&a->current);
+    cuctx__child_done(&a->use);
+}
+
 CUCTX_API CUresult cuctx_stream_synchronize(cuctx_stream s)
 {
     static const char fn[] = "cuctx_stream_synchronize";
-    struct cuctx_use u;
-    CUresult rc = cuctx__child_use(s.id, KIND_STREAM, fn, &u);
+    struct stream_arg a;
+    CUresult rc = stream_arg_take(s, fn, &a);
     if (rc != CUDA_SUCCESS)
         return rc;
-    rc = DRV(cuStreamSynchronize)((CUstream)(uintptr_t)u.raw);
-    cuctx__child_done(&u);
+    rc = DRV(cuStreamSynchronize)(a.raw);
+    stream_arg_done(&a);
     return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuStreamSynchronize failed: %s", fn, cuctx_result_name(rc));
 }
 
 CUCTX_API CUresult cuctx_stream_wait_event(cuctx_stream s, cuctx_event ev)
 {
     static const char fn[] = "cuctx_stream_wait_event";
-    struct cuctx_use su, eu;
-    CUresult rc = cuctx__child_use(s.id, KIND_STREAM, fn, &su);
+    struct stream_arg sa;
+    struct cuctx_use eu;
+    CUresult rc = stream_arg_take(s, fn, &sa);
     if (rc != CUDA_SUCCESS)
         return rc;
     if ((rc = cuctx__child_use(ev.id, KIND_EVENT, fn, &eu)) == CUDA_SUCCESS) {
-        rc = DRV(cuStreamWaitEvent)((CUstream)(uintptr_t)su.raw, (CUevent)(uintptr_t)eu.raw, 0);
+        rc = DRV(cuStreamWaitEvent)(sa.raw, (CUevent)(uintptr_t)eu.raw, 0);
         cuctx__child_done(&eu);
         if (rc != CUDA_SUCCESS)
             cuctx__fail(rc, "%s: cuStreamWaitEvent failed: %s", fn, cuctx_result_name(rc));
     }
-    cuctx__child_done(&su);
+    stream_arg_done(&sa);
     return rc;
 }
 
 CUCTX_API CUstream cuctx_stream_raw(cuctx_stream s)
 {
-    uint64_t raw = 0;
-    return cuctx__child_peek(s.id, KIND_STREAM, "cuctx_stream_raw", &raw, NULL) ? (CUstream)(uintptr_t)raw : NULL;
+    CUstream named;
+    if (__builtin_expect(cuctx__stream_named(s.id, &named), 0))
+        return named;
+    return (CUstream)(uintptr_t)cuctx__child_value(s.id, KIND_STREAM, "cuctx_stream_raw", FIELD_RAW);
 }

@@ -39,11 +39,25 @@ CUresult cuctx__child_table_full(struct cuctx_held *o, const char *fn)
 CUresult cuctx__child_bad_handle(uint64_t id, enum cuctx_kind kind, const char *fn)
 {
     const char *want = cuctx__kind_name(kind);
+    CUstream named;
+    if (cuctx__stream_named(id, &named))
+        return cuctx__fail(CUDA_ERROR_INVALID_HANDLE,
+                           "%s: %s names the default stream of whichever context is current, not a stream object",
+                           fn, named == CU_STREAM_LEGACY ? "CUCTX_STREAM_LEGACY" : "CUCTX_STREAM_PER_THREAD");
     if (cuctx__id_kind(id) != kind)
         return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: handle %#llx is not a %s handle", fn,
                            (unsigned long long)id, want);
     return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "%s: %s handle %#llx is stale: destroyed already, or never valid",
                        fn, want, (unsigned long long)id);
+}
+
+/* A destroy whose handle names no live object to close: a default stream
+ * by name has nothing to destroy (so CUCTX_AUTO may hold one); anything
+ * else is a bad handle. */
+CUresult cuctx__child_unclosed(uint64_t id, enum cuctx_kind kind, const char *fn)
+{
+    CUstream named;
+    return kind == KIND_STREAM && cuctx__stream_named(id, &named) ? CUDA_SUCCESS : cuctx__child_bad_handle(id, kind, fn);
 }
 
 /* A destroy that does not reach the driver: the handle is released and
@@ -112,14 +126,13 @@ void cuctx__child_done(struct cuctx_use *u)
     cuctx__deliver_reports();
 }
 
-int cuctx__child_peek(uint64_t id, enum cuctx_kind kind, const char *fn, uint64_t *raw, size_t *size)
+uint64_t cuctx__child_value_slow(uint64_t id, enum cuctx_kind kind, const char *fn, enum cuctx_field field)
 {
     struct cuctx_use u;
     if (cuctx__child_use(id, kind, fn, &u) != CUDA_SUCCESS)
         return 0;
-    *raw = u.raw;
-    if (size)
-        *size = u.obj->u.child.size;
+    uint64_t v = field == FIELD_RAW ? u.raw : u.obj->u.child.size;
     cuctx__child_done(&u);
-    return 1;
+    return v;
 }
+

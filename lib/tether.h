@@ -8,6 +8,7 @@
 #define CUCTX_TETHER_H
 
 #include "cuctx.h"
+#include "claim.h"
 #include "current.h"
 #include "driver.h"
 #include "entry.h"
@@ -28,17 +29,28 @@ CUCTX_CHILD_KINDS(CUCTX__KIND_DECL)
 /* A kind's driver create, run with the owner current. */
 typedef CUresult (*cuctx_make_fn)(void *arg, uint64_t *raw, size_t *size);
 
+/* What an adoption hands cuctx__child_create in place of a make: the
+ * object made elsewhere; site->unowned says whether its destroy is cuctx's. */
+struct cuctx_adopted {
+    uint64_t raw;
+    size_t size;
+};
+
 /* The out-of-line ends of the two below: failures, skips, waiting. */
 CUresult cuctx__child_null(const char *fn);
 CUresult cuctx__child_table_full(struct cuctx_held *o, const char *fn);
 CUresult cuctx__child_bad_handle(uint64_t id, enum cuctx_kind kind, const char *fn);
+CUresult cuctx__child_unclosed(uint64_t id, enum cuctx_kind kind, const char *fn);
 CUresult cuctx__child_skip(struct cuctx_slot *s, _Atomic uint64_t *counter);
 CUresult cuctx__child_unheld(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind);
 CUresult cuctx__child_refused(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind);
 
-/* Creates a child: resolves the owner, runs make with it current, and
- * registers the result tethered to the owner's generation. Inline, so that
- * each kind's create is one function with its driver call in it. */
+/* Creates a child: claims *out (claim.h: not while it holds a live
+ * object), resolves the owner, runs make with it current, and registers
+ * the result tethered to the owner's generation. make NULL is an adoption:
+ * arg is a struct cuctx_adopted, taken as made, with no driver call and no
+ * switch. Inline, so that each kind's create is one function with its
+ * driver call in it. */
 static inline __attribute__((always_inline)) CUresult
 cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const char *fn, cuctx_make_fn make,
                     void *arg, const struct cuctx_site *site)
@@ -49,15 +61,20 @@ cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const ch
     size_t size = 0;
     if (__builtin_expect(!out, 0))
         return cuctx__child_null(fn);
-    *out = 0;
+    CUresult rc = cuctx__claim(out, kind, fn);
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0))
+        return rc;
     CUCTX_INIT_OR_RETURN(fn);
-    CUresult rc = cuctx__ctx_hold(ctx, fn, &o);
+    rc = cuctx__ctx_hold(ctx, fn, &o);
     if (__builtin_expect(rc != CUDA_SUCCESS, 0))
         return rc;
     struct cuctx_slot *s = cuctx__slot_alloc();
     if (__builtin_expect(!s, 0))
         return cuctx__child_table_full(&o, fn);
-    if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
+    if (__builtin_expect(!make, 0)) {
+        raw = ((const struct cuctx_adopted *)arg)->raw;
+        size = ((const struct cuctx_adopted *)arg)->size;
+    } else if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
         rc = make(arg, &raw, &size);
         cuctx__switch_back(&sw, fn);
     }
@@ -66,11 +83,13 @@ cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const ch
         cuctx__entry_release(&o);
         return rc;
     }
-    /* atomic: a reused slot's first word is peeked at as a context handle's entry */
+    /* atomic: peekers with stale ids may read the reused slot (cuctx__slot_alloc) */
     __atomic_store_n(&s->u.child.entry, o.id, __ATOMIC_RELAXED);
-    s->u.child.raw = raw;
-    s->u.child.size = size;
-    s->u.child.site = *site;
+    __atomic_store_n(&s->u.child.raw, raw, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.child.size, size, __ATOMIC_RELAXED);
+    struct cuctx_site here = *site;
+    here.by_id = o.slot->u.entry.by_id;
+    cuctx__site_store(&s->u.child.site, &here);
     *out = cuctx__slot_publish(s, kind);
     cuctx__entry_release(&o);
     return CUDA_SUCCESS;
@@ -93,9 +112,13 @@ cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const s
     uint64_t pins;
     struct cuctx_slot *s = cuctx__close_pinned(mine, kind, &pins);
     if (__builtin_expect(!s, 0))
-        return cuctx__child_bad_handle(mine, kind, fn);
+        return cuctx__child_unclosed(mine, kind, fn);
     if (__builtin_expect(pins != 0, 0))     /* a child has no holds: pins taken before the close */
         cuctx__drain_slow(s);
+    if (__builtin_expect(s->u.child.site.unowned, 0)) {    /* adopted to track only: not cuctx's to destroy */
+        cuctx__slot_free(s);
+        return CUDA_SUCCESS;
+    }
     if (__builtin_expect(atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed), 0))
         return cuctx__child_skip(s, &cuctx__shutdown_skips);
     CUresult rc = cuctx__entry_hold_quiet(s->u.child.entry, &o);
@@ -124,7 +147,78 @@ struct cuctx_use {
 };
 CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u);
 void cuctx__child_done(struct cuctx_use *u);
-/* Accessor helper: the payload of a live child, or 0 with the last error set. */
-int cuctx__child_peek(uint64_t id, enum cuctx_kind kind, const char *fn, uint64_t *raw, size_t *size);
+/* An accessor's read (the _raw, _ptr and _size functions): the driver
+ * value and size of a live child, or 0 with the last error set. The child
+ * is read without a pin or a hold, as a seqlock reader (registry.h, peek):
+ * its value counts only if its slot still has the id after the read, so a
+ * slot reused meanwhile never yields another object's value; and only if
+ * its owned context's entry is live (cuctx__entry_read). Anything else -
+ * stale, being destroyed, its context ended or one others can end - takes
+ * the checked path (tether.c), which pins, holds, and says why. */
+enum cuctx_field { FIELD_RAW, FIELD_SIZE };
+uint64_t cuctx__child_value_slow(uint64_t id, enum cuctx_kind kind, const char *fn, enum cuctx_field field);
+static inline __attribute__((always_inline)) uint64_t cuctx__child_value(uint64_t id, enum cuctx_kind kind,
+                                                                        const char *fn, enum cuctx_field field)
+{
+    /* The id's kind is not checked apart: the word holds the kind, and a
+     * live slot of kind with the id's index and generation is only ever
+     * named by an id of that kind. */
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
+    if (__builtin_expect(s && cuctx__word_matches_own(atomic_load_explicit(&s->word, memory_order_acquire), id, kind),
+                         1)) {
+        uint64_t entry = __atomic_load_n(&s->u.child.entry, __ATOMIC_RELAXED);
+        uint64_t v = field == FIELD_RAW ? __atomic_load_n(&s->u.child.raw, __ATOMIC_RELAXED)
+                                        : __atomic_load_n(&s->u.child.size, __ATOMIC_RELAXED);
+        unsigned char by_id = __atomic_load_n(&s->u.child.site.by_id, __ATOMIC_RELAXED);
+        if (__builtin_expect(cuctx__peek_valid_own(s, id, kind) && !by_id && cuctx__alive_own(entry, KIND_ENTRY), 1))
+            return v;
+    }
+    return cuctx__child_value_slow(id, kind, fn, field);
+}
+
+/* Adopts an object made elsewhere (the _adopt functions): a create whose
+ * make is taking raw; a NULL one is refused. owned: its destroy is cuctx's,
+ * else the handle only tracks it. In each kind's file, as its creates are. */
+static inline CUresult cuctx__child_adopt(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const char *fn,
+                                          uint64_t raw, size_t size, int owned, const struct cuctx_site *where)
+{
+    struct cuctx_site site = {.file = where->file, .func = where->func, .line = where->line, .unowned = !owned};
+    struct cuctx_adopted a = {raw, size};
+    CUresult rc;
+    if (!out)
+        return cuctx__child_null(fn);
+    if ((rc = cuctx__claim(out, kind, fn)) != CUDA_SUCCESS)
+        return rc;
+    if (!raw)
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: the %s to adopt is NULL", fn, cuctx__kind_name(kind));
+    return cuctx__child_create(out, kind, ctx, fn, NULL, &a, &site);
+}
+
+/* The default streams. {0} names the driver's NULL stream, and
+ * CUCTX_STREAM_LEGACY and CUCTX_STREAM_PER_THREAD (cuctx.h) name
+ * CU_STREAM_LEGACY and CU_STREAM_PER_THREAD: stream ids of generation 0,
+ * which no slot ever has, so no stream handle is ever one of them. Each is
+ * the default stream of whichever context is current at the call. */
+_Static_assert(CUCTX__STREAM_LEGACY_ID == ((uint64_t)KIND_STREAM << CUCTX_ID_KIND_SHIFT | (uint64_t)0 << CUCTX_ID_INDEX_SHIFT),
+               "CUCTX_STREAM_LEGACY is stream index 0, generation 0");
+_Static_assert(CUCTX__STREAM_PER_THREAD_ID == ((uint64_t)KIND_STREAM << CUCTX_ID_KIND_SHIFT | (uint64_t)1 << CUCTX_ID_INDEX_SHIFT),
+               "CUCTX_STREAM_PER_THREAD is stream index 1, generation 0");
+/* Whether id names a default stream by name, and its driver value. */
+static inline int cuctx__stream_named(uint64_t id, CUstream *raw)
+{
+    if (__builtin_expect(id != CUCTX__STREAM_LEGACY_ID && id != CUCTX__STREAM_PER_THREAD_ID, 1))
+        return 0;
+    *raw = id == CUCTX__STREAM_LEGACY_ID ? CU_STREAM_LEGACY : CU_STREAM_PER_THREAD;
+    return 1;
+}
+/* The same with {0}, the NULL stream, counted in. */
+static inline int cuctx__stream_default(uint64_t id, CUstream *raw)
+{
+    if (id == 0) {
+        *raw = NULL;
+        return 1;
+    }
+    return cuctx__stream_named(id, raw);
+}
 
 #endif
