@@ -24,8 +24,8 @@
 static CUresult refuse(uint64_t id, enum cuctx_kind kind, const char *fn)
 {
     return cuctx__fail(CUDA_ERROR_INVALID_VALUE,
-                       "%s: the handle to fill already holds a live object (%s handle %#llx); destroy or "
-                       "CUCTX_MOVE it first",
+                       "%s: the handle to fill already holds a live object; destroy or CUCTX_MOVE it first "
+                       "(%s handle %#llx)",
                        fn, kind == KIND_CTX_HANDLE ? "context" : cuctx__kind_name(kind), (unsigned long long)id);
 }
 

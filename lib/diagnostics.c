@@ -146,6 +146,8 @@ static void report_one(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
             fprintf(r->out, "context %p", (void *)owner);
         else
             fprintf(r->out, "a destroyed context");
+        if (s->u.child.site.unowned)
+            fprintf(r->out, ", adopted to track (not cuctx's to destroy)");
         site_line(r->out, &s->u.child.site);
     }
     cuctx__unpin(s);

@@ -135,8 +135,5 @@ CUCTX_API CUresult cuctx_stream_wait_event(cuctx_stream s, cuctx_event ev)
 
 CUCTX_API CUstream cuctx_stream_raw(cuctx_stream s)
 {
-    CUstream named;
-    if (__builtin_expect(cuctx__stream_named(s.id, &named), 0))
-        return named;
     return (CUstream)(uintptr_t)cuctx__child_value(s.id, KIND_STREAM, "cuctx_stream_raw", FIELD_RAW);
 }

@@ -129,6 +129,9 @@ void cuctx__child_done(struct cuctx_use *u)
 uint64_t cuctx__child_value_slow(uint64_t id, enum cuctx_kind kind, const char *fn, enum cuctx_field field)
 {
     struct cuctx_use u;
+    CUstream named;     /* cuctx_stream_raw of a default stream by name: no slot has it */
+    if (kind == KIND_STREAM && cuctx__stream_named(id, &named))
+        return (uint64_t)(uintptr_t)named;
     if (cuctx__child_use(id, kind, fn, &u) != CUDA_SUCCESS)
         return 0;
     uint64_t v = field == FIELD_RAW ? u.raw : u.obj->u.child.size;
