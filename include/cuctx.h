@@ -349,9 +349,8 @@ CUCTX_API CUresult cuctx_stream_adopt(cuctx_stream *out, cuctx_ctx ctx, CUstream
 CUCTX_API CUresult cuctx_event_adopt(cuctx_event *out, cuctx_ctx ctx, CUevent raw, int owned);
 CUCTX_API CUresult cuctx_mem_adopt(cuctx_mem *out, cuctx_ctx ctx, CUdeviceptr p, size_t bytes, int owned);
 
-/* The default streams by name, as cuctx_stream values (constant
- * expressions of the handle type: `cuctx_stream s = CUCTX_STREAM_LEGACY;`
- * or an argument). Each names the default stream of whichever context a
+/* The default streams by name, as cuctx_stream values (initialisers and
+ * arguments: `cuctx_stream s = CUCTX_STREAM_LEGACY;`). Each names the default stream of whichever context a
  * call runs in: cuctx_event_record and cuctx_graph_exec_launch run in the
  * event's or graph exec's context, as with (cuctx_stream){0} - the
  * driver's NULL stream, still accepted there - and cuctx_stream_synchronize
@@ -364,6 +363,9 @@ CUCTX_API CUresult cuctx_mem_adopt(cuctx_mem *out, cuctx_ctx ctx, CUdeviceptr p,
 #  define CUCTX_STREAM_LEGACY (cuctx_stream{CUCTX__STREAM_LEGACY_ID})
 #  define CUCTX_STREAM_PER_THREAD (cuctx_stream{CUCTX__STREAM_PER_THREAD_ID})
 #else
+/* A compound literal: in ISO C not a constant expression, so a static
+ * object initialised with one is a gcc and clang extension, which gcc's
+ * -Wpedantic names; automatic variables and arguments are plain C. */
 #  define CUCTX_STREAM_LEGACY ((cuctx_stream){CUCTX__STREAM_LEGACY_ID})
 #  define CUCTX_STREAM_PER_THREAD ((cuctx_stream){CUCTX__STREAM_PER_THREAD_ID})
 #endif

@@ -40,9 +40,7 @@ static CUresult handle_new(cuctx_ctx *out, uint64_t entry, enum cuctx_life life,
     __atomic_store_n(&h->u.ctx.entry, entry, __ATOMIC_RELAXED);
     __atomic_store_n(&h->u.ctx.life, (int)life, __ATOMIC_RELAXED);
     __atomic_store_n(&h->u.ctx.dev, dev, __ATOMIC_RELAXED);
-    struct cuctx_site here = *site;     /* the entry is held or made under the lock: its by_id is settled */
-    here.by_id = cuctx__slot_own(cuctx__id_index(entry))->u.entry.by_id;
-    cuctx__site_store(&h->u.ctx.site, &here);
+    cuctx__site_store(&h->u.ctx.site, site);
     out->id = cuctx__slot_publish(h, KIND_CTX_HANDLE);
     if (life == LIFE_OWNED)    /* the entry, made just now under the lock, names its owner */
         __atomic_store_n(&cuctx__slot_own(cuctx__id_index(entry))->u.entry.owner_handle, out->id, __ATOMIC_RELAXED);

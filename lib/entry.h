@@ -115,13 +115,26 @@ static inline __attribute__((always_inline)) CUresult cuctx__ctx_hold(cuctx_ctx 
     }
     return cuctx__ctx_hold_slow(ctx, fn, out);
 }
+/* Whether an entry is live and the registry alone decides its life (an
+ * owned context's), seen without holding it: for the accessors, which take
+ * the holding path otherwise - ended, closing, or a context others can end
+ * (by_id: only a hold, which asks the driver, can tell). by_id is fixed for
+ * an entry's life and read after its word matched: a value read from a
+ * reuse of the slot means the entry ended meanwhile, which the caller
+ * could not have told from its ending just after the check. entry is an id
+ * the library made (a handle's or a child's field, read while that slot
+ * was live). */
+static inline __attribute__((always_inline)) int cuctx__entry_live_unheld(uint64_t entry)
+{
+    struct cuctx_slot *e = cuctx__peek_own(entry, KIND_ENTRY);
+    return e && !__atomic_load_n(&e->u.entry.by_id, __ATOMIC_RELAXED);
+}
+
 /* An accessor's read of a context handle without holding its entry, as a
  * seqlock reader (registry.h, peek): the entry's address, and the handle's
  * device (the entry's), while handle and entry are live and the registry
- * alone decides the entry's life (an owned context's). 0 otherwise - {0},
- * stale, closing, reused, or a context others can end (by_id: only a hold,
- * which asks the driver, can tell; the handle keeps a copy of that fixed
- * flag) - and the caller takes the holding path. */
+ * alone decides the entry's life (see above). 0 otherwise - {0}, stale,
+ * closing, reused, by_id - and the caller takes the holding path. */
 struct cuctx_entry_fields {
     CUcontext raw;
     CUdevice dev;
@@ -134,14 +147,14 @@ static inline __attribute__((always_inline)) int cuctx__ctx_read(cuctx_ctx ctx, 
         return 0;
     uint64_t entry = __atomic_load_n(&h->u.ctx.entry, __ATOMIC_RELAXED);
     f->dev = __atomic_load_n(&h->u.ctx.dev, __ATOMIC_RELAXED);
-    unsigned char by_id = __atomic_load_n(&h->u.ctx.site.by_id, __ATOMIC_RELAXED);
-    if (!cuctx__peek_valid_own(h, ctx.id, KIND_CTX_HANDLE) || by_id)
+    if (!cuctx__peek_valid_own(h, ctx.id, KIND_CTX_HANDLE))
         return 0;
     struct cuctx_slot *e = cuctx__peek_own(entry, KIND_ENTRY);
     if (!e)
         return 0;
     f->raw = __atomic_load_n(&e->u.entry.raw, __ATOMIC_RELAXED);
-    return cuctx__peek_valid_own(e, entry, KIND_ENTRY);
+    unsigned char by_id = __atomic_load_n(&e->u.entry.by_id, __ATOMIC_RELAXED);
+    return cuctx__peek_valid_own(e, entry, KIND_ENTRY) && !by_id;
 }
 /* The same for the owned context handle this thread used last
  * (cuctx__ctx_hold_last): its entry live means its handle is, and the

@@ -58,14 +58,13 @@
  * holders of a pin, or by the one closer after the pins drained. */
 #define CUCTX_CACHE_LINE 64
 /* Where an object was made, for the leak report (NULL file: not known),
- * and two facts fixed at its create, in the padding after line (a slot has
+ * and whether its destroy is cuctx's, in the padding after line (a slot has
  * no room for another word). */
 struct cuctx_site {
     const char *file;
     const char *func;
     int line;
     unsigned char unowned;  /* adopted only to track: its destroy ends the handle alone */
-    unsigned char by_id;    /* its context's entry is by_id (fixed for the entry's life): accessors hold it */
 };
 struct cuctx_slot {
     _Alignas(CUCTX_CACHE_LINE) _Atomic uint64_t word;
@@ -223,7 +222,6 @@ static inline void cuctx__site_store(struct cuctx_site *to, const struct cuctx_s
     __atomic_store_n(&to->func, from->func, __ATOMIC_RELAXED);
     __atomic_store_n(&to->line, from->line, __ATOMIC_RELAXED);
     __atomic_store_n(&to->unowned, from->unowned, __ATOMIC_RELAXED);
-    __atomic_store_n(&to->by_id, from->by_id, __ATOMIC_RELAXED);
 }
 
 /* A free slot back: to the thread's cache, else to the shared list. */

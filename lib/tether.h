@@ -87,9 +87,7 @@ cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const ch
     __atomic_store_n(&s->u.child.entry, o.id, __ATOMIC_RELAXED);
     __atomic_store_n(&s->u.child.raw, raw, __ATOMIC_RELAXED);
     __atomic_store_n(&s->u.child.size, size, __ATOMIC_RELAXED);
-    struct cuctx_site here = *site;
-    here.by_id = o.slot->u.entry.by_id;
-    cuctx__site_store(&s->u.child.site, &here);
+    cuctx__site_store(&s->u.child.site, site);
     *out = cuctx__slot_publish(s, kind);
     cuctx__entry_release(&o);
     return CUDA_SUCCESS;
@@ -169,8 +167,7 @@ static inline __attribute__((always_inline)) uint64_t cuctx__child_value(uint64_
         uint64_t entry = __atomic_load_n(&s->u.child.entry, __ATOMIC_RELAXED);
         uint64_t v = field == FIELD_RAW ? __atomic_load_n(&s->u.child.raw, __ATOMIC_RELAXED)
                                         : __atomic_load_n(&s->u.child.size, __ATOMIC_RELAXED);
-        unsigned char by_id = __atomic_load_n(&s->u.child.site.by_id, __ATOMIC_RELAXED);
-        if (__builtin_expect(cuctx__peek_valid_own(s, id, kind) && !by_id && cuctx__alive_own(entry, KIND_ENTRY), 1))
+        if (__builtin_expect(cuctx__peek_valid_own(s, id, kind) && cuctx__entry_live_unheld(entry), 1))
             return v;
     }
     return cuctx__child_value_slow(id, kind, fn, field);
