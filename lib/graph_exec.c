@@ -66,12 +66,11 @@ CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s)
     static const char fn[] = "cuctx_graph_exec_launch";
     struct cuctx_use g, st = {0};
     struct cuctx_switch sw;
-    CUresult rc = cuctx__child_use(ge.id, KIND_GRAPH_EXEC, fn, &g);
+    CUresult rc = s.id ? cuctx__child_use2(ge.id, KIND_GRAPH_EXEC, s.id, KIND_STREAM, fn, &g, &st)
+                       : cuctx__child_use(ge.id, KIND_GRAPH_EXEC, fn, &g);
     if (rc != CUDA_SUCCESS)
         return rc;
     if (s.id) {
-        if ((rc = cuctx__child_use(s.id, KIND_STREAM, fn, &st)) != CUDA_SUCCESS)
-            goto out;
         if (st.entry.id != g.entry.id) {
             rc = cuctx__fail(CUDA_ERROR_INVALID_CONTEXT,
                              "%s: the graph exec and the stream belong to different contexts", fn);
@@ -87,8 +86,7 @@ CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s)
     if (rc != CUDA_SUCCESS)
         cuctx__fail(rc, "%s: cuGraphLaunch failed: %s", fn, cuctx_result_name(rc));
 out:
-    cuctx__child_done(&st);
-    cuctx__child_done(&g);
+    cuctx__child_done2(&g, &st);
     return rc;
 }
 

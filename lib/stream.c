@@ -60,17 +60,12 @@ CUCTX_API CUresult cuctx_stream_wait_event(cuctx_stream s, cuctx_event ev)
 {
     static const char fn[] = "cuctx_stream_wait_event";
     struct cuctx_use su, eu;
-    CUresult rc = cuctx__child_use(s.id, KIND_STREAM, fn, &su);
+    CUresult rc = cuctx__child_use2(s.id, KIND_STREAM, ev.id, KIND_EVENT, fn, &su, &eu);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if ((rc = cuctx__child_use(ev.id, KIND_EVENT, fn, &eu)) == CUDA_SUCCESS) {
-        rc = DRV(cuStreamWaitEvent)((CUstream)(uintptr_t)su.raw, (CUevent)(uintptr_t)eu.raw, 0);
-        cuctx__child_done(&eu);
-        if (rc != CUDA_SUCCESS)
-            cuctx__fail(rc, "%s: cuStreamWaitEvent failed: %s", fn, cuctx_result_name(rc));
-    }
-    cuctx__child_done(&su);
-    return rc;
+    rc = DRV(cuStreamWaitEvent)((CUstream)(uintptr_t)su.raw, (CUevent)(uintptr_t)eu.raw, 0);
+    cuctx__child_done2(&su, &eu);
+    return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuStreamWaitEvent failed: %s", fn, cuctx_result_name(rc));
 }
 
 CUCTX_API CUstream cuctx_stream_raw(cuctx_stream s)
