@@ -237,8 +237,9 @@ static CUresult side_2d(const struct call *c, CUmemorytype type, const void *hos
 			unsigned char **out)
 {
 	size_t extent = (height - 1) * pitch + width, start = y * pitch + x;
-	if (type == CU_MEMORYTYPE_UNIFIED) {     /* a device pointer if it lies in an allocation, else a host one */
-		type = mem_containing(dev + start, extent) ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+	if (type == CU_MEMORYTYPE_UNIFIED) {     /* a device pointer if it lies where device memory is handed out */
+		bool device = mem_containing(dev, 0) || (dev >= SIM_DEVICE_BASE && dev < S.next_device_addr);
+		type = device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
 		host = (const void *)(uintptr_t)dev;
 	}
 	switch (type) {
