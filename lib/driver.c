@@ -40,15 +40,15 @@ static const char *driver_path(void)
     return p && *p ? p : "libcuda.so.1";
 }
 
-static CUresult lookup(const char *name, int version, void **out)
+static CUresult lookup(const char *name, int version, unsigned long long flags, void **out)
 {
     CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SUCCESS;
     CUresult rc;
     *out = NULL;
     if (gpa_v2)
-        rc = gpa_v2(name, out, version, CU_GET_PROC_ADDRESS_DEFAULT, &found);
+        rc = gpa_v2(name, out, version, flags, &found);
     else
-        rc = gpa_v1(name, out, version, CU_GET_PROC_ADDRESS_DEFAULT);
+        rc = gpa_v1(name, out, version, flags);
     if (rc == CUDA_SUCCESS && (found != CU_GET_PROC_ADDRESS_SUCCESS || !*out))
         rc = CUDA_ERROR_NOT_FOUND;
     if (rc != CUDA_SUCCESS)
@@ -101,7 +101,7 @@ static void load(void)
 
     /* cuInit first, so a stub or a machine without a device is reported as such. */
     void *p = NULL;
-    if (lookup("cuInit", 2000, &p) != CUDA_SUCCESS)
+    if (lookup("cuInit", 2000, CU_GET_PROC_ADDRESS_DEFAULT, &p) != CUDA_SUCCESS)
         p = dlsym(lib, "cuInit");
     if (!p) {
         init_fail(CUDA_ERROR_NOT_FOUND, "cuctx_init: the CUDA driver %s does not provide %s", path, "cuInit");
@@ -123,7 +123,7 @@ static void load(void)
         void **slot = (void **)(void *)((char *)&cuctx__drv + e->offset);
         if (*slot)
             continue;
-        rc = lookup(e->name, e->version, slot);
+        rc = lookup(e->name, e->version, CU_GET_PROC_ADDRESS_DEFAULT, slot);
         if (rc != CUDA_SUCCESS && e->required) {
             snprintf(code, sizeof code, "%s at ABI version %d: %s", e->name, e->version, cuctx_result_name(rc));
             init_fail(rc, "cuctx_init: the CUDA driver %s does not provide %s", path, code);
@@ -140,7 +140,7 @@ CUresult cuctx__driver_load(const char **msg)
     return init_rc;
 }
 
-CUresult cuctx__driver_lookup(const char *name, int version, void **out)
+CUresult cuctx__driver_lookup(const char *name, int version, unsigned long long flags, void **out)
 {
-    return lookup(name, version, out);
+    return lookup(name, version, flags, out);
 }

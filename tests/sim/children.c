@@ -356,7 +356,12 @@ CUresult sim_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsi
 	(void)shmem;
 	(void)params;
 	(void)extra;
-	if (enter_with(&c, F_cuLaunchKernel, H(f), ARGS(.handle2 = H(s))))
+	/* the grid and block as asked (cudasim.h): exact for every size the driver takes */
+	if (enter_with(&c, F_cuLaunchKernel, H(f),
+		       ARGS(.handle2 = H(s),
+			    .arg = (long long)((uint64_t)gx | (uint64_t)(gy & 0xffff) << 32 | (uint64_t)(gz & 0xffff) << 48),
+			    .flags = (unsigned long long)(bx & 0xffff) | (unsigned long long)(by & 0xffff) << 16
+				     | (unsigned long long)(bz & 0xffff) << 32)))
 		return leave(&c, c.rc);
 	struct obj *fn, *cur, *sctx;
 	CUresult rc = need_live(&c, K_FUNC, H(f), &fn);
