@@ -78,7 +78,11 @@
  *      out of any macro restore the context.
  *   5. Cleanup does not run on exit(), abort(), longjmp() or cancellation;
  *      nothing of cuctx may be used in a signal handler.
- *   6. Never goto into the scope of a CUCTX_AUTO variable.
+ *   6. Never goto into the scope of a CUCTX_AUTO variable: a goto forward
+ *      over its declaration lands in its scope too, and the cleanup runs on
+ *      stack garbage (clang refuses; gcc warns only with -Wjump-misses-init,
+ *      so turn it on). Declare every CUCTX_AUTO at the top of the function,
+ *      initialised, before the first goto; then goto out is safe.
  *   7. Host code only.
  *   8. Failures of automatic cleanup go to the error handler.
  *   9. Contexts others can end (primary, borrowed) are checked by the
