@@ -291,8 +291,9 @@ Test(testdriver, launches_are_recorded_and_run_nothing)
     OK(cuLaunchKernel(f, 3, 2, 1, 128, 2, 1, 0, s, args, NULL));
     struct cusim_call r = last("cuLaunchKernel");
     cr_assert_eq(r.handle, H(f));
-    cr_assert_eq(r.arg, 6);
-    cr_assert_eq(r.flags, 256);
+    /* grid x | y << 32 | z << 48, block x | y << 16 | z << 32 (cudasim.h) */
+    cr_assert_eq((unsigned long long)r.arg, 3ull | 2ull << 32 | 1ull << 48);
+    cr_assert_eq(r.flags, 128ull | 2ull << 16 | 1ull << 32);
     cr_assert_eq(r.stream, H(s));
     CUlaunchConfig cfg = {0};
     cfg.gridDimX = 4;
@@ -302,7 +303,8 @@ Test(testdriver, launches_are_recorded_and_run_nothing)
     cfg.hStream = s;
     OK(cuLaunchKernelEx(&cfg, f, args, NULL));
     r = last("cuLaunchKernelEx");
-    cr_assert(r.arg == 4 && r.flags == 64 && r.stream == H(s));
+    cr_assert((unsigned long long)r.arg == (4ull | 1ull << 32 | 1ull << 48) && r.flags == (64ull | 1ull << 16 | 1ull << 32)
+              && r.stream == H(s));
     unsigned char b[16];
     OK(cuMemcpyDtoH(b, d, sizeof b));
     for (int i = 0; i < 16; i++)

@@ -355,9 +355,12 @@ static CUresult launch(enum fn fn, CUfunction f, unsigned int gx, unsigned int g
 		       unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem, CUstream s)
 {
 	struct call c;
-	unsigned long long threads = (unsigned long long)bx * by * bz;
-	long long blocks = (long long)gx * gy * gz;
-	if (enter_with(&c, fn, H(f), ARGS(.flags = threads, .arg = blocks, .handle2 = H(s), .stream = H(s))))
+	/* the grid and block as asked (cudasim.h): exact for every size the driver takes */
+	if (enter_with(&c, fn, H(f),
+		       ARGS(.handle2 = H(s), .stream = H(s),
+			    .arg = (long long)((uint64_t)gx | (uint64_t)(gy & 0xffff) << 32 | (uint64_t)(gz & 0xffff) << 48),
+			    .flags = (unsigned long long)(bx & 0xffff) | (unsigned long long)(by & 0xffff) << 16
+				     | (unsigned long long)(bz & 0xffff) << 32)))
 		return leave(&c, c.rc);
 	struct obj *fo, *cur, *sctx;
 	CUresult rc = need_live(&c, K_FUNC, H(f), &fo);

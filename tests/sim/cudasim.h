@@ -60,8 +60,7 @@ extern "C" {
  *   cuStreamCreate                    flags         -               -
  *   cuStreamCreateWithPriority        flags         priority        -
  *   cuStreamWaitEvent                 flags         -               event
- *   cuLaunchKernel, cuLaunchKernelEx  threads per   blocks in the   stream
- *                                     block         grid
+ *   cuLaunchKernel, cuLaunchKernelEx  block         grid            stream
  *   cuMemAlloc, cuMemAllocHost        -             size            -
  *   cuMemHostAlloc                    flags         size            -
  *   cuMemsetD8                        the byte      count           -
@@ -81,6 +80,9 @@ extern "C" {
  *   cuGraphAddEmptyNode               -             dependencies    -
  *   cuGraphInstantiateWithFlags       flags         -               graph
  *   cuGraphLaunch                     -             -               stream
+ *
+ * cuLaunchKernel packs its sizes: arg = grid x | y << 32 | z << 48, flags =
+ * block x | y << 16 | z << 32 (exact for every size the driver accepts).
  *
  * A stream is logged as its value: 0 for NULL, 1 for CU_STREAM_LEGACY, 2 for
  * CU_STREAM_PER_THREAD.  Every other entry point logs all three as 0. */
