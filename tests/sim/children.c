@@ -380,7 +380,7 @@ static CUresult launch(enum fn fn, CUfunction f, unsigned int gx, unsigned int g
 		misuse(&c, H(s), "kernel launched on a stream of another context");
 		return leave(&c, CUDA_ERROR_INVALID_HANDLE);
 	}
-	if (!gx || !gy || !gz || !bx || !by || !bz || threads > 1024 || bx > 1024 || by > 1024 || bz > 64 ||
+	if (!gx || !gy || !gz || !bx || !by || !bz || (unsigned long long)bx * by * bz > 1024 || bx > 1024 || by > 1024 || bz > 64 ||
 	    gy > 65535 || gz > 65535 || gx > 2147483647u || shmem > 232448)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
 	return leave(&c, CUDA_SUCCESS);
