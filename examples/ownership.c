@@ -8,6 +8,9 @@
  *      refused, not sent to the driver.
  *   4. At the end cuctx_stats_get shows nothing alive.
  *
+ * run() shows the error-path pattern: its CUCTX_AUTO variables are all
+ * declared first, so each failure can goto out.
+ *
  * Exits 0 only if every step did what it says. It launches no kernel: it runs
  * on any GPU, and on the simulated driver of `make check`. */
 #include <cuctx.h>
@@ -95,21 +98,31 @@ static void *destroy_elsewhere(void *arg)
 
 static int run(void)
 {
+    /* Every CUCTX_AUTO of the function first, initialised, before the first
+     * goto: a goto out taken before a declaration further down would land in
+     * that variable's scope, and its cleanup would read stack garbage
+     * (cuctx(3), rule 6; gcc says so only with -Wjump-misses-init). */
     CUCTX_AUTO cuctx_ctx ctx = {0};
-    if (cuctx_ctx_create(&ctx, 0, CUCTX_SCHED_AUTO) != CUDA_SUCCESS || cuctx_pop_current() != CUDA_SUCCESS) {
-        fprintf(stderr, "ownership: %s\n", cuctx_last_error_message());
-        return 1;
-    }
+    CUCTX_AUTO cuctx_event ev = {0};
+    /* The plain locals too: -Wjump-misses-init warns of any initialised
+     * variable a goto skips, and is the only warning gcc has for the
+     * harmful case. */
+    const char *failed = NULL;
+    cuctx_stream s = {0}, s2 = {0};
+    cuctx_mem m = {0}, m2 = {0};
+    struct batch b;
+    cuctx_event copy;
+    struct handoff h;
+    pthread_t t;
+    CUresult rc;
+    if (cuctx_ctx_create(&ctx, 0, CUCTX_SCHED_AUTO) != CUDA_SUCCESS || cuctx_pop_current() != CUDA_SUCCESS)
+        goto out;
 
     printf("1. a function hands a stream and a buffer out with CUCTX_MOVE\n");
-    cuctx_stream s = {0};
-    cuctx_mem m = {0};
-    CUresult rc = make_stream_and_buffer(ctx, 1 << 20, &s, &m);
+    rc = make_stream_and_buffer(ctx, 1 << 20, &s, &m);
     check(rc == CUDA_SUCCESS && cuctx_mem_size(m) == 1 << 20 && cuctx_stream_synchronize(s) == CUDA_SUCCESS,
           "the caller got a live stream and a 1 MiB buffer");
     check(now().streams == 1 && now().mems == 1, "exactly one of each is alive: the function's copies were emptied");
-    cuctx_stream s2 = {0};
-    cuctx_mem m2 = {0};
     rc = make_stream_and_buffer(ctx, (size_t)1 << 50, &s2, &m2);    /* 1 PiB: the allocation fails */
     printf("  asking for 1 PiB: %s\n", cuctx_result_name(rc));
     check(rc != CUDA_SUCCESS && s2.id == 0 && m2.id == 0, "the failed call handed nothing out");
@@ -118,7 +131,6 @@ static int run(void)
     cuctx_mem_destroy(&m);
 
     printf("2. a struct that owns its objects, and one function that destroys them\n");
-    struct batch b;
     rc = batch_open(&b, ctx, 4096);
     check(rc == CUDA_SUCCESS, "batch_open made a stream, a buffer, page-locked memory and an event");
     if (rc == CUDA_SUCCESS) {
@@ -133,17 +145,15 @@ static int run(void)
     check(now().failed_destroys == 0, "closing it a second time did nothing (every handle was {0})");
 
     printf("3. a handle destroyed on another thread\n");
-    CUCTX_AUTO cuctx_event ev = {0};
-    if (cuctx_event_create(&ev, ctx, 0) != CUDA_SUCCESS) {
-        fprintf(stderr, "ownership: %s\n", cuctx_last_error_message());
-        return 1;
-    }
-    cuctx_event copy = ev;                  /* a copy kept behind: it will go stale */
-    struct handoff h = {CUCTX_MOVE(ev), CUDA_ERROR_UNKNOWN};
-    pthread_t t;
+    if (cuctx_event_create(&ev, ctx, 0) != CUDA_SUCCESS)
+        goto out;
+    copy = ev;                              /* a copy kept behind: it will go stale */
+    h.ev = CUCTX_MOVE(ev);
+    h.rc = CUDA_ERROR_UNKNOWN;
     if (pthread_create(&t, NULL, destroy_elsewhere, &h) != 0) {
-        fprintf(stderr, "ownership: pthread_create failed\n");
-        return 1;
+        failed = "pthread_create failed";
+        cuctx_event_destroy(&h.ev);         /* moved out of ev: no cleanup of ours ends it */
+        goto out;
     }
     pthread_join(t, NULL);
     check(h.rc == CUDA_SUCCESS && h.ev.id == 0, "the other thread's destroy succeeded and emptied its handle");
@@ -151,7 +161,10 @@ static int run(void)
     printf("  recording the stale copy here: %s\n", cuctx_result_name(rc));
     check(rc == CUDA_ERROR_INVALID_HANDLE, "the stale copy was refused without reaching the driver");
     return 0;
-}   /* ev ({0} after the move) and then ctx are cleaned up here */
+out:
+    fprintf(stderr, "ownership: %s\n", failed ? failed : cuctx_last_error_message());
+    return 1;
+}   /* on every path: ev ({0} after the move, or never made) and then ctx are cleaned up here */
 
 int main(void)
 {

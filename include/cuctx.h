@@ -78,7 +78,11 @@
  *      out of any macro restore the context.
  *   5. Cleanup does not run on exit(), abort(), longjmp() or cancellation;
  *      nothing of cuctx may be used in a signal handler.
- *   6. Never goto into the scope of a CUCTX_AUTO variable.
+ *   6. Never goto into the scope of a CUCTX_AUTO variable: a goto forward
+ *      over its declaration lands in its scope too, and the cleanup runs on
+ *      stack garbage (clang refuses; gcc warns only with -Wjump-misses-init,
+ *      so turn it on). Declare every CUCTX_AUTO at the top of the function,
+ *      initialised, before the first goto; then goto out is safe.
  *   7. Host code only.
  *   8. Failures of automatic cleanup go to the error handler.
  *   9. Contexts others can end (primary, borrowed) are checked by the
@@ -98,11 +102,13 @@
 #define CUCTX_H
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "cuctx_version.h"
+#include "cuctx_pfn.h"
 
 #if defined(_WIN32)
 #  define CUCTX_API
@@ -153,6 +159,21 @@ typedef struct cuctx_graph_exec { uint64_t id; } cuctx_graph_exec;
 CUCTX_API CUresult cuctx_destroy(void *handle);
 /* The same for cleanup: never aborts; failures go to the error handler. */
 CUCTX_API void cuctx_cleanup(void *handle);
+/* Both are also macros that take a pointer to a cuctx handle and nothing
+ * else: cuctx_destroy(&an_int), or a pointer to a const handle, does not
+ * compile (C11 _Generic in C, where gcc and clang also offer it before C11;
+ * overloads in C++). Code that holds handles of mixed kinds as void *
+ * calls the functions themselves, by the parenthesised name:
+ * (cuctx_destroy)(p), which checks the kind from the handle's id. Taking
+ * their address (cuctx_cleanup as a cleanup attribute's function) is
+ * unchanged. */
+#if defined(__cplusplus)
+#  define cuctx_destroy(handle) cuctx__destroy_typed(handle)
+#  define cuctx_cleanup(handle) cuctx__cleanup_typed(handle)
+#elif (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L) || defined(__GNUC__) || defined(__clang__)
+#  define cuctx_destroy(handle) CUCTX__HANDLE_ONLY(cuctx_destroy, handle)
+#  define cuctx_cleanup(handle) CUCTX__HANDLE_ONLY(cuctx_cleanup, handle)
+#endif
 
 #if !defined(CUCTX_NO_AUTO)
 #  if !defined(__GNUC__) && !defined(__clang__)
@@ -316,6 +337,26 @@ CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s);
 CUCTX_API CUgraphExec cuctx_graph_exec_raw(cuctx_graph_exec ge);
 
 /* ------------------------------------------------------------------------
+ *  Launches
+ * ------------------------------------------------------------------------ */
+
+/* A grid or block size, as CUDA's dim3: {x, y, z}; give all three
+ * ({n, 1, 1}), since 0 is a size the driver refuses. */
+typedef struct cuctx_dim3 { unsigned x, y, z; } cuctx_dim3;
+
+/* cuLaunchKernel(f, grid, block, shared_bytes, s, args, NULL) in the
+ * stream's context: if another context is current it is pushed for the
+ * launch and the thread's stack is left as it was. A stale stream, or one
+ * whose context has ended, is refused before the driver
+ * (CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_CONTEXT_IS_DESTROYED); s = {0} is
+ * the current context's default stream, as in the driver, and so are
+ * CUCTX_STREAM_LEGACY and CUCTX_STREAM_PER_THREAD (below). f must belong to
+ * a module of the stream's context; NULL is CUDA_ERROR_INVALID_VALUE. args
+ * as cuLaunchKernel's kernelParams. */
+CUCTX_API CUresult cuctx_launch(CUfunction f, cuctx_stream s, cuctx_dim3 grid, cuctx_dim3 block,
+                                size_t shared_bytes, void **args);
+
+/* ------------------------------------------------------------------------
  *  Handles from elsewhere: a child's context, objects made outside cuctx,
  *  the default streams by name
  * ------------------------------------------------------------------------ */
@@ -350,8 +391,9 @@ CUCTX_API CUresult cuctx_event_adopt(cuctx_event *out, cuctx_ctx ctx, CUevent ra
 CUCTX_API CUresult cuctx_mem_adopt(cuctx_mem *out, cuctx_ctx ctx, CUdeviceptr p, size_t bytes, int owned);
 
 /* The default streams by name, as cuctx_stream values (initialisers and
- * arguments: `cuctx_stream s = CUCTX_STREAM_LEGACY;`). Each names the default stream of whichever context a
- * call runs in: cuctx_event_record and cuctx_graph_exec_launch run in the
+ * arguments: `cuctx_stream s = CUCTX_STREAM_LEGACY;`). Each names the
+ * default stream of whichever context a call runs in: cuctx_launch in the
+ * current one, cuctx_event_record and cuctx_graph_exec_launch in the
  * event's or graph exec's context, as with (cuctx_stream){0} - the
  * driver's NULL stream, still accepted there - and cuctx_stream_synchronize
  * and cuctx_stream_wait_event in the calling thread's current context.
@@ -492,6 +534,39 @@ CUCTX_API CUresult cuctx_driver_version(int *out);
  * through cuGetProcAddress at the given ABI version (the suffix of the
  * PFN_name_vNNNN typedef you will call it through). */
 CUCTX_API CUresult cuctx_driver_symbol(const char *name, int version, void **out);
+/* The same with cuGetProcAddress's flags: CU_GET_PROC_ADDRESS_DEFAULT (what
+ * cuctx_driver_symbol passes), CU_GET_PROC_ADDRESS_LEGACY_STREAM or
+ * CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM (the _ptds/_ptsz variants,
+ * typed PFN_name_vNNNN_ptds or _ptsz). Other flags: CUDA_ERROR_INVALID_VALUE. */
+CUCTX_API CUresult cuctx_driver_symbol_flags(const char *name, int version, unsigned long long flags, void **out);
+
+/* ------------------------------------------------------------------------
+ *  Raw driver calls through the same driver
+ * ------------------------------------------------------------------------ */
+
+/* CUCTX_CALL(name, args...) calls the driver entry point name through the
+ * driver cuctx loaded (libcuda.so.1 or CUCTX_DRIVER), so a program's own
+ * calls and cuctx's reach one driver without linking libcuda:
+ *
+ *     CUresult rc = CUCTX_CALL(cuMemcpyHtoD, cuctx_mem_ptr(buf), host, bytes);
+ *
+ * name is the documented name (cuMemcpyHtoD, cuCtxCreate), not a _v2 form;
+ * the call goes through the PFN typedef of the ABI that cuda.h's prototype
+ * has (cudaTypedefs.h; for CUDA 13 headers, which no longer name it, the
+ * table in cuctx_pfn.h), so wrong arguments do not compile, and the entry
+ * point is resolved at that ABI version. With CUDA_API_PER_THREAD_DEFAULT_STREAM
+ * defined before the include it is the per-thread-default-stream variant
+ * (CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM), as cuda.h's own names are.
+ * Each call site resolves its entry point once, on first use, and keeps it
+ * (thread-safe); the value is the driver's CUresult. When cuctx cannot
+ * start or the driver lacks the entry point, nothing is called: the value
+ * is that error (CUDA_ERROR_NOT_FOUND for a missing entry point) and the
+ * last error says which. An expression (a GNU statement expression: gcc,
+ * clang, their C++ and nvcc's host code); for an entry point without
+ * arguments write CUCTX_CALL(cuCtxSynchronize, ), since C before C23 wants
+ * the comma. */
+#define CUCTX_CALL(name, ...)                                               \
+    CUCTX__CALL(#name, CUCTX__PFN_PICK(PFN_##name, CUCTX__PFN_##name), __VA_ARGS__)
 
 /* ------------------------------------------------------------------------
  *  Diagnostics
@@ -567,6 +642,80 @@ CUCTX_API unsigned cuctx_version_hex(void);
 /* __COUNTER__ so that two macros on one line still get distinct names. */
 #define CUCTX__UNIQUE(prefix) CUCTX__CAT(prefix, __COUNTER__)
 
+/* The typed cuctx_destroy and cuctx_cleanup. C: _Generic selects the
+ * function itself for a pointer to a (non-const) handle and has no other
+ * association, so anything else is an error; it does not evaluate its
+ * controlling expression, so handle is evaluated once, in the call. The
+ * function's name inside its own macro does not expand again. */
+#define CUCTX__HANDLE_ONLY(fn, handle)                                      \
+    __extension__ _Generic((handle),                                        \
+        cuctx_ctx *: fn, cuctx_event *: fn, cuctx_stream *: fn,             \
+        cuctx_module *: fn, cuctx_mem *: fn, cuctx_host_mem *: fn,          \
+        cuctx_graph_exec *: fn)(handle)
+#if defined(__cplusplus)
+/* C++: one overload per handle pointer and none taking void *, so a
+ * pointer to anything else matches none. */
+#  define CUCTX__TYPED_DESTROY(type)                                        \
+    static inline CUresult cuctx__destroy_typed(type *h) { return (cuctx_destroy)(h); } \
+    static inline void cuctx__cleanup_typed(type *h) { (cuctx_cleanup)(h); }
+extern "C++" {  /* overloads, inside the header's extern "C" */
+CUCTX__TYPED_DESTROY(cuctx_ctx)
+CUCTX__TYPED_DESTROY(cuctx_event)
+CUCTX__TYPED_DESTROY(cuctx_stream)
+CUCTX__TYPED_DESTROY(cuctx_module)
+CUCTX__TYPED_DESTROY(cuctx_mem)
+CUCTX__TYPED_DESTROY(cuctx_host_mem)
+CUCTX__TYPED_DESTROY(cuctx_graph_exec)
+}
+#  undef CUCTX__TYPED_DESTROY
+#endif
+
+/* CUCTX_CALL. The name is only ever stringified or pasted in CUCTX_CALL
+ * itself: passed on, it would expand through cuda.h's renames
+ * (cuMemcpyHtoD -> cuMemcpyHtoD_v2). CUDA 11.3 to 12.x's cudaTypedefs.h
+ * defines PFN_<name> as the typedef of cuda.h's prototype
+ * (PFN_cuMemcpyHtoD_v3020, or _v7000_ptds per-thread); CUDA 13's does not,
+ * and cuctx_pfn.h's CUCTX__PFN_<name> (from the same typedefs) stands in.
+ * Both arguments of the pick are expanded, only the chosen one is used. */
+#if defined(PFN_cuGetErrorString)
+#  define CUCTX__PFN_PICK(toolkit, cuctx) toolkit
+#else
+#  define CUCTX__PFN_PICK(toolkit, cuctx) cuctx
+#endif
+#define CUCTX__PFN_PLAIN(n, d) PFN_##n##_v##d
+#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
+#  define CUCTX__PFN_PTDS(n, d, p) PFN_##n##_v##p##_ptds
+#  define CUCTX__PFN_PTSZ(n, d, p) PFN_##n##_v##p##_ptsz
+#  define CUCTX__CALL_FLAGS CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+#else
+#  define CUCTX__PFN_PTDS(n, d, p) PFN_##n##_v##d
+#  define CUCTX__PFN_PTSZ(n, d, p) PFN_##n##_v##d
+#  define CUCTX__CALL_FLAGS CU_GET_PROC_ADDRESS_DEFAULT
+#endif
+#define CUCTX__STR2(x) #x
+#define CUCTX__STR(x) CUCTX__STR2(x)
+
+/* Resolves a CUCTX_CALL site: name at the ABI version read from pfn, the
+ * typedef's name ("PFN_cuMemcpyHtoD_v3020"), stored into *slot (the call
+ * site's function pointer) on success; otherwise the error, with the last
+ * error set, and *slot untouched. */
+CUCTX_API CUresult cuctx__call_resolve(const char *name, const char *pfn, unsigned long long flags, void *slot);
+
+/* One function pointer per call site (the static), loaded with acquire and
+ * stored by the resolve with release: after the first call, a load and a
+ * test. Two threads resolving at once store the same value. */
+#define CUCTX__CALL(name_str, pfn, ...)                                     \
+    __extension__({                                                         \
+        static pfn cuctx__call_site;                                        \
+        pfn cuctx__call_fn = __atomic_load_n(&cuctx__call_site, __ATOMIC_ACQUIRE); \
+        CUresult cuctx__call_rc = CUDA_SUCCESS;                             \
+        if (__builtin_expect(!cuctx__call_fn, 0)                            \
+            && (cuctx__call_rc = cuctx__call_resolve(name_str, CUCTX__STR(pfn), CUCTX__CALL_FLAGS, \
+                                                     (void *)&cuctx__call_site)) == CUDA_SUCCESS) \
+            cuctx__call_fn = __atomic_load_n(&cuctx__call_site, __ATOMIC_ACQUIRE); \
+        cuctx__call_fn ? cuctx__call_fn(__VA_ARGS__) : cuctx__call_rc;      \
+    })
+
 #if !defined(CUCTX_NO_AUTO)
 
 /* gcc and g++ themselves build the cleanup call like any other call, with
@@ -597,7 +746,7 @@ typedef union cuctx__handle_ptr {
 /* All pointers to structures share one representation: any member will do. */
 static inline void cuctx__auto_cleanup(cuctx__handle_ptr h)
 {
-    cuctx_cleanup(h.ctx);
+    (cuctx_cleanup)(h.ctx);
 }
 
 /* __extension__: -Wpedantic would flag the conversion to the union at every
@@ -621,7 +770,7 @@ struct cuctx__handle_ptr {
 
 static inline void cuctx__auto_cleanup(cuctx__handle_ptr h)
 {
-    cuctx_cleanup(h.p);
+    (cuctx_cleanup)(h.p);
 }
 }
 #    define CUCTX__AUTO __attribute__((cleanup(cuctx__auto_cleanup), unused))

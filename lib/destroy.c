@@ -14,7 +14,7 @@
 static const struct cuctx_child_kind *const child_kinds[KIND_COUNT] = {CUCTX_CHILD_KINDS(CUCTX__KIND_ENTRY)};
 #undef CUCTX__KIND_ENTRY
 
-CUCTX_API CUresult cuctx_destroy(void *handle)
+CUCTX_API CUresult (cuctx_destroy)(void *handle)
 {
     if (!handle)
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "cuctx_destroy: handle is NULL");
@@ -31,9 +31,9 @@ CUCTX_API CUresult cuctx_destroy(void *handle)
     return cuctx__fail(CUDA_ERROR_INVALID_HANDLE, "cuctx_destroy: %#llx is not a cuctx handle", (unsigned long long)bad);
 }
 
-CUCTX_API void cuctx_cleanup(void *handle)
+CUCTX_API void (cuctx_cleanup)(void *handle)
 {
-    if (cuctx_destroy(handle) != CUDA_SUCCESS) {
+    if ((cuctx_destroy)(handle) != CUDA_SUCCESS) {
         char why[512];
         snprintf(why, sizeof why, "%s", cuctx_last_error_message());
         cuctx__report(cuctx_last_error(), "automatic cleanup: %s", why);

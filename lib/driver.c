@@ -30,25 +30,27 @@ static void *lib;
 static PFN_cuGetProcAddress_v12000 gpa_v2;
 static PFN_cuGetProcAddress_v11030 gpa_v1;
 
-static const char *driver_path(void)
+/* The library to open, and whether CUCTX_DRIVER named it. */
+static const char *driver_path(int *named)
 {
 #ifdef HAVE_SECURE_GETENV
     const char *p = secure_getenv("CUCTX_DRIVER");  /* ignored when setuid/setgid */
 #else
     const char *p = getenv("CUCTX_DRIVER");
 #endif
-    return p && *p ? p : "libcuda.so.1";
+    *named = p && *p;
+    return *named ? p : "libcuda.so.1";
 }
 
-static CUresult lookup(const char *name, int version, void **out)
+static CUresult lookup(const char *name, int version, unsigned long long flags, void **out)
 {
     CUdriverProcAddressQueryResult found = CU_GET_PROC_ADDRESS_SUCCESS;
     CUresult rc;
     *out = NULL;
     if (gpa_v2)
-        rc = gpa_v2(name, out, version, CU_GET_PROC_ADDRESS_DEFAULT, &found);
+        rc = gpa_v2(name, out, version, flags, &found);
     else
-        rc = gpa_v1(name, out, version, CU_GET_PROC_ADDRESS_DEFAULT);
+        rc = gpa_v1(name, out, version, flags);
     if (rc == CUDA_SUCCESS && (found != CU_GET_PROC_ADDRESS_SUCCESS || !*out))
         rc = CUDA_ERROR_NOT_FOUND;
     if (rc != CUDA_SUCCESS)
@@ -77,34 +79,48 @@ static void init_fail(CUresult rc, const char *fmt, ...)
 
 static void load(void)
 {
-    const char *path = driver_path();
+    int named;
+    const char *path = driver_path(&named);
     char code[160];
     CUresult rc;
 
     lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);   /* never closed: handles outlive any caller */
     if (!lib) {
         const char *why = dlerror();
-        init_fail(CUDA_ERROR_NOT_INITIALIZED,
-                  "cuctx_init: cannot load the CUDA driver %s (%s); install the NVIDIA driver, or name a driver library in CUCTX_DRIVER",
-                  path, why ? why : "unknown dlopen error");
+        if (named)
+            init_fail(CUDA_ERROR_NOT_INITIALIZED,
+                      "cuctx_init: CUCTX_DRIVER names %s, which cannot be loaded (%s); set CUCTX_DRIVER to the "
+                      "path of a CUDA driver library (libcuda.so.1 or the test driver), or unset it to use libcuda.so.1",
+                      path, why ? why : "unknown dlopen error");
+        else
+            init_fail(CUDA_ERROR_NOT_INITIALIZED,
+                      "cuctx_init: cannot load the CUDA driver %s (%s); install the NVIDIA driver, or name a driver library in CUCTX_DRIVER",
+                      path, why ? why : "unknown dlopen error");
         return;
     }
     sym_to_fn(&gpa_v2, sizeof gpa_v2, dlsym(lib, "cuGetProcAddress_v2"));
     if (!gpa_v2)
         sym_to_fn(&gpa_v1, sizeof gpa_v1, dlsym(lib, "cuGetProcAddress"));
     if (!gpa_v2 && !gpa_v1) {
-        init_fail(CUDA_ERROR_NOT_INITIALIZED,
-                  "cuctx_init: the CUDA driver %s has no cuGetProcAddress (%s); cuctx needs a driver for CUDA 11.3 or newer",
-                  path, "neither cuGetProcAddress_v2 nor cuGetProcAddress exported");
+        if (named)
+            init_fail(CUDA_ERROR_NOT_INITIALIZED,
+                      "cuctx_init: CUCTX_DRIVER names %s, which is not a CUDA driver: it exports neither "
+                      "cuGetProcAddress_v2 nor cuGetProcAddress (a driver for CUDA 11.3 or newer does)",
+                      path);
+        else
+            init_fail(CUDA_ERROR_NOT_INITIALIZED,
+                      "cuctx_init: the CUDA driver %s has no cuGetProcAddress (%s); cuctx needs a driver for CUDA 11.3 or newer",
+                      path, "neither cuGetProcAddress_v2 nor cuGetProcAddress exported");
         return;
     }
 
     /* cuInit first, so a stub or a machine without a device is reported as such. */
     void *p = NULL;
-    if (lookup("cuInit", 2000, &p) != CUDA_SUCCESS)
+    if (lookup("cuInit", 2000, CU_GET_PROC_ADDRESS_DEFAULT, &p) != CUDA_SUCCESS)
         p = dlsym(lib, "cuInit");
     if (!p) {
-        init_fail(CUDA_ERROR_NOT_FOUND, "cuctx_init: the CUDA driver %s does not provide %s", path, "cuInit");
+        init_fail(CUDA_ERROR_NOT_FOUND, "cuctx_init: the CUDA driver %s%s does not provide %s", path,
+                  named ? " (named by CUCTX_DRIVER)" : "", "cuInit");
         return;
     }
     sym_to_fn(&cuctx__drv.f_cuInit, sizeof cuctx__drv.f_cuInit, p);
@@ -114,7 +130,14 @@ static void load(void)
                         : rc == CUDA_ERROR_NO_DEVICE    ? "no CUDA device is present"
                                                         : "the driver failed to initialise";
         snprintf(code, sizeof code, "%s: %s", cuctx_result_name(rc), why);
-        init_fail(rc, "cuctx_init: cuInit failed with the CUDA driver %s (%s)", path, code);
+        if (named && rc == CUDA_ERROR_STUB_LIBRARY)
+            init_fail(rc, "cuctx_init: CUCTX_DRIVER names %s, the CUDA toolkit's stub library, not a driver "
+                          "(cuInit: %s); name the driver itself (libcuda.so.1 of the NVIDIA driver) or unset CUCTX_DRIVER",
+                      path, cuctx_result_name(rc));
+        else if (named)
+            init_fail(rc, "cuctx_init: CUCTX_DRIVER names %s, whose cuInit failed (%s)", path, code);
+        else
+            init_fail(rc, "cuctx_init: cuInit failed with the CUDA driver %s (%s)", path, code);
         return;
     }
 
@@ -123,10 +146,11 @@ static void load(void)
         void **slot = (void **)(void *)((char *)&cuctx__drv + e->offset);
         if (*slot)
             continue;
-        rc = lookup(e->name, e->version, slot);
+        rc = lookup(e->name, e->version, CU_GET_PROC_ADDRESS_DEFAULT, slot);
         if (rc != CUDA_SUCCESS && e->required) {
             snprintf(code, sizeof code, "%s at ABI version %d: %s", e->name, e->version, cuctx_result_name(rc));
-            init_fail(rc, "cuctx_init: the CUDA driver %s does not provide %s", path, code);
+            init_fail(rc, "cuctx_init: the CUDA driver %s%s does not provide %s", path,
+                      named ? " (named by CUCTX_DRIVER)" : "", code);
             return;
         }
     }
@@ -140,7 +164,7 @@ CUresult cuctx__driver_load(const char **msg)
     return init_rc;
 }
 
-CUresult cuctx__driver_lookup(const char *name, int version, void **out)
+CUresult cuctx__driver_lookup(const char *name, int version, unsigned long long flags, void **out)
 {
-    return lookup(name, version, out);
+    return lookup(name, version, flags, out);
 }

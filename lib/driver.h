@@ -49,7 +49,8 @@
     X(cuMemFreeHost, 2000, 1)                   \
     X(cuGraphInstantiateWithFlags, 11040, 0)    \
     X(cuGraphExecDestroy, 10000, 0)             \
-    X(cuGraphLaunch, 10000, 0)
+    X(cuGraphLaunch, 10000, 0)                  \
+    X(cuLaunchKernel, 4000, 0)
 
 /* Members are named f_<name>: token pasting keeps cuda.h's renaming macros
  * (cuCtxCreate -> cuCtxCreate_v4) away from them. */
@@ -77,8 +78,8 @@ extern const size_t cuctx__drv_entry_count;
  * resolves the table; once, by init (init.c). On failure the return is
  * the error and *msg says why, a sentence starting "cuctx_init: ". */
 CUresult cuctx__driver_load(const char **msg);
-/* A driver entry point by name and ABI version (cuGetProcAddress). */
-CUresult cuctx__driver_lookup(const char *name, int version, void **out);
+/* A driver entry point by name, ABI version and cuGetProcAddress flags. */
+CUresult cuctx__driver_lookup(const char *name, int version, unsigned long long flags, void **out);
 
 /* The driver's id of a context; *id 0 and CUDA_SUCCESS without cuCtxGetId. */
 static inline CUresult cuctx__ctx_id(CUcontext raw, unsigned long long *id)

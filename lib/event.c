@@ -92,12 +92,12 @@ CUCTX_API CUresult cuctx_event_record(cuctx_event ev, cuctx_stream s)
     struct cuctx_use e, st = {0};
     struct cuctx_switch sw;
     CUstream dflt;
-    CUresult rc = cuctx__child_use(ev.id, KIND_EVENT, fn, &e);
+    int by_default = cuctx__stream_default(s.id, &dflt);
+    CUresult rc = !by_default ? cuctx__child_use2(ev.id, KIND_EVENT, s.id, KIND_STREAM, fn, &e, &st)
+                              : cuctx__child_use(ev.id, KIND_EVENT, fn, &e);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (!cuctx__stream_default(s.id, &dflt)) {
-        if ((rc = cuctx__child_use(s.id, KIND_STREAM, fn, &st)) != CUDA_SUCCESS)
-            goto out;
+    if (!by_default) {
         if (st.entry.id != e.entry.id) {
             rc = cuctx__fail(CUDA_ERROR_INVALID_CONTEXT,
                              "%s: the event and the stream belong to different contexts; the driver records an event only on a stream of its own context",
@@ -115,8 +115,7 @@ CUCTX_API CUresult cuctx_event_record(cuctx_event ev, cuctx_stream s)
     if (rc != CUDA_SUCCESS)
         cuctx__fail(rc, "%s: cuEventRecord failed: %s", fn, cuctx_result_name(rc));
 out:
-    cuctx__child_done(&st);
-    cuctx__child_done(&e);
+    cuctx__child_done2(&e, &st);
     return rc;
 }
 
@@ -127,19 +126,16 @@ CUCTX_API CUresult cuctx_event_elapsed_ms(cuctx_event start, cuctx_event end, fl
     float v = 0;
     if (!ms)
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: ms is NULL", fn);
-    CUresult rc = cuctx__child_use(start.id, KIND_EVENT, fn, &a);
+    CUresult rc = cuctx__child_use2(start.id, KIND_EVENT, end.id, KIND_EVENT, fn, &a, &b);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if ((rc = cuctx__child_use(end.id, KIND_EVENT, fn, &b)) == CUDA_SUCCESS) {
-        rc = DRV(cuEventElapsedTime)(&v, (CUevent)(uintptr_t)a.raw, (CUevent)(uintptr_t)b.raw);
-        cuctx__child_done(&b);
-        if (rc == CUDA_SUCCESS)
-            *ms = v;
-        else
-            cuctx__fail(rc, "%s: cuEventElapsedTime failed: %s (events made with CU_EVENT_DISABLE_TIMING, or not both recorded and complete?)",
-                        fn, cuctx_result_name(rc));
-    }
-    cuctx__child_done(&a);
+    rc = DRV(cuEventElapsedTime)(&v, (CUevent)(uintptr_t)a.raw, (CUevent)(uintptr_t)b.raw);
+    cuctx__child_done2(&a, &b);
+    if (rc == CUDA_SUCCESS)
+        *ms = v;
+    else
+        cuctx__fail(rc, "%s: cuEventElapsedTime failed: %s (events made with CU_EVENT_DISABLE_TIMING, or not both recorded and complete?)",
+                    fn, cuctx_result_name(rc));
     return rc;
 }
 

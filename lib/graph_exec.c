@@ -74,12 +74,12 @@ CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s)
     struct cuctx_use g, st = {0};
     struct cuctx_switch sw;
     CUstream dflt;
-    CUresult rc = cuctx__child_use(ge.id, KIND_GRAPH_EXEC, fn, &g);
+    int by_default = cuctx__stream_default(s.id, &dflt);
+    CUresult rc = !by_default ? cuctx__child_use2(ge.id, KIND_GRAPH_EXEC, s.id, KIND_STREAM, fn, &g, &st)
+                              : cuctx__child_use(ge.id, KIND_GRAPH_EXEC, fn, &g);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if (!cuctx__stream_default(s.id, &dflt)) {
-        if ((rc = cuctx__child_use(s.id, KIND_STREAM, fn, &st)) != CUDA_SUCCESS)
-            goto out;
+    if (!by_default) {
         if (st.entry.id != g.entry.id) {
             rc = cuctx__fail(CUDA_ERROR_INVALID_CONTEXT,
                              "%s: the graph exec and the stream belong to different contexts", fn);
@@ -95,8 +95,7 @@ CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s)
     if (rc != CUDA_SUCCESS)
         cuctx__fail(rc, "%s: cuGraphLaunch failed: %s", fn, cuctx_result_name(rc));
 out:
-    cuctx__child_done(&st);
-    cuctx__child_done(&g);
+    cuctx__child_done2(&g, &st);
     return rc;
 }
 

@@ -118,19 +118,26 @@ CUCTX_API CUresult cuctx_stream_synchronize(cuctx_stream s)
 CUCTX_API CUresult cuctx_stream_wait_event(cuctx_stream s, cuctx_event ev)
 {
     static const char fn[] = "cuctx_stream_wait_event";
+    struct cuctx_use su, eu;
     struct stream_arg sa;
-    struct cuctx_use eu;
-    CUresult rc = stream_arg_take(s, fn, &sa);
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    if ((rc = cuctx__child_use(ev.id, KIND_EVENT, fn, &eu)) == CUDA_SUCCESS) {
+    CUresult rc;
+    if (cuctx__stream_named(s.id, &sa.raw)) {
+        if ((rc = stream_arg_take(s, fn, &sa)) != CUDA_SUCCESS)
+            return rc;
+        if ((rc = cuctx__child_use(ev.id, KIND_EVENT, fn, &eu)) != CUDA_SUCCESS) {
+            stream_arg_done(&sa);
+            return rc;
+        }
         rc = DRV(cuStreamWaitEvent)(sa.raw, (CUevent)(uintptr_t)eu.raw, 0);
         cuctx__child_done(&eu);
-        if (rc != CUDA_SUCCESS)
-            cuctx__fail(rc, "%s: cuStreamWaitEvent failed: %s", fn, cuctx_result_name(rc));
+        stream_arg_done(&sa);
+    } else {
+        if ((rc = cuctx__child_use2(s.id, KIND_STREAM, ev.id, KIND_EVENT, fn, &su, &eu)) != CUDA_SUCCESS)
+            return rc;
+        rc = DRV(cuStreamWaitEvent)((CUstream)(uintptr_t)su.raw, (CUevent)(uintptr_t)eu.raw, 0);
+        cuctx__child_done2(&su, &eu);
     }
-    stream_arg_done(&sa);
-    return rc;
+    return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuStreamWaitEvent failed: %s", fn, cuctx_result_name(rc));
 }
 
 CUCTX_API CUstream cuctx_stream_raw(cuctx_stream s)

@@ -126,6 +126,53 @@ void cuctx__child_done(struct cuctx_use *u)
     cuctx__deliver_reports();
 }
 
+CUresult cuctx__child_use2(uint64_t a_id, enum cuctx_kind a_kind, uint64_t b_id, enum cuctx_kind b_kind,
+                           const char *fn, struct cuctx_use *a, struct cuctx_use *b)
+{
+    CUresult rc;
+    b->obj = NULL;
+    b->entry.slot = NULL;
+    b->entry.id = 0;
+    if ((rc = cuctx__child_use(a_id, a_kind, fn, a)) != CUDA_SUCCESS)
+        return rc;
+    if (!(b->obj = cuctx__pin(b_id, b_kind))) {
+        cuctx__child_done(a);
+        return cuctx__child_bad_handle(b_id, b_kind, fn);
+    }
+    uint64_t eb = b->obj->u.child.entry;
+    for (;;) {
+        if (eb == a->entry.id) {        /* one context: a's hold serves both */
+            b->entry = a->entry;
+            b->entry.slot = NULL;
+            break;
+        }
+        if ((rc = cuctx__entry_hold_quiet(eb, &b->entry)) == CUDA_SUCCESS)
+            break;
+        int waitable = rc == CUDA_ERROR_CONTEXT_IS_DESTROYED && cuctx__closing(eb, KIND_ENTRY);
+        cuctx__entry_release(&a->entry);
+        if (waitable && !cuctx__thread_holds_entry() && !cuctx__me.lock.held) {
+            cuctx__wait_closed(eb, KIND_ENTRY);
+            rc = cuctx__entry_hold(a->obj->u.child.entry, fn, &a->entry);
+            if (rc == CUDA_SUCCESS)
+                continue;
+        } else if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED) {
+            rc = cuctx__fail(rc, "%s: the context has been destroyed", fn);
+        }
+        cuctx__child_done(b);
+        cuctx__child_done(a);
+        return rc;
+    }
+    b->raw = b->obj->u.child.raw;
+    return CUDA_SUCCESS;
+}
+
+void cuctx__child_done2(struct cuctx_use *a, struct cuctx_use *b)
+{
+    cuctx__child_done(b);
+    cuctx__child_done(a);
+}
+
+
 uint64_t cuctx__child_value_slow(uint64_t id, enum cuctx_kind kind, const char *fn, enum cuctx_field field)
 {
     struct cuctx_use u;

@@ -145,6 +145,16 @@ struct cuctx_use {
 };
 CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u);
 void cuctx__child_done(struct cuctx_use *u);
+/* Two children for one call, pinned in that order. When
+ * they share a context its entry is held once (b's hold is a's); else
+ * both are held, and a close of b's entry that may yet be abandoned (a
+ * primary context living on in another retain) is waited out with neither
+ * held, then both are taken again: a thread never waits while it holds an
+ * entry, so two such calls never wait on each other. */
+CUresult cuctx__child_use2(uint64_t a_id, enum cuctx_kind a_kind, uint64_t b_id, enum cuctx_kind b_kind,
+                           const char *fn, struct cuctx_use *a, struct cuctx_use *b);
+void cuctx__child_done2(struct cuctx_use *a, struct cuctx_use *b);
+
 /* An accessor's read (the _raw, _ptr and _size functions): the driver
  * value and size of a live child, or 0 with the last error set. The child
  * is read without a pin or a hold, as a seqlock reader (registry.h, peek):

@@ -4,7 +4,7 @@
 #
 #   1. the dynamic symbols libcuctx.so defines are exactly the functions
 #      include/cuctx.h declares CUCTX_API - no internal cuctx__ name beyond
-#      the two the macros call, nothing missing;
+#      the three the macros call, nothing missing;
 #   2. lib/cuctx.map lists exactly those functions too;
 #   3. where the version script was used, each carries the version CUCTX_0.1;
 #   4. a program that does not link cuctx can dlopen() it (its initial-exec

@@ -3,7 +3,8 @@
 # compile_check.sh - the header's promises to compilers, as a TAP test.
 #
 #   - tests/compile/uses_every_macro.c (every macro and the API) builds with
-#     zero warnings (-Wall -Wextra -Wpedantic -Werror) with gcc and clang at
+#     zero warnings (-Wall -Wextra -Wpedantic -Werror, and for gcc's C
+#     -Wjump-misses-init, which cuctx(3), rule 6, tells users to turn on) with gcc and clang at
 #     C11, C17 and C23 (-std=c2x, the name gcc 12 and clang 14 know), each at
 #     -O0 and -O2 (some warnings only appear with the optimiser's analyses);
 #     as C++17 with g++ and clang++; with the configured $CC and $CXX; and as
@@ -26,7 +27,21 @@
 #     compile, without -Werror, with gcc, clang, g++, clang++ or nvcc;
 #   - tests/compile/const_auto.c, CUCTX_AUTO on a const handle, does not
 #     compile, without -Werror, with clang, g++, clang++ or nvcc; gcc in C
-#     warns by default (checked) and refuses it under -Werror.
+#     warns by default (checked) and refuses it under -Werror;
+#   - tests/compile/destroy_not_a_handle.c, cuctx_destroy and (-DCLEANUP)
+#     cuctx_cleanup of a pointer to an int, do not compile with gcc, clang
+#     (C11), g++, clang++ or nvcc;
+#   - tests/compile/call_wrong_args.c, CUCTX_CALL(cuMemcpyHtoD, ...) with a
+#     handle for its CUdeviceptr and (-DTOO_FEW) without its byte count, does
+#     not compile with gcc, clang, g++, clang++ or nvcc;
+#   - tests/compile/goto_over_auto.c, a goto over a CUCTX_AUTO declaration
+#     to a label in its scope, draws gcc's -Wjump-misses-init warning and is
+#     rejected by clang (cuctx(3), rule 6);
+#   - every line of include/cuctx_pfn.h names the typedef of the ABI that
+#     cuda.h's prototype has (C11 _Static_assert of gcc's
+#     __builtin_types_compatible_p), with and without
+#     CUDA_API_PER_THREAD_DEFAULT_STREAM (a SKIP with a toolkit whose
+#     cudaTypedefs.h names PFN_<name> itself: the table is not used there).
 #
 # Environment (set by `make check`): CC, CXX, NVCC (may be empty),
 # CUDA_CPPFLAGS, CUCTX_INCLUDE, CUCTX_SRCDIR. Nothing is linked.
@@ -47,6 +62,9 @@ DROPPED=$CUCTX_SRCDIR/tests/compile/move_dropped.c
 STATIC=$CUCTX_SRCDIR/tests/compile/static_auto.c
 CONST_MOVE=$CUCTX_SRCDIR/tests/compile/const_move.c
 CONST_AUTO=$CUCTX_SRCDIR/tests/compile/const_auto.c
+DESTROY=$CUCTX_SRCDIR/tests/compile/destroy_not_a_handle.c
+CALL_ARGS=$CUCTX_SRCDIR/tests/compile/call_wrong_args.c
+GOTO_OVER=$CUCTX_SRCDIR/tests/compile/goto_over_auto.c
 # cuctx_version.h, which cuctx.h includes, is written by configure into the build tree.
 INC="-I$CUCTX_INCLUDE -I${CUCTX_BUILDDIR:-$CUCTX_SRCDIR}/include $CUDA_CPPFLAGS"
 WARN="-Wall -Wextra -Wpedantic -Werror"
@@ -95,14 +113,16 @@ expect_clean() {
     fi
 }
 
-echo "1..47"
+echo "1..71"
 
 for cc in gcc clang; do
     for std in c11 c17 c2x; do
         for opt in -O0 -O2; do
             what="uses_every_macro.c: $cc -std=$std $opt has no warnings"
+            jump=
+            [ "$cc" = gcc ] && jump=-Wjump-misses-init     # C only; clang does not know it
             if have "$cc"; then
-                expect_clean "$what" "$cc" -std=$std $opt $WARN $INC -c "$SRC" -o "$work/x.o"
+                expect_clean "$what" "$cc" -std=$std $opt $WARN $jump $INC -c "$SRC" -o "$work/x.o"
             else
                 skip "$what" "no $cc"
             fi
@@ -152,7 +172,9 @@ for cc in gcc clang; do
         echo "no example found in $CUCTX_INCLUDE/cuctx.h" > "$work/out"
         not_ok "$what"
     elif have "$cc"; then
-        expect_clean "$what" "$cc" -std=c11 -O2 $WARN $INC -c "$work/example.c" -o "$work/x.o"
+        jump=
+        [ "$cc" = gcc ] && jump=-Wjump-misses-init
+        expect_clean "$what" "$cc" -std=c11 -O2 $WARN $jump $INC -c "$work/example.c" -o "$work/x.o"
     else
         skip "$what" "no $cc"
     fi
@@ -356,5 +378,95 @@ else
     skip "$what" "no gcc"
 fi
 
-[ "$n" -eq 47 ] || echo "# the plan said 47 checks but $n ran"
+# cuctx_destroy / cuctx_cleanup of a pointer to an int (the typed macros).
+not_handle='_Generic|generic association|cuctx__(destroy|cleanup)_typed|no instance of overloaded'
+for variant in "" -DCLEANUP; do
+    name=cuctx_destroy
+    [ -n "$variant" ] && name=cuctx_cleanup
+    for cc in gcc clang g++ clang++; do
+        what="destroy_not_a_handle.c: $cc rejects $name of an int pointer"
+        x=-std=c11
+        case $cc in *++) x="-x c++" ;; esac
+        if have "$cc"; then
+            expect_rejected "$what" "$not_handle" "$cc" $x $variant $INC -c "$DESTROY" -o "$work/x.o"
+        else
+            skip "$what" "no $cc"
+        fi
+    done
+    what="destroy_not_a_handle.c: nvcc rejects $name of an int pointer"
+    if have_nvcc; then
+        expect_rejected "$what" "$not_handle" "$NVCC" -c $variant $INC "$(cu "$DESTROY")" -o "$work/x.o"
+    else
+        skip "$what" "no nvcc (configure did not find one)"
+    fi
+done
+
+# CUCTX_CALL with arguments cuda.h's prototype does not take.
+wrong_args='incompatible type|cannot convert|no viable conversion|no suitable conversion|too few arguments'
+for variant in "" -DTOO_FEW; do
+    case=" a handle for its CUdeviceptr"
+    [ -n "$variant" ] && case=" too few arguments"
+    for cc in gcc clang g++ clang++; do
+        what="call_wrong_args.c: $cc rejects CUCTX_CALL(cuMemcpyHtoD) with$case"
+        x=-std=c11
+        case $cc in *++) x="-x c++" ;; esac
+        if have "$cc"; then
+            expect_rejected "$what" "$wrong_args" "$cc" $x $variant $INC -c "$CALL_ARGS" -o "$work/x.o"
+        else
+            skip "$what" "no $cc"
+        fi
+    done
+    what="call_wrong_args.c: nvcc rejects CUCTX_CALL(cuMemcpyHtoD) with$case"
+    if have_nvcc; then
+        expect_rejected "$what" "$wrong_args" "$NVCC" -c $variant $INC "$(cu "$CALL_ARGS")" -o "$work/x.o"
+    else
+        skip "$what" "no nvcc (configure did not find one)"
+    fi
+done
+
+# A goto over a CUCTX_AUTO declaration (cuctx(3), rule 6): gcc warns only
+# with -Wjump-misses-init, clang refuses it.
+what="goto_over_auto.c: gcc -Wjump-misses-init warns of a goto over a CUCTX_AUTO declaration"
+if have gcc; then
+    if gcc -std=c11 -Wjump-misses-init $INC -c "$GOTO_OVER" -o "$work/x.o" >"$work/out" 2>&1 &&
+       grep -E "jump skips variable initialization" "$work/out" >/dev/null; then
+        ok "$what"
+    else
+        echo "no -Wjump-misses-init warning: update cuctx(3), rule 6" >>"$work/out"
+        not_ok "$what"
+    fi
+else
+    skip "$what" "no gcc"
+fi
+what="goto_over_auto.c: clang rejects a goto over a CUCTX_AUTO declaration"
+if have clang; then
+    expect_jump_error "$what" clang -std=c11 $INC -fsyntax-only "$GOTO_OVER"
+else
+    skip "$what" "no clang"
+fi
+
+# cuctx_pfn.h against cuda.h's prototypes, one assertion per entry point.
+{
+    echo '#include <cuctx.h>'
+    echo '#if defined(PFN_cuGetErrorString)'
+    echo '#error the toolkit names PFN_<name> itself'
+    echo '#endif'
+    sed -n 's/^#define CUCTX__PFN_\([A-Za-z0-9_]*\) .*/_Static_assert(__builtin_types_compatible_p(CUCTX__PFN_\1, __typeof__(\&\1)), "\1");/p' \
+        "$CUCTX_INCLUDE/cuctx_pfn.h"
+} > "$work/pfn.c"
+for ptds in "" -DCUDA_API_PER_THREAD_DEFAULT_STREAM; do
+    what="cuctx_pfn.h: every typedef is cuda.h's prototype${ptds:+ (per-thread default stream)}"
+    if ! have gcc; then
+        skip "$what" "no gcc"
+    elif gcc -std=c11 $ptds $INC -fsyntax-only "$work/pfn.c" >"$work/out" 2>&1; then
+        ok "$what"
+    elif grep -q "names PFN_<name> itself" "$work/out"; then
+        skip "$what" "this toolkit's cudaTypedefs.h names PFN_<name>"
+    else
+        echo "regenerate it with tools/gen-pfn-table, or fix the generator's rules" >>"$work/out"
+        not_ok "$what"
+    fi
+done
+
+[ "$n" -eq 71 ] || echo "# the plan said 71 checks but $n ran"
 exit $((failed > 0))

@@ -35,7 +35,7 @@ verdict() {
   fi
 }
 
-echo "1..5"
+echo "1..6"
 
 run quickstart; verdict "quickstart: a scope, four objects, none current again after it" $? \
   "inside CUCTX_SCOPED: current context is ours" \
@@ -85,5 +85,29 @@ if [ -x "$ex/cxx_scopes" ]; then
     "cxx_scopes: every check passed"
 else
   n=$((n + 1)); echo "ok $n - cxx_scopes # SKIP not built"
+fi
+# raw_calls makes driver calls of its own, linked with -lcuda. On the
+# simulator it runs as a user's program does on the installed test driver:
+# LD_LIBRARY_PATH names the directory of the test driver built here (its
+# libcuda.so.1), and CUCTX_DRIVER is unset, so cuctx opens libcuda.so.1 too.
+# In make check-gpu it runs on the real driver.
+if [ -x "$ex/raw_calls" ]; then
+  if [ -n "${CUCTX_DRIVER:-}" ] && [ "${CUCTX_DRIVER#*libcudasim}" != "$CUCTX_DRIVER" ]; then
+    env -u CUCTX_DRIVER LD_LIBRARY_PATH="${CUCTX_TESTDRIVER_DIR:?}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+      timeout 120 "$ex/raw_calls" > "$out" 2> "$err"; rc=$?
+    kernel_line="raw_calls: kernels run nothing on the cuctx test driver: y kept the memset's value in 5000 of 5000 places"
+    device_line="raw_calls: device 0 is cuctx test driver"
+  else
+    run raw_calls; rc=$?
+    kernel_line="raw_calls: kernel: 5000 of 5000 values of y are 2 * x + 1"
+    device_line="raw_calls: device 0 is "
+  fi
+  verdict "raw_calls: the program's own copies and launch, linked with -lcuda, on cuctx's memory and stream" $rc \
+    "$device_line" \
+    "raw_calls: round trip: 5000 of 5000 values of x came back as written" \
+    "$kernel_line" \
+    "raw_calls: every check passed"
+else
+  n=$((n + 1)); echo "ok $n - raw_calls # SKIP not built (configure found no stub libcuda.so in the CUDA toolkit)"
 fi
 exit $failed

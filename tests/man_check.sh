@@ -42,7 +42,7 @@ fi
 
 missing=
 for name in $(grep '^CUCTX_API' "$src/include/cuctx.h" | sed -e 's/(.*//' -e 's/.*[ *]//' | grep -v '^cuctx__') \
-            CUCTX_AUTO CUCTX_MOVE CUCTX_SCOPED CUCTX_SCOPED_ELSE CUCTX_GUARD; do
+            CUCTX_AUTO CUCTX_MOVE CUCTX_SCOPED CUCTX_SCOPED_ELSE CUCTX_GUARD CUCTX_CALL; do
     f=$work/man3/$name.3
     if [ ! -f "$f" ]; then
         missing="$missing

@@ -925,7 +925,7 @@ static CUresult child_create(struct worker *w, struct child *c, cuctx_ctx ctx)
 static CUresult child_destroy_id(struct worker *w, enum child_kind kind, uint64_t *id)
 {
     if (rnd(&w->rng, 4) == 0)
-        return cuctx_destroy(id);
+        return (cuctx_destroy)(id);     /* the untyped form: a bare id of any kind */
     return child_kinds[kind].destroy(id);
 }
 

@@ -429,7 +429,7 @@ static void t_double_destroy(const struct kind *k)
     uint64_t stale_id = copy2.id;
     cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_HANDLE);
     cr_assert_neq(strstr(cuctx_last_error_message(), "stale"), NULL, "message: %s", cuctx_last_error_message());
-    rc = cuctx_destroy(&copy2);
+    rc = (cuctx_destroy)(&copy2);  /* the untyped form: the test holds any kind */
     cr_assert_eq(rc, CUDA_ERROR_INVALID_HANDLE, "cuctx_destroy through a stale copy: %s", cuctx_result_name(rc));
     cr_assert_eq(calls(k->destroy_fn), before, "a double destroy reached the driver");
 
@@ -729,7 +729,7 @@ static void t_move_out_of_scope(const struct kind *k)
     k->use(h.id, a);
     size_t m = log_mark();
     uint64_t r = k->raw(h.id);
-    CHECK_OK(cuctx_destroy(&h));
+    CHECK_OK((cuctx_destroy)(&h));     /* the untyped form: the test holds any kind */
     cr_assert_eq(h.id, 0);
     if (sim())
         cr_assert_eq(calls_on(k->destroy_fn, r, m), 1);
@@ -1145,7 +1145,7 @@ Test(children, stats_count_every_kind_at_once)
     /* generic destroy of each */
     for (int i = 0; i < N; i++)
         for (int j = 0; j < 2; j++)
-            CHECK_OK(cuctx_destroy(&h[i][j]));
+            CHECK_OK((cuctx_destroy)(&h[i][j]));  /* untyped: any kind */
     struct cuctx_stats st2 = stats();
     for (int i = 0; i < N; i++)
         cr_assert_eq(kind_count(all[i], &st2), kind_count(all[i], &st0), "%s", all[i]->name);
@@ -1172,7 +1172,7 @@ Test(children, null_handle_destroy_is_noop_and_null_pointer_is_invalid_value)
         cr_assert_eq(sim()->log_count(), n, "a {0} destroy called the driver");
     cr_assert_eq(cuctx_event_destroy(NULL), CUDA_ERROR_INVALID_VALUE);
     cr_assert_eq(cuctx_event_create(NULL, (cuctx_ctx){0}, 0), CUDA_ERROR_INVALID_VALUE);
-    cr_assert_eq(cuctx_destroy(NULL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq((cuctx_destroy)(NULL), CUDA_ERROR_INVALID_VALUE);
     ASSERT_NO_MISUSE();
 }
 

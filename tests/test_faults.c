@@ -690,6 +690,33 @@ out:
     CALL(cuctx_ctx_destroy(&c));
 }
 
+/* cuctx_launch on a stream of the owner (not current: pushed for it), and
+ * on the default stream with the owner current. */
+static void wl_launch(const struct workload *w)
+{
+    static const cuctx_dim3 grid = {2, 1, 1}, block = {32, 1, 1};
+    cuctx_ctx c = {0};
+    cuctx_module m = {0};
+    cuctx_stream s = {0};
+    CUfunction f = NULL;
+    if (owner_open(w->owner, &c) != CUDA_SUCCESS)
+        goto out;
+    if (CREATE(cuctx_module_load(&m, c, ptx_path), m) != CUDA_SUCCESS
+        || CALL(cuctx_module_function(m, "vadd", &f)) != CUDA_SUCCESS
+        || CREATE(cuctx_stream_create(&s, c, 0, 0), s) != CUDA_SUCCESS)
+        goto out;
+    CALL(cuctx_launch(f, s, grid, block, 0, NULL));
+    CUCTX_SCOPED(c) {
+        MARK("CUCTX_SCOPED(c) enter");
+        CALL(cuctx_launch(f, NO_STREAM, grid, block, 64, NULL));
+    }
+    MARK("CUCTX_SCOPED(c) exit");
+out:
+    CALL(cuctx_stream_destroy(&s));
+    CALL(cuctx_module_destroy(&m));
+    CALL(cuctx_ctx_destroy(&c));
+}
+
 static void wl_mem(const struct workload *w)
 {
     cuctx_ctx c = {0};
@@ -886,6 +913,8 @@ static const struct workload workloads[] = {
 #define KIND_WORKLOADS(name, ...) {#name, wl_##name, OWNED, 0}, {#name, wl_##name, PRIMARY, 0},
     TEST_CHILD_KINDS(KIND_WORKLOADS)
 #undef KIND_WORKLOADS
+    {"launch", wl_launch, OWNED, 0},
+    {"launch", wl_launch, PRIMARY, 0},
     {"automatic cleanup (CUCTX_AUTO)", wl_auto, OWNED, 0},
     {"cuctx_destroy", wl_destroy_any, OWNED, 0},
     {"cuctx_destroy", wl_destroy_any, PRIMARY, 0},

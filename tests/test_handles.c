@@ -351,7 +351,7 @@ static void t_adopt_owned_or_not(const char *kind)
         cr_assert_eq(cuctx_ctx_raw(owner), ra);
         CHECK_OK(cuctx_ctx_destroy(&owner));
         size_t m = log_mark();
-        CHECK_OK(cuctx_destroy(&h));
+        CHECK_OK((cuctx_destroy)(&h));   /* the void * form: h is a bare id */
         cr_assert_eq(h, 0);
         if (sim()) {
             cr_assert_eq(calls_on(o.destroy_fn, o.raw, m), (unsigned long)owned, "%s adopted %s: %s called %lu times",
@@ -399,8 +399,8 @@ static void t_adopt_after_context_destroy(const char *kind)
     cr_assert_eq(cuctx_last_error(), CUDA_ERROR_CONTEXT_IS_DESTROYED);
     if (strcmp(kind, "stream") == 0)
         cr_assert_eq(cuctx_stream_synchronize((cuctx_stream){tracked}), CUDA_ERROR_CONTEXT_IS_DESTROYED);
-    CHECK_OK(cuctx_destroy(&owned));
-    CHECK_OK(cuctx_destroy(&tracked));
+    CHECK_OK((cuctx_destroy)(&owned));
+    CHECK_OK((cuctx_destroy)(&tracked));
     cr_assert_eq(calls_since(m), 0, "a destroy after the context died reached the driver");
     cr_assert_eq(stats().stale_skips, st0.stale_skips + 1, "the owned adoption's destroy was not skipped as stale");
     ASSERT_NO_MISUSE();
@@ -499,6 +499,36 @@ Test(default_stream, wait_and_synchronize_in_the_current_context)
     }
     CHECK_OK(cuctx_event_destroy(&ev));
     CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
+
+/* Catches: cuctx_launch refusing the named default streams or sending
+ * another stream value than the driver's. */
+Test(default_stream, launch_on_named_streams)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    CUcontext ra = new_ctx(&a, 0, NULL, LEFT_CURRENT);
+    cuctx_module mod = {0};
+    CUfunction f = NULL;
+    CHECK_OK(kind_create_module(&mod, a));
+    CHECK_OK(cuctx_module_function(mod, "vadd", &f));
+    CUdeviceptr p = 0;
+    int n = 0;
+    void *args[] = {&p, &p, &p, &n};
+    const cuctx_stream streams[] = {CUCTX_STREAM_LEGACY, CUCTX_STREAM_PER_THREAD};
+    for (int i = 0; i < 2; i++) {
+        size_t m = log_mark();
+        CHECK_OK(cuctx_launch(f, streams[i], (cuctx_dim3){1, 1, 1}, (cuctx_dim3){1, 1, 1}, 0, args));
+        if (sim()) {
+            struct cusim_call c = last_call("cuLaunchKernel", m);
+            cr_assert_eq(c.handle2, (uint64_t)(uintptr_t)(i ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY));
+            cr_assert_eq(c.ctx, (uint64_t)(uintptr_t)ra);
+        }
+    }
+    CHECK_OK(cuctx_ctx_synchronize(a));
+    CHECK_OK(cuctx_module_destroy(&mod));
     CHECK_OK(cuctx_ctx_destroy(&a));
     ASSERT_NO_MISUSE();
 }

@@ -540,3 +540,58 @@ Test(lifetimes, a_reset_learns_the_primary_contexts_address_once)
     cr_assert_eq(calls("cuDevicePrimaryCtxRetain"), retains + 1, "the second reset asked the address again");
     cr_assert_eq(sim()->primary_outside_release(0), 0);
 }
+
+/* ---- a call with two children across a primary context's last release ---- */
+
+struct release_arg { cuctx_ctx p; CUresult rc; };
+
+static void *release_primary(void *p)
+{
+    struct release_arg *a = p;
+    a->rc = cuctx_ctx_destroy(&a->p);
+    return NULL;
+}
+
+/* cuctx's last retain of a primary context the runtime also retains: the
+ * release closes the context's entry and reopens it once the driver says
+ * the context lives on. A stream of another context waiting for an event of
+ * the primary context in that window must wait for the verdict; it said
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED, because the thread already held the
+ * stream's context when it came to the event's (found by tests/stress). */
+Test(lifetimes, a_call_with_two_children_waits_out_a_primary_release_its_context_survives)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(20);
+    cuctx_ctx other = {0};
+    cuctx_event ev = {0};
+    cuctx_stream s = {0};
+    struct release_arg a = {{0}, CUDA_ERROR_UNKNOWN};
+    new_ctx(&other, 0, "other", POPPED);
+    cr_assert_eq(sim()->primary_outside_retain(0), 0, "the runtime's retain");
+    CHECK_OK(cuctx_ctx_primary(&a.p, 0));
+    CHECK_OK(cuctx_event_create(&ev, a.p, 0));
+    CHECK_OK(cuctx_stream_create(&s, other, 0, 0));
+    sim()->set_delay("cuDevicePrimaryCtxRelease", 300000);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, release_primary, &a), 0);
+    wait_sleeping();                        /* the entry is closed; the release is in the driver */
+    sim()->set_delay("cuDevicePrimaryCtxRelease", 0);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_stream_wait_event(s, ev));
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    CHECK_OK(a.rc);
+    static const char *const seq[] = {"cuDevicePrimaryCtxRelease", "cuStreamWaitEvent", NULL};
+    char buf[256];
+    cr_assert_str_eq(log_seq(mark, seq, buf, sizeof buf), "cuDevicePrimaryCtxRelease,cuStreamWaitEvent",
+                     "the wait did not wait for the release's verdict: %s", buf);
+    mark = log_mark();
+    CUevent raw_ev = cuctx_event_raw(ev);
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_eq(calls_on("cuEventDestroy", H(raw_ev), mark), 1,
+                 "the primary context lives on: its event is the driver's to free");
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&other));
+    cr_assert_eq(sim()->primary_outside_release(0), 0);
+    cr_assert_eq(misuses(), 0);
+}

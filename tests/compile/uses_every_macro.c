@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* uses_every_macro.c - compiled, never run, by tests/compile_check.sh: every
- * macro (CUCTX_AUTO, CUCTX_MOVE, CUCTX_SCOPED, CUCTX_SCOPED_ELSE, CUCTX_GUARD)
- * and the API as documented, which must build without a single warning
+ * macro (CUCTX_AUTO, CUCTX_MOVE, CUCTX_SCOPED, CUCTX_SCOPED_ELSE, CUCTX_GUARD,
+ * CUCTX_CALL, the typed cuctx_destroy and cuctx_cleanup) and the API as documented, which must build without a single warning
  * with gcc and clang (C11, C17, C23), g++ and clang++, and as the host code
  * of a .cu file under nvcc. */
 #include <cuctx.h>
 
 #include <stdio.h>
+#include <string.h>
 
 #ifdef __CUDACC__
 /* Device code next to the macros: the header must not get in its way. */
@@ -182,12 +183,56 @@ static int every_kind(void)
                (void *)cuctx_module_raw(mod), (void *)cuctx_graph_exec_raw(ge), cuctx_host_mem_size(h));
         if (cuctx_graph_exec_raw(ge))
             cuctx_graph_exec_launch(ge, s);
+        if (f) {
+            void *args[] = {&ms};
+            cuctx_dim3 grid = {4, 2, 1}, block = {128, 1, 1};
+            cuctx_stream current_default = {0};
+            cuctx_launch(f, s, grid, block, 0, args);
+            cuctx_launch(f, current_default, grid, block, 256, NULL);
+        }
     }
 
     struct cuctx_stats st;
     cuctx_stats_get(&st);
     printf("%zu contexts, %llu stale skips\n", st.contexts, (unsigned long long)st.stale_skips);
     return 0;
+}
+
+/* CUCTX_CALL: names cuda.h renames (cuMemcpyHtoD -> cuMemcpyHtoD_v2,
+ * cuCtxCreate -> cuCtxCreate_v4), one that has a per-thread variant
+ * (cuStreamQuery), one without arguments, one used as a condition and one
+ * whose value is dropped (no warning). */
+static CUresult raw_calls(cuctx_mem m, cuctx_stream s)
+{
+    unsigned char host[64] = {0};
+    CUcontext c = NULL;
+    CUctxCreateParams params;
+    memset(&params, 0, sizeof params);
+    if (CUCTX_CALL(cuMemcpyHtoD, cuctx_mem_ptr(m), host, sizeof host) != CUDA_SUCCESS)
+        return cuctx_last_error();
+    CUCTX_CALL(cuMemcpyDtoHAsync, host, cuctx_mem_ptr(m), sizeof host, cuctx_stream_raw(s));
+    CUresult rc = CUCTX_CALL(cuStreamQuery, cuctx_stream_raw(s));
+    if (rc == CUDA_SUCCESS)
+        rc = CUCTX_CALL(cuCtxSynchronize, );
+    if (rc == CUDA_SUCCESS && CUCTX_CALL(cuCtxCreate, &c, &params, 0, 0) == CUDA_SUCCESS)
+        rc = CUCTX_CALL(cuCtxDestroy, c);
+    return rc;
+}
+
+/* The typed destroy and cleanup on every kind, and the untyped function for
+ * a handle held as void *. */
+static void destroy_every_kind(cuctx_ctx *c, cuctx_event *e, cuctx_stream *s, cuctx_module *mod, cuctx_mem *m,
+                               cuctx_host_mem *h, cuctx_graph_exec *ge, void *any)
+{
+    cuctx_destroy(c);
+    cuctx_destroy(e);
+    cuctx_destroy(s);
+    cuctx_cleanup(mod);
+    cuctx_cleanup(m);
+    cuctx_cleanup(h);
+    if (cuctx_destroy(ge) != CUDA_SUCCESS)
+        (cuctx_cleanup)(any);
+    (cuctx_destroy)(any);
 }
 
 static void on_error(CUresult rc, const char *message, void *user)
@@ -204,6 +249,7 @@ int main(void)
         return 1;
     void *sym = NULL;
     cuctx_driver_symbol("cuCtxGetCurrent", 2000, &sym);
+    cuctx_driver_symbol_flags("cuStreamQuery", 7000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &sym);
 
     CUCTX_AUTO cuctx_ctx a = {0};
     CUCTX_AUTO cuctx_ctx b = {0};
@@ -226,5 +272,14 @@ int main(void)
     cuctx_ctx back = {CUCTX_MOVE(moved).id};     /* a used result, by member */
     cuctx_destroy(&back);
     cuctx_cleanup(&back);
+    cuctx_event e = {0};
+    cuctx_stream s = {0};
+    cuctx_module mod = {0};
+    cuctx_mem m = {0};
+    cuctx_host_mem h = {0};
+    cuctx_graph_exec ge = {0};
+    destroy_every_kind(&back, &e, &s, &mod, &m, &h, &ge, &e);
+    if (raw_calls(m, s) != CUDA_SUCCESS)
+        return 1;
     return every_kind();
 }

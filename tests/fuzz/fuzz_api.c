@@ -703,14 +703,14 @@ static void destroy_via(uint64_t *h, int how, CUresult want, const char *what)
     uint64_t was = *h;
     switch (how % 3) {
     case 0:
-        rc = id_kind(was) == O_CTX || !was ? cuctx_ctx_destroy((cuctx_ctx *)h) : cuctx_destroy(h);
+        rc = id_kind(was) == O_CTX || !was ? cuctx_ctx_destroy((cuctx_ctx *)h) : (cuctx_destroy)(h);
         break;
     case 1:
-        rc = cuctx_destroy(h);
+        rc = (cuctx_destroy)(h);    /* the untyped forms: a bare id of any kind */
         break;
     default: {
         int before = reports_seen;
-        cuctx_cleanup(h);
+        (cuctx_cleanup)(h);
         rc = reports_seen > before ? last_report_rc : CUDA_SUCCESS;
         if (want != CUDA_SUCCESS)
             M.reports++;
@@ -1728,7 +1728,7 @@ static void teardown(void)
             continue;
         uint64_t id = M.obj[i].id;
         CUresult want = model_any_destroy(id);
-        CUresult rc = cuctx_destroy(&id);
+        CUresult rc = (cuctx_destroy)(&id);
         note("teardown: cuctx_destroy(%s %#llx) -> %s", okind_name[M.obj[i].kind], (unsigned long long)M.obj[i].id,
              cuctx_result_name(rc));
         expect_rc(rc, want, "teardown destroy");

@@ -13,9 +13,14 @@ const char *const fn_names[F_COUNT] = { SIM_FUNCTIONS(SIM_NAME) };
 
 
 
+const char *call_name(const struct call *c)
+{
+	return c->name ? c->name : fn_names[c->fn];
+}
+
 static void log_append(const struct call *c)
 {
-	struct cusim_call rec = { fn_names[c->fn], c->handle, c->ctx, c->rc, c->a.flags, c->a.arg, c->a.handle2 };
+	struct cusim_call rec = { call_name(c), c->handle, c->ctx, c->rc, c->a.flags, c->a.arg, c->a.handle2, c->a.stream };
 	if (S.log_len < S.log_cap) {
 		S.log[(S.log_start + S.log_len) % S.log_cap] = rec;
 		S.log_len++;
@@ -46,7 +51,7 @@ void misuse(const struct call *c, uint64_t handle, const char *fmt, ...)
 	vsnprintf(detail, sizeof detail, fmt, ap);
 	va_end(ap);
 	char *text = NULL;
-	if (asprintf(&text, "%s(0x%llx): %s", fn_names[c->fn], (unsigned long long)handle, detail) < 0)
+	if (asprintf(&text, "%s(0x%llx): %s", call_name(c), (unsigned long long)handle, detail) < 0)
 		return;
 	if (S.misuse_kept == S.misuse_cap) {
 		S.misuse_cap = S.misuse_cap ? 2 * S.misuse_cap : 16;
@@ -82,6 +87,7 @@ bool enter_as(struct call *c, enum fn fn, uint64_t handle, bool needs_init, stru
 	delay(fn);
 	pthread_mutex_lock(&S.lock);
 	c->fn = fn;
+	c->name = NULL;
 	c->handle = handle;
 	c->a = a;
 	c->ctx = stack_top();
@@ -189,4 +195,33 @@ CUresult need_stream_of(const struct call *c, const struct obj *o, CUstream s, c
 bool valid_device(CUdevice dev)
 {
 	return dev >= 0 && dev < S.devices;
+}
+
+/* ---------------------------------------------------------------------------
+ * Entry points the simulator does not implement (stubs.c): each is logged under
+ * its base name, counted, recorded as a misuse naming it, and answers
+ * CUDA_ERROR_NOT_SUPPORTED, so that a program linked against the real
+ * driver's symbols runs on to its first such call and says which it was.
+ * cusim_fail_all still applies; fault plans and delays do not.
+ */
+CUresult not_implemented(size_t i)
+{
+	pthread_mutex_lock(&S.lock);
+	struct call c = { .fn = F_COUNT, .name = sim_stubs[i].base, .ctx = stack_top() };
+	sim_stub_calls[i]++;
+	if (S.fail_all)
+		return leave(&c, S.fail_all);
+	misuse(&c, 0, "not implemented by the cuctx test driver (ABI symbol %s): CUDA_ERROR_NOT_SUPPORTED",
+	       sim_stubs[i].symbol);
+	return leave(&c, CUDA_ERROR_NOT_SUPPORTED);
+}
+
+/* The newest ABI symbol of that name (the last in sorted order), not a _ptsz/_ptds one. */
+void *stub_for(const char *base)
+{
+	void *fn = NULL;
+	for (size_t i = 0; i < sim_stub_count; i++)
+		if (strcmp(sim_stubs[i].base, base) == 0 && !strstr(sim_stubs[i].symbol, "_pt"))
+			fn = sim_stubs[i].fn;
+	return fn;
 }

@@ -348,25 +348,29 @@ CUresult sim_cuModuleGetFunction(CUfunction *pf, CUmodule mod, const char *name)
 	return leave(&c, CUDA_ERROR_NOT_FOUND);
 }
 
-CUresult sim_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
-			    unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
-			    CUstream s, void **params, void **extra)
+/* A launch's checks, for cuLaunchKernel and cuLaunchKernelEx: a live function of a
+ * module of the current context, a stream of that context, sizes the device
+ * allows. It is recorded and runs nothing. */
+static CUresult launch(enum fn fn, CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+		       unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem, CUstream s)
 {
 	struct call c;
-	(void)shmem;
-	(void)params;
-	(void)extra;
-	if (enter_with(&c, F_cuLaunchKernel, H(f), ARGS(.handle2 = H(s))))
+	/* the grid and block as asked (cudasim.h): exact for every size the driver takes */
+	if (enter_with(&c, fn, H(f),
+		       ARGS(.handle2 = H(s), .stream = H(s),
+			    .arg = (long long)((uint64_t)gx | (uint64_t)(gy & 0xffff) << 32 | (uint64_t)(gz & 0xffff) << 48),
+			    .flags = (unsigned long long)(bx & 0xffff) | (unsigned long long)(by & 0xffff) << 16
+				     | (unsigned long long)(bz & 0xffff) << 32)))
 		return leave(&c, c.rc);
-	struct obj *fn, *cur, *sctx;
-	CUresult rc = need_live(&c, K_FUNC, H(f), &fn);
+	struct obj *fo, *cur, *sctx;
+	CUresult rc = need_live(&c, K_FUNC, H(f), &fo);
 	if (rc)
 		return leave(&c, rc);
 	rc = need_current(&cur);
 	if (rc)
 		return leave(&c, rc);
-	if (fn->owner->owner != cur) {
-		misuse(&c, fn->value, "function's module belongs to another context than the current one");
+	if (fo->owner->owner != cur) {
+		misuse(&c, fo->value, "function's module belongs to another context than the current one");
 		return leave(&c, CUDA_ERROR_INVALID_HANDLE);
 	}
 	rc = stream_context(&c, s, &sctx);
@@ -376,9 +380,121 @@ CUresult sim_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsi
 		misuse(&c, H(s), "kernel launched on a stream of another context");
 		return leave(&c, CUDA_ERROR_INVALID_HANDLE);
 	}
-	if (!gx || !gy || !gz || !bx || !by || !bz || (unsigned long long)bx * by * bz > 1024)
+	if (!gx || !gy || !gz || !bx || !by || !bz || (unsigned long long)bx * by * bz > 1024 || bx > 1024 || by > 1024 || bz > 64 ||
+	    gy > 65535 || gz > 65535 || gx > 2147483647u || shmem > 232448)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
 	return leave(&c, CUDA_SUCCESS);
+}
+
+CUresult sim_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+			    unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
+			    CUstream s, void **params, void **extra)
+{
+	(void)params;
+	(void)extra;
+	return launch(F_cuLaunchKernel, f, gx, gy, gz, bx, by, bz, shmem, s);
+}
+
+CUresult sim_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+{
+	(void)params;
+	(void)extra;
+	if (!config || (config->numAttrs && !config->attrs)) {
+		struct call c;
+		if (enter_with(&c, F_cuLaunchKernelEx, H(f), ARGS(0)))
+			return leave(&c, c.rc);
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	}
+	return launch(F_cuLaunchKernelEx, f, config->gridDimX, config->gridDimY, config->gridDimZ,
+		      config->blockDimX, config->blockDimY, config->blockDimZ, config->sharedMemBytes,
+		      config->hStream);
+}
+
+/* Host work queued on a stream: the stream is checked, the call logged, and
+ * the function runs at once on the calling thread, after the simulator's lock
+ * is let go (so that it may call the driver). */
+static CUresult host_work(enum fn fn, CUstream s, CUhostFn hfn, CUstreamCallback cb, void *user,
+			  unsigned int flags)
+{
+	struct call c;
+	if (enter_with(&c, fn, H(s), ARGS(.flags = flags, .stream = H(s))))
+		return leave(&c, c.rc);
+	if ((!hfn && !cb) || flags != 0)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	struct obj *ctx;
+	CUresult rc = stream_context(&c, s, &ctx);
+	leave(&c, rc);
+	if (rc)
+		return rc;
+	if (hfn)
+		hfn(user);
+	else
+		cb(s, CUDA_SUCCESS, user);
+	return CUDA_SUCCESS;
+}
+
+CUresult sim_cuLaunchHostFunc(CUstream s, CUhostFn fn, void *user)
+{
+	return host_work(F_cuLaunchHostFunc, s, fn, NULL, user, 0);
+}
+
+CUresult sim_cuStreamAddCallback(CUstream s, CUstreamCallback cb, void *user, unsigned int flags)
+{
+	return host_work(F_cuStreamAddCallback, s, NULL, cb, user, flags);
+}
+
+/* The per-thread default stream forms: a NULL stream means the per-thread one. */
+#define PTSZ(s) ((s) ? (s) : CU_STREAM_PER_THREAD)
+
+CUresult sim_cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
+				 unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
+				 CUstream s, void **params, void **extra)
+{
+	return sim_cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, PTSZ(s), params, extra);
+}
+
+CUresult sim_cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+{
+	if (!config)
+		return sim_cuLaunchKernelEx(config, f, params, extra);
+	CUlaunchConfig copy = *config;
+	copy.hStream = PTSZ(copy.hStream);
+	return sim_cuLaunchKernelEx(&copy, f, params, extra);
+}
+
+CUresult sim_cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *user)
+{
+	return sim_cuLaunchHostFunc(PTSZ(s), fn, user);
+}
+
+CUresult sim_cuStreamAddCallback_ptsz(CUstream s, CUstreamCallback cb, void *user, unsigned int flags)
+{
+	return sim_cuStreamAddCallback(PTSZ(s), cb, user, flags);
+}
+
+CUresult sim_cuEventRecord_ptsz(CUevent ev, CUstream s)
+{
+	return sim_cuEventRecord(ev, PTSZ(s));
+}
+
+CUresult sim_cuStreamSynchronize_ptsz(CUstream s)
+{
+	return sim_cuStreamSynchronize(PTSZ(s));
+}
+
+CUresult sim_cuStreamQuery_ptsz(CUstream s)
+{
+	return sim_cuStreamQuery(PTSZ(s));
+}
+
+CUresult sim_cuStreamWaitEvent_ptsz(CUstream s, CUevent ev, unsigned int flags)
+{
+	return sim_cuStreamWaitEvent(PTSZ(s), ev, flags);
+}
+
+CUresult sim_cuGraphLaunch_ptsz(CUgraphExec e, CUstream s)
+{
+	return sim_cuGraphLaunch(e, PTSZ(s));
 }
 
 /* --- device and host memory ------------------------------------------------- */

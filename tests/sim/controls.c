@@ -38,6 +38,7 @@ SIM_VISIBLE void cusim_reset(void)
 	for (int k = 0; k < K_COUNT; k++)
 		S.freed[k].n = 0;
 	memset(S.calls, 0, sizeof S.calls);
+	memset(sim_stub_calls, 0, sim_stub_count * sizeof sim_stub_calls[0]);
 	S.log_start = S.log_len = 0;
 	for (size_t i = 0; i < S.misuse_kept; i++)
 		free(S.misuse[i]);
@@ -88,10 +89,14 @@ SIM_VISIBLE int cusim_log_get(size_t i, struct cusim_call *out)
 SIM_VISIBLE unsigned long cusim_calls(const char *fn)
 {
 	int i = fn_index(fn);
-	if (i < 0)
-		return 0;
+	unsigned long n = 0;
 	pthread_mutex_lock(&S.lock);
-	unsigned long n = S.calls[i];
+	if (i >= 0)
+		n = S.calls[i];
+	else if (fn)        /* an entry point not implemented: the calls of all its ABI symbols */
+		for (size_t k = 0; k < sim_stub_count; k++)
+			if (strcmp(sim_stubs[k].base, fn) == 0)
+				n += sim_stub_calls[k];
 	pthread_mutex_unlock(&S.lock);
 	return n;
 }

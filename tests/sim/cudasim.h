@@ -60,15 +60,29 @@ extern "C" {
  *   cuStreamCreate                    flags         -               -
  *   cuStreamCreateWithPriority        flags         priority        -
  *   cuStreamWaitEvent                 flags         -               event
- *   cuLaunchKernel                    -             -               stream
+ *   cuLaunchKernel, cuLaunchKernelEx  block         grid            stream
  *   cuMemAlloc, cuMemAllocHost        -             size            -
  *   cuMemHostAlloc                    flags         size            -
  *   cuMemsetD8                        the byte      count           -
  *   cuMemcpyHtoD, cuMemcpyDtoH        -             count           host pointer
+ *     and their Async forms
+ *   cuMemcpyDtoD(Async)               -             count           source
+ *   cuMemcpy2D(Async)                 -             width * height  source (host
+ *                                                                   or device)
+ *   cuMemsetD16, -D32, their Async    the value     count           -
+ *     forms and cuMemsetD8Async
+ *   cuLaunchHostFunc,                 flags         -               -
+ *     cuStreamAddCallback
+ *   cuDeviceGetAttribute              attribute     device          -
+ *   cuDeviceTotalMem                  -             device          -
+ *   cuMemGetInfo                      -             free bytes      -
  *   cuGraphCreate                     flags         -               -
  *   cuGraphAddEmptyNode               -             dependencies    -
  *   cuGraphInstantiateWithFlags       flags         -               graph
  *   cuGraphLaunch                     -             -               stream
+ *
+ * cuLaunchKernel packs its sizes: arg = grid x | y << 32 | z << 48, flags =
+ * block x | y << 16 | z << 32 (exact for every size the driver accepts).
  *
  * A stream is logged as its value: 0 for NULL, 1 for CU_STREAM_LEGACY, 2 for
  * CU_STREAM_PER_THREAD.  Every other entry point logs all three as 0. */
@@ -80,7 +94,26 @@ struct cusim_call {
 	unsigned long long flags;  /* the flags argument (table above) */
 	long long arg;    /* a device, size, count or priority (table above) */
 	uint64_t handle2; /* a second handle: stream, event or graph (table above) */
+	uint64_t stream;  /* the stream of a call that takes one (the launches, the
+			     asynchronous copies and memsets, host work), else 0 */
 };
+
+/* The entry points of the real driver that the simulator does not implement
+ * (every other symbol of the CUDA toolkit's stub libcuda.so, tests/sim/stubs.c)
+ * are exported too, and cuGetProcAddress hands them out: each call answers
+ * CUDA_ERROR_NOT_SUPPORTED, is logged under its base name ("cuArrayCreate" for
+ * cuArrayCreate_v2) and counted by cusim_calls, and records a misuse "NAME(0x0):
+ * not implemented by the cuctx test driver (ABI symbol SYMBOL): ...". Fault
+ * plans and delays do not reach them; cusim_fail_all does.
+ *
+ * The _ptsz and _ptds symbols of the implemented entry points that take a
+ * stream (or copy and set memory) are implemented: a NULL stream there is
+ * logged as CU_STREAM_PER_THREAD (2), under the base name; cuGetProcAddress
+ * with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM gives those forms.
+ *
+ * At its first successful cuInit in a process the simulator writes one line
+ * to stderr saying that it is cuctx's test driver, unless
+ * CUCTX_TESTDRIVER_QUIET is set (to anything but "" or "0"). */
 
 /* Destroys every object, clears logs, counters, fault plans, misuses,
  * delays, fail_all, outside primary retains and the cuCtxGetId hiding,

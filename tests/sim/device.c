@@ -16,6 +16,25 @@ static int devices_from_env(void)
 	return n > SIM_MAX_DEVICES ? SIM_MAX_DEVICES : (int)n;
 }
 
+/* The line a program run on this driver prints once, at its first successful cuInit. */
+#define SIM_ANNOUNCEMENT                                                                                   \
+	"cuctx test driver: a simulated CUDA driver for testing a program's resource lifetimes and error " \
+	"paths without a GPU, not for numerics: kernels run nothing (CUCTX_TESTDRIVER_QUIET=1 hides this line)\n"
+
+static bool announced;   /* once per process: cusim_reset does not bring it back */
+
+static void announce(void)
+{
+	if (announced)
+		return;
+	announced = true;
+	const char *q = getenv("CUCTX_TESTDRIVER_QUIET");
+	if (q && *q && strcmp(q, "0") != 0)
+		return;
+	fputs(SIM_ANNOUNCEMENT, stderr);
+	fflush(stderr);
+}
+
 CUresult sim_cuInit(unsigned int flags)
 {
 	struct call c;
@@ -29,6 +48,7 @@ CUresult sim_cuInit(unsigned int flags)
 			return leave(&c, CUDA_ERROR_NO_DEVICE);
 		S.initialised = true;
 	}
+	announce();
 	return leave(&c, CUDA_SUCCESS);
 }
 
@@ -77,7 +97,96 @@ CUresult sim_cuDeviceGetName(char *name, int len, CUdevice dev)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
 	if (!valid_device(dev))
 		return leave(&c, CUDA_ERROR_INVALID_DEVICE);
-	snprintf(name, (size_t)len, "cudasim device %d", dev);
+	snprintf(name, (size_t)len, "cuctx test driver device %d (simulated, kernels run nothing)", dev);
+	return leave(&c, CUDA_SUCCESS);
+}
+
+/* What an H200 (compute capability 9.0) answers, for the attributes a program
+ * commonly asks; every other attribute below CU_DEVICE_ATTRIBUTE_MAX answers 0
+ * (absent, unsupported), and one outside that range CUDA_ERROR_INVALID_VALUE. */
+struct attribute_value {
+	CUdevice_attribute attrib;
+	int value;
+};
+
+static const struct attribute_value attributes[] = {
+	{ CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024 },
+	{ CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024 },
+	{ CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, 1024 },
+	{ CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, 64 },
+	{ CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, 2147483647 },
+	{ CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, 65535 },
+	{ CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, 65535 },
+	{ CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 49152 },
+	{ CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY, 65536 },
+	{ CU_DEVICE_ATTRIBUTE_WARP_SIZE, 32 },
+	{ CU_DEVICE_ATTRIBUTE_MAX_PITCH, 2147483647 },
+	{ CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, 65536 },
+	{ CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 1980000 },
+	{ CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT, 512 },
+	{ CU_DEVICE_ATTRIBUTE_GPU_OVERLAP, 1 },
+	{ CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 132 },
+	{ CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT, 0 },
+	{ CU_DEVICE_ATTRIBUTE_INTEGRATED, 0 },
+	{ CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY, 1 },
+	{ CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, CU_COMPUTEMODE_DEFAULT },
+	{ CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS, 1 },
+	{ CU_DEVICE_ATTRIBUTE_ECC_ENABLED, 1 },
+	{ CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, 3201000 },
+	{ CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, 6144 },
+	{ CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 52428800 },
+	{ CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 2048 },
+	{ CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT, 3 },
+	{ CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 1 },
+	{ CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 9 },
+	{ CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0 },
+	{ CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED, 1 },
+	{ CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED, 1 },
+	{ CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED, 1 },
+	{ CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, 233472 },
+	{ CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, 65536 },
+	{ CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 1 },
+	{ CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, 1 },
+	{ CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED, 1 },
+	{ CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, 1 },
+	{ CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 232448 },
+	{ CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, 32 },
+	{ CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, 1024 },
+	{ CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 1 },
+	{ CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 1 },
+	{ CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, 1 },
+};
+
+CUresult sim_cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+	struct call c;
+	if (enter_with(&c, F_cuDeviceGetAttribute, 0, ARGS(.flags = (unsigned long long)attrib, .arg = dev)))
+		return leave(&c, c.rc);
+	if (!pi || (int)attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	if (!valid_device(dev))
+		return leave(&c, CUDA_ERROR_INVALID_DEVICE);
+	if (attrib == CU_DEVICE_ATTRIBUTE_PCI_BUS_ID) {
+		*pi = 0x18 + 0x10 * dev;
+		return leave(&c, CUDA_SUCCESS);
+	}
+	*pi = 0;
+	for (size_t i = 0; i < sizeof attributes / sizeof attributes[0]; i++)
+		if (attributes[i].attrib == attrib)
+			*pi = attributes[i].value;
+	return leave(&c, CUDA_SUCCESS);
+}
+
+CUresult sim_cuDeviceTotalMem(size_t *bytes, CUdevice dev)
+{
+	struct call c;
+	if (enter_with(&c, F_cuDeviceTotalMem, 0, ARGS(.arg = dev)))
+		return leave(&c, c.rc);
+	if (!bytes)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	if (!valid_device(dev))
+		return leave(&c, CUDA_ERROR_INVALID_DEVICE);
+	*bytes = SIM_DEVICE_TOTAL_MEM;
 	return leave(&c, CUDA_SUCCESS);
 }
 

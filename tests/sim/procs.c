@@ -27,7 +27,12 @@ static CUresult unsupported(enum fn fn, const char *abi, int version)
 	X(cuEventDestroy, 2000, cuEventDestroy) X(cuStreamDestroy, 2000, cuStreamDestroy) \
 	X(cuMemAlloc, 2000, cuMemAlloc) X(cuMemFree, 2000, cuMemFree) \
 	X(cuMemAllocHost, 2000, cuMemAllocHost) X(cuMemsetD8, 2000, cuMemsetD8) \
-	X(cuMemcpyHtoD, 2000, cuMemcpyHtoD) X(cuMemcpyDtoH, 2000, cuMemcpyDtoH)
+	X(cuMemcpyHtoD, 2000, cuMemcpyHtoD) X(cuMemcpyDtoH, 2000, cuMemcpyDtoH) \
+	X(cuMemcpyDtoD, 2000, cuMemcpyDtoD) X(cuMemcpyHtoDAsync, 2000, cuMemcpyHtoDAsync) \
+	X(cuMemcpyDtoHAsync, 2000, cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync, 3000, cuMemcpyDtoDAsync) \
+	X(cuMemcpy2D, 2000, cuMemcpy2D) X(cuMemcpy2DAsync, 2000, cuMemcpy2DAsync) \
+	X(cuMemsetD16, 2000, cuMemsetD16) X(cuMemsetD32, 2000, cuMemsetD32) \
+	X(cuDeviceTotalMem, 2000, cuDeviceTotalMem) X(cuMemGetInfo, 2000, cuMemGetInfo)
 
 #define SIM_MARKER_DEFINE(base, version, abi) \
 	CUresult marker_##abi(void) SIM_ABI(#abi); \
@@ -42,11 +47,13 @@ struct proc {
 	const char *name;
 	int version;
 	void *fn;
+	void *ptsz;     /* asked with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM: the _ptsz/_ptds form */
 };
 
-#define SIM_PROC(name, version, fn) { #name, version, (void *)(fn) },
+#define SIM_PROC(name, version, fn) { #name, version, (void *)(fn), NULL },
+#define SIM_PROC_PTSZ(name, version, fn, ptsz) { #name, version, (void *)(fn), (void *)(ptsz) },
 /* Stringified here, not passed on: a forwarded name would expand through cuda.h's renames. */
-#define SIM_MARKER_PROC(base, version, abi) { #base, version, (void *)(marker_##abi) },
+#define SIM_MARKER_PROC(base, version, abi) { #base, version, (void *)(marker_##abi), NULL },
 
 static const struct proc procs[] = {
 	SIM_PROC(cuGetProcAddress, 11030, sim_cuGetProcAddress)
@@ -74,7 +81,7 @@ static const struct proc procs[] = {
 	SIM_PROC(cuDevicePrimaryCtxReset, 11000, sim_cuDevicePrimaryCtxReset)
 	SIM_PROC(cuEventCreate, 2000, sim_cuEventCreate)
 	SIM_PROC(cuEventDestroy, 4000, sim_cuEventDestroy)
-	SIM_PROC(cuEventRecord, 2000, sim_cuEventRecord)
+	SIM_PROC_PTSZ(cuEventRecord, 2000, sim_cuEventRecord, sim_cuEventRecord_ptsz)
 	SIM_PROC(cuEventQuery, 2000, sim_cuEventQuery)
 	SIM_PROC(cuEventSynchronize, 2000, sim_cuEventSynchronize)
 	SIM_PROC(cuEventElapsedTime, 2000, sim_cuEventElapsedTime)
@@ -82,28 +89,45 @@ static const struct proc procs[] = {
 	SIM_PROC(cuStreamCreate, 2000, sim_cuStreamCreate)
 	SIM_PROC(cuStreamCreateWithPriority, 5050, sim_cuStreamCreateWithPriority)
 	SIM_PROC(cuStreamDestroy, 4000, sim_cuStreamDestroy)
-	SIM_PROC(cuStreamSynchronize, 2000, sim_cuStreamSynchronize)
-	SIM_PROC(cuStreamWaitEvent, 3020, sim_cuStreamWaitEvent)
-	SIM_PROC(cuStreamQuery, 2000, sim_cuStreamQuery)
+	SIM_PROC_PTSZ(cuStreamSynchronize, 2000, sim_cuStreamSynchronize, sim_cuStreamSynchronize_ptsz)
+	SIM_PROC_PTSZ(cuStreamWaitEvent, 3020, sim_cuStreamWaitEvent, sim_cuStreamWaitEvent_ptsz)
+	SIM_PROC_PTSZ(cuStreamQuery, 2000, sim_cuStreamQuery, sim_cuStreamQuery_ptsz)
 	SIM_PROC(cuModuleLoad, 2000, sim_cuModuleLoad)
 	SIM_PROC(cuModuleLoadData, 2000, sim_cuModuleLoadData)
 	SIM_PROC(cuModuleUnload, 2000, sim_cuModuleUnload)
 	SIM_PROC(cuModuleGetFunction, 2000, sim_cuModuleGetFunction)
-	SIM_PROC(cuLaunchKernel, 4000, sim_cuLaunchKernel)
+	SIM_PROC_PTSZ(cuLaunchKernel, 4000, sim_cuLaunchKernel, sim_cuLaunchKernel_ptsz)
 	SIM_PROC(cuMemAlloc, 3020, sim_cuMemAlloc)
 	SIM_PROC(cuMemFree, 3020, sim_cuMemFree)
 	SIM_PROC(cuMemAllocHost, 3020, sim_cuMemAllocHost)
 	SIM_PROC(cuMemHostAlloc, 2020, sim_cuMemHostAlloc)
 	SIM_PROC(cuMemFreeHost, 2000, sim_cuMemFreeHost)
-	SIM_PROC(cuMemsetD8, 3020, sim_cuMemsetD8)
-	SIM_PROC(cuMemcpyHtoD, 3020, sim_cuMemcpyHtoD)
-	SIM_PROC(cuMemcpyDtoH, 3020, sim_cuMemcpyDtoH)
+	SIM_PROC_PTSZ(cuMemsetD8, 3020, sim_cuMemsetD8, sim_cuMemsetD8_ptds)
+	SIM_PROC_PTSZ(cuMemcpyHtoD, 3020, sim_cuMemcpyHtoD, sim_cuMemcpyHtoD_ptds)
+	SIM_PROC_PTSZ(cuMemcpyDtoH, 3020, sim_cuMemcpyDtoH, sim_cuMemcpyDtoH_ptds)
 	SIM_PROC(cuGraphCreate, 10000, sim_cuGraphCreate)
 	SIM_PROC(cuGraphAddEmptyNode, 10000, sim_cuGraphAddEmptyNode)
 	SIM_PROC(cuGraphDestroy, 10000, sim_cuGraphDestroy)
 	SIM_PROC(cuGraphInstantiateWithFlags, 11040, sim_cuGraphInstantiateWithFlags)
 	SIM_PROC(cuGraphExecDestroy, 10000, sim_cuGraphExecDestroy)
-	SIM_PROC(cuGraphLaunch, 10000, sim_cuGraphLaunch)
+	SIM_PROC_PTSZ(cuGraphLaunch, 10000, sim_cuGraphLaunch, sim_cuGraphLaunch_ptsz)
+	SIM_PROC(cuDeviceGetAttribute, 2000, sim_cuDeviceGetAttribute)
+	SIM_PROC(cuDeviceTotalMem, 3020, sim_cuDeviceTotalMem)
+	SIM_PROC(cuMemGetInfo, 3020, sim_cuMemGetInfo)
+	SIM_PROC_PTSZ(cuMemsetD16, 3020, sim_cuMemsetD16, sim_cuMemsetD16_ptds)
+	SIM_PROC_PTSZ(cuMemsetD32, 3020, sim_cuMemsetD32, sim_cuMemsetD32_ptds)
+	SIM_PROC_PTSZ(cuMemsetD8Async, 3020, sim_cuMemsetD8Async, sim_cuMemsetD8Async_ptsz)
+	SIM_PROC_PTSZ(cuMemsetD16Async, 3020, sim_cuMemsetD16Async, sim_cuMemsetD16Async_ptsz)
+	SIM_PROC_PTSZ(cuMemsetD32Async, 3020, sim_cuMemsetD32Async, sim_cuMemsetD32Async_ptsz)
+	SIM_PROC_PTSZ(cuMemcpyDtoD, 3020, sim_cuMemcpyDtoD, sim_cuMemcpyDtoD_ptds)
+	SIM_PROC_PTSZ(cuMemcpyHtoDAsync, 3020, sim_cuMemcpyHtoDAsync, sim_cuMemcpyHtoDAsync_ptsz)
+	SIM_PROC_PTSZ(cuMemcpyDtoHAsync, 3020, sim_cuMemcpyDtoHAsync, sim_cuMemcpyDtoHAsync_ptsz)
+	SIM_PROC_PTSZ(cuMemcpyDtoDAsync, 3020, sim_cuMemcpyDtoDAsync, sim_cuMemcpyDtoDAsync_ptsz)
+	SIM_PROC_PTSZ(cuMemcpy2D, 3020, sim_cuMemcpy2D, sim_cuMemcpy2D_ptds)
+	SIM_PROC_PTSZ(cuMemcpy2DAsync, 3020, sim_cuMemcpy2DAsync, sim_cuMemcpy2DAsync_ptsz)
+	SIM_PROC_PTSZ(cuLaunchKernelEx, 11060, sim_cuLaunchKernelEx, sim_cuLaunchKernelEx_ptsz)
+	SIM_PROC_PTSZ(cuLaunchHostFunc, 10000, sim_cuLaunchHostFunc, sim_cuLaunchHostFunc_ptsz)
+	SIM_PROC_PTSZ(cuStreamAddCallback, 5000, sim_cuStreamAddCallback, sim_cuStreamAddCallback_ptsz)
 	SIM_MARKERS(SIM_MARKER_PROC)
 };
 
@@ -136,12 +160,21 @@ static CUresult proc_lookup(const char *symbol, void **pfn, int version, cuuint6
 		if (procs[i].version <= version && (!best || procs[i].version > best->version))
 			best = &procs[i];
 	}
+	/* An entry point of the real driver that this one does not implement: its
+	 * stub, which answers CUDA_ERROR_NOT_SUPPORTED when called (stubs.c). */
+	void *stub = hidden || named ? NULL : stub_for(symbol);
+	if (stub) {
+		*pfn = stub;
+		if (status)
+			*status = CU_GET_PROC_ADDRESS_SUCCESS;
+		return leave(&c, CUDA_SUCCESS);
+	}
 	if (!best) {
 		if (status && named)
 			*status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
 		return leave(&c, CUDA_ERROR_NOT_FOUND);
 	}
-	*pfn = best->fn;
+	*pfn = flags == CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM && best->ptsz ? best->ptsz : best->fn;
 	if (status)
 		*status = CU_GET_PROC_ADDRESS_SUCCESS;
 	return leave(&c, CUDA_SUCCESS);

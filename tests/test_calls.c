@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/* test_calls.c - a program's own driver calls through cuctx's driver:
+ * CUCTX_CALL, cuctx_driver_symbol_flags, and launches with cuctx_launch.
+ * Each asserts what the simulated driver was asked. */
+#include "testlib.h"
+#include "calls_ptds.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define H(p) ((uint64_t)(uintptr_t)(p))
+
+/* cuGetProcAddress calls from log position `from` on that asked for name. */
+static unsigned long lookups_since(size_t from)
+{
+    unsigned long n = 0;
+    for (size_t i = from; i < sim()->log_count(); i++) {
+        struct cusim_call c;
+        if (sim()->log_get(i, &c) == 0 && strcmp(c.fn, "cuGetProcAddress") == 0)
+            n++;
+    }
+    return n;
+}
+
+/* A context of our own, current, with a 64-byte allocation. */
+static void ctx_with_mem(cuctx_ctx *c, cuctx_mem *m)
+{
+    new_ctx(c, 0, "A", LEFT_CURRENT);
+    CHECK_OK(cuctx_mem_alloc(m, *c, 64));
+}
+
+/* ---- CUCTX_CALL ------------------------------------------------------- */
+
+/* Catches a CUCTX_CALL that does not reach the loaded driver, or passes its
+ * arguments wrongly (cuMemcpyHtoD: cuda.h renames it to cuMemcpyHtoD_v2). */
+Test(calls, call_reaches_the_driver_with_its_arguments)
+{
+    cuctx_ctx c = {0};
+    cuctx_mem m = {0};
+    unsigned char host[48] = {1, 2, 3};
+    NEED_SIM();
+    ctx_with_mem(&c, &m);
+    unsigned long before = calls("cuMemcpyHtoD");
+    size_t mark = log_mark();
+    CHECK_OK(CUCTX_CALL(cuMemcpyHtoD, cuctx_mem_ptr(m), host, sizeof host));
+    cr_assert_eq(calls("cuMemcpyHtoD"), before + 1);
+    struct cusim_call k = last_call("cuMemcpyHtoD", mark);
+    cr_assert_eq(k.handle, (uint64_t)cuctx_mem_ptr(m), "destination");
+    cr_assert_eq(k.handle2, H(host), "source");
+    cr_assert_eq(k.arg, (long long)sizeof host, "byte count");
+    struct cusim_call q = last_call("cuGetProcAddress", mark);
+    cr_assert_eq(q.arg, 3020, "resolved at the ABI of cuMemcpyHtoD_v2's typedef, not %lld", q.arg);
+    cr_assert_eq(q.flags, CU_GET_PROC_ADDRESS_DEFAULT);
+    cr_assert_eq(misuses(), 0);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+static CUresult query_site(CUstream s)
+{
+    return CUCTX_CALL(cuStreamQuery, s);    /* one call site, called repeatedly */
+}
+
+/* Catches a call site that resolves its entry point on every call (no
+ * cache), or shares one cache between two call sites. */
+Test(calls, each_call_site_resolves_once)
+{
+    cuctx_ctx c = {0};
+    NEED_SIM();
+    new_ctx(&c, 0, "A", LEFT_CURRENT);
+    size_t mark = log_mark();
+    unsigned long queries = calls("cuStreamQuery");
+    for (int i = 0; i < 5; i++)
+        CHECK_OK(query_site(NULL));
+    cr_assert_eq(calls("cuStreamQuery"), queries + 5);
+    cr_assert_eq(lookups_since(mark), 1, "cuGetProcAddress once for the site, not per call");
+    CHECK_OK(CUCTX_CALL(cuStreamQuery, NULL));      /* another site: its own lookup */
+    cr_assert_eq(lookups_since(mark), 2);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* Catches a CUCTX_CALL of an entry point the driver lacks that calls NULL,
+ * or that gives no error or no message. */
+Test(calls, entry_point_the_driver_lacks_gives_its_error)
+{
+    CUdeviceptr p = 0;
+    size_t bytes = 0;
+    NEED_SIM();
+    CHECK_OK(cuctx_init());
+    size_t mark = log_mark();
+    CUresult rc = CUCTX_CALL(cuModuleGetGlobal, &p, &bytes, NULL, "x");
+    cr_assert_eq(rc, CUDA_ERROR_NOT_FOUND, "%s", cuctx_result_name(rc));
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_NOT_FOUND);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "CUCTX_CALL(cuModuleGetGlobal)"), "%s",
+                       cuctx_last_error_message());
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "cuModuleGetGlobal at ABI version 3020"), "%s",
+                       cuctx_last_error_message());
+    cr_assert_eq(lookups_since(mark), 1, "asked the driver");
+}
+
+/* Catches a CUCTX_CALL that calls through an unloaded driver. */
+Test(calls, call_without_a_driver_gives_the_load_error)
+{
+    cr_assert_eq(setenv("CUCTX_DRIVER", "/nonexistent/libcuda-missing.so.1", 1), 0);
+    cr_assert_eq(CUCTX_CALL(cuStreamQuery, NULL), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "libcuda-missing"), "%s", cuctx_last_error_message());
+}
+
+/* Catches CUDA_API_PER_THREAD_DEFAULT_STREAM not reaching the lookup: the
+ * per-thread variant asked for with its flag and its typedef's version. */
+Test(calls, per_thread_default_stream_build_asks_for_the_ptds_variant)
+{
+    cuctx_ctx c = {0};
+    cuctx_mem m = {0};
+    unsigned char host[8] = {0};
+    NEED_SIM();
+    ctx_with_mem(&c, &m);
+    size_t mark = log_mark();
+    CHECK_OK(ptds_stream_query(NULL));
+    struct cusim_call q = last_call("cuGetProcAddress", mark);
+    cr_assert_eq(q.flags, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "flags %#llx", q.flags);
+    cr_assert_eq(q.arg, 7000, "PFN_cuStreamQuery_v7000_ptsz's version, not %lld", q.arg);
+    mark = log_mark();
+    CHECK_OK(ptds_memcpy_htod(cuctx_mem_ptr(m), host, sizeof host));
+    q = last_call("cuGetProcAddress", mark);
+    cr_assert_eq(q.flags, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+    cr_assert_eq(q.arg, 7000, "PFN_cuMemcpyHtoD_v7000_ptds's version, not %lld", q.arg);
+    cr_assert_eq(last_call("cuMemcpyHtoD", mark).arg, (long long)sizeof host);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* ---- cuctx_driver_symbol_flags ------------------------------------------- */
+
+/* Catches flags dropped on the way to cuGetProcAddress. */
+Test(calls, driver_symbol_flags_reach_cuGetProcAddress)
+{
+    static const unsigned long long flags[] = {CU_GET_PROC_ADDRESS_DEFAULT, CU_GET_PROC_ADDRESS_LEGACY_STREAM,
+                                               CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM};
+    NEED_SIM();
+    CHECK_OK(cuctx_init());
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+        void *p = NULL;
+        size_t mark = log_mark();
+        CHECK_OK(cuctx_driver_symbol_flags("cuStreamQuery", 7000, flags[i], &p));
+        cr_assert_not_null(p);
+        struct cusim_call q = last_call("cuGetProcAddress", mark);
+        cr_assert_eq(q.flags, flags[i], "asked %#llx, the driver saw %#llx", flags[i], q.flags);
+        cr_assert_eq(q.arg, 7000);
+    }
+    void *p = NULL;
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_driver_symbol("cuStreamQuery", 2000, &p));
+    cr_assert_eq(last_call("cuGetProcAddress", mark).flags, CU_GET_PROC_ADDRESS_DEFAULT, "the plain form's flags");
+}
+
+/* Catches bad flags passed on to the driver instead of refused. */
+Test(calls, driver_symbol_flags_refuses_other_flags)
+{
+    void *p = (void *)1;
+    NEED_SIM();
+    CHECK_OK(cuctx_init());
+    size_t mark = log_mark();
+    cr_assert_eq(cuctx_driver_symbol_flags("cuStreamQuery", 7000, 4, &p), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_null(p, "cleared");
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM"), "%s",
+                       cuctx_last_error_message());
+    cr_assert_eq(lookups_since(mark), 0, "nothing asked of the driver");
+}
+
+/* ---- cuctx_launch ------------------------------------------------------ */
+
+static const cuctx_dim3 grid = {3, 2, 5}, block = {64, 2, 1};
+
+static uint64_t packed_grid(cuctx_dim3 g) { return g.x | (uint64_t)g.y << 32 | (uint64_t)g.z << 48; }
+static uint64_t packed_block(cuctx_dim3 b) { return b.x | (uint64_t)b.y << 16 | (uint64_t)b.z << 32; }
+
+/* A module of c loaded from the test data, and its function vadd. */
+static CUfunction vadd_of(cuctx_ctx c, cuctx_module *mod)
+{
+    CUfunction f = NULL;
+    CHECK_OK(cuctx_module_load(mod, c, test_data_path("vadd.ptx")));
+    CHECK_OK(cuctx_module_function(*mod, "vadd", &f));
+    return f;
+}
+
+/* Catches a launch that mixes up the stream, grid, block or shared size. */
+Test(launch, launch_passes_stream_grid_and_block)
+{
+    cuctx_ctx c = {0};
+    cuctx_module mod = {0};
+    cuctx_stream s = {0};
+    NEED_SIM();
+    new_ctx(&c, 0, "A", LEFT_CURRENT);
+    CUfunction f = vadd_of(c, &mod);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_launch(f, s, grid, block, 128, NULL));
+    struct cusim_call k = last_call("cuLaunchKernel", mark);
+    cr_assert_eq(k.handle, H(f));
+    cr_assert_eq(k.handle2, H(cuctx_stream_raw(s)), "the stream's CUstream");
+    cr_assert_eq((uint64_t)k.arg, packed_grid(grid), "grid %#llx", (unsigned long long)k.arg);
+    cr_assert_eq(k.flags, packed_block(block), "block %#llx", k.flags);
+    cr_assert_eq(misuses(), 0);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_module_destroy(&mod));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* Catches {0} sent anywhere but the current context's NULL stream. */
+Test(launch, empty_stream_is_the_current_contexts_default_stream)
+{
+    cuctx_ctx c = {0};
+    cuctx_module mod = {0};
+    NEED_SIM();
+    CUcontext A = new_ctx(&c, 0, "A", LEFT_CURRENT);
+    CUfunction f = vadd_of(c, &mod);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_launch(f, (cuctx_stream){0}, grid, block, 0, NULL));
+    struct cusim_call k = last_call("cuLaunchKernel", mark);
+    cr_assert_eq(k.handle2, 0, "the NULL stream");
+    cr_assert_eq(k.ctx, H(A));
+    CHECK_OK(cuctx_module_destroy(&mod));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* Catches a launch on a stale stream that reaches the driver. */
+Test(launch, stale_stream_is_refused_before_the_driver)
+{
+    cuctx_ctx c = {0};
+    cuctx_module mod = {0};
+    cuctx_stream s = {0};
+    NEED_SIM();
+    new_ctx(&c, 0, "A", LEFT_CURRENT);
+    CUfunction f = vadd_of(c, &mod);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    cuctx_stream copy = s;
+    CHECK_OK(cuctx_stream_destroy(&s));
+    unsigned long before = calls("cuLaunchKernel");
+    cr_assert_eq(cuctx_launch(f, copy, grid, block, 0, NULL), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(calls("cuLaunchKernel"), before, "no cuLaunchKernel");
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "cuctx_launch"), "%s", cuctx_last_error_message());
+    CHECK_OK(cuctx_module_destroy(&mod));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* Catches a launch in whatever context is current instead of the stream's,
+ * or one that leaves the stream's context pushed. */
+Test(launch, launch_runs_in_the_streams_context_and_restores_the_stack)
+{
+    cuctx_ctx a = {0}, b = {0};
+    cuctx_module mod = {0};
+    cuctx_stream s = {0};
+    NEED_SIM();
+    unique_addresses();
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
+    CUfunction f = vadd_of(a, &mod);
+    name_handle('s', 0, "0");
+    CHECK_OK(cuctx_stream_create(&s, a, 0, 0));
+    CUcontext B = new_ctx(&b, 0, "B", LEFT_CURRENT);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_launch(f, s, grid, block, 0, NULL));
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(A),cuCtxPopCurrent(A)");
+    cr_assert_eq(last_call("cuLaunchKernel", mark).ctx, H(A), "launched with A current");
+    EXPECT_CURRENT(B);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_module_destroy(&mod));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+}
+
+/* Catches a launch on a stream whose context has ended that reaches the
+ * driver (a dead context made current for it). */
+Test(launch, stream_of_a_destroyed_context_is_refused)
+{
+    cuctx_ctx a = {0}, b = {0};
+    cuctx_module mod = {0};
+    cuctx_stream s = {0};
+    NEED_SIM();
+    new_ctx(&a, 0, "A", POPPED);
+    CUfunction f = vadd_of(a, &mod);
+    CHECK_OK(cuctx_stream_create(&s, a, 0, 0));
+    new_ctx(&b, 0, "B", LEFT_CURRENT);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    unsigned long before = calls("cuLaunchKernel"), pushes = calls("cuCtxPushCurrent");
+    CUresult rc = cuctx_launch(f, s, grid, block, 0, NULL);
+    cr_assert_eq(rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s", cuctx_result_name(rc));
+    cr_assert_eq(calls("cuLaunchKernel"), before);
+    cr_assert_eq(calls("cuCtxPushCurrent"), pushes, "the dead context is never made current");
+    cr_assert_eq(misuses(), 0);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_module_destroy(&mod));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+}
+
+/* Catches a NULL function handed to the driver. */
+Test(launch, null_function_is_invalid_value)
+{
+    NEED_SIM();
+    CHECK_OK(cuctx_init());
+    unsigned long before = calls("cuLaunchKernel");
+    cr_assert_eq(cuctx_launch(NULL, (cuctx_stream){0}, grid, block, 0, NULL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(calls("cuLaunchKernel"), before);
+}
