@@ -126,8 +126,14 @@ static inline __attribute__((always_inline)) CUresult cuctx__ctx_hold(cuctx_ctx 
  * was live). */
 static inline __attribute__((always_inline)) int cuctx__entry_live_unheld(uint64_t entry)
 {
-    struct cuctx_slot *e = cuctx__peek_own(entry, KIND_ENTRY);
-    return e && !__atomic_load_n(&e->u.entry.by_id, __ATOMIC_RELAXED);
+    /* The slot of the owned context this thread used last is at hand: an
+     * index's slot never changes, so no segment lookup (a load that waits
+     * for the child's fields) is needed when the child is of that context. */
+    struct cuctx_slot *e = __builtin_expect(entry == cuctx__me.entry.last.entry, 1)
+                               ? cuctx__me.entry.last.slot
+                               : cuctx__slot_own(cuctx__id_index(entry));
+    return cuctx__word_matches_own(atomic_load_explicit(&e->word, memory_order_acquire), entry, KIND_ENTRY)
+        && !__atomic_load_n(&e->u.entry.by_id, __ATOMIC_RELAXED);
 }
 
 /* An accessor's read of a context handle without holding its entry, as a

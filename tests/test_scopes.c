@@ -511,6 +511,7 @@ Test(scope_stack, a_scope_asks_which_context_is_current_once)
 {
     cuctx_ctx a = {0};
     need_driver_unique_addresses();
+    NEED_SIM();     /* counts driver calls */
     new_ctx(&a, 0, "A", POPPED);
     unsigned long before = calls("cuCtxGetCurrent");
     CUCTX_SCOPED(a) {
