@@ -11,6 +11,7 @@
 #include <cudaTypedefs.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -593,5 +594,41 @@ Test(lifetimes, a_call_with_two_children_waits_out_a_primary_release_its_context
     CHECK_OK(cuctx_stream_destroy(&s));
     CHECK_OK(cuctx_ctx_destroy(&other));
     cr_assert_eq(sim()->primary_outside_release(0), 0);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* A call with two children whose second handle is stale: refused before
+ * the driver with the second handle named, and the first child's pin given
+ * back (its destroy would wait for it for good). */
+Test(lifetimes, a_call_with_two_children_refuses_a_stale_second_handle_and_lets_go_of_the_first)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(20);
+    cuctx_ctx c = {0};
+    cuctx_event ev = {0}, gone_ev = {0};
+    cuctx_stream s = {0}, gone_s = {0};
+    new_ctx(&c, 0, "c", POPPED);
+    CHECK_OK(cuctx_event_create(&ev, c, 0));
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    CHECK_OK(cuctx_event_create(&gone_ev, c, 0));
+    CHECK_OK(cuctx_stream_create(&gone_s, c, 0, 0));
+    cuctx_event stale_ev = gone_ev;
+    cuctx_stream stale_s = gone_s;
+    CHECK_OK(cuctx_event_destroy(&gone_ev));
+    CHECK_OK(cuctx_stream_destroy(&gone_s));
+    float ms = 0;
+    size_t mark = log_mark();
+    cr_assert_eq(cuctx_event_record(ev, stale_s), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "stream handle"), "%s", cuctx_last_error_message());
+    cr_assert_eq(cuctx_stream_wait_event(s, stale_ev), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "event handle"), "%s", cuctx_last_error_message());
+    cr_assert_eq(cuctx_event_elapsed_ms(ev, stale_ev, &ms), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(calls_on("cuEventRecord", H(cuctx_event_raw(ev)), mark), 0);
+    cr_assert_eq(calls_on("cuStreamWaitEvent", H(cuctx_stream_raw(s)), mark), 0);
+    cr_assert_eq(calls("cuEventElapsedTime"), 0, "nothing timed");
+    CHECK_OK(cuctx_event_destroy(&ev));     /* hangs if a pin of ev was kept */
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
     cr_assert_eq(misuses(), 0);
 }
