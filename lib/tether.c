@@ -148,15 +148,14 @@ CUresult cuctx__child_use2(uint64_t a_id, enum cuctx_kind a_kind, uint64_t b_id,
         }
         if ((rc = cuctx__entry_hold_quiet(eb, &b->entry)) == CUDA_SUCCESS)
             break;
-        int waitable = rc == CUDA_ERROR_CONTEXT_IS_DESTROYED && cuctx__closing(eb, KIND_ENTRY);
         cuctx__entry_release(&a->entry);
-        if (waitable && !cuctx__thread_holds_entry() && !cuctx__me.lock.held) {
-            cuctx__wait_closed(eb, KIND_ENTRY);
-            rc = cuctx__entry_hold(a->obj->u.child.entry, fn, &a->entry);
-            if (rc == CUDA_SUCCESS)
+        /* b's context may be closing until the driver's verdict: its hold,
+         * with nothing held now, waits for that where it may and says why
+         * not; then both are taken again. */
+        if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED && (rc = cuctx__entry_hold(eb, fn, &b->entry)) == CUDA_SUCCESS) {
+            cuctx__entry_release(&b->entry);
+            if ((rc = cuctx__entry_hold(a->obj->u.child.entry, fn, &a->entry)) == CUDA_SUCCESS)
                 continue;
-        } else if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED) {
-            rc = cuctx__fail(rc, "%s: the context has been destroyed", fn);
         }
         cuctx__child_done(b);
         cuctx__child_done(a);

@@ -160,7 +160,7 @@ void cuctx__child_done2(struct cuctx_use *a, struct cuctx_use *b);
  * is read without a pin or a hold, as a seqlock reader (registry.h, peek):
  * its value counts only if its slot still has the id after the read, so a
  * slot reused meanwhile never yields another object's value; and only if
- * its owned context's entry is live (cuctx__entry_read). Anything else -
+ * its owned context's entry is live (cuctx__entry_live_unheld, entry.h). Anything else -
  * stale, being destroyed, its context ended or one others can end - takes
  * the checked path (tether.c), which pins, holds, and says why. */
 enum cuctx_field { FIELD_RAW, FIELD_SIZE };
