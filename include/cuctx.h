@@ -149,6 +149,8 @@ typedef struct cuctx_module { uint64_t id; } cuctx_module;
 typedef struct cuctx_mem { uint64_t id; } cuctx_mem;
 typedef struct cuctx_host_mem { uint64_t id; } cuctx_host_mem;
 typedef struct cuctx_graph_exec { uint64_t id; } cuctx_graph_exec;
+typedef struct cuctx_graph { uint64_t id; } cuctx_graph;
+typedef struct cuctx_library { uint64_t id; } cuctx_library;
 
 /* ------------------------------------------------------------------------
  *  Automatic cleanup: the macros, and the destroy they call
@@ -221,6 +223,39 @@ CUCTX_API void cuctx_cleanup(void *handle);
     cuctx_scope CUCTX__UNIQUE(cuctx__guard_)                                \
         __attribute__((cleanup(cuctx_scope_exit), unused))                  \
         = cuctx__scope_guard(ctx)
+
+/* CUCTX_CAPTURE(s, &graph, mode) { ... }: captures the work the block
+ * queues on s into a graph (cuctx_capture_begin), and ends the capture at
+ * every exit of the block, so the stream is never left capturing:
+ *   - the block's end (or continue): the graph goes to graph, which must
+ *     hold no live graph at entry;
+ *   - break, return, goto out of it: the capture is abandoned, the graph
+ *     destroyed, graph stays {0}, the stream usable;
+ *   - a capture the driver invalidated inside (a call the capture forbids,
+ *     such as cuMemAlloc under CU_STREAM_CAPTURE_MODE_GLOBAL, answered
+ *     CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED): graph stays {0}, the error
+ *     handler is told, cuctx_last_error() is
+ *     CUDA_ERROR_STREAM_CAPTURE_INVALIDATED.
+ * If the capture cannot begin the block is skipped, the handler told and
+ * the last error set, as with CUCTX_SCOPED. The block runs in the calling
+ * thread's context stack as it was (the capture switches to s's context
+ * only for its begin and end). What the driver forbids during a capture
+ * (DRIVER-FACTS): under GLOBAL, allocations and frees from any thread of
+ * the process, under THREAD_LOCAL from this thread; in every mode
+ * cuCtxSynchronize, and synchronizing or querying s or an event recorded
+ * in the capture. cuctx's own calls inside are none of these except the
+ * ones that are (cuctx_mem_alloc, cuctx_ctx_synchronize,
+ * cuctx_stream_synchronize(s), cuctx_event_synchronize/_query of a
+ * captured event). */
+#  define CUCTX_CAPTURE(s, out, mode) CUCTX__CAPTURE(s, out, mode, CUCTX__UNIQUE(cuctx__capture_), 1, )
+
+/* CUCTX_CAPTURE_ELSE(s, &graph, mode, on_fail) { ... }: as CUCTX_CAPTURE,
+ * but when the capture cannot begin, on_fail runs instead of the block
+ * (as CUCTX_SCOPED_ELSE's), and an end that yields no graph does not tell
+ * the error handler either: the program looks at graph and
+ * cuctx_last_error(). */
+#  define CUCTX_CAPTURE_ELSE(s, out, mode, ...) \
+    CUCTX__CAPTURE(s, out, mode, CUCTX__UNIQUE(cuctx__capture_), 0, __VA_ARGS__)
 #endif /* !CUCTX_NO_AUTO */
 
 /* ------------------------------------------------------------------------
@@ -316,6 +351,10 @@ CUCTX_API CUresult cuctx_module_load_data(cuctx_module *out, cuctx_ctx ctx, cons
 CUCTX_API CUresult cuctx_module_destroy(cuctx_module *mod);
 /* The function stays valid while the module lives. */
 CUCTX_API CUresult cuctx_module_function(cuctx_module mod, const char *name, CUfunction *out);
+/* A global variable of the module (a __device__ variable): its device
+ * address and size, either out may be NULL (cuModuleGetGlobal). Valid while
+ * the module lives; CUDA_ERROR_NOT_FOUND for a name it does not have. */
+CUCTX_API CUresult cuctx_module_global(cuctx_module mod, const char *name, CUdeviceptr *ptr, size_t *bytes);
 CUCTX_API CUmodule cuctx_module_raw(cuctx_module mod);
 
 CUCTX_API CUresult cuctx_mem_alloc(cuctx_mem *out, cuctx_ctx ctx, size_t bytes);
@@ -337,6 +376,67 @@ CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s);
 CUCTX_API CUgraphExec cuctx_graph_exec_raw(cuctx_graph_exec ge);
 
 /* ------------------------------------------------------------------------
+ *  Graphs, stream capture, libraries: objects of no context
+ * ------------------------------------------------------------------------ */
+
+/* A CUgraph (the description; cuctx_graph_exec is its instantiation in a
+ * context). A graph belongs to no context - measured: cuGraphDestroy
+ * succeeds after the context it was built in was destroyed - so it is not
+ * tethered: it is made with no context current and destroyed through the
+ * driver whenever its handle is, with the checks of every handle
+ * (generation, CUCTX_AUTO, CUCTX_MOVE, leak report, stats.graphs). Build it
+ * with raw calls on cuctx_graph_raw(g), or by capture (CUCTX_CAPTURE);
+ * instantiate it with cuctx_graph_exec_instantiate(&ge, ctx,
+ * cuctx_graph_raw(g), flags). */
+CUCTX_API CUresult cuctx_graph_create(cuctx_graph *out);
+CUCTX_API CUresult cuctx_graph_destroy(cuctx_graph *g);
+CUCTX_API CUgraph cuctx_graph_raw(cuctx_graph g);
+
+/* The state of a capture by hand; fields through the functions only. */
+typedef struct cuctx_capture {
+    uint64_t stream;        /* the capturing stream's handle */
+    cuctx_graph *out;       /* where the graph goes */
+    const char *file, *func;    /* the begin's site, the graph's for the leak report */
+    int line;
+    int state;              /* CUCTX__CAPTURE_* */
+    int report;             /* an end that yields no graph tells the error handler */
+    uint64_t cuctx__reserved[2];
+} cuctx_capture;
+
+/* Begins capturing the work queued on s into a graph
+ * (cuStreamBeginCapture, mode CU_STREAM_CAPTURE_MODE_GLOBAL,
+ * _THREAD_LOCAL or _RELAXED, in s's context). s must be a stream of
+ * cuctx_stream_create (the driver cannot capture the legacy default
+ * stream); *out must hold no live graph (CUDA_ERROR_INVALID_VALUE, *out
+ * untouched: "Filling a handle"). On failure the capture is not begun:
+ * the error, the last error set, c left ended. */
+CUCTX_API CUresult cuctx_capture_begin(cuctx_capture *c, cuctx_stream s, cuctx_graph *out, CUstreamCaptureMode mode);
+/* Ends the capture (cuStreamEndCapture) - always, so the stream is never
+ * left capturing. keep != 0: the graph goes to *out; keep == 0 abandons
+ * it (cuGraphDestroy), *out stays {0}. A capture the driver invalidated
+ * (a call it forbids during capture answered CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+ * yields no graph: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, *out {0}; so does
+ * a stream destroyed or a context ended inside the capture (their errors).
+ * A no-op returning CUDA_SUCCESS when c is ended already. */
+CUCTX_API CUresult cuctx_capture_end(cuctx_capture *c, int keep);
+
+/* A CUlibrary (CUDA 12.0+: cuLibraryLoadFromFile, cuLibraryLoadData of a
+ * cubin, fatbin or PTX). A library and its kernels belong to no context -
+ * measured: a kernel launches in a context made after the one current at
+ * load - so, like a graph, it is not tethered. A PTX that does not
+ * assemble loads with success on the real driver, and the failure shows
+ * only at the kernel lookup (CUDA_ERROR_INVALID_PTX): cuctx keeps the JIT
+ * log of the load and puts it in that lookup's error message. A driver
+ * older than 12.0 gives CUDA_ERROR_NOT_SUPPORTED. */
+CUCTX_API CUresult cuctx_library_load(cuctx_library *out, const char *path);
+CUCTX_API CUresult cuctx_library_load_data(cuctx_library *out, const void *image);
+/* The kernel, valid while the library lives, launchable in any context:
+ * cuctx_launch(k, ...), or cuLaunchKernel((CUfunction)k, ...). */
+CUCTX_API CUresult cuctx_library_kernel(cuctx_library lib, const char *name, CUkernel *out);
+CUCTX_API CUresult cuctx_library_destroy(cuctx_library *lib);
+CUCTX_API CUlibrary cuctx_library_raw(cuctx_library lib);
+
+/* ------------------------------------------------------------------------
  *  Launches
  * ------------------------------------------------------------------------ */
 
@@ -355,6 +455,23 @@ typedef struct cuctx_dim3 { unsigned x, y, z; } cuctx_dim3;
  * as cuLaunchKernel's kernelParams. */
 CUCTX_API CUresult cuctx_launch(CUfunction f, cuctx_stream s, cuctx_dim3 grid, cuctx_dim3 block,
                                 size_t shared_bytes, void **args);
+/* The same for a library's kernel (cuctx_library_kernel), which launches in
+ * whichever context the stream belongs to. cuctx_launch itself takes a
+ * CUkernel too (a C11 _Generic in C, an overload in C++) and calls this. */
+CUCTX_API CUresult cuctx_launch_kernel(CUkernel k, cuctx_stream s, cuctx_dim3 grid, cuctx_dim3 block,
+                                       size_t shared_bytes, void **args);
+#if defined(__cplusplus)
+extern "C++" {
+static inline CUresult cuctx_launch(CUkernel k, cuctx_stream s, cuctx_dim3 grid, cuctx_dim3 block,
+                                    size_t shared_bytes, void **args)
+{
+    return cuctx_launch_kernel(k, s, grid, block, shared_bytes, args);
+}
+}
+#elif (defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L) || defined(__GNUC__) || defined(__clang__)
+#  define cuctx_launch(f, ...) \
+    __extension__ _Generic((f), CUkernel: cuctx_launch_kernel, default: cuctx_launch)((f), __VA_ARGS__)
+#endif
 
 /* ------------------------------------------------------------------------
  *  Handles from elsewhere: a child's context, objects made outside cuctx,
@@ -440,6 +557,13 @@ CUCTX_API CUresult cuctx_host_mem_alloc_at(cuctx_host_mem *out, cuctx_ctx ctx, s
 CUCTX_API CUresult cuctx_graph_exec_instantiate_at(cuctx_graph_exec *out, cuctx_ctx ctx, CUgraph graph,
                                                    unsigned long long flags, const char *file, int line,
                                                    const char *func);
+CUCTX_API CUresult cuctx_graph_create_at(cuctx_graph *out, const char *file, int line, const char *func);
+CUCTX_API CUresult cuctx_capture_begin_at(cuctx_capture *c, cuctx_stream s, cuctx_graph *out, CUstreamCaptureMode mode,
+                                          const char *file, int line, const char *func);
+CUCTX_API CUresult cuctx_library_load_at(cuctx_library *out, const char *path, const char *file, int line,
+                                         const char *func);
+CUCTX_API CUresult cuctx_library_load_data_at(cuctx_library *out, const void *image, const char *file, int line,
+                                              const char *func);
 
 /* The adopts record their site as the creates do. */
 CUCTX_API CUresult cuctx_stream_adopt_at(cuctx_stream *out, cuctx_ctx ctx, CUstream raw, int owned,
@@ -468,6 +592,10 @@ CUCTX_API CUresult cuctx_mem_adopt_at(cuctx_mem *out, cuctx_ctx ctx, CUdeviceptr
 #  define cuctx_host_mem_alloc(out, ctx, bytes, flags) cuctx_host_mem_alloc_at(out, ctx, bytes, flags, CUCTX__SITE)
 #  define cuctx_graph_exec_instantiate(out, ctx, graph, flags) \
        cuctx_graph_exec_instantiate_at(out, ctx, graph, flags, CUCTX__SITE)
+#  define cuctx_graph_create(out) cuctx_graph_create_at(out, CUCTX__SITE)
+#  define cuctx_capture_begin(c, s, out, mode) cuctx_capture_begin_at(c, s, out, mode, CUCTX__SITE)
+#  define cuctx_library_load(out, path) cuctx_library_load_at(out, path, CUCTX__SITE)
+#  define cuctx_library_load_data(out, image) cuctx_library_load_data_at(out, image, CUCTX__SITE)
 #endif
 
 /* ------------------------------------------------------------------------
@@ -582,6 +710,7 @@ struct cuctx_stats {
     uint64_t failed_destroys;   /* destroys the driver refused */
     uint64_t shutdown_skips;    /* destroys not sent because the driver had shut down
                                    (process exit): they succeed quietly */
+    size_t graphs, libraries;   /* live objects of no context (appended after the 0.1.0 fields) */
 };
 /* cuctx_stats_get(&st) fills st. The object counts are cheap at any number
  * of objects (each thread keeps its own); contexts walks the handle table,
@@ -626,6 +755,11 @@ CUCTX_API unsigned cuctx_version_hex(void);
 #define CUCTX__STREAM_LEGACY_ID UINT64_C(0x0c00000000000000)
 #define CUCTX__STREAM_PER_THREAD_ID UINT64_C(0x0c00000100000000)
 
+/* The states of cuctx_capture.state. */
+#define CUCTX__CAPTURE_ENDED   0  /* not begun, failed to begin, or ended */
+#define CUCTX__CAPTURE_BEGUN   1  /* capturing, block not yet run */
+#define CUCTX__CAPTURE_RUNNING 2  /* capturing, block running */
+
 /* The states of cuctx_scope.state. */
 #define CUCTX__SCOPE_FAILED  0  /* enter failed: block skipped, nothing to undo */
 #define CUCTX__SCOPE_ENTERED 1  /* entered, block not yet run */
@@ -642,6 +776,13 @@ CUCTX_API unsigned cuctx_version_hex(void);
 /* __COUNTER__ so that two macros on one line still get distinct names. */
 #define CUCTX__UNIQUE(prefix) CUCTX__CAT(prefix, __COUNTER__)
 
+/* Every handle type but cuctx_ctx, one line each - X(name, arg) for
+ * cuctx_<name> - so that the typed destroy, CUCTX_AUTO and CUCTX_MOVE take
+ * a new kind from one line here. arg is passed on to X. */
+#define CUCTX__CHILD_HANDLES(X, arg)                                       \
+    X(event, arg) X(stream, arg) X(module, arg) X(mem, arg) X(host_mem, arg) \
+    X(graph_exec, arg) X(graph, arg) X(library, arg)
+
 /* The typed cuctx_destroy and cuctx_cleanup. C: _Generic selects the
  * function itself for a pointer to a (non-const) handle and has no other
  * association, so anything else is an error; it does not evaluate its
@@ -649,9 +790,8 @@ CUCTX_API unsigned cuctx_version_hex(void);
  * function's name inside its own macro does not expand again. */
 #define CUCTX__HANDLE_ONLY(fn, handle)                                      \
     __extension__ _Generic((handle),                                        \
-        cuctx_ctx *: fn, cuctx_event *: fn, cuctx_stream *: fn,             \
-        cuctx_module *: fn, cuctx_mem *: fn, cuctx_host_mem *: fn,          \
-        cuctx_graph_exec *: fn)(handle)
+        cuctx_ctx *: fn CUCTX__CHILD_HANDLES(CUCTX__ASSOC_FN, fn))(handle)
+#define CUCTX__ASSOC_FN(name, fn) , cuctx_##name *: fn
 #if defined(__cplusplus)
 /* C++: one overload per handle pointer and none taking void *, so a
  * pointer to anything else matches none. */
@@ -659,14 +799,11 @@ CUCTX_API unsigned cuctx_version_hex(void);
     static inline CUresult cuctx__destroy_typed(type *h) { return (cuctx_destroy)(h); } \
     static inline void cuctx__cleanup_typed(type *h) { (cuctx_cleanup)(h); }
 extern "C++" {  /* overloads, inside the header's extern "C" */
+#  define CUCTX__TYPED_DESTROY_OF(name, _) CUCTX__TYPED_DESTROY(cuctx_##name)
 CUCTX__TYPED_DESTROY(cuctx_ctx)
-CUCTX__TYPED_DESTROY(cuctx_event)
-CUCTX__TYPED_DESTROY(cuctx_stream)
-CUCTX__TYPED_DESTROY(cuctx_module)
-CUCTX__TYPED_DESTROY(cuctx_mem)
-CUCTX__TYPED_DESTROY(cuctx_host_mem)
-CUCTX__TYPED_DESTROY(cuctx_graph_exec)
+CUCTX__CHILD_HANDLES(CUCTX__TYPED_DESTROY_OF, _)
 }
+#  undef CUCTX__TYPED_DESTROY_OF
 #  undef CUCTX__TYPED_DESTROY
 #endif
 
@@ -735,12 +872,9 @@ CUCTX_API CUresult cuctx__call_resolve(const char *name, const char *pfn, unsign
  * pedantic warning, in a union as anywhere. */
 typedef union cuctx__handle_ptr {
     cuctx_ctx *ctx;
-    cuctx_event *event;
-    cuctx_stream *stream;
-    cuctx_module *module;
-    cuctx_mem *mem;
-    cuctx_host_mem *host_mem;
-    cuctx_graph_exec *graph_exec;
+#    define CUCTX__UNION_MEMBER(name, _) cuctx_##name *name;
+    CUCTX__CHILD_HANDLES(CUCTX__UNION_MEMBER, _)
+#    undef CUCTX__UNION_MEMBER
 } cuctx__handle_ptr __attribute__((transparent_union));
 
 /* All pointers to structures share one representation: any member will do. */
@@ -760,12 +894,9 @@ extern "C++" {  /* a class with constructors, inside the header's extern "C" */
 struct cuctx__handle_ptr {
     void *p;
     cuctx__handle_ptr(cuctx_ctx *h) : p(h) {}
-    cuctx__handle_ptr(cuctx_event *h) : p(h) {}
-    cuctx__handle_ptr(cuctx_stream *h) : p(h) {}
-    cuctx__handle_ptr(cuctx_module *h) : p(h) {}
-    cuctx__handle_ptr(cuctx_mem *h) : p(h) {}
-    cuctx__handle_ptr(cuctx_host_mem *h) : p(h) {}
-    cuctx__handle_ptr(cuctx_graph_exec *h) : p(h) {}
+#    define CUCTX__CONVERT(name, _) cuctx__handle_ptr(cuctx_##name *h) : p(h) {}
+    CUCTX__CHILD_HANDLES(CUCTX__CONVERT, _)
+#    undef CUCTX__CONVERT
 };
 
 static inline void cuctx__auto_cleanup(cuctx__handle_ptr h)
@@ -792,25 +923,19 @@ static inline void cuctx__auto_cleanup(cuctx__handle_ptr h)
 
 #  ifdef __cplusplus
 extern "C++" {  /* overloads, inside the header's extern "C" */
+#    define CUCTX__MOVE_OF(name, _) CUCTX__MOVE_FN(cuctx_##name, cuctx__move)
 CUCTX__MOVE_FN(cuctx_ctx, cuctx__move)
-CUCTX__MOVE_FN(cuctx_event, cuctx__move)
-CUCTX__MOVE_FN(cuctx_stream, cuctx__move)
-CUCTX__MOVE_FN(cuctx_module, cuctx__move)
-CUCTX__MOVE_FN(cuctx_mem, cuctx__move)
-CUCTX__MOVE_FN(cuctx_host_mem, cuctx__move)
-CUCTX__MOVE_FN(cuctx_graph_exec, cuctx__move)
+CUCTX__CHILD_HANDLES(CUCTX__MOVE_OF, _)
+#    undef CUCTX__MOVE_OF
 }
 /* var appears once, so it is evaluated once: CUCTX_MOVE(arr[i++]) works. No
  * overload takes a pointer to const: a const handle does not compile. */
 #    define CUCTX__MOVE(var) cuctx__move(&(var))
 #  else
+#    define CUCTX__MOVE_OF(name, _) CUCTX__MOVE_FN(cuctx_##name, cuctx__move_##name)
 CUCTX__MOVE_FN(cuctx_ctx, cuctx__move_ctx)
-CUCTX__MOVE_FN(cuctx_event, cuctx__move_event)
-CUCTX__MOVE_FN(cuctx_stream, cuctx__move_stream)
-CUCTX__MOVE_FN(cuctx_module, cuctx__move_module)
-CUCTX__MOVE_FN(cuctx_mem, cuctx__move_mem)
-CUCTX__MOVE_FN(cuctx_host_mem, cuctx__move_host_mem)
-CUCTX__MOVE_FN(cuctx_graph_exec, cuctx__move_graph_exec)
+CUCTX__CHILD_HANDLES(CUCTX__MOVE_OF, _)
+#    undef CUCTX__MOVE_OF
 /* _Generic does not evaluate its controlling expression, so var is
  * evaluated once, in the call: CUCTX_MOVE(arr[i++]) works. It selects on
  * &(var), not var, because lvalue conversion drops a const that the pointer
@@ -818,13 +943,8 @@ CUCTX__MOVE_FN(cuctx_graph_exec, cuctx__move_graph_exec)
  * address to the function would only draw a warning. */
 #    define CUCTX__MOVE(var)                                                \
     __extension__ _Generic(&(var),                                          \
-        cuctx_ctx *: cuctx__move_ctx,                                       \
-        cuctx_event *: cuctx__move_event,                                   \
-        cuctx_stream *: cuctx__move_stream,                                 \
-        cuctx_module *: cuctx__move_module,                                 \
-        cuctx_mem *: cuctx__move_mem,                                       \
-        cuctx_host_mem *: cuctx__move_host_mem,                             \
-        cuctx_graph_exec *: cuctx__move_graph_exec)(&(var))
+        cuctx_ctx *: cuctx__move_ctx CUCTX__CHILD_HANDLES(CUCTX__MOVE_ASSOC, _))(&(var))
+#    define CUCTX__MOVE_ASSOC(name, _) , cuctx_##name *: cuctx__move_##name
 #  endif
 
 /* The enter of CUCTX_SCOPED (report != 0: a failure also goes to the error
@@ -861,6 +981,28 @@ static inline int cuctx__scope_once(cuctx_scope *s)
                    cuctx__entered;                                          \
                });                                                          \
          cuctx__scope_once(&var);)
+
+/* The capture macros' three steps: the begin (report: failures go to the
+ * error handler), the loop test (true once, on the first test; on the
+ * second - the block ended or continued - it ends the capture, keeping the
+ * graph), and the cleanup (the block was left by a jump: abandon). */
+CUCTX_API cuctx_capture cuctx__capture_start(cuctx_stream s, cuctx_graph *out, CUstreamCaptureMode mode, int report,
+                                             const char *file, int line, const char *func);
+CUCTX_API int cuctx__capture_once(cuctx_capture *c);
+CUCTX_API void cuctx__capture_cleanup(cuctx_capture *c);
+
+/* As CUCTX__SCOPED: a run-once loop whose variable's cleanup abandons. */
+#define CUCTX__CAPTURE(s, out, mode, var, report, ...)                      \
+    for (cuctx_capture var __attribute__((cleanup(cuctx__capture_cleanup), unused)) \
+             = __extension__({                                              \
+                   cuctx_capture cuctx__begun                               \
+                       = cuctx__capture_start((s), (out), (mode), (report), __FILE__, __LINE__, __func__); \
+                   if (cuctx__begun.state == CUCTX__CAPTURE_ENDED) {        \
+                       __VA_ARGS__;                                         \
+                   }                                                        \
+                   cuctx__begun;                                            \
+               });                                                          \
+         cuctx__capture_once(&var);)
 
 #endif /* !CUCTX_NO_AUTO */
 

@@ -46,6 +46,8 @@ CUresult cuctx__claim_slow(uint64_t *out, enum cuctx_kind kind, const char *fn)
         *out = 0;
         return CUDA_SUCCESS;
     }
+    if (entry == 0 && !cuctx__kind_tethered(kind))     /* in no context: live while its slot is */
+        return refuse(id, kind, fn);
     struct cuctx_held o;
     CUresult rc = cuctx__entry_hold_quiet(entry, &o);
     if (rc == CUDA_SUCCESS) {

@@ -10,7 +10,7 @@
 
 #include <stdio.h>
 
-#define CUCTX__KIND_ENTRY(K, name, field, display) [KIND_##K] = &cuctx__##name##_kind,
+#define CUCTX__KIND_ENTRY(K, name, field, display, tethered) [KIND_##K] = &cuctx__##name##_kind,
 static const struct cuctx_child_kind *const child_kinds[KIND_COUNT] = {CUCTX_CHILD_KINDS(CUCTX__KIND_ENTRY)};
 #undef CUCTX__KIND_ENTRY
 

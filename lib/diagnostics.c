@@ -87,7 +87,7 @@ CUCTX_API size_t cuctx_stats_get_sized(struct cuctx_stats *out, size_t size)
     long handed_out = contexts_handed_out();
     st.contexts = handed_out >= 0 ? (size_t)handed_out : (size_t)n[KIND_ENTRY];
     st.ctx_handles = (size_t)n[KIND_CTX_HANDLE];
-#define CUCTX__KIND_COUNT(K, name, field, display) st.field = (size_t)n[KIND_##K];
+#define CUCTX__KIND_COUNT(K, name, field, display, tethered) st.field = (size_t)n[KIND_##K];
     CUCTX_CHILD_KINDS(CUCTX__KIND_COUNT)
 #undef CUCTX__KIND_COUNT
     st.stale_skips = atomic_load(&cuctx__stale_skips);
@@ -139,10 +139,12 @@ static void report_one(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
                 life >= LIFE_OWNED && life <= LIFE_BORROWED ? lives[life] : "?", (unsigned long long)id);
         site_line(r->out, &s->u.ctx.site);
     } else {
-        CUcontext owner = entry_raw(s->u.child.entry);
+        CUcontext owner = s->u.child.entry ? entry_raw(s->u.child.entry) : NULL;
         fprintf(r->out, "cuctx: leak: %s %#llx (handle %#llx) in ", cuctx__kind_name(kind),
                 (unsigned long long)s->u.child.raw, (unsigned long long)id);
-        if (owner)
+        if (!s->u.child.entry)
+            fprintf(r->out, "no context (a %s belongs to none)", cuctx__kind_name(kind));
+        else if (owner)
             fprintf(r->out, "context %p", (void *)owner);
         else
             fprintf(r->out, "a destroyed context");

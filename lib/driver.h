@@ -50,7 +50,17 @@
     X(cuGraphInstantiateWithFlags, 11040, 0)    \
     X(cuGraphExecDestroy, 10000, 0)             \
     X(cuGraphLaunch, 10000, 0)                  \
-    X(cuLaunchKernel, 4000, 0)
+    X(cuLaunchKernel, 4000, 0)                  \
+    X(cuGraphCreate, 10000, 0)                  \
+    X(cuGraphDestroy, 10000, 0)                 \
+    X(cuStreamBeginCapture, 10010, 0)           \
+    X(cuStreamEndCapture, 10000, 0)             \
+    X(cuModuleLoadDataEx, 2010, 0)              \
+    X(cuModuleGetGlobal, 3020, 0)               \
+    X(cuLibraryLoadData, 12000, 0)              \
+    X(cuLibraryLoadFromFile, 12000, 0)          \
+    X(cuLibraryUnload, 12000, 0)                \
+    X(cuLibraryGetKernel, 12000, 0)
 
 /* Members are named f_<name>: token pasting keeps cuda.h's renaming macros
  * (cuCtxCreate -> cuCtxCreate_v4) away from them. */

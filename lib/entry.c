@@ -86,7 +86,8 @@ static void primaries_after_fork(void)
 
 /* In a forked child: the contexts are the parent's, and CUDA objects do not
  * cross fork. Every entry ends, so children made before the fork are never
- * sent to the child's driver (their destroys are skipped), and every context
+ * sent to the child's driver (their destroys are skipped; so are those of
+ * the untethered kinds, given an entry that never lives), and every context
  * handle becomes a borrow, whose destroy never calls the driver. */
 static void after_fork_one(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
 {
@@ -97,6 +98,8 @@ static void after_fork_one(enum cuctx_kind kind, struct cuctx_slot *s, void *arg
         cuctx__slot_free(s);
     } else if (kind == KIND_CTX_HANDLE) {
         s->u.ctx.life = LIFE_BORROWED;
+    } else if (kind < KIND_ENTRY && !cuctx__kind_tethered(kind) && s->u.child.entry == 0) {
+        s->u.child.entry = CUCTX__ENTRY_NEVER;  /* in no context, but the parent's all the same */
     }
 }
 

@@ -6,24 +6,30 @@
 
 #include <stdint.h>
 
-/* The child kinds, one line each: X(KIND, name, stats field, display name).
- * A kind is this line plus its file, lib/NAME.c, which defines
+/* The child kinds, one line each: X(KIND, name, stats field, display name,
+ * tethered). A kind is this line plus its file, lib/NAME.c, which defines
  * cuctx__NAME_kind (its driver destroy) and its public functions; the enum
  * value, the table of kinds (destroy.c), the stats count and the name in
- * messages follow from the line. Appended only: the order is in every id. */
+ * messages follow from the line. A tethered kind lives in a context and
+ * dies with it (tether.h); an untethered one (0) belongs to no context -
+ * a CUgraph, a CUlibrary: measured, DRIVER-FACTS - so it is made with no
+ * context current and destroyed whenever its handle is, with the same
+ * handle checks. Appended only: the order is in every id. */
 #define CUCTX_CHILD_KINDS(X)                                        \
-    X(EVENT, event, events, "event")                                \
-    X(STREAM, stream, streams, "stream")                            \
-    X(MODULE, module, modules, "module")                            \
-    X(MEM, mem, mems, "device memory")                              \
-    X(HOST_MEM, host_mem, host_mems, "page-locked host memory")     \
-    X(GRAPH_EXEC, graph_exec, graph_execs, "graph exec")
+    X(EVENT, event, events, "event", 1)                             \
+    X(STREAM, stream, streams, "stream", 1)                         \
+    X(MODULE, module, modules, "module", 1)                         \
+    X(MEM, mem, mems, "device memory", 1)                           \
+    X(HOST_MEM, host_mem, host_mems, "page-locked host memory", 1)  \
+    X(GRAPH_EXEC, graph_exec, graph_execs, "graph exec", 1)         \
+    X(GRAPH, graph, graphs, "graph", 0)                             \
+    X(LIBRARY, library, libraries, "library", 0)
 
 /* Object kinds; the top byte of every id. KIND_CTX_HANDLE is a cuctx_ctx
  * (one per create, retain or borrow); KIND_ENTRY is the context itself as
  * cuctx knows it (its address, generation and driver id), which the
  * handles and children name and which never leaves the library. */
-#define CUCTX__KIND_ENUM(K, name, field, display) KIND_##K,
+#define CUCTX__KIND_ENUM(K, name, field, display, tethered) KIND_##K,
 enum cuctx_kind {
     KIND_NONE = 0,
     KIND_CTX_HANDLE,
@@ -36,11 +42,20 @@ enum cuctx_kind {
 /* A child kind's name in messages ("device memory"); "object" for the others. */
 static inline const char *cuctx__kind_name(enum cuctx_kind kind)
 {
-#define CUCTX__KIND_NAME(K, name, field, display) [KIND_##K] = display,
+#define CUCTX__KIND_NAME(K, name, field, display, tethered) [KIND_##K] = display,
     static const char *const names[KIND_COUNT] = {CUCTX_CHILD_KINDS(CUCTX__KIND_NAME)};
 #undef CUCTX__KIND_NAME
     return kind < KIND_COUNT && names[kind] ? names[kind] : "object";
 }
+
+/* Whether a kind is tethered to a context: a constant where kind is one,
+ * so that the tether's inline paths (tether.h) fold to one form per kind. */
+#define CUCTX__KIND_LOOSE(K, name, field, display, tethered) | ((uint64_t)!(tethered) << KIND_##K)
+static inline __attribute__((always_inline)) int cuctx__kind_tethered(enum cuctx_kind kind)
+{
+    return !((0 CUCTX_CHILD_KINDS(CUCTX__KIND_LOOSE)) >> kind & 1);
+}
+#undef CUCTX__KIND_LOOSE
 
 /* A handle id: kind (6 bits) | slot index (26 bits) | generation (32 bits).
  * 2^26 slots is 67 million live objects; a slot whose generation would wrap
@@ -55,6 +70,10 @@ static inline uint64_t cuctx__id_make(enum cuctx_kind kind, uint32_t index, uint
 {
     return (uint64_t)kind << CUCTX_ID_KIND_SHIFT | (uint64_t)index << CUCTX_ID_INDEX_SHIFT | gen;
 }
+
+/* An entry id no slot ever has (generation 0): the tether of objects that
+ * no driver call may reach, yet belong to no context (entry.c, fork). */
+#define CUCTX__ENTRY_NEVER ((uint64_t)KIND_ENTRY << CUCTX_ID_KIND_SHIFT)
 
 /* Who decides a context's life. An owned context was created by cuctx and
  * ends only through it, so the registry alone says whether it lives. A

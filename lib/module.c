@@ -8,27 +8,63 @@
 #include "driver.h"
 #include "error.h"
 #include "ids.h"
+#include "jit.h"
 #include "registry.h"
 #include "tether.h"
+
+#include <stdio.h>
+#include <stdlib.h>
 
 static CUresult destroy(uint64_t raw) { return DRV(cuModuleUnload)((CUmodule)(uintptr_t)raw); }
 const struct cuctx_child_kind cuctx__module_kind = {0, destroy};
 
 struct module_args { const char *path; const void *image; };
 
+/* The JIT log of a file that failed to load as PTX: cuModuleLoad gives
+ * none, so the file's bytes are loaded once more through
+ * cuModuleLoadDataEx, which does (a failure path only). */
+static void log_of_file(const char *path, struct cuctx_jit_log *log)
+{
+    FILE *f;
+    char *image = NULL;
+    long n;
+    if (!DRV(cuModuleLoadDataEx) || !(f = fopen(path, "rb")))
+        return;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0
+        && (image = malloc((size_t)n + 1)) != NULL && fread(image, 1, (size_t)n, f) == (size_t)n) {
+        CUmodule m = NULL;
+        image[n] = '\0';
+        if (DRV(cuModuleLoadDataEx)(&m, image, 2, log->opt, log->val) == CUDA_SUCCESS)
+            DRV(cuModuleUnload)(m);    /* (loads now: nothing to say) */
+    }
+    free(image);
+    fclose(f);
+}
+
 static CUresult make(void *arg, uint64_t *raw, size_t *size)
 {
     const struct module_args *a = arg;
+    struct cuctx_jit_log log;
     CUmodule m = NULL;
     CUresult rc;
+    cuctx__jit_log_init(&log);
     if (a->path) {
         rc = DRV(cuModuleLoad)(&m, a->path);
-        if (rc != CUDA_SUCCESS)
-            return cuctx__fail(rc, "cuctx_module_load: cuModuleLoad(\"%s\") failed: %s", a->path, cuctx_result_name(rc));
+        if (rc == CUDA_ERROR_INVALID_PTX)
+            log_of_file(a->path, &log);
+    } else if (DRV(cuModuleLoadDataEx)) {
+        rc = DRV(cuModuleLoadDataEx)(&m, a->image, 2, log.opt, log.val);
     } else {
         rc = DRV(cuModuleLoadData)(&m, a->image);
-        if (rc != CUDA_SUCCESS)
-            return cuctx__fail(rc, "cuctx_module_load_data: cuModuleLoadData failed: %s", cuctx_result_name(rc));
+    }
+    if (rc != CUDA_SUCCESS) {
+        const char *text = cuctx__jit_log_text(&log);
+        if (a->path)
+            return cuctx__fail(rc, "cuctx_module_load: cuModuleLoad(\"%s\") failed: %s%s%s", a->path,
+                               cuctx_result_name(rc), *text ? "; the JIT log: " : "", text);
+        return cuctx__fail(rc, "cuctx_module_load_data: cuModuleLoadData%s failed: %s%s%s",
+                           DRV(cuModuleLoadDataEx) ? "Ex" : "", cuctx_result_name(rc),
+                           *text ? "; the JIT log: " : "", text);
     }
     *raw = (uint64_t)(uintptr_t)m;
     *size = 0;
@@ -94,6 +130,33 @@ CUCTX_API CUresult cuctx_module_function(cuctx_module mod, const char *name, CUf
     rc = DRV(cuModuleGetFunction)(out, (CUmodule)(uintptr_t)u.raw, name);
     cuctx__child_done(&u);
     return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuModuleGetFunction(\"%s\") failed: %s", fn, name, cuctx_result_name(rc));
+}
+
+CUCTX_API CUresult cuctx_module_global(cuctx_module mod, const char *name, CUdeviceptr *ptr, size_t *bytes)
+{
+    static const char fn[] = "cuctx_module_global";
+    struct cuctx_use u;
+    CUdeviceptr p = 0;
+    size_t n = 0;
+    if (ptr)
+        *ptr = 0;
+    if (bytes)
+        *bytes = 0;
+    if (!name)
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: name is NULL", fn);
+    CUresult rc = cuctx__child_use(mod.id, KIND_MODULE, fn, &u);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    rc = DRV(cuModuleGetGlobal) ? DRV(cuModuleGetGlobal)(&p, &n, (CUmodule)(uintptr_t)u.raw, name)
+                                : CUDA_ERROR_NOT_SUPPORTED;
+    cuctx__child_done(&u);
+    if (rc != CUDA_SUCCESS)
+        return cuctx__fail(rc, "%s: cuModuleGetGlobal(\"%s\") failed: %s", fn, name, cuctx_result_name(rc));
+    if (ptr)
+        *ptr = p;
+    if (bytes)
+        *bytes = n;
+    return CUDA_SUCCESS;
 }
 
 CUCTX_API CUmodule cuctx_module_raw(cuctx_module mod)

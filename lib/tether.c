@@ -99,6 +99,43 @@ CUresult cuctx__child_refused(struct cuctx_slot *s, CUresult rc, const char *fn,
                        (unsigned long long)raw, cuctx_result_name(rc));
 }
 
+CUresult cuctx__loose_create(uint64_t *out, enum cuctx_kind kind, const char *fn, cuctx_make_fn make, void *arg,
+                             const struct cuctx_site *site)
+{
+    uint64_t raw = 0;
+    size_t size = 0;
+    CUresult rc = CUDA_SUCCESS;
+    struct cuctx_slot *s = cuctx__slot_alloc();
+    if (!s)
+        return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
+    if (!make) {
+        raw = ((const struct cuctx_adopted *)arg)->raw;
+        size = ((const struct cuctx_adopted *)arg)->size;
+    } else {
+        rc = make(arg, &raw, &size);
+    }
+    if (rc != CUDA_SUCCESS) {
+        cuctx__slot_discard(s);
+        return rc;
+    }
+    __atomic_store_n(&s->u.child.entry, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.child.raw, raw, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.child.size, size, __ATOMIC_RELAXED);
+    cuctx__site_store(&s->u.child.site, site);
+    *out = cuctx__slot_publish(s, kind);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuctx__loose_destroy(struct cuctx_slot *s, const char *fn, enum cuctx_kind kind,
+                              const struct cuctx_child_kind *k)
+{
+    CUresult rc = k->destroy(s->u.child.raw);
+    if (rc != CUDA_SUCCESS)
+        return cuctx__child_refused(s, rc, fn, kind);
+    cuctx__slot_free(s);
+    return CUDA_SUCCESS;
+}
+
 CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u)
 {
     u->obj = NULL;
@@ -106,7 +143,13 @@ CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, str
     CUCTX_INIT_OR_RETURN(fn);
     if (!(u->obj = cuctx__pin(id, kind)))
         return cuctx__child_bad_handle(id, kind, fn);
-    CUresult rc = cuctx__entry_hold(u->obj->u.child.entry, fn, &u->entry);
+    uint64_t entry = u->obj->u.child.entry;
+    if (entry == 0 && !cuctx__kind_tethered(kind)) {   /* in no context */
+        u->entry.id = 0;
+        u->raw = u->obj->u.child.raw;
+        return CUDA_SUCCESS;
+    }
+    CUresult rc = cuctx__entry_hold(entry, fn, &u->entry);
     if (rc != CUDA_SUCCESS) {
         cuctx__unpin(u->obj);
         u->obj = NULL;
@@ -141,6 +184,10 @@ CUresult cuctx__child_use2(uint64_t a_id, enum cuctx_kind a_kind, uint64_t b_id,
     }
     uint64_t eb = b->obj->u.child.entry;
     for (;;) {
+        if (eb == 0 && !cuctx__kind_tethered(b_kind)) {    /* b in no context: nothing to hold */
+            b->entry.slot = NULL;
+            break;
+        }
         if (eb == a->entry.id) {        /* one context: a's hold serves both */
             b->entry = a->entry;
             b->entry.slot = NULL;

@@ -22,7 +22,7 @@ struct cuctx_child_kind {
     int destroy_needs_current;      /* the owner must be current for destroy */
     CUresult (*destroy)(uint64_t raw);
 };
-#define CUCTX__KIND_DECL(K, name, field, display) extern const struct cuctx_child_kind cuctx__##name##_kind;
+#define CUCTX__KIND_DECL(K, name, field, display, tethered) extern const struct cuctx_child_kind cuctx__##name##_kind;
 CUCTX_CHILD_KINDS(CUCTX__KIND_DECL)
 #undef CUCTX__KIND_DECL
 
@@ -45,6 +45,16 @@ CUresult cuctx__child_skip(struct cuctx_slot *s, _Atomic uint64_t *counter);
 CUresult cuctx__child_unheld(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind);
 CUresult cuctx__child_refused(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind);
 
+/* The untethered kinds' create and destroy (ids.h): the same handle, made
+ * with no context held or switched to, its entry 0 - "no context" - and
+ * destroyed by the driver whenever its handle is. In a forked child its
+ * entry is set to one that never lives (entry.c), so its destroy takes the
+ * tethered path and is skipped, as every object of the parent's is. */
+CUresult cuctx__loose_create(uint64_t *out, enum cuctx_kind kind, const char *fn, cuctx_make_fn make, void *arg,
+                             const struct cuctx_site *site);
+CUresult cuctx__loose_destroy(struct cuctx_slot *s, const char *fn, enum cuctx_kind kind,
+                              const struct cuctx_child_kind *k);
+
 /* Creates a child: claims *out (claim.h: not while it holds a live
  * object), resolves the owner, runs make with it current, and registers
  * the result tethered to the owner's generation. make NULL is an adoption:
@@ -65,6 +75,8 @@ cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const ch
     if (__builtin_expect(rc != CUDA_SUCCESS, 0))
         return rc;
     CUCTX_INIT_OR_RETURN(fn);
+    if (!cuctx__kind_tethered(kind))
+        return cuctx__loose_create(out, kind, fn, make, arg, site);
     rc = cuctx__ctx_hold(ctx, fn, &o);
     if (__builtin_expect(rc != CUDA_SUCCESS, 0))
         return rc;
@@ -119,6 +131,8 @@ cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const s
     }
     if (__builtin_expect(atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed), 0))
         return cuctx__child_skip(s, &cuctx__shutdown_skips);
+    if (!cuctx__kind_tethered(kind) && s->u.child.entry == 0)  /* in no context: nothing to hold */
+        return cuctx__loose_destroy(s, fn, kind, k);
     CUresult rc = cuctx__entry_hold_quiet(s->u.child.entry, &o);
     if (__builtin_expect(rc != CUDA_SUCCESS, 0))
         return cuctx__child_unheld(s, rc, fn, kind);
@@ -137,7 +151,8 @@ cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const s
     return CUDA_SUCCESS;
 }
 
-/* A child pinned for use, with its context's entry held too. */
+/* A child pinned for use, with its context's entry held too (none for a
+ * child of an untethered kind: entry.slot NULL, entry.id 0). */
 struct cuctx_use {
     struct cuctx_slot *obj;
     struct cuctx_held entry;
@@ -177,7 +192,8 @@ static inline __attribute__((always_inline)) uint64_t cuctx__child_value(uint64_
         uint64_t entry = __atomic_load_n(&s->u.child.entry, __ATOMIC_RELAXED);
         uint64_t v = field == FIELD_RAW ? __atomic_load_n(&s->u.child.raw, __ATOMIC_RELAXED)
                                         : __atomic_load_n(&s->u.child.size, __ATOMIC_RELAXED);
-        if (__builtin_expect(cuctx__peek_valid_own(s, id, kind) && cuctx__entry_live_unheld(entry), 1))
+        if (__builtin_expect(cuctx__peek_valid_own(s, id, kind)
+                             && ((!cuctx__kind_tethered(kind) && entry == 0) || cuctx__entry_live_unheld(entry)), 1))
             return v;
     }
     return cuctx__child_value_slow(id, kind, fn, field);
