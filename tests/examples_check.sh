@@ -35,7 +35,7 @@ verdict() {
   fi
 }
 
-echo "1..6"
+echo "1..8"
 
 run quickstart; verdict "quickstart: a scope, four objects, none current again after it" $? \
   "inside CUCTX_SCOPED: current context is ours" \
@@ -110,4 +110,14 @@ if [ -x "$ex/raw_calls" ]; then
 else
   n=$((n + 1)); echo "ok $n - raw_calls # SKIP not built (configure found no stub libcuda.so in the CUDA toolkit)"
 fi
+run graph_capture; verdict "graph_capture: a capture kept at its block's end, one abandoned by a return, the graph launched" $? \
+  "graph_capture: captured a graph of 22 nodes (a memset, 20 kernels, a copy)" \
+  "graph_capture: a capture left by return -2: graph not kept, the stream no longer capturing" \
+  "graph_capture: every check passed"
+
+run library; verdict "library: one library's kernel in two contexts, a broken PTX's JIT log in the lookup's message" $? \
+  "library: a PTX that does not assemble: load CUDA_SUCCESS, kernel lookup CUDA_ERROR_INVALID_PTX" \
+  "library: the lookup's message: cuctx_library_kernel: cuLibraryGetKernel(\"broken\") failed: CUDA_ERROR_INVALID_PTX; the JIT log of the library's load: " \
+  "library: every check passed"
+
 exit $failed

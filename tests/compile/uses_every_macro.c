@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* uses_every_macro.c - compiled, never run, by tests/compile_check.sh: every
  * macro (CUCTX_AUTO, CUCTX_MOVE, CUCTX_SCOPED, CUCTX_SCOPED_ELSE, CUCTX_GUARD,
- * CUCTX_CALL, the typed cuctx_destroy and cuctx_cleanup) and the API as documented, which must build without a single warning
+ * CUCTX_CAPTURE, CUCTX_CAPTURE_ELSE, CUCTX_CALL, the typed cuctx_destroy and
+ * cuctx_cleanup, cuctx_launch of a CUfunction and of a CUkernel) and the API as documented, which must build without a single warning
  * with gcc and clang (C11, C17, C23), g++ and clang++, and as the host code
  * of a .cu file under nvcc. */
 #include <cuctx.h>
@@ -219,6 +220,52 @@ static CUresult raw_calls(cuctx_mem m, cuctx_stream s)
     return rc;
 }
 
+/* Captures: kept at the end, abandoned by a return, the ELSE form with a
+ * goto; the graph and a library under CUCTX_AUTO, a library's kernel
+ * launched through the same cuctx_launch as a function; by hand. */
+static CUresult captures(cuctx_stream s, int bail)
+{
+    CUCTX_AUTO cuctx_graph g = {0}, g2 = {0}, g3 = {0};
+    CUCTX_AUTO cuctx_library lib = {0};
+    CUCTX_AUTO cuctx_graph_exec ge = {0};
+    CUkernel k = NULL;
+    CUdeviceptr p = 0;
+    size_t bytes = 0;
+    cuctx_capture c;
+    cuctx_graph made = {0};
+    cuctx_module mod = {0};
+    cuctx_library moved = {0}, other = {0};
+    cuctx_dim3 one = {1, 1, 1}, warp = {32, 1, 1};
+    cuctx_ctx current_ctx = {0};
+    if (cuctx_library_load_data(&lib, ".visible .entry k() { ret; }") == CUDA_SUCCESS)
+        cuctx_library_kernel(lib, "k", &k);
+    CUCTX_CAPTURE(s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL) {
+        if (k)
+            cuctx_launch(k, s, one, warp, 0, NULL);
+        if (bail)
+            return cuctx_last_error();
+    }
+    CUCTX_CAPTURE_ELSE(s, &g2, CU_STREAM_CAPTURE_MODE_RELAXED, goto out) {
+        if (bail > 1)
+            break;
+    }
+    if (cuctx_capture_begin(&c, s, &g3, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) == CUDA_SUCCESS)
+        cuctx_capture_end(&c, bail == 0);
+    if (g.id)
+        cuctx_graph_exec_instantiate(&ge, current_ctx, cuctx_graph_raw(g), 0);
+    if (cuctx_graph_create(&made) == CUDA_SUCCESS)
+        cuctx_graph_destroy(&made);
+    printf("%p %p\n", (void *)cuctx_library_raw(lib), (void *)cuctx_graph_raw(g2));
+    if (cuctx_module_global(mod, "x", &p, &bytes) == CUDA_SUCCESS)
+        printf("%llu %zu\n", (unsigned long long)p, bytes);
+    moved = CUCTX_MOVE(lib);
+    cuctx_library_destroy(&moved);
+    if (cuctx_library_load(&other, "k.ptx") == CUDA_SUCCESS)
+        cuctx_destroy(&other);
+out:
+    return cuctx_last_error();
+}
+
 /* The typed destroy and cleanup on every kind, and the untyped function for
  * a handle held as void *. */
 static void destroy_every_kind(cuctx_ctx *c, cuctx_event *e, cuctx_stream *s, cuctx_module *mod, cuctx_mem *m,
@@ -279,7 +326,7 @@ int main(void)
     cuctx_host_mem h = {0};
     cuctx_graph_exec ge = {0};
     destroy_every_kind(&back, &e, &s, &mod, &m, &h, &ge, &e);
-    if (raw_calls(m, s) != CUDA_SUCCESS)
+    if (raw_calls(m, s) != CUDA_SUCCESS || captures(s, 1) != CUDA_SUCCESS)
         return 1;
     return every_kind();
 }
