@@ -96,6 +96,8 @@ struct cusim_call {
 	uint64_t handle2; /* a second handle: stream, event or graph (table above) */
 	uint64_t stream;  /* the stream of a call that takes one (the launches, the
 			     asynchronous copies and memsets, host work), else 0 */
+	uint64_t captured; /* the graph of the stream capture that took the call
+			      instead of doing it, else 0 (see "Stream capture") */
 };
 
 /* The entry points of the real driver that the simulator does not implement
@@ -146,7 +148,8 @@ const char *cusim_misuse_text(size_t i);
  * contexts, CUSIM_PRIMARY active primaries, CUSIM_ALL every kind together. */
 enum cusim_kind {
 	CUSIM_CONTEXT, CUSIM_PRIMARY, CUSIM_EVENT, CUSIM_STREAM, CUSIM_MODULE,
-	CUSIM_MEM, CUSIM_HOST_MEM, CUSIM_GRAPH, CUSIM_GRAPH_EXEC, CUSIM_ALL
+	CUSIM_MEM, CUSIM_HOST_MEM, CUSIM_GRAPH, CUSIM_GRAPH_EXEC, CUSIM_LIBRARY, CUSIM_CAPTURE,
+	CUSIM_ALL
 };
 
 /* Live objects of a kind. */
