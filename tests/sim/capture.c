@@ -367,6 +367,7 @@ static CUresult end_capture(CUstream s, CUgraph *pg)
 		return leave(&c, c.rc);
 	if (!pg)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	*pg = NULL;
 	struct obj *ctx;
 	CUresult rc = stream_context(&c, s, &ctx);
 	if (rc)
@@ -375,7 +376,6 @@ static CUresult end_capture(CUstream s, CUgraph *pg)
 	if (!so || !so->cap)
 		return leave(&c, CUDA_ERROR_ILLEGAL_STATE);
 	struct capture *cap = so->cap;
-	*pg = NULL;
 	if (so != cap->origin) {
 		cap->invalidated = true;
 		return leave(&c, CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);

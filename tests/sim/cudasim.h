@@ -203,7 +203,7 @@ struct cusim_call {
  *   stream with work the origin has not waited on since (an event recorded on
  *   it after its last work, waited on by the origin itself; stricter: the real
  *   driver also accepts a join through a third stream): 904, ended without a
- *   graph. Else 0 and *g the capture's graph, which cuGraphGetNodes counts,
+ *   graph. Where it fails, *g is set to NULL. Else 0 and *g the capture's graph, which cuGraphGetNodes counts,
  *   cuGraphInstantiateWithFlags instantiates and cuGraphDestroy destroys, also
  *   after its context died. cuGraphDestroy / -Instantiate of a graph still
  *   being captured: a misuse and 1.
