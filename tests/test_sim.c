@@ -1650,3 +1650,1226 @@ Test(sim_log, reset_clears_objects_logs_misuses_plans_and_this_threads_stack)
 	CUcontext b = new_raw_ctx(0);
 	cr_assert_eq(a, b, "recycling is back on");
 }
+
+/* ===========================================================================
+ * Stream capture, libraries, JIT logs and module globals (measured on the
+ * H200, driver 580.159.04; cudasim.h says what the simulator models).
+ * Their entry points are looked up here, not in rawdrv.h, which keeps
+ * test_contract's. */
+
+static struct {
+	PFN_cuStreamBeginCapture_v10010 BeginCapture;
+	PFN_cuStreamEndCapture_v10000 EndCapture;
+	PFN_cuStreamIsCapturing_v10000 IsCapturing;
+	PFN_cuStreamGetCaptureInfo_v12030 GetCaptureInfo;
+	PFN_cuThreadExchangeStreamCaptureMode_v10010 ExchangeMode;
+	PFN_cuGraphGetNodes_v10000 GraphGetNodes;
+	PFN_cuMemsetD32_v3020 MemsetD32;
+	PFN_cuMemsetD32Async_v3020 MemsetD32Async;
+	PFN_cuMemcpyHtoDAsync_v3020 MemcpyHtoDAsync;
+	PFN_cuLaunchHostFunc_v10000 LaunchHostFunc;
+	PFN_cuStreamAddCallback_v5000 StreamAddCallback;
+	PFN_cuMemAllocPitch_v3020 MemAllocPitch;
+	PFN_cuModuleLoadDataEx_v2010 ModuleLoadDataEx;
+	PFN_cuModuleGetGlobal_v3020 ModuleGetGlobal;
+	PFN_cuLibraryLoadData_v12000 LibraryLoadData;
+	PFN_cuLibraryLoadFromFile_v12000 LibraryLoadFromFile;
+	PFN_cuLibraryUnload_v12000 LibraryUnload;
+	PFN_cuLibraryGetKernel_v12000 LibraryGetKernel;
+	PFN_cuLibraryGetKernelCount_v12040 LibraryGetKernelCount;
+	PFN_cuLibraryGetModule_v12000 LibraryGetModule;
+	PFN_cuLibraryGetGlobal_v12000 LibraryGetGlobal;
+	PFN_cuKernelGetFunction_v12000 KernelGetFunction;
+	PFN_cuKernelGetName_v12030 KernelGetName;
+	PFN_cuKernelGetLibrary_v12050 KernelGetLibrary;
+} X;
+
+static void lookup(void *slot, const char *symbol, int version)
+{
+	CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+	void *fn = NULL;
+	CUresult rc = D.GetProcAddress(symbol, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &status);
+	cr_assert(rc == CUDA_SUCCESS && status == CU_GET_PROC_ADDRESS_SUCCESS && fn, "cuGetProcAddress(%s, %d): %d",
+		  symbol, version, (int)rc);
+	memcpy(slot, &fn, sizeof fn);
+}
+
+static void setup_more(void)
+{
+	setup();
+#define LOOK(member, symbol, version) lookup(&X.member, #symbol, version)
+	LOOK(BeginCapture, cuStreamBeginCapture, 10010);
+	LOOK(EndCapture, cuStreamEndCapture, 10000);
+	LOOK(IsCapturing, cuStreamIsCapturing, 10000);
+	LOOK(GetCaptureInfo, cuStreamGetCaptureInfo, 12030);
+	LOOK(ExchangeMode, cuThreadExchangeStreamCaptureMode, 10010);
+	LOOK(GraphGetNodes, cuGraphGetNodes, 10000);
+	LOOK(MemsetD32, cuMemsetD32, 3020);
+	LOOK(MemsetD32Async, cuMemsetD32Async, 3020);
+	LOOK(MemcpyHtoDAsync, cuMemcpyHtoDAsync, 3020);
+	LOOK(LaunchHostFunc, cuLaunchHostFunc, 10000);
+	LOOK(StreamAddCallback, cuStreamAddCallback, 5000);
+	LOOK(MemAllocPitch, cuMemAllocPitch, 3020);
+	LOOK(ModuleLoadDataEx, cuModuleLoadDataEx, 2010);
+	LOOK(ModuleGetGlobal, cuModuleGetGlobal, 3020);
+	LOOK(LibraryLoadData, cuLibraryLoadData, 12000);
+	LOOK(LibraryLoadFromFile, cuLibraryLoadFromFile, 12000);
+	LOOK(LibraryUnload, cuLibraryUnload, 12000);
+	LOOK(LibraryGetKernel, cuLibraryGetKernel, 12000);
+	LOOK(LibraryGetKernelCount, cuLibraryGetKernelCount, 12040);
+	LOOK(LibraryGetModule, cuLibraryGetModule, 12000);
+	LOOK(LibraryGetGlobal, cuLibraryGetGlobal, 12000);
+	LOOK(KernelGetFunction, cuKernelGetFunction, 12000);
+	LOOK(KernelGetName, cuKernelGetName, 12030);
+	LOOK(KernelGetLibrary, cuKernelGetLibrary, 12050);
+#undef LOOK
+}
+
+TestSuite(sim_capture, .init = setup_more, .fini = teardown);
+TestSuite(sim_jit, .init = setup_more, .fini = teardown);
+TestSuite(sim_globals, .init = setup_more, .fini = teardown);
+TestSuite(sim_libraries, .init = setup_more, .fini = teardown);
+
+/* A kernel without parameters (launchable on the real driver too) and three globals. */
+static const char kernel_ptx[] =
+	".version 8.0\n.target sm_90\n.address_size 64\n"
+	".visible .global .align 4 .u32 counter;\n"
+	".global .f32 arr[16];\n"
+	".visible .global .align 8 .b64 big[3];\n"
+	".visible .entry k()\n{\n\tret;\n}\n";
+
+/* PTX that does not assemble (cudasim.h's convention): the bad line is line 7; bad2_ptx's are 7 and 12. */
+static const char bad_ptx[] =
+	".version 8.0\n.target sm_90\n.address_size 64\n\n"
+	".visible .entry k()\n{\n\tcusim_bad;\n\tret;\n}\n";
+static const char bad2_ptx[] =
+	".version 8.0\n.target sm_90\n.address_size 64\n\n"
+	".visible .entry k()\n{\n\tcusim_bad;\n\tret;\n}\n"
+	".visible .entry k2()\n{\n\tcusim_bad;\n\tret;\n}\n";
+
+/* The JIT error logs the H200's driver wrote for them. */
+static const char bad_log[] =
+	"ptxas application ptx input, line 7; error   : Not a name of any known instruction: 'cusim_bad'\n"
+	"ptxas fatal   : Ptx assembly aborted due to errors";
+static const char bad2_log[] =
+	"ptxas application ptx input, line 7; error   : Not a name of any known instruction: 'cusim_bad'\n"
+	"ptxas application ptx input, line 12; error   : Not a name of any known instruction: 'cusim_bad'\n"
+	"ptxas fatal   : Ptx assembly aborted due to errors";
+
+/* Bytes that are no image: 200 to a module load on the real driver too. */
+static const char junk_image[] = "\x01\x02\x88\x99\xaa";
+
+/* What the capture tests share: a context, a non-blocking stream s, a blocking
+ * one sb, 4 KiB of device memory and the kernel k. */
+struct scene {
+	CUcontext ctx;
+	CUstream s, sb;
+	CUdeviceptr buf;
+	CUmodule mod;
+	CUfunction k;
+};
+
+static struct scene scene(void)
+{
+	struct scene sc;
+	sc.ctx = new_raw_ctx(0);
+	OK(D.StreamCreate(&sc.s, CU_STREAM_NON_BLOCKING));
+	OK(D.StreamCreate(&sc.sb, 0));
+	OK(D.MemAlloc(&sc.buf, 4096));
+	OK(D.MemsetD8(sc.buf, 0, 4096));
+	OK(D.ModuleLoadData(&sc.mod, kernel_ptx));
+	OK(D.ModuleGetFunction(&sc.k, sc.mod, "k"));
+	return sc;
+}
+
+static CUstreamCaptureStatus capture_status(CUstream s)
+{
+	CUstreamCaptureStatus st = (CUstreamCaptureStatus)99;
+	OK(X.IsCapturing(s, &st));
+	return st;
+}
+
+/* Ends s's capture, which must answer want; the graph's node count (0 if none came back), the graph destroyed. */
+static size_t end_capture(CUstream s, CUresult want)
+{
+	CUgraph g = (CUgraph)(uintptr_t)0x1;
+	WANT(X.EndCapture(s, &g), want);
+	if (want != CUDA_SUCCESS) {
+		cr_assert_null(g, "no graph after a failed end");
+		return 0;
+	}
+	cr_assert_not_null(g);
+	size_t n = 99;
+	OK(X.GraphGetNodes(g, NULL, &n));
+	OK(D.GraphDestroy(g));
+	return n;
+}
+
+static void begin(CUstream s, CUstreamCaptureMode mode)
+{
+	OK(X.BeginCapture(s, mode));
+}
+
+static void count_call(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+static void CUDA_CB count_callback(CUstream s, CUresult rc, void *arg)
+{
+	(void)s;
+	(void)rc;
+	(*(int *)arg)++;
+}
+
+/* The last log record of fn. */
+static struct cusim_call last_of(const char *fn)
+{
+	struct cusim_call r;
+	for (size_t i = D.log_count(); i-- > 0;) {
+		cr_assert_eq(D.log_get(i, &r), 0);
+		if (strcmp(r.fn, fn) == 0)
+			return r;
+	}
+	cr_assert_fail("no call of %s in the log", fn);
+	return r;
+}
+
+/* --- stream capture ------------------------------------------------------------ */
+
+Test(sim_capture, work_on_a_capturing_stream_becomes_nodes_and_is_not_done)
+{
+	struct scene sc = scene();
+	CUevent e;
+	OK(D.EventCreate(&e, 0));
+	int called = 0;
+	unsigned v = 7, got = 1;
+	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_NONE);
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_ACTIVE);
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_CAPTURE), 1); cr_assert(D.is_live(CUSIM_CAPTURE, H(sc.s)));
+		  cr_assert_not(D.is_live(CUSIM_CAPTURE, H(sc.sb))));
+	OK(X.MemsetD32Async(sc.buf, 5, 4, sc.s));
+	OK(D.LaunchKernel(sc.k, 1, 1, 1, 1, 1, 1, 0, sc.s, NULL, NULL));
+	OK(X.LaunchHostFunc(sc.s, count_call, &called));
+	OK(D.EventRecord(e, sc.s));
+	OK(X.MemcpyHtoDAsync(sc.buf + 16, &v, sizeof v, sc.s));
+	cr_assert_eq(called, 0, "a captured host function is not called");
+	CUgraph g = NULL;
+	OK(X.EndCapture(sc.s, &g));
+	cr_assert_not_null(g);
+	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_NONE);
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_CAPTURE), 0));
+	size_t n = 0;
+	OK(X.GraphGetNodes(g, NULL, &n));
+	cr_assert_eq(n, 4, "memset, kernel, host function and copy; an event record is no node");
+	OK(D.MemcpyDtoH(&got, sc.buf, sizeof got));
+	cr_assert_eq(got, 0, "the captured memset was not done");
+	OK(D.MemcpyDtoH(&got, sc.buf + 16, sizeof got));
+	cr_assert_eq(got, 0, "the captured copy was not done");
+	SIM_CHECK(
+		struct cusim_call r = last_of("cuMemsetD32Async"); cr_assert_eq(r.captured, H(g));
+		cr_assert_eq(r.rc, CUDA_SUCCESS); cr_assert_eq(last_of("cuLaunchKernel").captured, H(g));
+		cr_assert_eq(last_of("cuLaunchHostFunc").captured, H(g)); cr_assert_eq(last_of("cuEventRecord").captured, H(g));
+		r = last_of("cuStreamBeginCapture"); cr_assert_eq(r.handle, H(sc.s));
+		cr_assert_eq(r.flags, CU_STREAM_CAPTURE_MODE_GLOBAL); cr_assert_eq(r.handle2, H(g));
+		cr_assert_eq(last_of("cuStreamEndCapture").handle2, H(g));
+		cr_assert_eq(last_of("cuGraphGetNodes").arg, 4));
+	/* the same work outside the capture is done, and logged as not captured */
+	OK(X.MemsetD32Async(sc.buf, 5, 4, sc.s));
+	OK(X.LaunchHostFunc(sc.s, count_call, &called));
+	OK(D.StreamSynchronize(sc.s));
+	OK(D.MemcpyDtoH(&got, sc.buf, sizeof got));
+	cr_assert_eq(got, 5);
+	cr_assert_eq(called, 1);
+	SIM_CHECK(cr_assert_eq(last_of("cuMemsetD32Async").captured, 0));
+	CUgraphExec x;
+	OK(D.GraphInstantiateWithFlags(&x, g, 0));
+	OK(D.GraphLaunch(x, sc.s));
+	OK(D.StreamSynchronize(sc.s));
+	OK(D.GraphExecDestroy(x));
+	OK(D.GraphDestroy(g));
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0); cr_assert_eq(D.live(CUSIM_GRAPH), 0));
+}
+
+Test(sim_capture, begin_refuses_the_legacy_stream_a_bad_mode_and_a_stream_already_capturing)
+{
+	struct scene sc = scene();
+	WANT(X.BeginCapture(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	WANT(X.BeginCapture(CU_STREAM_LEGACY, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	cr_assert_eq(capture_status(NULL), CU_STREAM_CAPTURE_STATUS_NONE);
+	WANT(X.BeginCapture(sc.s, (CUstreamCaptureMode)7), CUDA_ERROR_INVALID_VALUE);
+	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_NONE);
+	WANT(X.EndCapture(sc.s, &(CUgraph){ NULL }), CUDA_ERROR_ILLEGAL_STATE);
+	WANT(X.EndCapture(NULL, &(CUgraph){ NULL }), CUDA_ERROR_ILLEGAL_STATE);
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+	WANT(X.BeginCapture(sc.s, CU_STREAM_CAPTURE_MODE_RELAXED), CUDA_ERROR_ILLEGAL_STATE);
+	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_ACTIVE, "the first capture goes on");
+	OK(X.MemsetD32Async(sc.buf, 1, 4, sc.s));
+	cr_assert_eq(end_capture(sc.s, CUDA_SUCCESS), 1);
+	end_capture(sc.s, CUDA_ERROR_ILLEGAL_STATE);
+	SIM_CHECK(
+		/* stricter than the real driver, which captures the per-thread stream */
+		void *fn = NULL; OK(D.GetProcAddress("cuStreamBeginCapture", &fn, 10010,
+						     CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL));
+		PFN_cuStreamBeginCapture_v10010 ptsz; memcpy(&ptsz, &fn, sizeof fn);
+		WANT(ptsz(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+		WANT(X.BeginCapture(CU_STREAM_PER_THREAD, CU_STREAM_CAPTURE_MODE_GLOBAL),
+		     CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+		cr_assert_eq(D.live(CUSIM_GRAPH) + D.live(CUSIM_CAPTURE), 0); cr_assert_eq(D.misuse_count(), 0));
+}
+
+/* Runs fn on another thread with the scene's context current there and, first, its capture mode set. */
+struct other {
+	CUcontext ctx;
+	CUstreamCaptureMode mode, old;
+	CUresult alloc, sync;
+	CUstream s;
+	CUresult end;
+	CUgraph g;
+};
+
+static void *alloc_and_sync_there(void *arg)
+{
+	struct other *o = arg;
+	if (D.CtxSetCurrent(o->ctx) != CUDA_SUCCESS)
+		return NULL;
+	CUstreamCaptureMode m = o->mode;
+	if (X.ExchangeMode(&m) != CUDA_SUCCESS)
+		return NULL;
+	o->old = m;
+	CUdeviceptr p;
+	o->alloc = D.MemAlloc(&p, 64);
+	if (o->alloc == CUDA_SUCCESS)
+		D.MemFree(p);
+	o->sync = D.CtxSynchronize();
+	return NULL;
+}
+
+static struct other on_other_thread(void *(*fn)(void *), CUcontext ctx, CUstreamCaptureMode mode, CUstream s)
+{
+	struct other o = { ctx, mode, (CUstreamCaptureMode)99, CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNKNOWN, s,
+			   CUDA_ERROR_UNKNOWN, NULL };
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, fn, &o), 0);
+	pthread_join(t, NULL);
+	return o;
+}
+
+/* Another thread, in mode `thread`, allocates, then synchronizes the scene's context. */
+static struct other alloc_elsewhere(struct scene *sc, CUstreamCaptureMode thread)
+{
+	struct other o = on_other_thread(alloc_and_sync_there, sc->ctx, thread, NULL);
+	cr_assert_eq(o.old, CU_STREAM_CAPTURE_MODE_GLOBAL, "a thread starts in GLOBAL mode");
+	return o;
+}
+
+Test(sim_capture, the_unsafe_call_rule_follows_the_capture_mode_and_each_threads_mode)
+{
+	struct scene sc = scene();
+	CUdeviceptr p;
+	/* GLOBAL: another thread (in GLOBAL mode) may not allocate */
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	struct other o = alloc_elsewhere(&sc, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	WANT(o.alloc, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	/* ... nor this one */
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	WANT(D.MemAlloc(&p, 64), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	/* ... but a thread in RELAXED or THREAD_LOCAL mode may (its cuCtxSynchronize still invalidates) */
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	o = alloc_elsewhere(&sc, CU_STREAM_CAPTURE_MODE_RELAXED);
+	OK(o.alloc);
+	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_INVALIDATED, "by its cuCtxSynchronize");
+	WANT(o.sync, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	o = alloc_elsewhere(&sc, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+	OK(o.alloc);
+	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	/* THREAD_LOCAL: only the capturing thread is held */
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+	o = alloc_elsewhere(&sc, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	OK(o.alloc);
+	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_INVALIDATED, "by its cuCtxSynchronize");
+	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+	OK(X.MemsetD32Async(sc.buf, 1, 4, sc.s));
+	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_ACTIVE);
+	WANT(D.MemAlloc(&p, 64), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	/* RELAXED: allocation allowed, cuCtxSynchronize not */
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_RELAXED);
+	OK(D.MemAlloc(&p, 64));
+	OK(D.MemFree(p));
+	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_ACTIVE);
+	WANT(D.CtxSynchronize(), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	/* this thread in RELAXED mode may allocate beside its own GLOBAL capture; the exchange gives the old mode */
+	CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+	OK(X.ExchangeMode(&m));
+	cr_assert_eq(m, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	OK(D.MemAlloc(&p, 64));
+	cr_assert_eq(end_capture(sc.s, CUDA_SUCCESS), 0);
+	m = CU_STREAM_CAPTURE_MODE_GLOBAL;
+	OK(X.ExchangeMode(&m));
+	cr_assert_eq(m, CU_STREAM_CAPTURE_MODE_RELAXED);
+	OK(D.MemFree(p));
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0); cr_assert_eq(D.live(CUSIM_GRAPH), 0));
+}
+
+Test(sim_capture, each_call_the_rule_forbids_answers_900_and_invalidates)
+{
+	struct scene sc = scene();
+	void *h = NULL, *h2;
+	CUdeviceptr p;
+	size_t pitch;
+	CUevent e;
+	OK(D.EventCreate(&e, 0));
+	CUgraph g0;
+	OK(D.GraphCreate(&g0, 0));
+	CUgraphExec x0;
+	OK(D.GraphInstantiateWithFlags(&x0, g0, 0));
+	CUmodule m2;
+	OK(D.ModuleLoadData(&m2, kernel_ptx));
+	CUlibrary lib;
+	OK(X.LibraryLoadData(&lib, kernel_ptx, NULL, NULL, 0, NULL, NULL, 0));
+	OK(D.MemAllocHost(&h, 64));
+	CUgraphExec x;
+#define FORBIDDEN(call)                                                                                 \
+	do {                                                                                            \
+		begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);                                             \
+		WANT(call, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);                                      \
+		cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_INVALIDATED, "%s", #call); \
+		end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);                               \
+	} while (0)
+	FORBIDDEN(D.MemAlloc(&p, 64));
+	FORBIDDEN(X.MemAllocPitch(&p, &pitch, 64, 4, 4));
+	FORBIDDEN(D.MemAllocHost(&h2, 64));
+	FORBIDDEN(D.MemHostAlloc(&h2, 64, 0));
+	FORBIDDEN(D.MemFreeHost(h));
+	FORBIDDEN(D.MemFree(sc.buf));
+	FORBIDDEN(D.ModuleUnload(m2));
+	FORBIDDEN(X.LibraryUnload(lib));
+	FORBIDDEN(D.GraphInstantiateWithFlags(&x, g0, 0));
+	FORBIDDEN(D.GraphExecDestroy(x0));
+	FORBIDDEN(D.EventQuery(e));
+	FORBIDDEN(D.EventSynchronize(e));
+	FORBIDDEN(D.CtxSynchronize());
+#undef FORBIDDEN
+	/* allowed: the objects above are still there to be let go of now */
+	CUmodule m3;
+	CUlibrary lib2;
+	CUstream s2;
+	CUevent e2;
+	unsigned v = 3;
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	OK(D.ModuleLoadData(&m3, kernel_ptx));
+	OK(X.LibraryLoadData(&lib2, kernel_ptx, NULL, NULL, 0, NULL, NULL, 0));
+	OK(X.MemsetD32(sc.buf, 1, 4));
+	OK(D.MemcpyHtoD(sc.buf, &v, sizeof v));
+	OK(D.MemcpyDtoH(&v, sc.buf, sizeof v));
+	OK(D.StreamCreate(&s2, 0));
+	OK(D.StreamDestroy(s2));
+	OK(D.EventCreate(&e2, 0));
+	OK(D.EventDestroy(e2));
+	OK(D.GraphLaunch(x0, sc.sb));
+	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_ACTIVE);
+	cr_assert_eq(end_capture(sc.s, CUDA_SUCCESS), 0);
+	OK(D.StreamSynchronize(sc.sb));
+	OK(D.ModuleUnload(m2));
+	OK(D.ModuleUnload(m3));
+	OK(X.LibraryUnload(lib));
+	OK(X.LibraryUnload(lib2));
+	OK(D.MemFreeHost(h));
+	OK(D.GraphExecDestroy(x0));
+	OK(D.GraphDestroy(g0));
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0); cr_assert_eq(D.live(CUSIM_LIBRARY), 0));
+}
+
+Test(sim_capture, an_invalidated_capture_refuses_work_until_its_end_gives_no_graph)
+{
+	struct scene sc = scene();
+	CUdeviceptr p;
+	int called = 0;
+	CUevent e;
+	OK(D.EventCreate(&e, 0));
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	OK(X.MemsetD32Async(sc.buf, 1, 4, sc.s));
+	WANT(D.MemAlloc(&p, 64), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+	WANT(D.MemAlloc(&p, 64), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	WANT(X.MemsetD32Async(sc.buf, 1, 4, sc.s), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	WANT(X.LaunchHostFunc(sc.s, count_call, &called), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	WANT(D.EventRecord(e, sc.s), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	WANT(D.LaunchKernel(sc.k, 1, 1, 1, 1, 1, 1, 0, sc.s, NULL, NULL), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	WANT(D.StreamSynchronize(sc.s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	WANT(D.StreamQuery(sc.s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	WANT(X.BeginCapture(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_ILLEGAL_STATE);
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_CAPTURE), 1); cr_assert_eq(D.live(CUSIM_GRAPH), 1));
+	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	cr_assert_eq(called, 0);
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_CAPTURE), 0);
+		  cr_assert_eq(D.live(CUSIM_GRAPH), 0, "the invalidated capture's graph went with it"));
+	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_NONE);
+	OK(X.MemsetD32Async(sc.buf, 1, 4, sc.s));
+	OK(D.StreamSynchronize(sc.s));
+	OK(D.MemAlloc(&p, 64));
+	OK(D.MemFree(p));
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
+}
+
+Test(sim_capture, synchronizing_or_querying_a_capturing_stream_invalidates_in_any_mode)
+{
+	struct scene sc = scene();
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_RELAXED);
+	WANT(D.StreamSynchronize(sc.s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+	WANT(D.StreamQuery(sc.s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_RELAXED);
+	OK(D.StreamSynchronize(sc.sb));
+	OK(D.StreamQuery(sc.sb));
+	cr_assert_eq(end_capture(sc.s, CUDA_SUCCESS), 0, "another stream's synchronize leaves it alone");
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
+}
+
+Test(sim_capture, events_recorded_in_a_capture_refuse_query_and_synchronize)
+{
+	struct scene sc = scene();
+	CUevent e, e0;
+	OK(D.EventCreate(&e, 0));
+	OK(D.EventCreate(&e0, 0));
+	OK(D.EventRecord(e0, sc.s));
+	OK(D.StreamSynchronize(sc.s));
+	/* while the capture is active: 907 / 1, each invalidating */
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_RELAXED);
+	OK(D.EventRecord(e, sc.s));
+	WANT(D.EventQuery(e), CUDA_ERROR_CAPTURED_EVENT);
+	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+	WANT(D.EventQuery(e), CUDA_ERROR_INVALID_VALUE);
+	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+	OK(D.EventRecord(e, sc.s));
+	WANT(D.EventSynchronize(e), CUDA_ERROR_INVALID_VALUE);
+	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	/* after the capture ended: 1 everywhere, the stream waiting on it too */
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	OK(D.EventRecord(e, sc.s));
+	cr_assert_eq(end_capture(sc.s, CUDA_SUCCESS), 0);
+	WANT(D.EventQuery(e), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.EventSynchronize(e), CUDA_ERROR_INVALID_VALUE);
+	float ms;
+	WANT(D.EventElapsedTime(&ms, e0, e), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.StreamWaitEvent(sc.sb, e, 0), CUDA_ERROR_INVALID_VALUE);
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_RELAXED);
+	WANT(D.StreamWaitEvent(sc.s, e, 0), CUDA_ERROR_INVALID_VALUE);
+	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	/* recorded outside a capture again, it is an event like any other */
+	OK(D.EventRecord(e, sc.s));
+	OK(D.EventSynchronize(e));
+	OK(D.EventQuery(e));
+	OK(D.StreamWaitEvent(sc.sb, e, 0));
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
+}
+
+Test(sim_capture, destroying_the_capturing_stream_discards_the_capture_and_nothing_else)
+{
+	struct scene sc = scene();
+	CUdeviceptr p;
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	OK(X.MemsetD32Async(sc.buf, 1, 4, sc.s));
+	OK(D.StreamDestroy(sc.s));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_CAPTURE), 0); cr_assert_eq(D.live(CUSIM_GRAPH), 0));
+	OK(X.MemsetD32Async(sc.buf, 2, 4, sc.sb));
+	OK(D.StreamSynchronize(sc.sb));
+	OK(D.MemAlloc(&p, 64));
+	OK(D.MemFree(p));
+	/* a context's destroy ends its streams' captures the same way */
+	begin(sc.sb, CU_STREAM_CAPTURE_MODE_RELAXED);
+	OK(D.CtxDestroy(sc.ctx));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_CAPTURE), 0); cr_assert_eq(D.live(CUSIM_ALL), 0);
+		  cr_assert_eq(D.misuse_count(), 0));
+}
+
+static void *end_there(void *arg)
+{
+	struct other *o = arg;
+	if (D.CtxSetCurrent(o->ctx) != CUDA_SUCCESS)
+		return NULL;
+	o->g = (CUgraph)(uintptr_t)0x1;
+	o->end = X.EndCapture(o->s, &o->g);
+	return NULL;
+}
+
+Test(sim_capture, an_end_on_another_thread_is_908_and_ends_the_capture_unless_relaxed)
+{
+	struct scene sc = scene();
+	static const CUstreamCaptureMode held[] = { CU_STREAM_CAPTURE_MODE_GLOBAL, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL };
+	for (size_t i = 0; i < 2; i++) {
+		begin(sc.s, held[i]);
+		OK(X.MemsetD32Async(sc.buf, 1, 4, sc.s));
+		struct other o = on_other_thread(end_there, sc.ctx, CU_STREAM_CAPTURE_MODE_GLOBAL, sc.s);
+		WANT(o.end, CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD);
+		cr_assert_null(o.g);
+		cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_NONE, "the capture ended");
+		end_capture(sc.s, CUDA_ERROR_ILLEGAL_STATE);
+	}
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_RELAXED);
+	OK(X.MemsetD32Async(sc.buf, 1, 4, sc.s));
+	struct other o = on_other_thread(end_there, sc.ctx, CU_STREAM_CAPTURE_MODE_GLOBAL, sc.s);
+	OK(o.end);
+	cr_assert_not_null(o.g);
+	OK(D.GraphDestroy(o.g));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_GRAPH) + D.live(CUSIM_CAPTURE), 0); cr_assert_eq(D.misuse_count(), 0));
+}
+
+Test(sim_capture, the_legacy_stream_beside_a_capturing_blocking_stream_is_906)
+{
+	struct scene sc = scene();
+	CUstreamCaptureStatus st;
+	begin(sc.sb, CU_STREAM_CAPTURE_MODE_RELAXED);
+	WANT(X.IsCapturing(NULL, &st), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+	WANT(X.GetCaptureInfo(NULL, &st, NULL, NULL, NULL, NULL, NULL), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+	cr_assert_eq(capture_status(sc.sb), CU_STREAM_CAPTURE_STATUS_ACTIVE, "a question leaves it alone");
+	WANT(X.MemsetD32Async(sc.buf, 1, 4, NULL), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+	cr_assert_eq(capture_status(sc.sb), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+	end_capture(sc.sb, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	begin(sc.sb, CU_STREAM_CAPTURE_MODE_RELAXED);
+	WANT(D.LaunchKernel(sc.k, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+	end_capture(sc.sb, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	begin(sc.sb, CU_STREAM_CAPTURE_MODE_RELAXED);
+	WANT(X.MemsetD32(sc.buf, 1, 4), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+	end_capture(sc.sb, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	begin(sc.sb, CU_STREAM_CAPTURE_MODE_RELAXED);
+	WANT(D.StreamSynchronize(NULL), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+	end_capture(sc.sb, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	/* a non-blocking stream's capture leaves the legacy stream free */
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_RELAXED);
+	cr_assert_eq(capture_status(NULL), CU_STREAM_CAPTURE_STATUS_NONE);
+	OK(X.MemsetD32Async(sc.buf, 1, 4, NULL));
+	OK(X.MemsetD32(sc.buf, 1, 4));
+	OK(D.StreamSynchronize(NULL));
+	cr_assert_eq(end_capture(sc.s, CUDA_SUCCESS), 0);
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
+}
+
+Test(sim_capture, a_callback_is_refused_and_a_host_function_captured)
+{
+	struct scene sc = scene();
+	int called = 0;
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	OK(X.LaunchHostFunc(sc.s, count_call, &called));
+	WANT(X.StreamAddCallback(sc.s, count_callback, &called, 0), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	cr_assert_eq(called, 0);
+	OK(X.StreamAddCallback(sc.s, count_callback, &called, 0));
+	OK(D.StreamSynchronize(sc.s));
+	cr_assert_eq(called, 1);
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
+}
+
+Test(sim_capture, other_streams_join_through_events_and_must_be_joined_back)
+{
+	struct scene sc = scene();
+	CUevent e, e2, outside;
+	CUstream s3;
+	OK(D.EventCreate(&e, 0));
+	OK(D.EventCreate(&e2, 0));
+	OK(D.EventCreate(&outside, 0));
+	OK(D.StreamCreate(&s3, CU_STREAM_NON_BLOCKING));
+	/* fork and join: the fork's work is in the graph */
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	OK(D.EventRecord(e, sc.s));
+	OK(D.StreamWaitEvent(s3, e, 0));
+	cr_assert_eq(capture_status(s3), CU_STREAM_CAPTURE_STATUS_ACTIVE, "s3 joined the capture");
+	SIM_CHECK(cr_assert(D.is_live(CUSIM_CAPTURE, H(s3))); cr_assert_eq(D.live(CUSIM_CAPTURE), 1));
+	OK(X.MemsetD32Async(sc.buf, 1, 4, s3));
+	OK(D.EventRecord(e2, s3));
+	OK(D.StreamWaitEvent(sc.s, e2, 0));
+	cr_assert_eq(end_capture(sc.s, CUDA_SUCCESS), 1);
+	cr_assert_eq(capture_status(s3), CU_STREAM_CAPTURE_STATUS_NONE);
+	/* ended on the fork: 903, invalidated, the origin's end 901 */
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	OK(D.EventRecord(e, sc.s));
+	OK(D.StreamWaitEvent(s3, e, 0));
+	OK(X.MemsetD32Async(sc.buf, 1, 4, s3));
+	end_capture(s3, CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
+	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+	cr_assert_eq(capture_status(s3), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	cr_assert_eq(capture_status(s3), CU_STREAM_CAPTURE_STATUS_NONE);
+	/* work on the fork after its join: 904, and the fork is free again */
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	OK(D.EventRecord(e, sc.s));
+	OK(D.StreamWaitEvent(s3, e, 0));
+	OK(D.EventRecord(e2, s3));
+	OK(D.StreamWaitEvent(sc.s, e2, 0));
+	OK(X.MemsetD32Async(sc.buf, 1, 4, s3));
+	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
+	cr_assert_eq(capture_status(s3), CU_STREAM_CAPTURE_STATUS_NONE);
+	/* a fork without work needs no join; a fork may not begin its own capture */
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	OK(D.EventRecord(e, sc.s));
+	OK(D.StreamWaitEvent(s3, e, 0));
+	WANT(X.BeginCapture(s3, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_ILLEGAL_STATE);
+	cr_assert_eq(end_capture(sc.s, CUDA_SUCCESS), 0);
+	/* the origin destroyed: the fork leaves, usable */
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_RELAXED);
+	OK(D.EventRecord(e, sc.s));
+	OK(D.StreamWaitEvent(s3, e, 0));
+	OK(X.MemsetD32Async(sc.buf, 1, 4, s3));
+	OK(D.StreamDestroy(sc.s));
+	cr_assert_eq(capture_status(s3), CU_STREAM_CAPTURE_STATUS_NONE);
+	OK(X.MemsetD32Async(sc.buf, 1, 4, s3));
+	end_capture(s3, CUDA_ERROR_ILLEGAL_STATE);
+	OK(D.StreamSynchronize(s3));
+	OK(D.StreamCreate(&sc.s, CU_STREAM_NON_BLOCKING));
+	/* a dependency on work outside the capture: 905; an external wait is a node */
+	OK(D.EventRecord(outside, sc.sb));
+	OK(D.StreamSynchronize(sc.sb));
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	WANT(D.StreamWaitEvent(sc.s, outside, 0), CUDA_ERROR_STREAM_CAPTURE_ISOLATION);
+	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+	WANT(X.MemsetD32Async(sc.buf, 1, 4, sc.s), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	OK(D.StreamWaitEvent(sc.s, outside, CU_EVENT_WAIT_EXTERNAL));
+	cr_assert_eq(end_capture(sc.s, CUDA_SUCCESS), 1);
+	/* two captures merged: 902, both invalidated */
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_RELAXED);
+	OK(D.EventRecord(e, sc.s));
+	begin(s3, CU_STREAM_CAPTURE_MODE_RELAXED);
+	WANT(D.StreamWaitEvent(s3, e, 0), CUDA_ERROR_STREAM_CAPTURE_MERGE);
+	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+	cr_assert_eq(capture_status(s3), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+	end_capture(s3, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_GRAPH) + D.live(CUSIM_CAPTURE), 0); cr_assert_eq(D.misuse_count(), 0));
+}
+
+Test(sim_capture, capture_info_gives_the_id_graph_and_dependencies_only_while_active)
+{
+	struct scene sc = scene();
+	CUstreamCaptureStatus st = (CUstreamCaptureStatus)99;
+	cuuint64_t id = 0, id2 = 0;
+	CUgraph g = NULL;
+	const CUgraphNode *deps = (const CUgraphNode *)(uintptr_t)0x1;
+	const CUgraphEdgeData *edges = (const CUgraphEdgeData *)(uintptr_t)0x1;
+	size_t n = 99;
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	OK(X.GetCaptureInfo(sc.s, &st, &id, &g, &deps, &edges, &n));
+	cr_assert_eq(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+	cr_assert_neq(id, 0);
+	cr_assert_not_null(g);
+	cr_assert_null(deps, "no node yet");
+	cr_assert_null(edges);
+	cr_assert_eq(n, 0);
+	WANT(X.GetCaptureInfo(sc.s, NULL, &id, NULL, NULL, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+	OK(X.MemsetD32Async(sc.buf, 1, 4, sc.s));
+	OK(X.GetCaptureInfo(sc.s, &st, NULL, NULL, &deps, &edges, &n));
+	cr_assert_eq(n, 1);
+	cr_assert_not_null(deps);
+	cr_assert_not_null(edges);
+	CUgraphNode dep = deps[0];
+	CUgraph ended = NULL;
+	OK(X.EndCapture(sc.s, &ended));
+	cr_assert_eq(ended, g, "the graph of the capture is the one its end hands back");
+	CUgraphNode nodes[3] = { NULL, NULL, (CUgraphNode)(uintptr_t)0x1 };
+	n = 3;
+	OK(X.GraphGetNodes(g, nodes, &n));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(nodes[0], dep, "the stream's dependency was the memset's node");
+	cr_assert_null(nodes[1]);
+	cr_assert_null(nodes[2]);
+	n = 0;
+	WANT(X.GraphGetNodes(g, nodes, &n), CUDA_ERROR_INVALID_VALUE);
+	WANT(X.GraphGetNodes(g, NULL, NULL), CUDA_ERROR_INVALID_VALUE);
+	OK(D.GraphDestroy(g));
+	/* no capture: the status alone */
+	id2 = 77;
+	g = (CUgraph)(uintptr_t)0x1;
+	OK(X.GetCaptureInfo(sc.s, &st, &id2, &g, NULL, NULL, NULL));
+	cr_assert_eq(st, CU_STREAM_CAPTURE_STATUS_NONE);
+	cr_assert_eq(id2, 77);
+	cr_assert_eq(g, (CUgraph)(uintptr_t)0x1);
+	OK(X.GetCaptureInfo(NULL, &st, &id2, NULL, NULL, NULL, NULL));
+	cr_assert_eq(st, CU_STREAM_CAPTURE_STATUS_NONE);
+	/* a later capture has a later id; invalidated, the status alone */
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	OK(X.GetCaptureInfo(sc.s, &st, &id2, NULL, NULL, NULL, NULL));
+	cr_assert_gt(id2, id);
+	CUdeviceptr p;
+	WANT(D.MemAlloc(&p, 64), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	id = 77;
+	OK(X.GetCaptureInfo(sc.s, &st, &id, NULL, NULL, NULL, NULL));
+	cr_assert_eq(st, CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+	cr_assert_eq(id, 77);
+	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
+}
+
+Test(sim_capture, a_captured_graph_outlives_its_context_but_its_exec_does_not)
+{
+	SIM_ONLY("it destroys a graph exec after its context: a crash on the real driver");
+	struct scene sc = scene();
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	OK(X.MemsetD32Async(sc.buf, 1, 4, sc.s));
+	CUgraph g;
+	OK(X.EndCapture(sc.s, &g));
+	CUgraphExec x;
+	OK(D.GraphInstantiateWithFlags(&x, g, 0));
+	OK(D.CtxDestroy(sc.ctx));
+	OK(D.GraphDestroy(g));
+	WANT(D.GraphExecDestroy(x), CUDA_ERROR_INVALID_HANDLE);
+	cr_assert_eq(D.misuse_count(), 1);
+	assert_misuse(0, "cuGraphExecDestroy", "its context was destroyed");
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+}
+
+Test(sim_capture, a_graph_still_being_captured_is_neither_destroyed_nor_instantiated)
+{
+	SIM_ONLY("it hands the driver the graph of a capture in progress");
+	struct scene sc = scene();
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_RELAXED);
+	CUstreamCaptureStatus st;
+	CUgraph g = NULL;
+	CUgraphExec x;
+	OK(X.GetCaptureInfo(sc.s, &st, NULL, &g, NULL, NULL, NULL));
+	WANT(D.GraphDestroy(g), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.GraphInstantiateWithFlags(&x, g, 0), CUDA_ERROR_INVALID_VALUE);
+	cr_assert_eq(D.misuse_count(), 2);
+	assert_misuse(0, "cuGraphDestroy", "being built by a stream capture");
+	assert_misuse(1, "cuGraphInstantiateWithFlags", "being built by a stream capture");
+	cr_assert_eq(end_capture(sc.s, CUDA_SUCCESS), 0);
+}
+
+Test(sim_capture, a_bad_or_null_thread_mode_is_a_misuse)
+{
+	SIM_ONLY("the real driver crashes on a NULL mode and takes a bad one");
+	CUstreamCaptureMode m = (CUstreamCaptureMode)9;
+	WANT(X.ExchangeMode(&m), CUDA_ERROR_INVALID_VALUE);
+	WANT(X.ExchangeMode(NULL), CUDA_ERROR_INVALID_VALUE);
+	cr_assert_eq(D.misuse_count(), 2);
+	assert_misuse(0, "cuThreadExchangeStreamCaptureMode", "mode 9");
+	assert_misuse(1, "cuThreadExchangeStreamCaptureMode", "NULL mode");
+	m = CU_STREAM_CAPTURE_MODE_RELAXED;
+	OK(X.ExchangeMode(&m));
+	cr_assert_eq(m, CU_STREAM_CAPTURE_MODE_GLOBAL, "the bad calls changed nothing");
+	D.reset();
+	OK(X.ExchangeMode(&m));
+	cr_assert_eq(m, CU_STREAM_CAPTURE_MODE_GLOBAL, "a reset puts every thread back in GLOBAL mode");
+}
+
+/* --- JIT logs and PTX that does not assemble ------------------------------------ */
+
+/* Options asking for both logs into buffers of the sizes given, filled with a mark first. */
+struct jit {
+	char err[4096], info[4096];
+	CUjit_option opt[4];
+	void *val[4];
+};
+
+static void jit_init(struct jit *j, size_t err_size, size_t info_size)
+{
+	memset(j->err, 'X', sizeof j->err);
+	memset(j->info, 'Y', sizeof j->info);
+	j->opt[0] = CU_JIT_ERROR_LOG_BUFFER;
+	j->opt[1] = CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES;
+	j->opt[2] = CU_JIT_INFO_LOG_BUFFER;
+	j->opt[3] = CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES;
+	j->val[0] = j->err;
+	j->val[1] = (void *)(uintptr_t)err_size;
+	j->val[2] = j->info;
+	j->val[3] = (void *)(uintptr_t)info_size;
+}
+
+static size_t jit_used(const struct jit *j, int which)
+{
+	return (size_t)(uintptr_t)j->val[which];
+}
+
+Test(sim_jit, a_module_of_ptx_that_does_not_assemble_is_218_with_ptxas_log)
+{
+	new_raw_ctx(0);
+	struct jit j;
+	CUmodule m;
+	jit_init(&j, sizeof j.err, sizeof j.info);
+	WANT(X.ModuleLoadDataEx(&m, bad_ptx, 4, j.opt, j.val), CUDA_ERROR_INVALID_PTX);
+	cr_assert_str_eq(j.err, bad_log);
+	cr_assert_eq(jit_used(&j, 1), strlen(bad_log), "the size given back: the bytes of the log, its NUL left out");
+	cr_assert_eq(j.info[0], '\0', "an empty info log, NUL-terminated");
+	cr_assert_eq(jit_used(&j, 3), 0);
+	/* every bad line is an error; a short buffer gets what fits and a NUL */
+	jit_init(&j, sizeof j.err, sizeof j.info);
+	WANT(X.ModuleLoadDataEx(&m, bad2_ptx, 4, j.opt, j.val), CUDA_ERROR_INVALID_PTX);
+	cr_assert_str_eq(j.err, bad2_log);
+	jit_init(&j, 40, sizeof j.info);
+	WANT(X.ModuleLoadDataEx(&m, bad2_ptx, 4, j.opt, j.val), CUDA_ERROR_INVALID_PTX);
+	cr_assert_eq(strlen(j.err), 39);
+	cr_assert(strncmp(j.err, bad2_log, 39) == 0);
+	cr_assert_eq(j.err[40], 'X', "nothing written past the buffer");
+	cr_assert_eq(jit_used(&j, 1), 40);
+	/* without options, and through the other loads */
+	WANT(X.ModuleLoadDataEx(&m, bad_ptx, 0, NULL, NULL), CUDA_ERROR_INVALID_PTX);
+	WANT(D.ModuleLoadData(&m, bad_ptx), CUDA_ERROR_INVALID_PTX);
+	char path[] = "/tmp/cudasim-test-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, bad_ptx, sizeof bad_ptx - 1), (ssize_t)(sizeof bad_ptx - 1));
+	close(fd);
+	CUresult rc = D.ModuleLoad(&m, path);
+	unlink(path);
+	WANT(rc, CUDA_ERROR_INVALID_PTX);
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_ALL), 1, "the context alone"); cr_assert_eq(D.misuse_count(), 0));
+}
+
+Test(sim_jit, ptx_that_assembles_leaves_both_logs_empty_and_junk_is_200)
+{
+	new_raw_ctx(0);
+	struct jit j;
+	CUmodule m;
+	jit_init(&j, sizeof j.err, sizeof j.info);
+	OK(X.ModuleLoadDataEx(&m, kernel_ptx, 4, j.opt, j.val));
+	cr_assert_eq(j.err[0], '\0');
+	cr_assert_eq(j.info[0], '\0');
+	cr_assert_eq(jit_used(&j, 1), 0);
+	cr_assert_eq(jit_used(&j, 3), 0);
+	CUfunction f;
+	OK(D.ModuleGetFunction(&f, m, "k"));
+	OK(D.ModuleUnload(m));
+	WANT(D.ModuleLoadData(&m, junk_image), CUDA_ERROR_INVALID_IMAGE);
+	WANT(X.ModuleLoadDataEx(&m, junk_image, 0, NULL, NULL), CUDA_ERROR_INVALID_IMAGE);
+	/* text with neither a .entry nor a .global (the bad marker too) is no PTX */
+	WANT(D.ModuleLoadData(&m, "hello world, not ptx\n\tcusim_bad;\n"), CUDA_ERROR_INVALID_IMAGE);
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_MODULE), 0); cr_assert_eq(D.misuse_count(), 0));
+}
+
+Test(sim_jit, the_marker_counts_only_as_an_instruction_in_a_body)
+{
+	SIM_ONLY("it tests the simulator's reading of its convention");
+	new_raw_ctx(0);
+	CUmodule m;
+	/* in a comment, inside another word, as a label, before the first .entry: PTX that assembles here */
+	static const char fine[] =
+		".version 8.0\n.target sm_90\n.address_size 64\n"
+		"// cusim_bad;\n"
+		".visible .entry k()\n{\n\t// cusim_bad;\n\t/* cusim_bad; */\n\tmov.u32 %r1, cusim_bad_not;\n"
+		"cusim_bad:\n\tret;\n}\n";
+	OK(D.ModuleLoadData(&m, fine));
+	OK(D.ModuleUnload(m));
+	static const char spaced[] = ".version 8.0\n.entry k()\n{\n   cusim_bad ;\n}\n";
+	struct jit j;
+	jit_init(&j, sizeof j.err, sizeof j.info);
+	WANT(X.ModuleLoadDataEx(&m, spaced, 4, j.opt, j.val), CUDA_ERROR_INVALID_PTX);
+	cr_assert(strncmp(j.err, "ptxas application ptx input, line 4; error   : ", 47) == 0, "%s", j.err);
+	/* a size without its buffer */
+	CUjit_option o = CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES;
+	void *v = (void *)(uintptr_t)64;
+	WANT(X.ModuleLoadDataEx(&m, kernel_ptx, 1, &o, &v), CUDA_ERROR_INVALID_VALUE);
+	cr_assert_eq(D.misuse_count(), 0);
+	cr_assert_eq(D.live(CUSIM_MODULE), 0);
+}
+
+/* --- module globals ------------------------------------------------------------------ */
+
+Test(sim_globals, globals_are_device_memory_of_their_modules_context)
+{
+	CUcontext c = new_raw_ctx(0);
+	CUmodule m, m2;
+	OK(D.ModuleLoadData(&m, kernel_ptx));
+	CUdeviceptr counter = 0, arr = 0, big = 0, q;
+	size_t bytes = 0;
+	OK(X.ModuleGetGlobal(&counter, &bytes, m, "counter"));
+	cr_assert_eq(bytes, 4);
+	OK(X.ModuleGetGlobal(&arr, &bytes, m, "arr"));
+	cr_assert_eq(bytes, 64);
+	OK(X.ModuleGetGlobal(&big, &bytes, m, "big"));
+	cr_assert_eq(bytes, 24);
+	cr_assert(counter && arr && big && counter != arr && arr != big);
+	OK(X.ModuleGetGlobal(NULL, &bytes, m, "arr"));
+	OK(X.ModuleGetGlobal(&q, NULL, m, "arr"));
+	cr_assert_eq(q, arr);
+	WANT(X.ModuleGetGlobal(NULL, NULL, m, "arr"), CUDA_ERROR_INVALID_VALUE);
+	WANT(X.ModuleGetGlobal(&q, &bytes, m, NULL), CUDA_ERROR_INVALID_VALUE);
+	q = 5, bytes = 5;
+	WANT(X.ModuleGetGlobal(&q, &bytes, m, "nope"), CUDA_ERROR_NOT_FOUND);
+	cr_assert(q == 0 && bytes == 0, "a failed lookup clears both");
+	q = 5, bytes = 5;
+	WANT(X.ModuleGetGlobal(&q, &bytes, m, "k"), CUDA_ERROR_INVALID_VALUE);
+	cr_assert(q == 0 && bytes == 0);
+	/* zeroed at load, written and read like any device memory of the context */
+	unsigned v[16];
+	OK(D.MemcpyDtoH(v, arr, sizeof v));
+	cr_assert_eq(v[15], 0);
+	OK(X.MemsetD32(arr, 7, 16));
+	OK(D.MemcpyDtoH(v, arr, sizeof v));
+	cr_assert_eq(v[15], 7);
+	CUstream s;
+	OK(D.StreamCreate(&s, 0));
+	OK(X.MemsetD32Async(arr + 4, 9, 15, s));
+	OK(D.StreamSynchronize(s));
+	OK(D.MemcpyDtoH(v, arr, sizeof v));
+	cr_assert(v[0] == 7 && v[1] == 9 && v[15] == 9);
+	WANT(D.MemFree(arr), CUDA_ERROR_INVALID_VALUE);
+	OK(X.MemsetD32(arr, 1, 16));
+	/* another module's global is other memory */
+	OK(D.ModuleLoadData(&m2, kernel_ptx));
+	CUdeviceptr arr2;
+	OK(X.ModuleGetGlobal(&arr2, NULL, m2, "arr"));
+	cr_assert_neq(arr2, arr);
+	OK(D.ModuleUnload(m));
+	OK(X.MemsetD32(arr2, 7, 16));
+	/* from another context: 1 */
+	CUcontext other = new_raw_ctx(0);
+	WANT(X.MemsetD32(arr2, 7, 16), CUDA_ERROR_INVALID_VALUE);
+	OK(D.CtxDestroy(other));
+	OK(D.CtxSetCurrent(c));
+	OK(D.ModuleUnload(m2));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_MEM), 0, "globals are not allocations"); cr_assert_eq(D.misuse_count(), 0));
+}
+
+Test(sim_globals, a_global_dies_with_its_module)
+{
+	SIM_ONLY("it writes to a global after its module's unload");
+	new_raw_ctx(0);
+	CUmodule m;
+	OK(D.ModuleLoadData(&m, kernel_ptx));
+	CUdeviceptr arr;
+	size_t bytes;
+	OK(X.ModuleGetGlobal(&arr, &bytes, m, "arr"));
+	cr_assert_eq(D.live(CUSIM_MEM), 0);
+	cr_assert_eq(D.live(CUSIM_MODULE), 1);
+	OK(D.ModuleUnload(m));
+	WANT(X.MemsetD32(arr, 7, 16), CUDA_ERROR_INVALID_VALUE);
+	WANT(X.ModuleGetGlobal(&arr, &bytes, m, "arr"), CUDA_ERROR_INVALID_HANDLE);
+	cr_assert_eq(D.misuse_count(), 2);
+	assert_misuse(0, "cuMemsetD32", "its module was unloaded");
+	assert_misuse(1, "cuModuleGetGlobal", "module not live");
+	struct cusim_call r = last_call("cuModuleGetGlobal");
+	cr_assert_eq(r.handle, H(m));
+}
+
+Test(sim_globals, declarations_the_simulator_reads)
+{
+	SIM_ONLY("it tests the simulator's reading of .global declarations");
+	new_raw_ctx(0);
+	static const char ptx[] =
+		".version 8.0\n.target sm_90\n.address_size 64\n"
+		".extern .global .u32 ext;\n"
+		"// .global .u32 commented;\n"
+		".weak .global .align 16 .v4 .f32 quad[2];\n"
+		".global .s8 grid[3][5] = { 1, 2 };\n"
+		".visible .global .bf16 h;\n"
+		".visible .entry k()\n{\n\t.reg .b32 %r<2>;\n\tld.global.u32 %r1, [grid];\n\tret;\n}\n";
+	CUmodule m;
+	OK(D.ModuleLoadData(&m, ptx));
+	size_t bytes;
+	CUdeviceptr p;
+	OK(X.ModuleGetGlobal(NULL, &bytes, m, "quad"));
+	cr_assert_eq(bytes, 32);
+	OK(X.ModuleGetGlobal(NULL, &bytes, m, "grid"));
+	cr_assert_eq(bytes, 15);
+	OK(X.ModuleGetGlobal(NULL, &bytes, m, "h"));
+	cr_assert_eq(bytes, 2);
+	WANT(X.ModuleGetGlobal(&p, &bytes, m, "ext"), CUDA_ERROR_NOT_FOUND);
+	WANT(X.ModuleGetGlobal(&p, &bytes, m, "commented"), CUDA_ERROR_NOT_FOUND);
+	/* only globals: PTX too */
+	CUmodule g;
+	OK(D.ModuleLoadData(&g, ".version 8.0\n.global .u64 only;\n"));
+	OK(X.ModuleGetGlobal(NULL, &bytes, g, "only"));
+	cr_assert_eq(bytes, 8);
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+/* --- cuLibrary ----------------------------------------------------------------------- */
+
+Test(sim_libraries, a_library_of_ptx_that_does_not_assemble_loads_and_its_kernels_are_218)
+{
+	struct jit j;
+	jit_init(&j, sizeof j.err, sizeof j.info);
+	CUlibrary lib;
+	OK(X.LibraryLoadData(&lib, bad_ptx, j.opt, j.val, 4, NULL, NULL, 0));
+	cr_assert_str_eq(j.err, bad_log);
+	cr_assert_eq(jit_used(&j, 1), strlen(bad_log));
+	cr_assert_eq(j.info[0], '\0');
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_LIBRARY), 1); cr_assert(D.is_live(CUSIM_LIBRARY, H(lib))));
+	jit_init(&j, sizeof j.err, sizeof j.info);
+	CUkernel k;
+	WANT(X.LibraryGetKernel(&k, lib, "k"), CUDA_ERROR_INVALID_PTX);
+	WANT(X.LibraryGetKernel(&k, lib, "nope"), CUDA_ERROR_INVALID_PTX);
+	cr_assert_eq(j.err[0], 'X', "nothing written at the later calls");
+	unsigned int count = 99;
+	OK(X.LibraryGetKernelCount(&count, lib));
+	cr_assert_eq(count, 0);
+	new_raw_ctx(0);
+	CUmodule m;
+	WANT(X.LibraryGetModule(&m, lib), CUDA_ERROR_INVALID_PTX);
+	OK(X.LibraryUnload(lib));
+	/* from a file, likewise */
+	char path[] = "/tmp/cudasim-test-XXXXXX";
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, bad2_ptx, sizeof bad2_ptx - 1), (ssize_t)(sizeof bad2_ptx - 1));
+	close(fd);
+	jit_init(&j, sizeof j.err, sizeof j.info);
+	CUresult rc = X.LibraryLoadFromFile(&lib, path, j.opt, j.val, 4, NULL, NULL, 0);
+	unlink(path);
+	OK(rc);
+	cr_assert_str_eq(j.err, bad2_log);
+	WANT(X.LibraryGetKernel(&k, lib, "k2"), CUDA_ERROR_INVALID_PTX);
+	OK(X.LibraryUnload(lib));
+	WANT(X.LibraryLoadFromFile(&lib, "/nonexistent/cudasim/lib.ptx", NULL, NULL, 0, NULL, NULL, 0),
+	     CUDA_ERROR_FILE_NOT_FOUND);
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_LIBRARY), 0); cr_assert_eq(D.misuse_count(), 0));
+}
+
+Test(sim_libraries, a_library_of_no_ptx_loads_and_its_kernels_are_200)
+{
+	CUlibrary lib;
+	CUkernel k;
+	unsigned int count = 99;
+	OK(X.LibraryLoadData(&lib, junk_image, NULL, NULL, 0, NULL, NULL, 0));
+	WANT(X.LibraryGetKernel(&k, lib, "k"), CUDA_ERROR_INVALID_IMAGE);
+	OK(X.LibraryGetKernelCount(&count, lib));
+	cr_assert_eq(count, 0);
+	OK(X.LibraryUnload(lib));
+	OK(X.LibraryLoadData(&lib, "hello world", NULL, NULL, 0, NULL, NULL, 0));
+	WANT(X.LibraryGetKernel(&k, lib, "k"), CUDA_ERROR_INVALID_IMAGE);
+	OK(X.LibraryUnload(lib));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_ALL), 0); cr_assert_eq(D.misuse_count(), 0));
+}
+
+Test(sim_libraries, a_library_belongs_to_no_context_and_its_kernels_launch_in_any)
+{
+	CUlibrary lib;
+	CUkernel k, k2;
+	CUfunction f, again, fm;
+	CUmodule lm;
+	const char *name = NULL;
+	OK(X.LibraryLoadData(&lib, kernel_ptx, NULL, NULL, 0, NULL, NULL, 0));
+	OK(X.LibraryGetKernel(&k, lib, "k"));
+	OK(X.LibraryGetKernel(&k2, lib, "k"));
+	cr_assert_eq(k, k2);
+	WANT(X.LibraryGetKernel(&k2, lib, "nope"), CUDA_ERROR_NOT_FOUND);
+	unsigned int count = 0;
+	OK(X.LibraryGetKernelCount(&count, lib));
+	cr_assert_eq(count, 1);
+	OK(X.KernelGetName(&name, k));
+	cr_assert_str_eq(name, "k");
+	CUlibrary of = NULL;
+	OK(X.KernelGetLibrary(&of, k));
+	cr_assert_eq(of, lib);
+	WANT(X.KernelGetFunction(&f, k), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(X.LibraryGetModule(&lm, lib), CUDA_ERROR_INVALID_CONTEXT);
+	CUcontext a = new_raw_ctx(0);
+	OK(X.KernelGetFunction(&f, k));
+	OK(X.KernelGetFunction(&again, k));
+	cr_assert_eq(f, again, "one function a context");
+	cr_assert_neq((void *)f, (void *)k);
+	OK(X.LibraryGetModule(&lm, lib));
+	OK(D.ModuleGetFunction(&fm, lm, "k"));
+	cr_assert_eq(fm, f, "the library's module in the context has that function");
+	WANT(D.ModuleUnload(lm), CUDA_ERROR_NOT_PERMITTED);
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_MODULE), 0, "the library's module is the library's"));
+	CUdeviceptr arr;
+	size_t bytes = 0;
+	OK(X.LibraryGetGlobal(&arr, &bytes, lib, "arr"));
+	cr_assert_eq(bytes, 64);
+	OK(X.MemsetD32(arr, 3, 16));
+	OK(D.LaunchKernel((CUfunction)k, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+	OK(D.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+	OK(D.CtxSynchronize());
+	CUcontext b = new_raw_ctx(0);
+	OK(D.LaunchKernel((CUfunction)k, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+	OK(X.KernelGetFunction(&again, k));
+	cr_assert_neq(again, f, "another context, another function");
+	OK(D.CtxSynchronize());
+	OK(D.CtxDestroy(b));
+	OK(D.CtxDestroy(a));
+	/* in a later context, after both died */
+	new_raw_ctx(0);
+	OK(D.LaunchKernel((CUfunction)k, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+	OK(D.CtxSynchronize());
+	OK(X.LibraryUnload(lib));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_LIBRARY), 0); cr_assert_eq(D.live(CUSIM_ALL), 1, "the context alone");
+		  cr_assert_eq(D.misuse_count(), 0); struct cusim_call r = last_of("cuLibraryGetKernel");
+		  cr_assert_eq(r.handle, H(lib)); cr_assert_eq(r.rc, CUDA_ERROR_NOT_FOUND));
+}
+
+Test(sim_libraries, a_kernel_after_its_library_is_unloaded_is_a_misuse)
+{
+	SIM_ONLY("a launch of an unloaded library's kernel and a second unload crash the real driver");
+	new_raw_ctx(0);
+	CUlibrary lib;
+	CUkernel k;
+	CUfunction f;
+	OK(X.LibraryLoadData(&lib, kernel_ptx, NULL, NULL, 0, NULL, NULL, 0));
+	OK(X.LibraryGetKernel(&k, lib, "k"));
+	OK(X.KernelGetFunction(&f, k));
+	OK(X.LibraryUnload(lib));
+	WANT(D.LaunchKernel((CUfunction)k, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
+	WANT(D.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
+	WANT(X.KernelGetFunction(&f, k), CUDA_ERROR_INVALID_HANDLE);
+	WANT(X.LibraryUnload(lib), CUDA_ERROR_INVALID_HANDLE);
+	cr_assert_eq(D.misuse_count(), 4);
+	assert_misuse(0, "cuLaunchKernel", "kernel not live: its library was unloaded");
+	assert_misuse(1, "cuLaunchKernel", "function not live: its module was unloaded");
+	assert_misuse(2, "cuKernelGetFunction", "kernel not live");
+	assert_misuse(3, "cuLibraryUnload", "library not live: already unloaded");
+	cr_assert_eq(D.live(CUSIM_LIBRARY), 0);
+}
+
+Test(sim_init, a_library_load_needs_cuinit_only)
+{
+	SIM_ONLY("it starts before cuInit, and the real driver is initialised before the lookups");
+	lookup(&X.LibraryLoadData, "cuLibraryLoadData", 12000);
+	lookup(&X.LibraryUnload, "cuLibraryUnload", 12000);
+	CUlibrary lib;
+	WANT(X.LibraryLoadData(&lib, kernel_ptx, NULL, NULL, 0, NULL, NULL, 0), CUDA_ERROR_NOT_INITIALIZED);
+	OK(D.Init(0));
+	OK(X.LibraryLoadData(&lib, kernel_ptx, NULL, NULL, 0, NULL, NULL, 0));
+	cr_assert_eq(D.live(CUSIM_ALL), 1);
+	OK(X.LibraryUnload(lib));
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+Test(sim_libraries, a_module_function_launched_in_another_context_is_a_misuse)
+{
+	SIM_ONLY("the simulator refuses a function of another context's module");
+	new_raw_ctx(0);
+	CUlibrary lib;
+	CUkernel k;
+	CUfunction f;
+	OK(X.LibraryLoadData(&lib, kernel_ptx, NULL, NULL, 0, NULL, NULL, 0));
+	OK(X.LibraryGetKernel(&k, lib, "k"));
+	OK(X.KernelGetFunction(&f, k));
+	new_raw_ctx(0);
+	WANT(D.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL), CUDA_ERROR_INVALID_HANDLE);
+	OK(D.LaunchKernel((CUfunction)k, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+	cr_assert_eq(D.misuse_count(), 1);
+	assert_misuse(0, "cuLaunchKernel", "another context");
+	OK(X.LibraryUnload(lib));
+}
+
+Test(sim_memory, pitched_allocations_round_rows_up_to_512_bytes)
+{
+	lookup(&X.MemAllocPitch, "cuMemAllocPitch", 3020);
+	lookup(&X.MemsetD32, "cuMemsetD32", 3020);
+	new_raw_ctx(0);
+	CUdeviceptr p;
+	size_t pitch = 0;
+	OK(X.MemAllocPitch(&p, &pitch, 64, 4, 4));
+	cr_assert_eq(pitch, 512);
+	OK(X.MemsetD32(p, 1, 512));
+	WANT(X.MemAllocPitch(&p, &pitch, 64, 4, 3), CUDA_ERROR_INVALID_VALUE);
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_MEM), 1); cr_assert_eq(last_of("cuMemAllocPitch").flags, 3));
+	OK(D.MemFree(p));
+}

@@ -20,7 +20,8 @@ const char *call_name(const struct call *c)
 
 static void log_append(const struct call *c)
 {
-	struct cusim_call rec = { call_name(c), c->handle, c->ctx, c->rc, c->a.flags, c->a.arg, c->a.handle2, c->a.stream };
+	struct cusim_call rec = { call_name(c), c->handle, c->ctx, c->rc, c->a.flags, c->a.arg, c->a.handle2, c->a.stream,
+				  c->captured };
 	if (S.log_len < S.log_cap) {
 		S.log[(S.log_start + S.log_len) % S.log_cap] = rec;
 		S.log_len++;
@@ -92,6 +93,7 @@ bool enter_as(struct call *c, enum fn fn, uint64_t handle, bool needs_init, stru
 	c->a = a;
 	c->ctx = stack_top();
 	c->rc = CUDA_SUCCESS;
+	c->captured = 0;
 	unsigned long n = ++S.calls[fn];
 	if (S.fail_all && fn != F_cuGetProcAddress) {
 		c->rc = S.fail_all;

@@ -26,8 +26,9 @@ CUresult sim_cuEventCreate(CUevent *ev, unsigned int flags)
 }
 
 /* The destroys that differ only in their entry point and kind: a NULL (or
- * default-stream) handle is an error, a dead one a misuse, a live one dies. */
-static CUresult destroy_plain(enum fn fn, enum kind k, uint64_t h, bool null_handle)
+ * default-stream) handle is an error, a dead one a misuse, a live one dies;
+ * unsafe: a call a capture may forbid (capture_unsafe). */
+static CUresult destroy_plain(enum fn fn, enum kind k, uint64_t h, bool null_handle, bool unsafe)
 {
 	struct call c;
 	if (enter(&c, fn, h))
@@ -38,13 +39,19 @@ static CUresult destroy_plain(enum fn fn, enum kind k, uint64_t h, bool null_han
 	CUresult rc = need_live(&c, k, h, &o);
 	if (rc)
 		return leave(&c, rc);
+	if (k == K_GRAPH && o->cap) {
+		misuse(&c, h, "graph is being built by a stream capture: end the capture first");
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	}
+	if (unsafe && (rc = capture_unsafe()))
+		return leave(&c, rc);
 	obj_kill(o, "already destroyed");
 	return leave(&c, CUDA_SUCCESS);
 }
 
 CUresult sim_cuEventDestroy(CUevent ev)
 {
-	return destroy_plain(F_cuEventDestroy, K_EVENT, H(ev), !ev);
+	return destroy_plain(F_cuEventDestroy, K_EVENT, H(ev), !ev, false);
 }
 
 CUresult sim_cuEventRecord(CUevent ev, CUstream s)
@@ -57,21 +64,32 @@ CUresult sim_cuEventRecord(CUevent ev, CUstream s)
 	if (rc)
 		return leave(&c, rc);
 	rc = need_stream_of(&c, o, s, "event recorded");
+	if (rc == CUDA_SUCCESS)
+		rc = capture_work(&c, s, o->owner, W_MARK);
 	if (rc)
 		return leave(&c, rc);
+	if (c.captured) {
+		capture_mark_event(o, s);
+		return leave(&c, CUDA_SUCCESS);
+	}
+	capture_clear_event(o);
 	o->recorded = true;
 	o->stamp_ms = now_ms();
 	return leave(&c, CUDA_SUCCESS);
 }
 
-/* Work completes the moment it is queued, so waiting and polling always succeed. */
+/* Work completes the moment it is queued, so waiting and polling succeed, but
+ * for what a capture makes of them (capture_event_wait). */
 CUresult sim_cuEventQuery(CUevent ev)
 {
 	struct call c;
 	if (enter(&c, F_cuEventQuery, H(ev)))
 		return leave(&c, c.rc);
 	struct obj *o;
-	return leave(&c, need_live(&c, K_EVENT, H(ev), &o));
+	CUresult rc = need_live(&c, K_EVENT, H(ev), &o);
+	if (rc == CUDA_SUCCESS)
+		rc = capture_event_wait(o, true);
+	return leave(&c, rc);
 }
 
 CUresult sim_cuEventSynchronize(CUevent ev)
@@ -80,7 +98,10 @@ CUresult sim_cuEventSynchronize(CUevent ev)
 	if (enter(&c, F_cuEventSynchronize, H(ev)))
 		return leave(&c, c.rc);
 	struct obj *o;
-	return leave(&c, need_live(&c, K_EVENT, H(ev), &o));
+	CUresult rc = need_live(&c, K_EVENT, H(ev), &o);
+	if (rc == CUDA_SUCCESS)
+		rc = capture_event_wait(o, false);
+	return leave(&c, rc);
 }
 
 static CUresult elapsed(float *ms, CUevent start, CUevent end)
@@ -95,6 +116,9 @@ static CUresult elapsed(float *ms, CUevent start, CUevent end)
 	if (rc)
 		return leave(&c, rc);
 	if (!ms)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	/* An event last recorded in a capture: measured 1 once the capture ended. */
+	if (a->cap_id || b->cap_id)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
 	/* The real driver's answer for untimed or unrecorded events: an error, not a misuse. */
 	if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING)
@@ -153,7 +177,7 @@ CUresult sim_cuStreamCreateWithPriority(CUstream *ps, unsigned int flags, int pr
 
 CUresult sim_cuStreamDestroy(CUstream s)
 {
-	return destroy_plain(F_cuStreamDestroy, K_STREAM, H(s), is_default_stream(s));
+	return destroy_plain(F_cuStreamDestroy, K_STREAM, H(s), is_default_stream(s), false);
 }
 
 CUresult sim_cuStreamSynchronize(CUstream s)
@@ -162,7 +186,10 @@ CUresult sim_cuStreamSynchronize(CUstream s)
 	if (enter(&c, F_cuStreamSynchronize, H(s)))
 		return leave(&c, c.rc);
 	struct obj *ctx;
-	return leave(&c, stream_context(&c, s, &ctx));
+	CUresult rc = stream_context(&c, s, &ctx);
+	if (rc == CUDA_SUCCESS)
+		rc = capture_stream_sync(s, ctx);
+	return leave(&c, rc);
 }
 
 CUresult sim_cuStreamQuery(CUstream s)
@@ -171,111 +198,31 @@ CUresult sim_cuStreamQuery(CUstream s)
 	if (enter(&c, F_cuStreamQuery, H(s)))
 		return leave(&c, c.rc);
 	struct obj *ctx;
-	return leave(&c, stream_context(&c, s, &ctx));
+	CUresult rc = stream_context(&c, s, &ctx);
+	if (rc == CUDA_SUCCESS)
+		rc = capture_stream_sync(s, ctx);
+	return leave(&c, rc);
 }
 
-/* Waiting on an event of another context or device is legal; only the flags are checked beyond liveness. */
+/* Waiting on an event of another context or device is legal; beyond liveness,
+ * the flags and what capture makes of the wait (capture_wait) are checked. */
 CUresult sim_cuStreamWaitEvent(CUstream s, CUevent ev, unsigned int flags)
 {
 	struct call c;
 	if (enter_with(&c, F_cuStreamWaitEvent, H(s), ARGS(.flags = flags, .handle2 = H(ev))))
 		return leave(&c, c.rc);
-	if (flags != 0)
+	if (flags & ~(unsigned int)CU_EVENT_WAIT_EXTERNAL)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
 	struct obj *ctx, *e;
 	CUresult rc = stream_context(&c, s, &ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = need_live(&c, K_EVENT, H(ev), &e);
+	if (rc == CUDA_SUCCESS)
+		rc = capture_wait(&c, s, ctx, e, flags);
 	return leave(&c, rc);
 }
 
 /* --- modules and launches --------------------------------------------------- */
-
-static bool is_ident_char(char ch)
-{
-	return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-	       ch == '_' || ch == '$';
-}
-
-static bool is_space(char ch)
-{
-	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' || ch == '\v';
-}
-
-/* PTX is plain ASCII text; anything else (a cubin, a fatbin, garbage) is an image we cannot load. */
-static bool is_text(const char *s, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		if (ch >= 0x7f || (ch < 0x20 && !is_space((char)ch)))
-			return false;
-	}
-	return true;
-}
-
-/* Makes a module in the current context whose functions are the names after each ".entry". */
-static CUresult module_from_text(struct call *c, struct obj *cur, const char *text, size_t n, CUmodule *pmod)
-{
-	if (!is_text(text, n))
-		return CUDA_ERROR_INVALID_IMAGE;
-	struct obj *mod = NULL;
-	static const char key[] = ".entry";
-	const size_t klen = sizeof key - 1;
-	for (const char *p = text; (p = strstr(p, key)) != NULL; p += klen) {
-		if ((p > text && !is_space(p[-1])) || !is_space(p[klen]))
-			continue;
-		const char *q = p + klen;
-		while (is_space(*q))
-			q++;
-		const char *e = q;
-		while (is_ident_char(*e))
-			e++;
-		if (e == q)
-			continue;
-		if (!mod)
-			mod = obj_new(K_MODULE, cur, 0);
-		struct obj *f = obj_new(K_FUNC, mod, 0);
-		f->name = strndup(q, (size_t)(e - q));
-		if (!f->name) {
-			fputs("cudasim: out of memory\n", stderr);
-			abort();
-		}
-	}
-	if (!mod)
-		return CUDA_ERROR_INVALID_IMAGE;
-	*pmod = (CUmodule)(uintptr_t)mod->value;
-	c->handle = mod->value;
-	return CUDA_SUCCESS;
-}
-
-static CUresult read_file(const char *path, char **out, size_t *n)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return CUDA_ERROR_FILE_NOT_FOUND;
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		if (len + 4096 + 1 > cap) {
-			cap = cap ? 2 * cap : 8192;
-			buf = xrealloc(buf, cap);
-		}
-		size_t got = fread(buf + len, 1, cap - len - 1, f);
-		len += got;
-		if (got == 0 || len > SIM_MAX_IMAGE)
-			break;
-	}
-	bool failed = ferror(f) || len > SIM_MAX_IMAGE;
-	fclose(f);
-	if (failed) {
-		free(buf);
-		return CUDA_ERROR_INVALID_IMAGE;
-	}
-	buf[len] = '\0';
-	*out = buf;
-	*n = len;
-	return CUDA_SUCCESS;
-}
 
 CUresult sim_cuModuleLoad(CUmodule *pmod, const char *fname)
 {
@@ -293,7 +240,7 @@ CUresult sim_cuModuleLoad(CUmodule *pmod, const char *fname)
 	rc = read_file(fname, &text, &n);
 	if (rc)
 		return leave(&c, rc);
-	rc = module_from_text(&c, cur, text, n, pmod);
+	rc = module_load_text(&c, cur, text, n, pmod, 0, NULL, NULL);
 	free(text);
 	return leave(&c, rc);
 }
@@ -310,7 +257,22 @@ CUresult sim_cuModuleLoadData(CUmodule *pmod, const void *image)
 	if (rc)
 		return leave(&c, rc);
 	const char *text = image;
-	return leave(&c, module_from_text(&c, cur, text, strnlen(text, SIM_MAX_IMAGE), pmod));
+	return leave(&c, module_load_text(&c, cur, text, strnlen(text, SIM_MAX_IMAGE), pmod, 0, NULL, NULL));
+}
+
+CUresult sim_cuModuleLoadDataEx(CUmodule *pmod, const void *image, unsigned int nopts, CUjit_option *opts, void **vals)
+{
+	struct call c;
+	if (enter_with(&c, F_cuModuleLoadDataEx, 0, ARGS(.arg = nopts)))
+		return leave(&c, c.rc);
+	if (!pmod || !image || (nopts && (!opts || !vals)))
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	struct obj *cur;
+	CUresult rc = need_current(&cur);
+	if (rc)
+		return leave(&c, rc);
+	const char *text = image;
+	return leave(&c, module_load_text(&c, cur, text, strnlen(text, SIM_MAX_IMAGE), pmod, nopts, opts, vals));
 }
 
 CUresult sim_cuModuleUnload(CUmodule mod)
@@ -323,6 +285,11 @@ CUresult sim_cuModuleUnload(CUmodule mod)
 	struct obj *o;
 	CUresult rc = need_live(&c, K_MODULE, H(mod), &o);
 	if (rc)
+		return leave(&c, rc);
+	/* a library's module in a context (cuLibraryGetModule): measured 800 */
+	if (o->lib)
+		return leave(&c, CUDA_ERROR_NOT_PERMITTED);
+	if ((rc = capture_unsafe()))
 		return leave(&c, rc);
 	obj_kill(o, "already unloaded");
 	return leave(&c, CUDA_SUCCESS);
@@ -340,7 +307,7 @@ CUresult sim_cuModuleGetFunction(CUfunction *pf, CUmodule mod, const char *name)
 	if (rc)
 		return leave(&c, rc);
 	for (struct obj *f = m->kid_first; f; f = f->sib_next) {
-		if (strcmp(f->name, name) == 0) {
+		if (f->kind == K_FUNC && strcmp(f->name, name) == 0) {
 			*pf = (CUfunction)(uintptr_t)f->value;
 			return leave(&c, CUDA_SUCCESS);
 		}
@@ -349,8 +316,10 @@ CUresult sim_cuModuleGetFunction(CUfunction *pf, CUmodule mod, const char *name)
 }
 
 /* A launch's checks, for cuLaunchKernel and cuLaunchKernelEx: a live function of a
- * module of the current context, a stream of that context, sizes the device
- * allows. It is recorded and runs nothing. */
+ * module of the current context, or a live library kernel (a CUkernel cast to
+ * CUfunction, which launches in any context), a stream of the current context,
+ * sizes the device allows. It is recorded and runs nothing; on a capturing
+ * stream it becomes a node of the capture's graph. */
 static CUresult launch(enum fn fn, CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
 		       unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem, CUstream s)
 {
@@ -363,13 +332,14 @@ static CUresult launch(enum fn fn, CUfunction f, unsigned int gx, unsigned int g
 				     | (unsigned long long)(bz & 0xffff) << 32)))
 		return leave(&c, c.rc);
 	struct obj *fo, *cur, *sctx;
-	CUresult rc = need_live(&c, K_FUNC, H(f), &fo);
+	bool kernel = !find(K_FUNC, H(f)) && find(K_KERNEL, H(f));
+	CUresult rc = need_live(&c, kernel ? K_KERNEL : K_FUNC, H(f), &fo);
 	if (rc)
 		return leave(&c, rc);
 	rc = need_current(&cur);
 	if (rc)
 		return leave(&c, rc);
-	if (fo->owner->owner != cur) {
+	if (!kernel && fo->owner->owner != cur) {
 		misuse(&c, fo->value, "function's module belongs to another context than the current one");
 		return leave(&c, CUDA_ERROR_INVALID_HANDLE);
 	}
@@ -383,7 +353,7 @@ static CUresult launch(enum fn fn, CUfunction f, unsigned int gx, unsigned int g
 	if (!gx || !gy || !gz || !bx || !by || !bz || (unsigned long long)bx * by * bz > 1024 || bx > 1024 || by > 1024 || bz > 64 ||
 	    gy > 65535 || gz > 65535 || gx > 2147483647u || shmem > 232448)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
-	return leave(&c, CUDA_SUCCESS);
+	return leave(&c, capture_work(&c, s, cur, W_NODE));
 }
 
 CUresult sim_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
@@ -412,7 +382,8 @@ CUresult sim_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void *
 
 /* Host work queued on a stream: the stream is checked, the call logged, and
  * the function runs at once on the calling thread, after the simulator's lock
- * is let go (so that it may call the driver). */
+ * is let go (so that it may call the driver). On a capturing stream a host
+ * function becomes a node and is not called; a callback is refused. */
 static CUresult host_work(enum fn fn, CUstream s, CUhostFn hfn, CUstreamCallback cb, void *user,
 			  unsigned int flags)
 {
@@ -423,8 +394,11 @@ static CUresult host_work(enum fn fn, CUstream s, CUhostFn hfn, CUstreamCallback
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
 	struct obj *ctx;
 	CUresult rc = stream_context(&c, s, &ctx);
+	if (rc == CUDA_SUCCESS)
+		rc = capture_work(&c, s, ctx, hfn ? W_NODE : W_CALLBACK);
+	bool captured = c.captured != 0;
 	leave(&c, rc);
-	if (rc)
+	if (rc || captured)
 		return rc;
 	if (hfn)
 		hfn(user);
@@ -540,7 +514,7 @@ CUresult sim_cuGraphAddEmptyNode(CUgraphNode *pn, CUgraph g, const CUgraphNode *
 
 CUresult sim_cuGraphDestroy(CUgraph g)
 {
-	return destroy_plain(F_cuGraphDestroy, K_GRAPH, H(g), !g);
+	return destroy_plain(F_cuGraphDestroy, K_GRAPH, H(g), !g, false);
 }
 
 CUresult sim_cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g, unsigned long long flags)
@@ -557,6 +531,12 @@ CUresult sim_cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g, unsigned lo
 	rc = need_current(&cur);
 	if (rc)
 		return leave(&c, rc);
+	if (go->cap) {
+		misuse(&c, go->value, "graph is being built by a stream capture: end the capture first");
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	}
+	if ((rc = capture_unsafe()))
+		return leave(&c, rc);
 	struct obj *e = obj_new(K_EXEC, cur, 0);
 	*pe = (CUgraphExec)(uintptr_t)e->value;
 	c.handle = e->value;
@@ -565,7 +545,7 @@ CUresult sim_cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g, unsigned lo
 
 CUresult sim_cuGraphExecDestroy(CUgraphExec e)
 {
-	return destroy_plain(F_cuGraphExecDestroy, K_EXEC, H(e), !e);
+	return destroy_plain(F_cuGraphExecDestroy, K_EXEC, H(e), !e, true);
 }
 
 CUresult sim_cuGraphLaunch(CUgraphExec e, CUstream s)
@@ -575,7 +555,9 @@ CUresult sim_cuGraphLaunch(CUgraphExec e, CUstream s)
 		return leave(&c, c.rc);
 	struct obj *o;
 	CUresult rc = need_live(&c, K_EXEC, H(e), &o);
-	if (rc)
-		return leave(&c, rc);
-	return leave(&c, need_stream_of(&c, o, s, "graph exec launched"));
+	if (rc == CUDA_SUCCESS)
+		rc = need_stream_of(&c, o, s, "graph exec launched");
+	if (rc == CUDA_SUCCESS)
+		rc = capture_work(&c, s, o->owner, W_NODE);
+	return leave(&c, rc);
 }

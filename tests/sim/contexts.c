@@ -155,7 +155,10 @@ CUresult sim_cuCtxSynchronize(void)
 	if (enter(&c, F_cuCtxSynchronize, 0))
 		return leave(&c, c.rc);
 	struct obj *cur;
-	return leave(&c, need_current(&cur));
+	CUresult rc = need_current(&cur);
+	if (rc == CUDA_SUCCESS)
+		rc = capture_ctx_sync(cur);
+	return leave(&c, rc);
 }
 
 CUresult sim_cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)

@@ -23,11 +23,13 @@ SIM_VISIBLE void cusim_reset(void)
 			next = o->hnext;
 			free(o->buf);
 			free(o->name);
+			image_free(o->img);
 			free(o);
 		}
 		S.buckets[i] = NULL;
 	}
 	S.nobjs = 0;
+	capture_reset();
 	S.mem_list = NULL;
 	memset(S.primary, 0, sizeof S.primary);
 	memset(S.primary_refs, 0, sizeof S.primary_refs);
@@ -129,9 +131,9 @@ static bool kind_of(enum cusim_kind ck, enum kind *k, bool *primary)
 		[CUSIM_EVENT] = { K_EVENT, false }, [CUSIM_STREAM] = { K_STREAM, false },
 		[CUSIM_MODULE] = { K_MODULE, false }, [CUSIM_MEM] = { K_MEM, false },
 		[CUSIM_HOST_MEM] = { K_HOST, false }, [CUSIM_GRAPH] = { K_GRAPH, false },
-		[CUSIM_GRAPH_EXEC] = { K_EXEC, false },
+		[CUSIM_GRAPH_EXEC] = { K_EXEC, false }, [CUSIM_LIBRARY] = { K_LIBRARY, false },
 	};
-	if ((unsigned)ck >= CUSIM_ALL)
+	if ((unsigned)ck >= CUSIM_ALL || ck == CUSIM_CAPTURE)
 		return false;
 	*k = map[ck].k;
 	*primary = map[ck].primary;
@@ -145,10 +147,13 @@ SIM_VISIBLE size_t cusim_live(enum cusim_kind kind)
 	size_t n = 0;
 	pthread_mutex_lock(&S.lock);
 	if (kind == CUSIM_ALL) {
-		static const enum kind all[] = { K_CTX, K_EVENT, K_STREAM, K_MODULE, K_MEM, K_HOST, K_GRAPH, K_EXEC };
+		static const enum kind all[] = { K_CTX, K_EVENT, K_STREAM, K_MODULE, K_MEM, K_HOST, K_GRAPH, K_EXEC,
+						 K_LIBRARY };
 		for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 			n += S.live[all[i]];
 		n += S.live_primary;
+	} else if (kind == CUSIM_CAPTURE) {
+		n = S.ncaptures;
 	} else if (kind_of(kind, &k, &primary)) {
 		n = primary ? S.live_primary : S.live[k];
 	}
@@ -161,11 +166,15 @@ SIM_VISIBLE int cusim_is_live(enum cusim_kind kind, uint64_t handle)
 	enum kind k;
 	bool primary;
 	int live = 0;
-	if (!kind_of(kind, &k, &primary))
+	if (kind == CUSIM_CAPTURE) {
+		k = K_STREAM;
+		primary = false;
+	} else if (!kind_of(kind, &k, &primary)) {
 		return 0;
+	}
 	pthread_mutex_lock(&S.lock);
 	struct obj *o = find(k, handle);
-	live = o && o->live && o->primary == primary;
+	live = o && o->live && o->primary == primary && (kind != CUSIM_CAPTURE || o->cap);
 	pthread_mutex_unlock(&S.lock);
 	return live;
 }

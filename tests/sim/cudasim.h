@@ -80,12 +80,38 @@ extern "C" {
  *   cuGraphAddEmptyNode               -             dependencies    -
  *   cuGraphInstantiateWithFlags       flags         -               graph
  *   cuGraphLaunch                     -             -               stream
+ *   cuGraphGetNodes                   -             nodes it has    -
+ *   cuStreamBeginCapture              mode          capture id      the capture's graph
+ *   cuStreamEndCapture                -             -               the graph handed
+ *                                                                   back, 0 if none
+ *   cuStreamIsCapturing               -             status given    -
+ *   cuStreamGetCaptureInfo            -             status given    the graph (active)
+ *   cuThreadExchangeStreamCaptureMode mode asked    mode given back -
+ *   cuMemAllocPitch                   element size  width           -
+ *   cuModuleLoadDataEx                -             option count    -
+ *   cuModuleGetGlobal,                -             -               the global's address
+ *     cuLibraryGetGlobal
+ *   cuLibraryLoadData,                library       JIT option      -
+ *     cuLibraryLoadFromFile             option count  count
+ *   cuLibraryGetKernel                -             -               the kernel
+ *   cuLibraryGetKernelCount           -             the count       -
+ *   cuLibraryGetModule                -             -               the module
+ *   cuKernelGetFunction               -             -               the function
+ *   cuKernelGetLibrary                -             -               the library
+ *
+ * The main handle of the capture calls is the stream; of cuGraphGetNodes the
+ * graph; of cuLibrary* the library (cuLibraryLoad*: the library made); of
+ * cuKernel* the kernel; of cuMemAllocPitch the allocation made.
  *
  * cuLaunchKernel packs its sizes: arg = grid x | y << 32 | z << 48, flags =
  * block x | y << 16 | z << 32 (exact for every size the driver accepts).
  *
  * A stream is logged as its value: 0 for NULL, 1 for CU_STREAM_LEGACY, 2 for
- * CU_STREAM_PER_THREAD.  Every other entry point logs all three as 0. */
+ * CU_STREAM_PER_THREAD.  Every other entry point logs all three as 0.
+ *
+ * captured: nonzero when a stream capture took the call instead of doing it
+ * (the value of the capture's graph, which cuStreamEndCapture hands back):
+ * see "Stream capture" below. */
 struct cusim_call {
 	const char *fn;   /* base name without ABI suffix ("cuEventDestroy"); static storage */
 	uint64_t handle;  /* the main handle the call names or returns, 0 if none */
@@ -96,6 +122,8 @@ struct cusim_call {
 	uint64_t handle2; /* a second handle: stream, event or graph (table above) */
 	uint64_t stream;  /* the stream of a call that takes one (the launches, the
 			     asynchronous copies and memsets, host work), else 0 */
+	uint64_t captured; /* the graph of the stream capture that took the call
+			      instead of doing it, else 0 (see "Stream capture") */
 };
 
 /* The entry points of the real driver that the simulator does not implement
@@ -114,6 +142,133 @@ struct cusim_call {
  * At its first successful cuInit in a process the simulator writes one line
  * to stderr saying that it is cuctx's test driver, unless
  * CUCTX_TESTDRIVER_QUIET is set (to anything but "" or "0"). */
+
+/* Stream capture (measured on the H200, driver 580.159.04, unless marked
+ * "stricter": there the simulator refuses what the real driver was not seen to
+ * refuse, or was not asked).
+ *
+ * - cuStreamBeginCapture(s, mode) (cuStreamBeginCapture_v2; mode GLOBAL,
+ *   THREAD_LOCAL or RELAXED, else 1): the legacy stream (NULL,
+ *   CU_STREAM_LEGACY) answers 900; the per-thread stream also 900 (stricter:
+ *   the real driver captures it); a stream already in a capture (active,
+ *   invalidated, or joined to another's) 401, that capture going on. The
+ *   capture's graph is made here and is live (CUSIM_GRAPH) from now on.
+ * - While s captures, work queued on it is not done and is logged with
+ *   captured set: cuLaunchKernel(Ex), the Async memsets and copies,
+ *   cuLaunchHostFunc (the function is not called), cuGraphLaunch and
+ *   cuStreamWaitEvent with CU_EVENT_WAIT_EXTERNAL each add one node to the
+ *   graph; cuEventRecord (the event is now "recorded in a capture") and
+ *   cuStreamWaitEvent on an event recorded in the same capture add none.
+ *   cuStreamAddCallback answers 900 and invalidates the capture.
+ * - Invalidated: the call that invalidates answers its error; later work on
+ *   the capture's streams answers 901; cuStreamSynchronize/-Query of them 900;
+ *   cuStreamEndCapture 901 with *graph NULL, and the streams are usable again.
+ * - The unsafe-call rule, by the calling thread's mode
+ *   (cuThreadExchangeStreamCaptureMode; GLOBAL by default and after a reset):
+ *   GLOBAL forbids while this thread has a capture not begun RELAXED, or any
+ *   other thread a GLOBAL capture; THREAD_LOCAL only the former; RELAXED
+ *   nothing. A forbidden call answers 900 and invalidates every capture that
+ *   forbids it (an invalidated capture forbids as before, until its end). The
+ *   calls: cuMemAlloc, cuMemAllocPitch, cuMemAllocHost, cuMemHostAlloc,
+ *   cuMemFree, cuMemFreeHost, cuModuleUnload, cuLibraryUnload,
+ *   cuGraphInstantiateWithFlags, cuGraphExecDestroy, cuEventQuery and
+ *   cuEventSynchronize (of events not recorded in a capture), cuCtxSynchronize
+ *   (all measured). Allowed (measured): module and library loads, the
+ *   synchronous copies and memsets, creating and destroying contexts, streams,
+ *   events and graphs, cuGraphLaunch on another stream, cuMemGetInfo.
+ * - cuCtxSynchronize: besides the rule, 900 and invalidated for every capture
+ *   with a stream of the current context, from any thread in any mode.
+ * - cuStreamSynchronize / cuStreamQuery of a stream in a capture: 900, the
+ *   capture invalidated (any mode).
+ * - The legacy stream (NULL or CU_STREAM_LEGACY, also as the stream of the
+ *   synchronous copies and memsets) while a blocking stream (created without
+ *   CU_STREAM_NON_BLOCKING) of the current context is in a capture: work,
+ *   cuStreamSynchronize and -Query answer 906 and invalidate that capture;
+ *   cuStreamIsCapturing / cuStreamGetCaptureInfo of it answer 906 and leave
+ *   it alone. A capture of non-blocking streams leaves the legacy stream free.
+ * - An event recorded in a capture: cuEventQuery 907 and cuEventSynchronize 1,
+ *   each invalidating the capture while it is active; once it is invalidated
+ *   or ended, both answer 1, and so do cuEventElapsedTime and
+ *   cuStreamWaitEvent on it (a capturing stream's capture then invalidated),
+ *   until the event is recorded outside a capture.
+ * - cuStreamWaitEvent(s2, ev) with ev recorded in an active capture: s2 (not
+ *   capturing) joins the capture; s2 in another capture: 902, both
+ *   invalidated; s2 a default stream: 900 and invalidated (stricter). A
+ *   capturing stream waiting on an event recorded outside any capture: 905,
+ *   invalidated. CU_EVENT_WAIT_EXTERNAL outside a capture: 1.
+ * - cuStreamEndCapture(s, &g): s in no capture (or a default stream) 401; s a
+ *   joined stream, not the origin: 903, the capture invalidated and going on;
+ *   from a thread other than the one that began a capture not begun RELAXED:
+ *   908, and the capture ends without a graph; invalidated: 901; a joined
+ *   stream with work the origin has not waited on since (an event recorded on
+ *   it after its last work, waited on by the origin itself; stricter: the real
+ *   driver also accepts a join through a third stream): 904, ended without a
+ *   graph. Where it fails, *g is set to NULL. Else 0 and *g the capture's graph, which cuGraphGetNodes counts,
+ *   cuGraphInstantiateWithFlags instantiates and cuGraphDestroy destroys, also
+ *   after its context died. cuGraphDestroy / -Instantiate of a graph still
+ *   being captured: a misuse and 1.
+ * - cuStreamDestroy of a capture's origin stream: 0, the capture discarded
+ *   with its graph, its joined streams out of it and usable; of a joined
+ *   stream: 0, it leaves the capture. A context's death is its streams'.
+ * - cuStreamGetCaptureInfo (cuStreamGetCaptureInfo_v3, version 12030): status
+ *   always; id (1, 2, ... for the process), graph, dependencies (the stream's
+ *   last node, or NULL and 0 before its first) and edge data only while
+ *   active; a NULL status 1.
+ * - cuThreadExchangeStreamCaptureMode with NULL or a value not of the enum: a
+ *   misuse and 1 (the real driver crashes on NULL, takes a bad value).
+ * - The captured nodes never run: cuGraphLaunch of the exec does nothing.
+ * Counts: cusim_live(CUSIM_CAPTURE) is the captures begun and not ended (not
+ * part of CUSIM_ALL; their graphs are counted as CUSIM_GRAPH);
+ * cusim_is_live(CUSIM_CAPTURE, stream) says whether that stream is in one
+ * (active or invalidated).
+ *
+ * PTX images, JIT logs, module globals and libraries.
+ *
+ * - A text image is PTX when it has a ".entry NAME" or a ".global"
+ *   declaration (comments aside); any other image is 200 to a module load.
+ * - PTX that does not assemble, by convention (real ptxas rejects the same):
+ *   a line after the first .entry whose first word is the identifier
+ *   cusim_bad, used as an instruction ("\tcusim_bad;"). Its JIT error log is,
+ *   one line per such line (N its 1-based line number in the image), joined
+ *   by "\n", no "\n" at the end, as the H200's driver writes it:
+ *     ptxas application ptx input, line N; error   : Not a name of any known instruction: 'cusim_bad'
+ *     ptxas fatal   : Ptx assembly aborted due to errors
+ * - The logs (CU_JIT_ERROR_LOG_BUFFER with CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+ *   CU_JIT_INFO_LOG_BUFFER with CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES) of
+ *   cuModuleLoadDataEx and cuLibraryLoadData/-FromFile: each buffer of size B
+ *   gets the first B-1 bytes of its text and a NUL, and its size option is
+ *   set to min(strlen(text), B). The error log's text is the above, or ""
+ *   for an image that assembles or is not PTX; the info log's is always "".
+ *   A size option without its buffer option: 1. Other options are ignored.
+ * - cuModuleLoad, cuModuleLoadData, cuModuleLoadDataEx of such PTX: 218,
+ *   nothing made. cuLibraryLoadData / -LoadFromFile of it: 0, a live library
+ *   (CUSIM_LIBRARY), the log written; then cuLibraryGetKernel (any name),
+ *   cuLibraryGetModule and cuLibraryGetGlobal answer 218, writing nothing,
+ *   and cuLibraryGetKernelCount gives 0. A library of an image that is not
+ *   PTX (binary, or text without .entry and .global) does the same with 200
+ *   (measured: the real driver loads libraries lazily).
+ * - Globals: each ".global [.align A] [.v2|.v4] .TYPE NAME[N]...;" outside a
+ *   body (not .extern; TYPE b/u/s 8, 16, 32, 64, f16, bf16, f32, f64) is
+ *   device memory of the module's context, zeroed, of TYPE's size times the
+ *   dimensions, made at load and freed at unload (not counted by
+ *   cusim_live). cuModuleGetGlobal(&dptr, &bytes, mod, name): 0 with either
+ *   pointer NULL; both NULL or a NULL name 1; the name of a function 1; an
+ *   unknown name 500; where it fails, *dptr and *bytes are set to 0. Copies
+ *   and memsets reach a global while its module's context is current (from
+ *   another context: 1, measured); cuMemFree of one: 1.
+ * - Libraries belong to no context: loading needs cuInit only (3 before), and
+ *   cuLibraryUnload works after any context died; a second unload (a crash on
+ *   the real driver) is a misuse. cuLibraryGetKernel of an unknown name: 500.
+ *   cuKernelGetFunction needs a current context (201 without) and gives the
+ *   same CUfunction each time in it: a function of the library's module in
+ *   that context (cuLibraryGetModule; made at its first use there, not
+ *   counted as a module, gone with the context or the library;
+ *   cuModuleUnload of it: 800). A CUkernel cast to CUfunction launches in
+ *   whatever context is current; a kernel after its library's unload is a
+ *   misuse (400), as is a module's function in another context. Also:
+ *   cuLibraryGetKernelCount, cuLibraryGetGlobal, cuKernelGetName,
+ *   cuKernelGetLibrary.
+ */
 
 /* Destroys every object, clears logs, counters, fault plans, misuses,
  * delays, fail_all, outside primary retains and the cuCtxGetId hiding,
@@ -143,10 +298,14 @@ size_t cusim_misuse_count(void);
 const char *cusim_misuse_text(size_t i);
 
 /* The kinds of object the simulator counts: CUSIM_CONTEXT is non-primary
- * contexts, CUSIM_PRIMARY active primaries, CUSIM_ALL every kind together. */
+ * contexts, CUSIM_PRIMARY active primaries, CUSIM_LIBRARY loaded libraries,
+ * CUSIM_CAPTURE stream captures begun and not ended (see "Stream capture";
+ * cusim_is_live with a stream), CUSIM_ALL every kind together but
+ * CUSIM_CAPTURE (a capture's graph counts as CUSIM_GRAPH). */
 enum cusim_kind {
 	CUSIM_CONTEXT, CUSIM_PRIMARY, CUSIM_EVENT, CUSIM_STREAM, CUSIM_MODULE,
-	CUSIM_MEM, CUSIM_HOST_MEM, CUSIM_GRAPH, CUSIM_GRAPH_EXEC, CUSIM_ALL
+	CUSIM_MEM, CUSIM_HOST_MEM, CUSIM_GRAPH, CUSIM_GRAPH_EXEC, CUSIM_LIBRARY, CUSIM_CAPTURE,
+	CUSIM_ALL
 };
 
 /* Live objects of a kind. */

@@ -13,12 +13,44 @@ CUresult sim_cuMemAlloc(CUdeviceptr *dptr, size_t size)
 		return leave(&c, CUDA_ERROR_OUT_OF_MEMORY);
 	struct obj *cur;
 	CUresult rc = need_current(&cur);
+	if (rc == CUDA_SUCCESS)
+		rc = capture_unsafe();
 	if (rc)
 		return leave(&c, rc);
 	struct obj *o = obj_new(K_MEM, cur, size);
 	if (!o)
 		return leave(&c, CUDA_ERROR_OUT_OF_MEMORY);
 	*dptr = o->value;
+	c.handle = o->value;
+	return leave(&c, CUDA_SUCCESS);
+}
+
+/* Rows of width bytes at a pitch of whole 512-byte units (the H200's answer for 64 bytes). */
+#define SIM_PITCH_UNIT 512u
+
+CUresult sim_cuMemAllocPitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height, unsigned int elem)
+{
+	struct call c;
+	if (enter_with(&c, F_cuMemAllocPitch, 0, ARGS(.flags = elem, .arg = (long long)width)))
+		return leave(&c, c.rc);
+	if (!dptr || !pitch || !width || !height || (elem != 4 && elem != 8 && elem != 16))
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	if (width > SIM_MAX_ALLOC || height > SIM_MAX_ALLOC)
+		return leave(&c, CUDA_ERROR_OUT_OF_MEMORY);
+	size_t p = (width + SIM_PITCH_UNIT - 1) / SIM_PITCH_UNIT * SIM_PITCH_UNIT;
+	if (p * height > SIM_MAX_ALLOC)
+		return leave(&c, CUDA_ERROR_OUT_OF_MEMORY);
+	struct obj *cur;
+	CUresult rc = need_current(&cur);
+	if (rc == CUDA_SUCCESS)
+		rc = capture_unsafe();
+	if (rc)
+		return leave(&c, rc);
+	struct obj *o = obj_new(K_MEM, cur, p * height);
+	if (!o)
+		return leave(&c, CUDA_ERROR_OUT_OF_MEMORY);
+	*dptr = o->value;
+	*pitch = p;
 	c.handle = o->value;
 	return leave(&c, CUDA_SUCCESS);
 }
@@ -38,14 +70,22 @@ CUresult sim_cuMemFree(CUdeviceptr dptr)
 	CUresult rc = need_live(&c, K_MEM, dptr, &o);
 	if (rc)
 		return leave(&c, rc);
+	/* a module's global: measured 1, and it lives on */
+	if (o->global)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	if ((rc = capture_unsafe()))
+		return leave(&c, rc);
 	obj_kill(o, "already freed");
 	return leave(&c, CUDA_SUCCESS);
 }
 
-/* Device ranges are checked against live allocations: the real driver's stale pointer hits another owner's memory. */
+/* Device ranges are checked against live allocations: the real driver's stale pointer hits another owner's memory.
+ * A module's global is reached only while its module's context is current (measured: 1 from another). */
 static CUresult device_range(const struct call *c, CUdeviceptr p, size_t n, unsigned char **where)
 {
-	struct obj *o = mem_containing(p, n);
+	struct obj *o = mem_containing(p, n), *cur;
+	if (o && o->global && (need_current(&cur) != CUDA_SUCCESS || cur != o->owner->owner))
+		return CUDA_ERROR_INVALID_VALUE;
 	if (o) {
 		*where = o->buf + (p - o->value);
 		return CUDA_SUCCESS;
@@ -58,6 +98,24 @@ static CUresult device_range(const struct call *c, CUdeviceptr p, size_t n, unsi
 	return CUDA_ERROR_INVALID_VALUE;
 }
 
+/* A synchronous copy or memset: the legacy stream of the current context
+ * carries it, which may not depend on a capturing blocking stream. */
+static CUresult sync_legacy(void)
+{
+	struct obj *cur;
+	return need_current(&cur) == CUDA_SUCCESS ? capture_legacy(cur) : CUDA_SUCCESS;
+}
+
+/* After an operation's checks, before it is done: CUDA_SUCCESS with *run to
+ * do it now; else what to answer (an error, or success when a capture took
+ * it as a node, which is not done). */
+static CUresult queue(struct call *c, bool async, CUstream s, struct obj *ctx, bool *run)
+{
+	CUresult rc = async ? capture_work(c, s, ctx, W_NODE) : sync_legacy();
+	*run = rc == CUDA_SUCCESS && !c->captured;
+	return rc;
+}
+
 CUresult sim_cuMemsetD8(CUdeviceptr dptr, unsigned char uc, size_t n)
 {
 	struct call c;
@@ -65,6 +123,8 @@ CUresult sim_cuMemsetD8(CUdeviceptr dptr, unsigned char uc, size_t n)
 		return leave(&c, c.rc);
 	unsigned char *dst;
 	CUresult rc = device_range(&c, dptr, n, &dst);
+	if (rc == CUDA_SUCCESS)
+		rc = sync_legacy();
 	if (rc)
 		return leave(&c, rc);
 	memset(dst, uc, n);
@@ -80,6 +140,8 @@ CUresult sim_cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t n)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
 	unsigned char *d;
 	CUresult rc = device_range(&c, dst, n, &d);
+	if (rc == CUDA_SUCCESS)
+		rc = sync_legacy();
 	if (rc)
 		return leave(&c, rc);
 	if (n)
@@ -96,6 +158,8 @@ CUresult sim_cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
 	unsigned char *s;
 	CUresult rc = device_range(&c, src, n, &s);
+	if (rc == CUDA_SUCCESS)
+		rc = sync_legacy();
 	if (rc)
 		return leave(&c, rc);
 	if (n)
@@ -104,11 +168,11 @@ CUresult sim_cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t n)
 }
 
 /* An asynchronous call's stream: live (or a default stream with a live current
- * context), else the stream's error and a misuse. The work is done at once. */
-static CUresult need_stream(const struct call *c, CUstream s)
+ * context), else the stream's error and a misuse. The work is done at once,
+ * unless a capture takes it (queue). */
+static CUresult need_stream(const struct call *c, CUstream s, struct obj **ctx)
 {
-	struct obj *ctx;
-	return stream_context(c, s, &ctx);
+	return stream_context(c, s, ctx);
 }
 
 #define NO_STREAM ((CUstream)(uintptr_t)~(uintptr_t)0)
@@ -121,7 +185,9 @@ static CUresult memset_n(enum fn fn, CUdeviceptr dptr, unsigned int value, unsig
 	if (enter_with(&c, fn, dptr, ARGS(.flags = value, .arg = (long long)n, .stream = async ? H(s) : 0)))
 		return leave(&c, c.rc);
 	CUresult rc;
-	if (async && (rc = need_stream(&c, s)))
+	struct obj *ctx = NULL;
+	bool run;
+	if (async && (rc = need_stream(&c, s, &ctx)))
 		return leave(&c, rc);
 	if (dptr % width)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -129,7 +195,7 @@ static CUresult memset_n(enum fn fn, CUdeviceptr dptr, unsigned int value, unsig
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
 	unsigned char *dst;
 	rc = device_range(&c, dptr, n * width, &dst);
-	if (rc)
+	if (rc || (rc = queue(&c, async, s, ctx, &run)) || !run)
 		return leave(&c, rc);
 	if (width == 1) {
 		memset(dst, (int)(value & 0xffu), n);
@@ -180,13 +246,15 @@ static CUresult copy_hd(enum fn fn, bool to_device, CUdeviceptr dev, void *host,
 	if (enter_with(&c, fn, dev, ARGS(.arg = (long long)n, .handle2 = H(host), .stream = async ? H(s) : 0)))
 		return leave(&c, c.rc);
 	CUresult rc;
-	if (async && (rc = need_stream(&c, s)))
+	struct obj *ctx = NULL;
+	bool run;
+	if (async && (rc = need_stream(&c, s, &ctx)))
 		return leave(&c, rc);
 	if (!host && n)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
 	unsigned char *d;
 	rc = device_range(&c, dev, n, &d);
-	if (rc)
+	if (rc || (rc = queue(&c, async, s, ctx, &run)) || !run)
 		return leave(&c, rc);
 	if (n)
 		memcpy(to_device ? (void *)d : host, to_device ? (const void *)host : d, n);
@@ -210,10 +278,13 @@ static CUresult copy_dd(enum fn fn, CUdeviceptr dst, CUdeviceptr src, size_t n, 
 	if (enter_with(&c, fn, dst, ARGS(.arg = (long long)n, .handle2 = src, .stream = async ? H(s) : 0)))
 		return leave(&c, c.rc);
 	CUresult rc;
-	if (async && (rc = need_stream(&c, s)))
+	struct obj *ctx = NULL;
+	bool run;
+	if (async && (rc = need_stream(&c, s, &ctx)))
 		return leave(&c, rc);
 	unsigned char *d, *from;
-	if ((rc = device_range(&c, dst, n, &d)) || (rc = device_range(&c, src, n, &from)))
+	if ((rc = device_range(&c, dst, n, &d)) || (rc = device_range(&c, src, n, &from)) ||
+	    (rc = queue(&c, async, s, ctx, &run)) || !run)
 		return leave(&c, rc);
 	if (n)
 		memmove(d, from, n);
@@ -271,7 +342,9 @@ static CUresult copy_2d(enum fn fn, const CUDA_MEMCPY2D *p, CUstream s)
 	if (enter_with(&c, fn, dst, a))
 		return leave(&c, c.rc);
 	CUresult rc;
-	if (async && (rc = need_stream(&c, s)))
+	struct obj *ctx = NULL;
+	bool run;
+	if (async && (rc = need_stream(&c, s, &ctx)))
 		return leave(&c, rc);
 	if (!p)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -283,7 +356,8 @@ static CUresult copy_2d(enum fn fn, const CUDA_MEMCPY2D *p, CUstream s)
 	if ((rc = side_2d(&c, p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY, p->srcPitch,
 			  p->WidthInBytes, p->Height, "the source", &from)) ||
 	    (rc = side_2d(&c, p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, p->dstPitch,
-			  p->WidthInBytes, p->Height, "the destination", &to)))
+			  p->WidthInBytes, p->Height, "the destination", &to)) ||
+	    (rc = queue(&c, async, s, ctx, &run)) || !run)
 		return leave(&c, rc);
 	for (size_t row = 0; row < p->Height; row++)
 		memmove(to + row * p->dstPitch, from + row * p->srcPitch, p->WidthInBytes);
@@ -314,7 +388,7 @@ CUresult sim_cuMemGetInfo(size_t *free_bytes, size_t *total)
 		return leave(&c, rc);
 	size_t used = 0;
 	for (struct obj *o = S.mem_list; o; o = o->mem_next)
-		if (o->owner && o->owner->device == cur->device)
+		if (o->owner && (o->global ? o->owner->owner : o->owner)->device == cur->device)
 			used += o->span;
 	*total = SIM_DEVICE_TOTAL_MEM;
 	*free_bytes = used < SIM_DEVICE_TOTAL_MEM ? SIM_DEVICE_TOTAL_MEM - used : 0;
@@ -408,6 +482,8 @@ static CUresult host_alloc(enum fn fn, void **pp, size_t size, unsigned int flag
 		return leave(&c, CUDA_ERROR_OUT_OF_MEMORY);
 	struct obj *cur;
 	CUresult rc = need_current(&cur);
+	if (rc == CUDA_SUCCESS)
+		rc = capture_unsafe();
 	if (rc)
 		return leave(&c, rc);
 	struct obj *o = obj_new(K_HOST, cur, size);
@@ -438,6 +514,8 @@ CUresult sim_cuMemFreeHost(void *p)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
 	struct obj *o;
 	CUresult rc = need_live(&c, K_HOST, H(p), &o);
+	if (rc == CUDA_SUCCESS)
+		rc = capture_unsafe();
 	if (rc)
 		return leave(&c, rc);
 	obj_kill(o, "already freed");

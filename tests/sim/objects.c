@@ -12,7 +12,7 @@
 
 const char *const kind_names[K_COUNT] = {
 	"none", "context", "event", "stream", "module", "function", "mem",
-	"host_mem", "graph", "graph node", "graph_exec",
+	"host_mem", "graph", "graph node", "graph_exec", "library", "kernel",
 };
 
 /* Error for a handle that was once live (the real driver's answer where it has one). */
@@ -27,6 +27,8 @@ const CUresult dead_rc[K_COUNT] = {
 	[K_GRAPH] = CUDA_ERROR_INVALID_HANDLE,
 	[K_NODE] = CUDA_ERROR_INVALID_HANDLE,
 	[K_EXEC] = CUDA_ERROR_INVALID_HANDLE,
+	[K_LIBRARY] = CUDA_ERROR_INVALID_HANDLE,
+	[K_KERNEL] = CUDA_ERROR_INVALID_HANDLE,
 };
 
 /* Error for a value the simulator never gave out. */
@@ -41,12 +43,16 @@ const CUresult garbage_rc[K_COUNT] = {
 	[K_GRAPH] = CUDA_ERROR_INVALID_HANDLE,
 	[K_NODE] = CUDA_ERROR_INVALID_HANDLE,
 	[K_EXEC] = CUDA_ERROR_INVALID_HANDLE,
+	[K_LIBRARY] = CUDA_ERROR_INVALID_HANDLE,
+	[K_KERNEL] = CUDA_ERROR_INVALID_HANDLE,
 };
 
-/* Kinds whose freed values new objects take back; graphs are not context-bound, so their reuse proves nothing. */
+/* Kinds whose freed values new objects take back; graphs are not context-bound, so their reuse proves nothing.
+ * Libraries and their kernels belong to no context either, but a stale one names another's (a stale unload
+ * unloads a new library, a stale kernel launches a new one's), which only reuse shows. */
 static const bool recyclable[K_COUNT] = {
 	[K_CTX] = true, [K_EVENT] = true, [K_STREAM] = true, [K_MODULE] = true,
-	[K_MEM] = true, [K_HOST] = true, [K_EXEC] = true,
+	[K_MEM] = true, [K_HOST] = true, [K_EXEC] = true, [K_LIBRARY] = true, [K_KERNEL] = true,
 };
 
 
@@ -67,6 +73,7 @@ void stack_sync(void)
 	if (T.epoch != S.epoch) {
 		T.epoch = S.epoch;
 		T.depth = 0;
+		T.cap_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 	}
 }
 
@@ -195,10 +202,20 @@ static void mem_list_remove(struct obj *o)
 
 void count_live(struct obj *o, int delta)
 {
+	if (o->hidden)
+		return;
 	if (o->primary)
 		S.live_primary += (size_t)delta;
 	else
 		S.live[o->kind] += (size_t)delta;
+}
+
+/* Takes a live object out of cusim_live's counts for good: it is part of another (a library's module in
+ * a context, a module's global), which is counted instead. */
+void obj_hide(struct obj *o)
+{
+	count_live(o, -1);
+	o->hidden = true;
 }
 
 static uint64_t fresh_value(enum kind k)
@@ -279,6 +296,14 @@ struct obj *obj_new(enum kind k, struct obj *owner, size_t want)
 	o->priority = 0;
 	o->recorded = false;
 	o->stamp_ms = 0;
+	o->hidden = o->global = false;
+	o->img = NULL;
+	o->lib = o->link_first = o->link_prev = o->link_next = NULL;
+	o->cap = NULL;
+	o->cap_work = o->cap_joined = o->cap_seq = 0;
+	o->cap_last = o->cap_node = NULL;
+	o->cap_id = 0;
+	o->cap_stream = NULL;
 	o->kid_first = o->kid_last = NULL;
 	kid_attach(owner, o);
 	count_live(o, +1);
@@ -296,6 +321,8 @@ static const char *orphan_reason(const struct obj *owner)
 		return "its module was unloaded";
 	case K_GRAPH:
 		return "its graph was destroyed";
+	case K_LIBRARY:
+		return "its library was unloaded";
 	default:
 		return "its owner died";
 	}
@@ -304,6 +331,9 @@ static const char *orphan_reason(const struct obj *owner)
 /* Ends an object's life and its children's, newest child first, so their freed values stack oldest-on-top. */
 void obj_kill(struct obj *o, const char *why)
 {
+	if (o->kind == K_STREAM && o->cap)
+		capture_stream_dies(o);
+	library_obj_dies(o);
 	while (o->kid_last)
 		obj_kill(o->kid_last, orphan_reason(o));
 	kid_detach(o);
@@ -316,10 +346,8 @@ void obj_kill(struct obj *o, const char *why)
 		free(o->buf);
 		o->buf = NULL;
 	}
-	if (o->kind == K_FUNC) {
-		free(o->name);
-		o->name = NULL;
-	}
+	free(o->name);
+	o->name = NULL;
 	/* Host blocks stay allocated (recycled, or quarantined) so malloc cannot hand their address out again. */
 	if (recyclable[o->kind] && S.recycling && !o->primary)
 		vs_push(&S.freed[o->kind], o->value);

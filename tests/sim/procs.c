@@ -32,7 +32,11 @@ static CUresult unsupported(enum fn fn, const char *abi, int version)
 	X(cuMemcpyDtoHAsync, 2000, cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync, 3000, cuMemcpyDtoDAsync) \
 	X(cuMemcpy2D, 2000, cuMemcpy2D) X(cuMemcpy2DAsync, 2000, cuMemcpy2DAsync) \
 	X(cuMemsetD16, 2000, cuMemsetD16) X(cuMemsetD32, 2000, cuMemsetD32) \
-	X(cuDeviceTotalMem, 2000, cuDeviceTotalMem) X(cuMemGetInfo, 2000, cuMemGetInfo)
+	X(cuDeviceTotalMem, 2000, cuDeviceTotalMem) X(cuMemGetInfo, 2000, cuMemGetInfo) \
+	X(cuMemAllocPitch, 2000, cuMemAllocPitch) X(cuModuleGetGlobal, 2000, cuModuleGetGlobal) \
+	X(cuStreamBeginCapture, 10000, cuStreamBeginCapture) \
+	X(cuStreamGetCaptureInfo, 10010, cuStreamGetCaptureInfo) \
+	X(cuStreamGetCaptureInfo, 11030, cuStreamGetCaptureInfo_v2)
 
 #define SIM_MARKER_DEFINE(base, version, abi) \
 	CUresult marker_##abi(void) SIM_ABI(#abi); \
@@ -128,6 +132,25 @@ static const struct proc procs[] = {
 	SIM_PROC_PTSZ(cuLaunchKernelEx, 11060, sim_cuLaunchKernelEx, sim_cuLaunchKernelEx_ptsz)
 	SIM_PROC_PTSZ(cuLaunchHostFunc, 10000, sim_cuLaunchHostFunc, sim_cuLaunchHostFunc_ptsz)
 	SIM_PROC_PTSZ(cuStreamAddCallback, 5000, sim_cuStreamAddCallback, sim_cuStreamAddCallback_ptsz)
+	SIM_PROC_PTSZ(cuStreamBeginCapture, 10010, sim_cuStreamBeginCapture, sim_cuStreamBeginCapture_ptsz)
+	SIM_PROC_PTSZ(cuStreamEndCapture, 10000, sim_cuStreamEndCapture, sim_cuStreamEndCapture_ptsz)
+	SIM_PROC_PTSZ(cuStreamIsCapturing, 10000, sim_cuStreamIsCapturing, sim_cuStreamIsCapturing_ptsz)
+	SIM_PROC_PTSZ(cuStreamGetCaptureInfo, 12030, sim_cuStreamGetCaptureInfo, sim_cuStreamGetCaptureInfo_ptsz)
+	SIM_PROC(cuThreadExchangeStreamCaptureMode, 10010, sim_cuThreadExchangeStreamCaptureMode)
+	SIM_PROC(cuGraphGetNodes, 10000, sim_cuGraphGetNodes)
+	SIM_PROC(cuMemAllocPitch, 3020, sim_cuMemAllocPitch)
+	SIM_PROC(cuModuleLoadDataEx, 2010, sim_cuModuleLoadDataEx)
+	SIM_PROC(cuModuleGetGlobal, 3020, sim_cuModuleGetGlobal)
+	SIM_PROC(cuLibraryLoadData, 12000, sim_cuLibraryLoadData)
+	SIM_PROC(cuLibraryLoadFromFile, 12000, sim_cuLibraryLoadFromFile)
+	SIM_PROC(cuLibraryUnload, 12000, sim_cuLibraryUnload)
+	SIM_PROC(cuLibraryGetKernel, 12000, sim_cuLibraryGetKernel)
+	SIM_PROC(cuLibraryGetKernelCount, 12040, sim_cuLibraryGetKernelCount)
+	SIM_PROC(cuLibraryGetModule, 12000, sim_cuLibraryGetModule)
+	SIM_PROC(cuLibraryGetGlobal, 12000, sim_cuLibraryGetGlobal)
+	SIM_PROC(cuKernelGetFunction, 12000, sim_cuKernelGetFunction)
+	SIM_PROC(cuKernelGetName, 12030, sim_cuKernelGetName)
+	SIM_PROC(cuKernelGetLibrary, 12050, sim_cuKernelGetLibrary)
 	SIM_MARKERS(SIM_MARKER_PROC)
 };
 

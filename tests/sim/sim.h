@@ -28,7 +28,9 @@
  * tables), calls.c (log, counters, fault plans, misuses, the stubs' common
  * body), device.c,
  * contexts.c, children.c, memory.c (the entry points by area), procs.c
- * (cuGetProcAddress) and controls.c (the cusim_* control API).
+ * (cuGetProcAddress), controls.c (the cusim_* control API), capture.c
+ * (stream capture) and library.c (PTX images, module globals, the JIT logs
+ * and cuLibrary).
  */
 #ifndef CUCTX_TESTS_SIM_H
 #define CUCTX_TESTS_SIM_H
@@ -97,7 +99,13 @@
 	X(cuMemsetD16) X(cuMemsetD32) X(cuMemsetD8Async) X(cuMemsetD16Async) X(cuMemsetD32Async) \
 	X(cuMemcpyDtoD) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) \
 	X(cuMemcpy2D) X(cuMemcpy2DAsync) \
-	X(cuLaunchKernelEx) X(cuLaunchHostFunc) X(cuStreamAddCallback)
+	X(cuLaunchKernelEx) X(cuLaunchHostFunc) X(cuStreamAddCallback) \
+	X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuStreamIsCapturing) \
+	X(cuStreamGetCaptureInfo) X(cuThreadExchangeStreamCaptureMode) X(cuGraphGetNodes) \
+	X(cuMemAllocPitch) X(cuModuleLoadDataEx) X(cuModuleGetGlobal) \
+	X(cuLibraryLoadData) X(cuLibraryLoadFromFile) X(cuLibraryUnload) X(cuLibraryGetKernel) \
+	X(cuLibraryGetKernelCount) X(cuLibraryGetModule) X(cuLibraryGetGlobal) \
+	X(cuKernelGetFunction) X(cuKernelGetName) X(cuKernelGetLibrary)
 
 /* Only # and ## touch the names, so cuda.h's renames (cuCtxCreate -> _v4) never expand here. */
 #define SIM_ENUM(n) F_##n,
@@ -111,8 +119,11 @@ extern const char *const fn_names[F_COUNT];
 
 enum kind {
 	K_NONE, K_CTX, K_EVENT, K_STREAM, K_MODULE, K_FUNC, K_MEM, K_HOST,
-	K_GRAPH, K_NODE, K_EXEC, K_COUNT
+	K_GRAPH, K_NODE, K_EXEC, K_LIBRARY, K_KERNEL, K_COUNT
 };
+
+struct capture;
+struct image;
 
 struct obj {
 	uint64_t value;
@@ -133,7 +144,38 @@ struct obj {
 	size_t size;                 /* bytes asked for */
 	size_t span;                 /* bytes reserved: device address span or host block capacity */
 	unsigned char *buf;          /* device backing store or page-locked host block */
-	char *name;                  /* function name */
+	char *name;                  /* function or kernel name */
+	bool hidden;                 /* not counted by cusim_live: a library's module, a module's global */
+	bool global;                 /* device memory of a module's .global (its owner is the module) */
+	struct image *img;           /* a library's parsed image (library.c) */
+	struct obj *lib;             /* a library's module in one context: the library */
+	struct obj *link_first;      /* a library: its modules, one a context, linked by link_prev/next */
+	struct obj *link_prev, *link_next; /* ... and a capture's streams (struct capture) */
+	/* stream capture (capture.c) */
+	struct capture *cap;         /* a stream: the capture it belongs to; a graph: the capture building it */
+	unsigned long cap_work;      /* a stream in a capture: the nodes it added */
+	unsigned long cap_joined;    /* ... how many of them the capture's origin stream has waited on */
+	CUgraphNode cap_last;        /* ... its last node, its dependency set (cuStreamGetCaptureInfo) */
+	unsigned long long cap_id;   /* an event: the capture it was last recorded in (0: none) */
+	struct obj *cap_stream;      /* ... the stream it was recorded on */
+	unsigned long cap_seq;       /* ... that stream's cap_work then */
+	CUgraphNode cap_node;        /* ... that stream's last node then */
+};
+
+/* A stream capture: from cuStreamBeginCapture to its end (cuStreamEndCapture,
+ * or its origin stream's death), in S.captures. Its graph is a live K_GRAPH
+ * all along, handed out only by a successful end. */
+struct capture {
+	unsigned long long id;       /* cuStreamGetCaptureInfo's id: 1, 2, ... for the process */
+	struct obj *origin;          /* the stream it began on */
+	struct obj *ctx;             /* that stream's context */
+	struct obj *graph;
+	CUstreamCaptureMode mode;
+	uint64_t thread;             /* T.tid of the thread that began it */
+	bool invalidated;
+	unsigned members;            /* streams in it, the origin and those that joined */
+	struct obj *streams;         /* ... linked by their link_prev/link_next */
+	struct capture *next;
 };
 
 struct value_stack {
@@ -173,6 +215,10 @@ struct sim_state {
 	unsigned long long last_ctx_id; /* never restarted, not even by cusim_reset: ids stay process-unique */
 	bool hide_ctx_id;
 	bool stale_levels;              /* cusim_set_stale_levels */
+	struct capture *captures;       /* live captures, newest first */
+	size_t ncaptures;
+	unsigned long long last_capture_id; /* never restarted, like last_ctx_id */
+	uint64_t last_tid;              /* T.tid handed out */
 	CUresult fail_all;
 	unsigned int delay_us[F_COUNT]; /* read without the lock, so only through __atomic builtins */
 	unsigned int sleeping;          /* calls in delay() now; __atomic builtins too */
@@ -186,6 +232,8 @@ struct sim_thread {
 	int depth;
 	uint64_t v[SIM_STACK_MAX];
 	unsigned long long id[SIM_STACK_MAX];   /* v[i]'s context id when bound (cusim_set_stale_levels) */
+	uint64_t tid;                   /* this thread's number (capture.c), 0 until its first call */
+	CUstreamCaptureMode cap_mode;   /* cuThreadExchangeStreamCaptureMode; GLOBAL (0) by default and after a reset */
 };
 
 extern __thread struct sim_thread T;
@@ -200,6 +248,7 @@ void *xrealloc(void *p, size_t n);
 struct obj *find(enum kind k, uint64_t v);
 void table_insert(struct obj *o);
 void count_live(struct obj *o, int delta);
+void obj_hide(struct obj *o);
 struct obj *obj_new(enum kind k, struct obj *owner, size_t want);
 void obj_kill(struct obj *o, const char *why);
 struct obj *mem_containing(uint64_t p, size_t n);
@@ -224,6 +273,7 @@ struct call {
 	uint64_t ctx;
 	CUresult rc;
 	struct args a;
+	uint64_t captured;           /* the graph of the capture that took the call (capture.c), else 0 */
 };
 
 void misuse(const struct call *c, uint64_t handle, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -256,6 +306,56 @@ void *stub_for(const char *base);
 /* ---- contexts.c ---- */
 struct obj *primary_retain(CUdevice dev);
 bool primary_release(CUdevice dev);
+
+/* ---- capture.c: stream capture ---- */
+uint64_t thread_id(void);
+bool is_legacy_stream(CUstream s);
+/* What capture makes of work queued on stream s (checked already: a live
+ * stream, or a default one with a live current context): CUDA_SUCCESS with
+ * c->captured 0, do it now; CUDA_SUCCESS with c->captured set, it became a
+ * node of that capture's graph (node: false, it only marks a point of the
+ * stream, as an event record does) and nothing more is done; else the error
+ * to answer: 901 on an invalidated capture's stream, 906 on the legacy
+ * stream (ctx's) beside a capture of a blocking stream, 900 (W_CALLBACK) for
+ * cuStreamAddCallback, which capture refuses. */
+enum work { W_NODE, W_MARK, W_CALLBACK };
+CUresult capture_work(struct call *c, CUstream s, struct obj *ctx, enum work w);
+/* The unsafe-call rule (cuThreadExchangeStreamCaptureMode): 900, with every
+ * capture that forbids the call invalidated, when this thread may not make a
+ * potentially unsafe call now; else CUDA_SUCCESS. */
+CUresult capture_unsafe(void);
+/* A synchronous copy or memset in the current context, which the legacy stream
+ * carries: 906 beside a capture of a blocking stream there (invalidated). */
+CUresult capture_legacy(struct obj *ctx);
+/* cuCtxSynchronize's rule: 900 with every capture of ctx invalidated. */
+CUresult capture_ctx_sync(struct obj *ctx);
+/* cuStreamSynchronize / cuStreamQuery of s: 900 on a capturing stream, 906 on the legacy one beside a blocking capture. */
+CUresult capture_stream_sync(CUstream s, struct obj *ctx);
+/* cuEventQuery / cuEventSynchronize of ev: 907 / 1 (query) for an event recorded in a capture. */
+CUresult capture_event_wait(struct obj *ev, bool query);
+/* An event record on s that capture took (c->captured set): ev now marks that point of the capture. */
+void capture_mark_event(struct obj *ev, CUstream s);
+/* An event recorded outside a capture. */
+void capture_clear_event(struct obj *ev);
+/* cuStreamWaitEvent(s, ev, flags) under capture: CUDA_SUCCESS with c->captured 0, not
+ * touched by capture; with c->captured set, taken (a join, or a node for an external wait); else the error. */
+CUresult capture_wait(struct call *c, CUstream s, struct obj *ctx, struct obj *ev, unsigned int flags);
+/* A stream dies (destroyed, or with its context): it leaves its capture, which ends if it began there. */
+void capture_stream_dies(struct obj *s);
+/* cusim_reset: every capture forgotten (their objects are freed by the reset). */
+void capture_reset(void);
+
+/* ---- library.c: PTX images, module globals, the JIT logs, libraries ---- */
+/* Loads image text (n bytes) as a module of context cur, with its functions
+ * and globals, and writes the JIT logs the options ask for: CUDA_SUCCESS, 200
+ * (not PTX), 218 (PTX that does not assemble), 2 (no memory for a global), 1
+ * (bad options). */
+CUresult module_load_text(struct call *c, struct obj *cur, const char *text, size_t n, CUmodule *pmod,
+			  unsigned int nopts, const CUjit_option *opts, void **vals);
+CUresult read_file(const char *path, char **out, size_t *n);
+void image_free(struct image *img);
+/* obj_kill's part for the kinds library.c keeps: a library's modules go with it, a module leaves its library's list. */
+void library_obj_dies(struct obj *o);
 
 /* ---------------------------------------------------------------------------
  * Exported entry points, under the real driver's ABI symbol names.
@@ -332,6 +432,25 @@ CUresult sim_cuMemcpy2DAsync(const CUDA_MEMCPY2D *p, CUstream s) SIM_ABI("cuMemc
 CUresult sim_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra) SIM_ABI("cuLaunchKernelEx");
 CUresult sim_cuLaunchHostFunc(CUstream s, CUhostFn fn, void *user) SIM_ABI("cuLaunchHostFunc");
 CUresult sim_cuStreamAddCallback(CUstream s, CUstreamCallback cb, void *user, unsigned int flags) SIM_ABI("cuStreamAddCallback");
+CUresult sim_cuStreamBeginCapture(CUstream s, CUstreamCaptureMode mode) SIM_ABI("cuStreamBeginCapture_v2");
+CUresult sim_cuStreamEndCapture(CUstream s, CUgraph *pg) SIM_ABI("cuStreamEndCapture");
+CUresult sim_cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus *status) SIM_ABI("cuStreamIsCapturing");
+CUresult sim_cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id, CUgraph *graph, const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *ndeps) SIM_ABI("cuStreamGetCaptureInfo_v3");
+CUresult sim_cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) SIM_ABI("cuThreadExchangeStreamCaptureMode");
+CUresult sim_cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *n) SIM_ABI("cuGraphGetNodes");
+CUresult sim_cuMemAllocPitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height, unsigned int elem) SIM_ABI("cuMemAllocPitch_v2");
+CUresult sim_cuModuleLoadDataEx(CUmodule *pmod, const void *image, unsigned int nopts, CUjit_option *opts, void **vals) SIM_ABI("cuModuleLoadDataEx");
+CUresult sim_cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule mod, const char *name) SIM_ABI("cuModuleGetGlobal_v2");
+CUresult sim_cuLibraryLoadData(CUlibrary *plib, const void *code, CUjit_option *jopts, void **jvals, unsigned int njopts, CUlibraryOption *lopts, void **lvals, unsigned int nlopts) SIM_ABI("cuLibraryLoadData");
+CUresult sim_cuLibraryLoadFromFile(CUlibrary *plib, const char *fname, CUjit_option *jopts, void **jvals, unsigned int njopts, CUlibraryOption *lopts, void **lvals, unsigned int nlopts) SIM_ABI("cuLibraryLoadFromFile");
+CUresult sim_cuLibraryUnload(CUlibrary lib) SIM_ABI("cuLibraryUnload");
+CUresult sim_cuLibraryGetKernel(CUkernel *pk, CUlibrary lib, const char *name) SIM_ABI("cuLibraryGetKernel");
+CUresult sim_cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib) SIM_ABI("cuLibraryGetKernelCount");
+CUresult sim_cuLibraryGetModule(CUmodule *pmod, CUlibrary lib) SIM_ABI("cuLibraryGetModule");
+CUresult sim_cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary lib, const char *name) SIM_ABI("cuLibraryGetGlobal");
+CUresult sim_cuKernelGetFunction(CUfunction *pf, CUkernel k) SIM_ABI("cuKernelGetFunction");
+CUresult sim_cuKernelGetName(const char **name, CUkernel k) SIM_ABI("cuKernelGetName");
+CUresult sim_cuKernelGetLibrary(CUlibrary *plib, CUkernel k) SIM_ABI("cuKernelGetLibrary");
 
 /* The per-thread default stream forms (_ptsz: a NULL stream is CU_STREAM_PER_THREAD; _ptds:
  * the synchronous calls, which behave the same here), as a program built with
@@ -345,6 +464,10 @@ CUresult sim_cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int gy,
 CUresult sim_cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **params, void **extra) SIM_ABI("cuLaunchKernelEx_ptsz");
 CUresult sim_cuLaunchHostFunc_ptsz(CUstream s, CUhostFn fn, void *user) SIM_ABI("cuLaunchHostFunc_ptsz");
 CUresult sim_cuStreamAddCallback_ptsz(CUstream s, CUstreamCallback cb, void *user, unsigned int flags) SIM_ABI("cuStreamAddCallback_ptsz");
+CUresult sim_cuStreamBeginCapture_ptsz(CUstream s, CUstreamCaptureMode mode) SIM_ABI("cuStreamBeginCapture_v2_ptsz");
+CUresult sim_cuStreamEndCapture_ptsz(CUstream s, CUgraph *pg) SIM_ABI("cuStreamEndCapture_ptsz");
+CUresult sim_cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus *status) SIM_ABI("cuStreamIsCapturing_ptsz");
+CUresult sim_cuStreamGetCaptureInfo_ptsz(CUstream s, CUstreamCaptureStatus *status, cuuint64_t *id, CUgraph *graph, const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *ndeps) SIM_ABI("cuStreamGetCaptureInfo_v3_ptsz");
 CUresult sim_cuMemsetD8Async_ptsz(CUdeviceptr dptr, unsigned char uc, size_t n, CUstream s) SIM_ABI("cuMemsetD8Async_ptsz");
 CUresult sim_cuMemsetD16Async_ptsz(CUdeviceptr dptr, unsigned short us, size_t n, CUstream s) SIM_ABI("cuMemsetD16Async_ptsz");
 CUresult sim_cuMemsetD32Async_ptsz(CUdeviceptr dptr, unsigned int ui, size_t n, CUstream s) SIM_ABI("cuMemsetD32Async_ptsz");
