@@ -59,12 +59,6 @@ static size_t graph_nodes(cuctx_graph g)
     return n;
 }
 
-/* One piece of work on s that a capture records: an event record. */
-static void queue_work(cuctx_ctx c, cuctx_stream s, cuctx_event *ev)
-{
-    CHECK_OK(cuctx_event_create(ev, c, CU_EVENT_DISABLE_TIMING));
-    CHECK_OK(cuctx_event_record(*ev, s));
-}
 
 /* ---- graphs: a kind of no context ------------------------------------- */
 
@@ -271,8 +265,8 @@ Test(library, its_kernel_launches_in_a_context_made_after_the_load_and_it_outliv
         struct cusim_call l = last_call("cuLaunchKernel", mark);
         cr_assert_eq(l.handle, (uint64_t)(uintptr_t)k, "the launch named another function than the kernel");
         cr_assert_eq(l.stream, (uint64_t)(uintptr_t)cuctx_stream_raw(s));
-        cr_assert_eq(l.arg, 2, "grid");
-        cr_assert_eq(l.flags, 32, "block");
+        cr_assert_eq(l.arg, (long long)(2 | 1ull << 32 | 1ull << 48), "grid (x | y << 32 | z << 48)");
+        cr_assert_eq(l.flags, 32 | 1ull << 16 | 1ull << 32, "block (x | y << 16 | z << 32)");
     }
     CHECK_OK(cuctx_stream_destroy(&s));
     CHECK_OK(cuctx_ctx_destroy(&c));
@@ -395,17 +389,29 @@ Test(library, a_modules_global)
 
 /* ---- capture ------------------------------------------------------------ */
 
-struct captured { cuctx_ctx c; cuctx_stream s; cuctx_event ev; };
+struct captured { cuctx_ctx c; cuctx_stream s; cuctx_event ev; cuctx_library lib; CUkernel k; };
 
 static void capture_setup(struct captured *t)
 {
-    *t = (struct captured){{0}, {0}, {0}};
+    *t = (struct captured){{0}, {0}, {0}, {0}, NULL};
     new_ctx(&t->c, 0, "C", POPPED);
     CHECK_OK(cuctx_stream_create(&t->s, t->c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_library_load_data(&t->lib, small_ptx));
+    CHECK_OK(cuctx_library_kernel(t->lib, "tick", &t->k));
+}
+
+/* The work a capture records: an event recorded (no node: it marks a point
+ * in the capture) and a kernel launch (one node). */
+static void queue_work(struct captured *t)
+{
+    CHECK_OK(cuctx_event_create(&t->ev, t->c, CU_EVENT_DISABLE_TIMING));
+    CHECK_OK(cuctx_event_record(t->ev, t->s));
+    CHECK_OK(cuctx_launch(t->k, t->s, (cuctx_dim3){1, 1, 1}, (cuctx_dim3){32, 1, 1}, 0, NULL));
 }
 
 static void capture_teardown(struct captured *t)
 {
+    CHECK_OK(cuctx_library_destroy(&t->lib));
     CHECK_OK(cuctx_event_destroy(&t->ev));
     CHECK_OK(cuctx_stream_destroy(&t->s));
     CHECK_OK(cuctx_ctx_destroy(&t->c));
@@ -424,7 +430,7 @@ Test(capture, the_blocks_end_keeps_the_graph)
     CUCTX_CAPTURE(t.s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL) {
         ran++;
         cr_assert_eq(capture_status(t.s), CU_STREAM_CAPTURE_STATUS_ACTIVE);
-        queue_work(t.c, t.s, &t.ev);
+        queue_work(&t);
     }
     cr_assert_eq(ran, 1);
     cr_assert_neq(g.id, 0, "no graph: %s", cuctx_last_error_message());
@@ -451,7 +457,7 @@ Test(capture, the_blocks_end_keeps_the_graph)
 static int leave_by_return(struct captured *t, cuctx_graph *g)
 {
     CUCTX_CAPTURE(t->s, g, CU_STREAM_CAPTURE_MODE_GLOBAL) {
-        queue_work(t->c, t->s, &t->ev);
+        queue_work(t);
         return 7;
     }
     return 0;
@@ -466,12 +472,12 @@ Test(capture, break_goto_and_return_abandon_it)
     for (int way = 0; way < 3; way++) {
         if (way == 0) {
             CUCTX_CAPTURE(t.s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL) {
-                queue_work(t.c, t.s, &t.ev);
+                queue_work(&t);
                 break;
             }
         } else if (way == 1) {
             CUCTX_CAPTURE(t.s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL) {
-                queue_work(t.c, t.s, &t.ev);
+                queue_work(&t);
                 goto out;
             }
         out:;
@@ -504,7 +510,7 @@ Test(capture, continue_ends_the_block_normally)
     int ran = 0;
     CUCTX_CAPTURE(t.s, &g, CU_STREAM_CAPTURE_MODE_RELAXED) {
         ran++;
-        queue_work(t.c, t.s, &t.ev);
+        queue_work(&t);
         continue;
     }
     cr_assert_eq(ran, 1);
@@ -526,7 +532,7 @@ Test(capture, an_invalidated_capture_leaves_no_graph_and_says_so)
     cuctx_mem m = {0};
     CUresult alloc = CUDA_SUCCESS;
     CUCTX_CAPTURE(t.s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL) {
-        queue_work(t.c, t.s, &t.ev);
+        queue_work(&t);
         alloc = cuctx_mem_alloc(&m, t.c, 4096);    /* forbidden under GLOBAL: invalidates */
     }
     cr_assert_eq(alloc, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
@@ -627,7 +633,7 @@ Test(capture, nests_inside_a_scope_and_a_scope_inside_it)
     CUCTX_SCOPED(other) {
         CUCTX_CAPTURE(t.s, &g1, CU_STREAM_CAPTURE_MODE_GLOBAL) {
             EXPECT_CURRENT(other_raw);
-            queue_work(t.c, t.s, &t.ev);
+            queue_work(&t);
         }
         EXPECT_CURRENT(other_raw);
     }
@@ -636,7 +642,7 @@ Test(capture, nests_inside_a_scope_and_a_scope_inside_it)
     CUCTX_CAPTURE(t.s, &g2, CU_STREAM_CAPTURE_MODE_GLOBAL) {
         CUCTX_SCOPED(t.c) {
             EXPECT_CURRENT(c_raw);
-            queue_work(t.c, t.s, &t.ev);
+            queue_work(&t);
         }
         CUCTX_SCOPED(other) {
             EXPECT_CURRENT(other_raw);
@@ -657,14 +663,14 @@ Test(capture, nests_inside_a_scope_and_a_scope_inside_it)
  * liveness, an allocation in a create), in any mode: the capture would be
  * invalidated and the graph lost. Everything cuctx offers that is not
  * itself forbidden is called inside, and the graph must survive. */
-static void everything_allowed(struct captured *t, cuctx_ctx other, cuctx_library lib)
+static void everything_allowed(struct captured *t, cuctx_ctx other)
 {
     cuctx_event e2 = {0};
     cuctx_stream s2 = {0};
     cuctx_ctx borrowed = {0};
     cuctx_graph loose = {0};
     CUkernel k = NULL;
-    queue_work(t->c, t->s, &t->ev);
+    queue_work(t);
     CHECK_OK(cuctx_event_create(&e2, t->c, 0));
     CHECK_OK(cuctx_stream_create(&s2, t->c, CU_STREAM_NON_BLOCKING, 0));
     CHECK_OK(cuctx_stream_wait_event(t->s, t->ev));
@@ -672,7 +678,7 @@ static void everything_allowed(struct captured *t, cuctx_ctx other, cuctx_librar
     CHECK_OK(cuctx_ctx_destroy(&borrowed));
     cr_assert_neq(cuctx_stream_raw(t->s), NULL);
     cr_assert_neq(cuctx_event_raw(t->ev), NULL);
-    CHECK_OK(cuctx_library_kernel(lib, "tick", &k));
+    CHECK_OK(cuctx_library_kernel(t->lib, "tick", &k));
     CHECK_OK(cuctx_launch(k, t->s, (cuctx_dim3){1, 1, 1}, (cuctx_dim3){32, 1, 1}, 0, NULL));
     CHECK_OK(cuctx_graph_create(&loose));
     CUCTX_SCOPED(other) {
@@ -695,16 +701,14 @@ Test(capture, cuctxs_own_calls_do_not_invalidate_it_in_any_mode)
     struct captured t;
     capture_setup(&t);
     cuctx_ctx other = {0};
-    CUCTX_AUTO cuctx_library lib = {0};
     new_ctx(&other, 0, "O", POPPED);
-    CHECK_OK(cuctx_library_load_data(&lib, small_ptx));   /* a load: forbidden under GLOBAL */
     for (unsigned i = 0; i < 3; i++) {
         cuctx_graph g = {0};
         CUCTX_CAPTURE(t.s, &g, modes[i]) {
-            everything_allowed(&t, other, lib);
+            everything_allowed(&t, other);
         }
         cr_assert_neq(g.id, 0, "mode %d: the capture was lost: %s", (int)modes[i], cuctx_last_error_message());
-        cr_assert_geq(graph_nodes(g), 2, "mode %d", (int)modes[i]);
+        cr_assert_eq(graph_nodes(g), 2, "mode %d: the two launches", (int)modes[i]);
         CHECK_OK(cuctx_graph_destroy(&g));
         CHECK_OK(cuctx_event_destroy(&t.ev));
     }
@@ -724,7 +728,7 @@ Test(capture, the_stream_destroyed_inside_ends_it_without_a_graph)
     capture_setup(&t);
     cuctx_graph g = {0};
     CUCTX_CAPTURE_ELSE(t.s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL, cr_assert_fail("begin failed")) {
-        queue_work(t.c, t.s, &t.ev);
+        queue_work(&t);
         CHECK_OK(cuctx_stream_destroy(&t.s));
     }
     cr_assert_eq(g.id, 0);
@@ -750,7 +754,7 @@ Test(capture, by_hand)
     cuctx_capture c, c2;
     cuctx_graph g = {0}, g2 = {0};
     CHECK_OK(cuctx_capture_begin(&c, t.s, &g, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-    queue_work(t.c, t.s, &t.ev);
+    queue_work(&t);
     cr_assert_eq(cuctx_capture_begin(&c2, t.s, &g2, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL), CUDA_ERROR_ILLEGAL_STATE);
     cr_assert(strstr(cuctx_last_error_message(), "capturing already"), "%s", cuctx_last_error_message());
     CHECK_OK(cuctx_capture_end(&c2, 1));   /* never begun: nothing to end */
@@ -763,7 +767,7 @@ Test(capture, by_hand)
         cr_assert_eq(calls("cuStreamEndCapture"), ends, "a second end reached the driver");
     CHECK_OK(cuctx_event_destroy(&t.ev));
     CHECK_OK(cuctx_capture_begin(&c, t.s, &g2, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-    queue_work(t.c, t.s, &t.ev);
+    queue_work(&t);
     CHECK_OK(cuctx_capture_end(&c, 0));
     cr_assert_eq(g2.id, 0);
     cr_assert_eq(stats().graphs, 1);
@@ -781,7 +785,7 @@ Test(capture, its_graph_outlives_the_context_and_the_exec_does_not)
     cuctx_graph g = {0};
     cuctx_graph_exec ge = {0};
     CUCTX_CAPTURE(t.s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL) {
-        queue_work(t.c, t.s, &t.ev);
+        queue_work(&t);
     }
     cr_assert_neq(g.id, 0);
     CHECK_OK(cuctx_graph_exec_instantiate(&ge, t.c, cuctx_graph_raw(g), 0));
