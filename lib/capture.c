@@ -8,13 +8,13 @@
  * stream up again by its handle; a stream destroyed inside took its
  * capture with it (the driver answers 0 and discards it, measured), and a
  * context ended inside took both. Neither begin nor end calls anything a
- * capture forbids: a pin, a hold, a push of the stream's context when it
- * is not current, the driver's begin or end, and at the end a
- * cuGraphDestroy of an abandoned graph. */
+ * capture forbids: a pin, a hold, the driver's begin or end, and at the end a
+ * cuGraphDestroy of an abandoned graph. The begin and end name the stream,
+ * which knows its context: no switch is needed (the driver's begin and end
+ * take no context; measured to work with none current). */
 #include "config.h"
 
 #include "cuctx.h"
-#include "current.h"
 #include "driver.h"
 #include "error.h"
 #include "graph.h"
@@ -35,7 +35,6 @@ static CUresult need_capture(const char *fn)
 static CUresult begin(cuctx_capture *c, cuctx_stream s, cuctx_graph *out, CUstreamCaptureMode mode, const char *fn)
 {
     struct cuctx_use st;
-    struct cuctx_switch sw;
     CUstream dflt;
     CUresult rc;
     c->state = CUCTX__CAPTURE_ENDED;
@@ -54,13 +53,10 @@ static CUresult begin(cuctx_capture *c, cuctx_stream s, cuctx_graph *out, CUstre
         return rc;
     if ((rc = cuctx__child_use(s.id, KIND_STREAM, fn, &st)) != CUDA_SUCCESS)
         return rc;
-    if ((rc = cuctx__switch_to(st.entry.raw, fn, &sw)) == CUDA_SUCCESS) {
-        rc = DRV(cuStreamBeginCapture)((CUstream)(uintptr_t)st.raw, mode);
-        cuctx__switch_back(&sw, fn);
-        if (rc != CUDA_SUCCESS)
-            cuctx__fail(rc, "%s: cuStreamBeginCapture failed: %s%s", fn, cuctx_result_name(rc),
-                        rc == CUDA_ERROR_ILLEGAL_STATE ? " (the stream is capturing already)" : "");
-    }
+    rc = DRV(cuStreamBeginCapture)((CUstream)(uintptr_t)st.raw, mode);
+    if (rc != CUDA_SUCCESS)
+        cuctx__fail(rc, "%s: cuStreamBeginCapture failed: %s%s", fn, cuctx_result_name(rc),
+                    rc == CUDA_ERROR_ILLEGAL_STATE ? " (the stream is capturing already)" : "");
     cuctx__child_done(&st);
     if (rc != CUDA_SUCCESS)
         return rc;
@@ -89,7 +85,6 @@ CUCTX_API CUresult (cuctx_capture_begin)(cuctx_capture *c, cuctx_stream s, cuctx
 static CUresult end(cuctx_capture *c, int keep, const char *fn)
 {
     struct cuctx_use st;
-    struct cuctx_switch sw;
     CUgraph g = NULL;
     CUresult rc;
     if (c->state == CUCTX__CAPTURE_ENDED)
@@ -98,15 +93,12 @@ static CUresult end(cuctx_capture *c, int keep, const char *fn)
     if ((rc = cuctx__child_use(c->stream, KIND_STREAM, fn, &st)) != CUDA_SUCCESS)
         return cuctx__fail(rc, "%s: no graph: the capturing stream was destroyed, or its context ended, inside the "
                                "capture (%s)", fn, cuctx_result_name(rc));
-    if ((rc = cuctx__switch_to(st.entry.raw, fn, &sw)) == CUDA_SUCCESS) {
-        rc = DRV(cuStreamEndCapture)((CUstream)(uintptr_t)st.raw, &g);
-        cuctx__switch_back(&sw, fn);
-        if (rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
-            cuctx__fail(rc, "%s: no graph: the driver invalidated the capture (a call it forbids during a capture "
-                            "was made inside: an allocation, a synchronize, a query of the stream)", fn);
-        else if (rc != CUDA_SUCCESS)
-            cuctx__fail(rc, "%s: cuStreamEndCapture failed: %s", fn, cuctx_result_name(rc));
-    }
+    rc = DRV(cuStreamEndCapture)((CUstream)(uintptr_t)st.raw, &g);
+    if (rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+        cuctx__fail(rc, "%s: no graph: the driver invalidated the capture (a call it forbids during a capture "
+                        "was made inside: an allocation, a synchronize, a query of the stream)", fn);
+    else if (rc != CUDA_SUCCESS)
+        cuctx__fail(rc, "%s: cuStreamEndCapture failed: %s", fn, cuctx_result_name(rc));
     cuctx__child_done(&st);
     if (rc != CUDA_SUCCESS) {
         if (g)

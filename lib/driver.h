@@ -40,7 +40,7 @@
     X(cuStreamSynchronize, 2000, 1)             \
     X(cuStreamWaitEvent, 3020, 1)               \
     X(cuModuleLoad, 2000, 1)                    \
-    X(cuModuleLoadData, 2000, 1)                \
+    X(cuModuleLoadDataEx, 2010, 1)              \
     X(cuModuleUnload, 2000, 1)                  \
     X(cuModuleGetFunction, 2000, 1)             \
     X(cuMemAlloc, 3020, 1)                      \
@@ -55,7 +55,6 @@
     X(cuGraphDestroy, 10000, 0)                 \
     X(cuStreamBeginCapture, 10010, 0)           \
     X(cuStreamEndCapture, 10000, 0)             \
-    X(cuModuleLoadDataEx, 2010, 0)              \
     X(cuModuleGetGlobal, 3020, 0)               \
     X(cuLibraryLoadData, 12000, 0)              \
     X(cuLibraryLoadFromFile, 12000, 0)          \

@@ -28,7 +28,7 @@ static void log_of_file(const char *path, struct cuctx_jit_log *log)
     FILE *f;
     char *image = NULL;
     long n;
-    if (!DRV(cuModuleLoadDataEx) || !(f = fopen(path, "rb")))
+    if (!(f = fopen(path, "rb")))
         return;
     if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0
         && (image = malloc((size_t)n + 1)) != NULL && fread(image, 1, (size_t)n, f) == (size_t)n) {
@@ -52,18 +52,15 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
         rc = DRV(cuModuleLoad)(&m, a->path);
         if (rc == CUDA_ERROR_INVALID_PTX)
             log_of_file(a->path, &log);
-    } else if (DRV(cuModuleLoadDataEx)) {
-        rc = DRV(cuModuleLoadDataEx)(&m, a->image, 2, log.opt, log.val);
     } else {
-        rc = DRV(cuModuleLoadData)(&m, a->image);
+        rc = DRV(cuModuleLoadDataEx)(&m, a->image, 2, log.opt, log.val);
     }
     if (rc != CUDA_SUCCESS) {
         const char *text = cuctx__jit_log_text(&log);
         if (a->path)
             return cuctx__fail(rc, "cuctx_module_load: cuModuleLoad(\"%s\") failed: %s%s%s", a->path,
                                cuctx_result_name(rc), *text ? "; the JIT log: " : "", text);
-        return cuctx__fail(rc, "cuctx_module_load_data: cuModuleLoadData%s failed: %s%s%s",
-                           DRV(cuModuleLoadDataEx) ? "Ex" : "", cuctx_result_name(rc),
+        return cuctx__fail(rc, "cuctx_module_load_data: cuModuleLoadDataEx failed: %s%s%s", cuctx_result_name(rc),
                            *text ? "; the JIT log: " : "", text);
     }
     *raw = (uint64_t)(uintptr_t)m;

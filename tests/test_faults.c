@@ -671,11 +671,19 @@ out:
     CALL(cuctx_ctx_destroy(&c));
 }
 
+/* A module with a global variable (cuctx_module_global). */
+static const char global_ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .global .align 4 .b32 counters[4];\n"
+    ".visible .entry tick()\n{\n    ret;\n}\n";
+
 static void wl_module(const struct workload *w)
 {
     cuctx_ctx c = {0};
-    cuctx_module m1 = {0}, m2 = {0};
+    cuctx_module m1 = {0}, m2 = {0}, m3 = {0};
     CUfunction f = NULL;
+    CUdeviceptr p = 0;
+    size_t bytes = 0;
     if (owner_open(w->owner, &c) != CUDA_SUCCESS)
         goto out;
     if (CREATE(cuctx_module_load(&m1, c, ptx_path), m1) == CUDA_SUCCESS)
@@ -684,7 +692,10 @@ static void wl_module(const struct workload *w)
         CALL(cuctx_module_function(m2, "vadd", &f));
         VAL(cuctx_module_raw(m2), v_ == NULL);
     }
+    if (CREATE(cuctx_module_load_data(&m3, c, global_ptx), m3) == CUDA_SUCCESS)
+        CALL(cuctx_module_global(m3, "counters", &p, &bytes));
 out:
+    CALL(cuctx_module_destroy(&m3));
     CALL(cuctx_module_destroy(&m2));
     CALL(cuctx_module_destroy(&m1));
     CALL(cuctx_ctx_destroy(&c));
@@ -775,6 +786,62 @@ out:
     CALL(cuctx_graph_exec_destroy(&ge));
     if (g)
         RAW(raw.graph_destroy(g));
+    CALL(cuctx_ctx_destroy(&c));
+}
+
+/* Graphs and libraries, objects of no context: a library loaded from a
+ * file and from memory, its kernel launched on a stream of the owner; a
+ * capture kept at the block's end, one abandoned by break, one by hand;
+ * the captured graph instantiated in the owner and launched. */
+static void wl_capture(const struct workload *w)
+{
+    static const cuctx_dim3 one = {1, 1, 1}, warp = {32, 1, 1};
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_library lib = {0}, lib2 = {0};
+    cuctx_graph g = {0}, g2 = {0}, g3 = {0};
+    cuctx_graph_exec ge = {0};
+    cuctx_capture cap;
+    CUkernel k = NULL;
+    if (owner_open(w->owner, &c) != CUDA_SUCCESS)
+        goto out;
+    if (CREATE(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0), s) != CUDA_SUCCESS
+        || CREATE(cuctx_library_load(&lib2, ptx_path), lib2) != CUDA_SUCCESS
+        || CREATE(cuctx_library_load_data(&lib, ptx_image), lib) != CUDA_SUCCESS
+        || CALL(cuctx_library_kernel(lib, "vadd", &k)) != CUDA_SUCCESS)
+        goto out;
+    VAL(cuctx_library_raw(lib), v_ == NULL);
+    CALL(cuctx_launch(k, s, one, warp, 0, NULL));
+    CUCTX_CAPTURE(s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL) {
+        MARK("CUCTX_CAPTURE begin");
+        CALL(cuctx_launch(k, s, one, warp, 0, NULL));
+    }
+    MARK("CUCTX_CAPTURE end");
+    CUCTX_CAPTURE(s, &g2, CU_STREAM_CAPTURE_MODE_RELAXED) {
+        MARK("CUCTX_CAPTURE begin");
+        CALL(cuctx_launch(k, s, one, warp, 0, NULL));
+        break;
+    }
+    MARK("CUCTX_CAPTURE abandoned by break");
+    if (CALL(cuctx_capture_begin(&cap, s, &g2, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)) == CUDA_SUCCESS) {
+        CALL(cuctx_launch(k, s, one, warp, 0, NULL));
+        CALL(cuctx_capture_end(&cap, 1));
+    }
+    CREATE(cuctx_graph_create(&g3), g3);
+    if (g.id && CREATE(cuctx_graph_exec_instantiate(&ge, c, VAL(cuctx_graph_raw(g), v_ == NULL), 0), ge)
+                    == CUDA_SUCCESS)
+        CALL(cuctx_graph_exec_launch(ge, s));
+out:
+    CALL(cuctx_graph_exec_destroy(&ge));
+    CALL(cuctx_graph_destroy(&g3));
+    CALL(cuctx_graph_destroy(&g2));
+    CALL(cuctx_graph_destroy(&g));
+    /* the stream before the libraries: after a failed end it may still be
+     * capturing (its destroy ends that), and an unload under a GLOBAL
+     * capture is a call the capture forbids */
+    CALL(cuctx_stream_destroy(&s));
+    CALL(cuctx_library_destroy(&lib));
+    CALL(cuctx_library_destroy(&lib2));
     CALL(cuctx_ctx_destroy(&c));
 }
 
@@ -915,6 +982,8 @@ static const struct workload workloads[] = {
 #undef KIND_WORKLOADS
     {"launch", wl_launch, OWNED, 0},
     {"launch", wl_launch, PRIMARY, 0},
+    {"graphs, capture, libraries", wl_capture, OWNED, 0},
+    {"graphs, capture, libraries", wl_capture, PRIMARY, 0},
     {"automatic cleanup (CUCTX_AUTO)", wl_auto, OWNED, 0},
     {"cuctx_destroy", wl_destroy_any, OWNED, 0},
     {"cuctx_destroy", wl_destroy_any, PRIMARY, 0},
@@ -1067,6 +1136,7 @@ static int is_destroy_fn(const char *fn, enum cusim_kind *kind, const char **nam
 #define DESTROY_ROW(name, type, stat, sim, letter, create_fn, destroy_fn, ...) {destroy_fn, sim, #name},
     static const struct { const char *fn; enum cusim_kind kind; const char *name; } d[] = {
         {"cuCtxDestroy", CUSIM_CONTEXT, "context"}, {"cuDevicePrimaryCtxRelease", CUSIM_PRIMARY, "primary"},
+        {"cuGraphDestroy", CUSIM_GRAPH, "graph"}, {"cuLibraryUnload", CUSIM_LIBRARY, "library"},
         TEST_CHILD_KINDS(DESTROY_ROW)
     };
 #undef DESTROY_ROW
@@ -1091,10 +1161,11 @@ static void final_checks(void)
     int refused_primary = refused && dkind == CUSIM_PRIMARY;
 
     cuctx_stats_get(&st);
-    if (st.ctx_handles || st.events || st.streams || st.modules || st.mems || st.host_mems || st.graph_execs)
+    if (st.ctx_handles || st.events || st.streams || st.modules || st.mems || st.host_mems || st.graph_execs
+        || st.graphs || st.libraries)
         violation("cuctx still has live handles: %zu ctx, %zu event, %zu stream, %zu module, %zu mem, "
-                  "%zu host mem, %zu graph exec", st.ctx_handles, st.events, st.streams, st.modules, st.mems,
-                  st.host_mems, st.graph_execs);
+                  "%zu host mem, %zu graph exec, %zu graph, %zu library", st.ctx_handles, st.events, st.streams,
+                  st.modules, st.mems, st.host_mems, st.graph_execs, st.graphs, st.libraries);
     cuctx__slot_foreach(scan_entry, &es);
     if (es.owned)
         violation("cuctx still has %zu context entr%s of owned contexts", es.owned, es.owned == 1 ? "y" : "ies");
@@ -1120,9 +1191,11 @@ static void final_checks(void)
             violation("%zu driver objects alive, more than the one (%s) whose destroy was refused", all, dname);
     } else if (all) {
         violation("%zu driver objects alive: %zu contexts, %zu primary, %zu event, %zu stream, %zu module, "
-                  "%zu mem, %zu host mem, %zu graph, %zu graph exec", all, sim()->live(CUSIM_CONTEXT),
-                  sim()->live(CUSIM_PRIMARY), sim()->live(CUSIM_EVENT), sim()->live(CUSIM_STREAM), sim()->live(CUSIM_MODULE),
-                  sim()->live(CUSIM_MEM), sim()->live(CUSIM_HOST_MEM), sim()->live(CUSIM_GRAPH), sim()->live(CUSIM_GRAPH_EXEC));
+                  "%zu mem, %zu host mem, %zu graph, %zu graph exec, %zu library, %zu capture", all,
+                  sim()->live(CUSIM_CONTEXT), sim()->live(CUSIM_PRIMARY), sim()->live(CUSIM_EVENT),
+                  sim()->live(CUSIM_STREAM), sim()->live(CUSIM_MODULE), sim()->live(CUSIM_MEM),
+                  sim()->live(CUSIM_HOST_MEM), sim()->live(CUSIM_GRAPH), sim()->live(CUSIM_GRAPH_EXEC),
+                  sim()->live(CUSIM_LIBRARY), sim()->live(CUSIM_CAPTURE));
     }
     if (!refused_primary && sim()->primary_refs(0) + sim()->primary_refs(1) != 0)
         violation("primary contexts still retained: device 0 x%u, device 1 x%u", sim()->primary_refs(0),

@@ -182,7 +182,7 @@ Test(leaks, every_create_as_a_plain_function_works_and_is_reported_without_a_sit
         cr_assert_eq(c.arg, 6000);
         cr_assert_eq(c.flags, CU_MEMHOSTALLOC_PORTABLE);
         cr_assert_eq(calls("cuModuleLoad"), 1);
-        cr_assert_eq(calls("cuModuleLoadData"), 1);
+        cr_assert_eq(calls("cuModuleLoadDataEx"), 1);
         cr_assert_eq(calls("cuDevicePrimaryCtxRetain"), 1);
         cr_assert_eq(calls("cuGraphInstantiateWithFlags"), 1);
     }
