@@ -401,7 +401,8 @@ CUCTX_API CUresult cuctx_ctx_set_current(cuctx_ctx ctx)
     CUresult rc = hold_given(ctx, fn, &o);
     if (rc != CUDA_SUCCESS)
         return rc;
-    rc = cuctx__set_current(o.raw, o.id);
+    CUCTX__UNWOUND_LETS_GO(NULL)
+        rc = cuctx__set_current(o.raw, o.id);
     cuctx__entry_release(&o);
     return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuCtxSetCurrent failed: %s", fn, cuctx_result_name(rc));
 }
@@ -417,14 +418,19 @@ CUCTX_API CUresult cuctx_ctx_is_current(cuctx_ctx ctx, int *out)
     CUresult rc = hold_given(ctx, fn, &o);
     if (rc != CUDA_SUCCESS)
         return rc;
-    rc = DRV(cuCtxGetCurrent)(&cur);
+    CUCTX__UNWOUND_LETS_GO(NULL)
+        rc = DRV(cuCtxGetCurrent)(&cur);
     if (rc != CUDA_SUCCESS) {
         cuctx__entry_release(&o);
         return cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, cuctx_result_name(rc));
     }
     /* by id too: a dead context at its address is not it */
-    if (cur == o.raw && (rc = cuctx__current_is(o.slot->u.entry.ctx_id, out)) != CUDA_SUCCESS)
-        *out = 0;
+    if (cur == o.raw) {
+        CUCTX__UNWOUND_LETS_GO(NULL)
+            rc = cuctx__current_is(o.slot->u.entry.ctx_id, out);
+        if (rc != CUDA_SUCCESS)
+            *out = 0;
+    }
     cuctx__entry_release(&o);
     return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuCtxGetId of the current context failed: %s", fn,
                                                  cuctx_result_name(rc));
@@ -438,12 +444,13 @@ CUCTX_API CUresult cuctx_ctx_synchronize(cuctx_ctx ctx)
     CUresult rc = hold_given(ctx, fn, &o);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
-        rc = DRV(cuCtxSynchronize)();
-        cuctx__switch_back(&sw, fn);
-        if (rc != CUDA_SUCCESS)
-            cuctx__fail(rc, "%s: cuCtxSynchronize failed: %s", fn, cuctx_result_name(rc));
-    }
+    CUCTX__UNWOUND_LETS_GO(&sw)
+        if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
+            rc = DRV(cuCtxSynchronize)();
+            cuctx__switch_back(&sw, fn);
+            if (rc != CUDA_SUCCESS)
+                cuctx__fail(rc, "%s: cuCtxSynchronize failed: %s", fn, cuctx_result_name(rc));
+        }
     cuctx__entry_release(&o);
     return rc;
 }

@@ -277,7 +277,9 @@ static CUresult check_held(struct cuctx_slot *s, uint64_t entry, const char *fn,
     out->raw = s->u.entry.raw;
     if (check && s->u.entry.by_id) {
         unsigned long long now = 0;
-        CUresult rc = DRV(cuCtxGetId)(out->raw, &now);
+        CUresult rc;
+        CUCTX__LET_GO_ON_UNWIND
+            rc = DRV(cuCtxGetId)(out->raw, &now);
         if (rc != CUDA_SUCCESS || now != s->u.entry.ctx_id) {
             cuctx__unhold(s, out->hazard);
             if (rc != CUDA_SUCCESS && !cuctx__gone(rc))
@@ -308,7 +310,8 @@ static CUresult hold_waiting(uint64_t entry, const char *fn, int quiet, int chec
         if (!cuctx__closing(entry, KIND_ENTRY) || cuctx__thread_holds_entry() || cuctx__me.lock.held)
             return quiet ? CUDA_ERROR_CONTEXT_IS_DESTROYED
                          : cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: the context has been destroyed", fn);
-        cuctx__wait_closed(entry, KIND_ENTRY);
+        CUCTX__LET_GO_ON_UNWIND     /* (a child call's pin of its child) */
+            cuctx__wait_closed(entry, KIND_ENTRY);
     }
     return check_held(s, entry, fn, quiet, check, out);
 }

@@ -42,10 +42,11 @@ CUCTX_API CUresult cuctx_launch(CUfunction f, cuctx_stream s, cuctx_dim3 grid, c
     CUresult rc = cuctx__child_use(s.id, KIND_STREAM, fn, &st);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if ((rc = cuctx__switch_to(st.entry.raw, fn, &sw)) == CUDA_SUCCESS) {
-        rc = launch(f, (CUstream)(uintptr_t)st.raw, grid, block, shared_bytes, args);
-        cuctx__switch_back(&sw, fn);
-    }
+    CUCTX__UNWOUND_LETS_GO(&sw)
+        if ((rc = cuctx__switch_to(st.entry.raw, fn, &sw)) == CUDA_SUCCESS) {
+            rc = launch(f, (CUstream)(uintptr_t)st.raw, grid, block, shared_bytes, args);
+            cuctx__switch_back(&sw, fn);
+        }
     cuctx__child_done(&st);
     return rc;
 }

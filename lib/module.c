@@ -91,7 +91,8 @@ CUCTX_API CUresult cuctx_module_function(cuctx_module mod, const char *name, CUf
     CUresult rc = cuctx__child_use(mod.id, KIND_MODULE, fn, &u);
     if (rc != CUDA_SUCCESS)
         return rc;
-    rc = DRV(cuModuleGetFunction)(out, (CUmodule)(uintptr_t)u.raw, name);
+    CUCTX__UNWOUND_LETS_GO(NULL)
+        rc = DRV(cuModuleGetFunction)(out, (CUmodule)(uintptr_t)u.raw, name);
     cuctx__child_done(&u);
     return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuModuleGetFunction(\"%s\") failed: %s", fn, name, cuctx_result_name(rc));
 }

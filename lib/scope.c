@@ -122,7 +122,8 @@ static inline __attribute__((always_inline)) CUresult enter(cuctx_scope *scope, 
      * the address to decide. */
     int same = prev == o.raw;
     if (same && !cuctx__top_is(o.id)) {
-        cuctx__current_is(o.slot->u.entry.ctx_id, &same);
+        CUCTX__LET_GO_ON_UNWIND
+            cuctx__current_is(o.slot->u.entry.ctx_id, &same);
         if (same)
             cuctx__top_found(o.id);
     }
@@ -137,7 +138,10 @@ static inline __attribute__((always_inline)) CUresult enter(cuctx_scope *scope, 
             return rc;
     }
     scope->depth = cuctx__push_count();
-    if (!same && (rc = cuctx__push(o.raw, o.id)) != CUDA_SUCCESS) {
+    if (!same)
+        CUCTX__LET_GO_ON_UNWIND
+            rc = cuctx__push(o.raw, o.id);
+    if (!same && rc != CUDA_SUCCESS) {
         cuctx__entry_release(&o);
         return cuctx__fail(rc, "%s: cuCtxPushCurrent failed: %s", fn, cuctx_result_name(rc));
     }

@@ -99,6 +99,21 @@ CUresult cuctx__child_refused(struct cuctx_slot *s, CUresult rc, const char *fn,
                        (unsigned long long)raw, cuctx_result_name(rc));
 }
 
+void cuctx__unwound(struct cuctx_slot *s, int called, int pushed)
+{
+    struct cuctx_switch sw = {pushed};
+    cuctx__switch_back(&sw, "cuctx");
+    cuctx__let_go_all();
+    if (!s)
+        return;
+    if (cuctx__word_kind(atomic_load_explicit(&s->word, memory_order_acquire)) == KIND_NONE)
+        cuctx__slot_discard(s);     /* a create's, never published */
+    else if (called)
+        cuctx__slot_free(s);
+    else
+        cuctx__reopen(s);
+}
+
 CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u)
 {
     u->obj = NULL;

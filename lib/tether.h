@@ -45,6 +45,38 @@ CUresult cuctx__child_skip(struct cuctx_slot *s, _Atomic uint64_t *counter);
 CUresult cuctx__child_unheld(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind);
 CUresult cuctx__child_refused(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind);
 
+/* A call cancelled on the way (pthread_cancel acts at a driver call or a
+ * wait, as a forced unwind, which runs the cleanups of frames built with
+ * -fexceptions: configure.ac builds lib/ so) ends in cuctx__unwound
+ * (tether.c): the thread lets go of what it holds and pops the context its
+ * switch pushed, so that its own cleanup handlers find nothing held and its
+ * context as it was; a child's slot is not lost or left closing for good.
+ * A destroy's slot, its driver destroy called (called: with what outcome
+ * nobody knows), is freed; not yet called, it is reopened (the object
+ * lives, its copies still name it); a create's goes back unused. Every
+ * normal exit disarms it first, so that the compiler drops the cleanup
+ * there: the normal path pays nothing. */
+struct cuctx_unwind {
+    int armed;
+    int called;
+    struct cuctx_slot *slot;    /* a child create's or destroy's, else NULL */
+    struct cuctx_switch *sw;    /* the call's switch to its context, else NULL */
+};
+void cuctx__unwound(struct cuctx_slot *s, int called, int pushed);
+static inline __attribute__((always_inline)) void cuctx__unwind(struct cuctx_unwind *u)
+{
+    /* fields passed, not u: nothing of it need be kept in memory for this */
+    if (__builtin_expect(u->armed, 0))
+        cuctx__unwound(u->slot, u->called, u->sw && u->sw->pushed);
+}
+#define CUCTX__UNWIND __attribute__((cleanup(cuctx__unwind)))
+/* The statement after it, a driver call made while holding (with the
+ * switch sw, or NULL), is so covered; it must not leave by return, break
+ * or goto. */
+#define CUCTX__UNWOUND_LETS_GO(sw)                                                                     \
+    for (struct cuctx_unwind cuctx__unwind_ CUCTX__UNWIND = {1, 0, NULL, (sw)}; cuctx__unwind_.armed; \
+         cuctx__unwind_.armed = 0)
+
 /* Creates a child: claims *out (claim.h: not while it holds a live
  * object), resolves the owner, runs make with it current, and registers
  * the result tethered to the owner's generation. make NULL is an adoption:
@@ -56,7 +88,7 @@ cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const ch
                     void *arg, const struct cuctx_site *site)
 {
     struct cuctx_held o;
-    struct cuctx_switch sw;
+    struct cuctx_switch sw;     /* (switch_to clears it before its first call: a cancel finds it set) */
     uint64_t raw = 0;
     size_t size = 0;
     if (__builtin_expect(!out, 0))
@@ -71,12 +103,16 @@ cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const ch
     struct cuctx_slot *s = cuctx__slot_alloc();
     if (__builtin_expect(!s, 0))
         return cuctx__child_table_full(&o, fn);
-    if (__builtin_expect(!make, 0)) {
-        raw = ((const struct cuctx_adopted *)arg)->raw;
-        size = ((const struct cuctx_adopted *)arg)->size;
-    } else if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
-        rc = make(arg, &raw, &size);
-        cuctx__switch_back(&sw, fn);
+    {
+        struct cuctx_unwind u CUCTX__UNWIND = {1, 0, s, &sw};
+        if (__builtin_expect(!make, 0)) {
+            raw = ((const struct cuctx_adopted *)arg)->raw;
+            size = ((const struct cuctx_adopted *)arg)->size;
+        } else if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
+            rc = make(arg, &raw, &size);
+            cuctx__switch_back(&sw, fn);
+        }
+        u.armed = 0;
     }
     if (__builtin_expect(rc != CUDA_SUCCESS, 0)) {
         cuctx__slot_discard(s);
@@ -111,26 +147,34 @@ cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const s
     struct cuctx_slot *s = cuctx__close_pinned(mine, kind, &pins);
     if (__builtin_expect(!s, 0))
         return cuctx__child_unclosed(mine, kind, fn);
+    struct cuctx_switch sw = {0};
+    struct cuctx_unwind u CUCTX__UNWIND = {1, 0, s, &sw};
     if (__builtin_expect(pins != 0, 0))     /* a child has no holds: pins taken before the close */
         cuctx__drain_slow(s);
     if (__builtin_expect(s->u.child.site.unowned, 0)) {    /* adopted to track only: not cuctx's to destroy */
+        u.armed = 0;
         cuctx__slot_free(s);
         return CUDA_SUCCESS;
     }
-    if (__builtin_expect(atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed), 0))
+    if (__builtin_expect(atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed), 0)) {
+        u.armed = 0;
         return cuctx__child_skip(s, &cuctx__shutdown_skips);
+    }
     CUresult rc = cuctx__entry_hold_quiet(s->u.child.entry, &o);
-    if (__builtin_expect(rc != CUDA_SUCCESS, 0))
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0)) {
+        u.armed = 0;
         return cuctx__child_unheld(s, rc, fn, kind);
-    struct cuctx_switch sw = {0};
+    }
     if (k->destroy_needs_current)
         rc = cuctx__switch_to(o.raw, fn, &sw);
     if (__builtin_expect(rc == CUDA_SUCCESS, 1)) {
+        u.called = 1;
         rc = k->destroy(s->u.child.raw);
         if (k->destroy_needs_current)
             cuctx__switch_back(&sw, fn);
     }
     cuctx__entry_release(&o);
+    u.armed = 0;
     if (__builtin_expect(rc != CUDA_SUCCESS, 0))
         return cuctx__child_refused(s, rc, fn, kind);
     cuctx__slot_free(s);
