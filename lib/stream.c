@@ -125,7 +125,7 @@ CUCTX_API CUresult cuctx_stream_wait_event(cuctx_stream s, cuctx_event ev)
     if (cuctx__stream_named(s.id, &sa.raw)) {
         if ((rc = stream_arg_take(s, fn, &sa)) != CUDA_SUCCESS)
             return rc;
-        if ((rc = cuctx__child_use(ev.id, KIND_EVENT, fn, &eu)) != CUDA_SUCCESS) {
+        if ((rc = cuctx__child_use_beside(&sa.current, ev.id, KIND_EVENT, fn, &eu)) != CUDA_SUCCESS) {
             stream_arg_done(&sa);
             return rc;
         }

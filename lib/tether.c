@@ -141,6 +141,42 @@ void cuctx__child_done(struct cuctx_use *u)
     cuctx__deliver_reports();
 }
 
+CUresult cuctx__child_use_beside(struct cuctx_held *a, uint64_t b_id, enum cuctx_kind b_kind, const char *fn,
+                                 struct cuctx_use *b)
+{
+    CUresult rc;
+    b->entry.slot = NULL;
+    b->entry.id = 0;
+    if (!(b->obj = cuctx__pin(b_id, b_kind))) {
+        cuctx__entry_release(a);
+        return cuctx__child_bad_handle(b_id, b_kind, fn);
+    }
+    uint64_t eb = b->obj->u.child.entry;
+    for (;;) {
+        if (eb == a->id) {        /* one context: a's hold serves both */
+            b->entry = *a;
+            b->entry.slot = NULL;
+            break;
+        }
+        if ((rc = cuctx__entry_hold_quiet(eb, &b->entry)) == CUDA_SUCCESS)
+            break;
+        uint64_t ea = a->id;
+        cuctx__entry_release(a);
+        /* b's context may be closing until the driver's verdict: its hold,
+         * with nothing held now, waits for that where it may and says why
+         * not; then both are taken again. */
+        if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED && (rc = cuctx__entry_hold(eb, fn, &b->entry)) == CUDA_SUCCESS) {
+            cuctx__entry_release(&b->entry);
+            if ((rc = cuctx__entry_hold(ea, fn, a)) == CUDA_SUCCESS)
+                continue;
+        }
+        cuctx__child_done(b);
+        return rc;
+    }
+    b->raw = b->obj->u.child.raw;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuctx__child_use2(uint64_t a_id, enum cuctx_kind a_kind, uint64_t b_id, enum cuctx_kind b_kind,
                            const char *fn, struct cuctx_use *a, struct cuctx_use *b)
 {
@@ -150,34 +186,9 @@ CUresult cuctx__child_use2(uint64_t a_id, enum cuctx_kind a_kind, uint64_t b_id,
     b->entry.id = 0;
     if ((rc = cuctx__child_use(a_id, a_kind, fn, a)) != CUDA_SUCCESS)
         return rc;
-    if (!(b->obj = cuctx__pin(b_id, b_kind))) {
+    if ((rc = cuctx__child_use_beside(&a->entry, b_id, b_kind, fn, b)) != CUDA_SUCCESS)
         cuctx__child_done(a);
-        return cuctx__child_bad_handle(b_id, b_kind, fn);
-    }
-    uint64_t eb = b->obj->u.child.entry;
-    for (;;) {
-        if (eb == a->entry.id) {        /* one context: a's hold serves both */
-            b->entry = a->entry;
-            b->entry.slot = NULL;
-            break;
-        }
-        if ((rc = cuctx__entry_hold_quiet(eb, &b->entry)) == CUDA_SUCCESS)
-            break;
-        cuctx__entry_release(&a->entry);
-        /* b's context may be closing until the driver's verdict: its hold,
-         * with nothing held now, waits for that where it may and says why
-         * not; then both are taken again. */
-        if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED && (rc = cuctx__entry_hold(eb, fn, &b->entry)) == CUDA_SUCCESS) {
-            cuctx__entry_release(&b->entry);
-            if ((rc = cuctx__entry_hold(a->obj->u.child.entry, fn, &a->entry)) == CUDA_SUCCESS)
-                continue;
-        }
-        cuctx__child_done(b);
-        cuctx__child_done(a);
-        return rc;
-    }
-    b->raw = b->obj->u.child.raw;
-    return CUDA_SUCCESS;
+    return rc;
 }
 
 void cuctx__child_done2(struct cuctx_use *a, struct cuctx_use *b)

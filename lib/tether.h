@@ -197,6 +197,11 @@ void cuctx__child_done(struct cuctx_use *u);
  * entry, so two such calls never wait on each other. */
 CUresult cuctx__child_use2(uint64_t a_id, enum cuctx_kind a_kind, uint64_t b_id, enum cuctx_kind b_kind,
                            const char *fn, struct cuctx_use *a, struct cuctx_use *b);
+/* The same for a call whose first part is an entry already held, a (the
+ * current context's, for a default stream by name): b pinned and its entry
+ * held beside a's, by the same wait. On failure b is done and a let go. */
+CUresult cuctx__child_use_beside(struct cuctx_held *a, uint64_t b_id, enum cuctx_kind b_kind, const char *fn,
+                                 struct cuctx_use *b);
 void cuctx__child_done2(struct cuctx_use *a, struct cuctx_use *b);
 
 /* An accessor's read (the _raw, _ptr and _size functions): the driver

@@ -850,6 +850,49 @@ Test(lifetimes, a_call_with_two_children_waits_out_a_primary_release_its_context
     cr_assert_eq(misuses(), 0);
 }
 
+/* The same with the stream named (CUCTX_STREAM_LEGACY, the current
+ * context's default stream): the current context's hold is let go while
+ * the event's closing context is waited out, then both are taken again; it
+ * said CUDA_ERROR_CONTEXT_IS_DESTROYED. */
+Test(lifetimes, a_wait_on_a_named_default_stream_waits_out_a_primary_release_its_context_survives)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(20);
+    cuctx_ctx other = {0};
+    cuctx_event ev = {0};
+    struct release_arg a = {{0}, CUDA_ERROR_UNKNOWN};
+    new_ctx(&other, 0, "other", LEFT_CURRENT);  /* the default stream's context */
+    cr_assert_eq(sim()->primary_outside_retain(0), 0, "the runtime's retain");
+    CHECK_OK(cuctx_ctx_primary(&a.p, 0));
+    CHECK_OK(cuctx_event_create(&ev, a.p, 0));
+    /* the current context looked up once: found again without the context
+     * lock, which the release holds */
+    CHECK_OK(cuctx_stream_synchronize(CUCTX_STREAM_LEGACY));
+    sim()->set_delay("cuDevicePrimaryCtxRelease", 300000);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, release_primary, &a), 0);
+    wait_sleeping();                        /* the entry is closed; the release is in the driver */
+    sim()->set_delay("cuDevicePrimaryCtxRelease", 0);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_stream_wait_event(CUCTX_STREAM_LEGACY, ev));
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    CHECK_OK(a.rc);
+    static const char *const seq[] = {"cuDevicePrimaryCtxRelease", "cuStreamWaitEvent", NULL};
+    char buf[256];
+    cr_assert_str_eq(log_seq(mark, seq, buf, sizeof buf), "cuDevicePrimaryCtxRelease,cuStreamWaitEvent",
+                     "the wait did not wait for the release's verdict: %s", buf);
+    struct cusim_call w = last_call("cuStreamWaitEvent", mark);
+    cr_assert_eq(w.handle, 1, "not on the legacy stream");
+    cr_assert_eq(w.ctx, H(cuctx_ctx_raw(other)), "not in the current context");
+    cr_assert_eq(w.handle2, H(cuctx_event_raw(ev)));
+    EXPECT_CURRENT(cuctx_ctx_raw(other));
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&other));
+    cr_assert_eq(sim()->primary_outside_release(0), 0);
+    cr_assert_eq(misuses(), 0);
+}
+
 /* A call with two children whose second handle is stale: refused before
  * the driver with the second handle named, and the first child's pin given
  * back (its destroy would wait for it for good). */
