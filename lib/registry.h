@@ -76,7 +76,9 @@ struct cuctx_slot {
             unsigned long long ctx_id;  /* the driver's id (cuCtxGetId); 0: the driver has none */
             CUdevice dev;
             unsigned char by_id;    /* life decided by the driver's id: every hold checks it */
+            unsigned char counted;  /* by_id, registered by a borrow: ends with its last name (entry.h) */
             uint64_t owner_handle;  /* an owned context's handle, set once after publishing (atomic) */
+            uint32_t names;         /* counted: the handles and children naming it (atomic) */
         } entry;
         struct {                    /* KIND_CTX_HANDLE */
             uint64_t entry;

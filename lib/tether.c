@@ -99,6 +99,44 @@ CUresult cuctx__child_refused(struct cuctx_slot *s, CUresult rc, const char *fn,
                        (unsigned long long)raw, cuctx_result_name(rc));
 }
 
+/* A destroy that took the last name of a borrow's entry: the handle ends as
+ * any other's, then the entry (entry.h). */
+CUresult cuctx__child_last_name(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind)
+{
+    uint64_t entry = s->u.child.entry;
+    if (rc == CUDA_SUCCESS)
+        cuctx__slot_free(s);
+    else
+        rc = cuctx__child_refused(s, rc, fn, kind);
+    cuctx__entry_unname(entry);
+    return rc;
+}
+
+CUresult cuctx__child_destroy_counted(struct cuctx_slot *s, struct cuctx_held *o, const char *fn, enum cuctx_kind kind,
+                                      const struct cuctx_child_kind *k)
+{
+    struct cuctx_switch sw = {0};
+    struct cuctx_unwind u CUCTX__UNWIND = {1, 0, s, &sw};
+    return cuctx__child_destroy_held(s, o, &u, fn, kind, k, 1);
+}
+
+/* A child adopted only to track: its handle ends, and its name of a
+ * borrow's entry, which it does not hold, under the lock. */
+CUresult cuctx__child_untracked(struct cuctx_slot *s)
+{
+    uint64_t entry = s->u.child.entry;
+    cuctx__slot_free(s);
+    struct cuctx_slot *e = cuctx__peek_own(entry, KIND_ENTRY);     /* (not held: read as a peeker) */
+    int counted = e && __atomic_load_n(&e->u.entry.by_id, __ATOMIC_RELAXED)
+               && __atomic_load_n(&e->u.entry.counted, __ATOMIC_RELAXED) && cuctx__peek_valid_own(e, entry, KIND_ENTRY);
+    if (counted) {
+        cuctx__ctx_lock();
+        cuctx__entry_unname_locked(entry);
+        cuctx__ctx_unlock();
+    }
+    return CUDA_SUCCESS;
+}
+
 void cuctx__unwound(struct cuctx_slot *s, int called, int pushed)
 {
     struct cuctx_switch sw = {pushed};

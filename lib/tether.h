@@ -44,6 +44,8 @@ CUresult cuctx__child_unclosed(uint64_t id, enum cuctx_kind kind, const char *fn
 CUresult cuctx__child_skip(struct cuctx_slot *s, _Atomic uint64_t *counter);
 CUresult cuctx__child_unheld(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind);
 CUresult cuctx__child_refused(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind);
+CUresult cuctx__child_last_name(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind);
+CUresult cuctx__child_untracked(struct cuctx_slot *s);
 
 /* A call cancelled on the way (pthread_cancel acts at a driver call or a
  * wait, as a forced unwind, which runs the cleanups of frames built with
@@ -103,12 +105,12 @@ cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const ch
     struct cuctx_slot *s = cuctx__slot_alloc();
     if (__builtin_expect(!s, 0))
         return cuctx__child_table_full(&o, fn);
-    {
+    if (__builtin_expect(!make, 0)) {
+        raw = ((const struct cuctx_adopted *)arg)->raw;
+        size = ((const struct cuctx_adopted *)arg)->size;
+    } else {
         struct cuctx_unwind u CUCTX__UNWIND = {1, 0, s, &sw};
-        if (__builtin_expect(!make, 0)) {
-            raw = ((const struct cuctx_adopted *)arg)->raw;
-            size = ((const struct cuctx_adopted *)arg)->size;
-        } else if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
+        if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
             rc = make(arg, &raw, &size);
             cuctx__switch_back(&sw, fn);
         }
@@ -125,9 +127,42 @@ cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const ch
     __atomic_store_n(&s->u.child.size, size, __ATOMIC_RELAXED);
     cuctx__site_store(&s->u.child.site, site);
     *out = cuctx__slot_publish(s, kind);
+    if (cuctx__entry_counted(o.slot))   /* a borrow's entry: the child names it (entry.h) */
+        cuctx__entry_named(o.slot);
     cuctx__entry_release(&o);
     return CUDA_SUCCESS;
 }
+
+/* The end of a child's destroy, its context's entry held (o), under the
+ * guard u: the driver's destroy, then the handle's end. counted: the entry
+ * is a borrow's (entry.h), whose name the child gives back while it holds
+ * it, ending it if it was the last; a constant wherever this is inlined. */
+static inline __attribute__((always_inline)) CUresult
+cuctx__child_destroy_held(struct cuctx_slot *s, struct cuctx_held *o, struct cuctx_unwind *u, const char *fn,
+                          enum cuctx_kind kind, const struct cuctx_child_kind *k, int counted)
+{
+    CUresult rc = CUDA_SUCCESS;
+    if (k->destroy_needs_current)
+        rc = cuctx__switch_to(o->raw, fn, u->sw);
+    if (__builtin_expect(rc == CUDA_SUCCESS, 1)) {
+        u->called = 1;
+        rc = k->destroy(s->u.child.raw);
+        if (k->destroy_needs_current)
+            cuctx__switch_back(u->sw, fn);
+    }
+    int last = counted && cuctx__entry_unnamed_last(o->slot);
+    cuctx__entry_release(o);
+    u->armed = 0;
+    if (__builtin_expect(last, 0))
+        return cuctx__child_last_name(s, rc, fn, kind);
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0))
+        return cuctx__child_refused(s, rc, fn, kind);
+    cuctx__slot_free(s);
+    return CUDA_SUCCESS;
+}
+/* The same out of line, for a child of a borrow's entry. */
+CUresult cuctx__child_destroy_counted(struct cuctx_slot *s, struct cuctx_held *o, const char *fn, enum cuctx_kind kind,
+                                      const struct cuctx_child_kind *k);
 
 /* Destroys a child: the driver is called only while the owner lives.
  * Inline for the kind k (its destroy is called directly); the skips and
@@ -153,8 +188,7 @@ cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const s
         cuctx__drain_slow(s);
     if (__builtin_expect(s->u.child.site.unowned, 0)) {    /* adopted to track only: not cuctx's to destroy */
         u.armed = 0;
-        cuctx__slot_free(s);
-        return CUDA_SUCCESS;
+        return cuctx__child_untracked(s);
     }
     if (__builtin_expect(atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed), 0)) {
         u.armed = 0;
@@ -165,20 +199,12 @@ cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const s
         u.armed = 0;
         return cuctx__child_unheld(s, rc, fn, kind);
     }
-    if (k->destroy_needs_current)
-        rc = cuctx__switch_to(o.raw, fn, &sw);
-    if (__builtin_expect(rc == CUDA_SUCCESS, 1)) {
-        u.called = 1;
-        rc = k->destroy(s->u.child.raw);
-        if (k->destroy_needs_current)
-            cuctx__switch_back(&sw, fn);
+    /* (known not where the hold took its fast path: that costs nothing) */
+    if (__builtin_expect(cuctx__entry_counted(o.slot), 0)) {
+        u.armed = 0;
+        return cuctx__child_destroy_counted(s, &o, fn, kind, k);
     }
-    cuctx__entry_release(&o);
-    u.armed = 0;
-    if (__builtin_expect(rc != CUDA_SUCCESS, 0))
-        return cuctx__child_refused(s, rc, fn, kind);
-    cuctx__slot_free(s);
-    return CUDA_SUCCESS;
+    return cuctx__child_destroy_held(s, &o, &u, fn, kind, k, 0);
 }
 
 /* A child pinned for use, with its context's entry held too. */

@@ -736,6 +736,40 @@ Test(lifetimes, stats_count_the_live_contexts_handed_out_exactly)
     cr_assert_eq(misuses(), 0);
 }
 
+/* A borrow's entry ends with its last handle (issue 17, item 6): a scope
+ * whose previous context is that borrowed context, its borrow destroyed
+ * inside, still knows the context by its driver id - it lives, so it is
+ * left current (not taken off the stack as a dead context's level), and put
+ * back on its own level after a set_current inside. */
+Test(lifetimes, a_scope_keeps_a_borrowed_previous_context_whose_borrow_ended_inside)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct raw_ctx_api r = raw_api();
+    CUcontext raw = NULL, popped = NULL;
+    cuctx_ctx b = {0}, c = {0};
+    new_ctx(&c, 0, "c", POPPED);
+    CHECK_OK(r.create(&raw, 0, 0));         /* the program's context, current */
+    name_handle('c', H(raw), "R");
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    CUCTX_SCOPED(c) {
+        CHECK_OK(cuctx_ctx_destroy(&b));
+    }
+    EXPECT_CURRENT(raw);
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    CUCTX_SCOPED(b) {                       /* R current already: pushed nothing */
+        CHECK_OK(cuctx_ctx_set_current(c));
+        CHECK_OK(cuctx_ctx_destroy(&b));
+    }
+    EXPECT_CURRENT(raw);
+    CHECK_OK(r.pop(&popped));
+    cr_assert_eq(popped, raw);
+    EXPECT_CURRENT(NULL);
+    CHECK_OK(r.destroy(raw));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(misuses(), 0);
+}
+
 /* A scope over its own context (it pushed nothing) whose level a pop inside
  * took: the level below is the program's, and stays as it is. */
 Test(lifetimes, a_pop_inside_a_scope_that_pushed_nothing_leaves_the_level_below_alone)
