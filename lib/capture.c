@@ -53,7 +53,8 @@ static CUresult begin(cuctx_capture *c, cuctx_stream s, cuctx_graph *out, CUstre
         return rc;
     if ((rc = cuctx__child_use(s.id, KIND_STREAM, fn, &st)) != CUDA_SUCCESS)
         return rc;
-    rc = DRV(cuStreamBeginCapture)((CUstream)(uintptr_t)st.raw, mode);
+    CUCTX__UNWOUND_LETS_GO(NULL)
+        rc = DRV(cuStreamBeginCapture)((CUstream)(uintptr_t)st.raw, mode);
     if (rc != CUDA_SUCCESS)
         cuctx__fail(rc, "%s: cuStreamBeginCapture failed: %s%s", fn, cuctx_result_name(rc),
                     rc == CUDA_ERROR_ILLEGAL_STATE ? " (the stream is capturing already)" : "");
@@ -93,7 +94,8 @@ static CUresult end(cuctx_capture *c, int keep, const char *fn)
     if ((rc = cuctx__child_use(c->stream, KIND_STREAM, fn, &st)) != CUDA_SUCCESS)
         return cuctx__fail(rc, "%s: no graph: the capturing stream was destroyed, or its context ended, inside the "
                                "capture (%s)", fn, cuctx_result_name(rc));
-    rc = DRV(cuStreamEndCapture)((CUstream)(uintptr_t)st.raw, &g);
+    CUCTX__UNWOUND_LETS_GO(NULL)
+        rc = DRV(cuStreamEndCapture)((CUstream)(uintptr_t)st.raw, &g);
     if (rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
         cuctx__fail(rc, "%s: no graph: the driver invalidated the capture (a call it forbids during a capture "
                         "was made inside: an allocation, a synchronize, a query of the stream)", fn);

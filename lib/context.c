@@ -42,8 +42,11 @@ static CUresult handle_new(cuctx_ctx *out, uint64_t entry, enum cuctx_life life,
     __atomic_store_n(&h->u.ctx.dev, dev, __ATOMIC_RELAXED);
     cuctx__site_store(&h->u.ctx.site, site);
     out->id = cuctx__slot_publish(h, KIND_CTX_HANDLE);
+    struct cuctx_slot *e = cuctx__slot_own(cuctx__id_index(entry));
     if (life == LIFE_OWNED)    /* the entry, made just now under the lock, names its owner */
-        __atomic_store_n(&cuctx__slot_own(cuctx__id_index(entry))->u.entry.owner_handle, out->id, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->u.entry.owner_handle, out->id, __ATOMIC_RELAXED);
+    else if (cuctx__entry_counted(e))   /* (held, or under the lock, by the caller) */
+        cuctx__entry_named(e);
     return CUDA_SUCCESS;
 }
 
@@ -150,7 +153,7 @@ CUCTX_API CUresult cuctx_ctx_primary_at(cuctx_ctx *out, CUdevice dev, const char
  * else's retain (the runtime's), the entry is reopened and its children
  * keep working. Without context ids the entry ends with cuctx's last
  * retain. */
-static CUresult primary_release(CUdevice dev, const char *fn)
+static CUresult primary_release(CUdevice dev, uint64_t handle_entry, const char *fn)
 {
     unsigned long long now = 0;
     int gone = atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed);
@@ -176,6 +179,7 @@ static CUresult primary_release(CUdevice dev, const char *fn)
             cuctx__slot_free(e);
         }
     }
+    cuctx__entry_unname_locked(handle_entry);   /* (a borrow's entry retained since) */
     cuctx__ctx_unlock();
     return rc == CUDA_SUCCESS ? rc
                               : cuctx__fail(rc, "%s: cuDevicePrimaryCtxRelease failed: %s", fn, cuctx_result_name(rc));
@@ -266,7 +270,7 @@ CUCTX_API CUresult cuctx_ctx_borrow_at(cuctx_ctx *out, CUcontext raw, const char
     if (!raw)
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: the context is NULL", fn);
     CUCTX_INIT_OR_RETURN(fn);
-    rc = cuctx__entry_hold_raw(raw, fn, &o);
+    rc = cuctx__entry_hold_borrowed(raw, fn, &o);
     if (rc != CUDA_SUCCESS)
         return rc;
     CUdevice dev = o.slot->u.entry.dev;
@@ -370,10 +374,14 @@ static CUresult handle_destroy(uint64_t id, const char *fn)
     /* An owned handle's entry closes right after this, with no call between:
      * cuctx__ctx_hold_last (entry.h) counts on it. */
     cuctx__slot_free(h);
-    if (life == LIFE_BORROWED)
+    if (life == LIFE_BORROWED) {
+        cuctx__ctx_lock();
+        cuctx__entry_unname_locked(entry);
+        cuctx__ctx_unlock();
         return CUDA_SUCCESS;
+    }
     int gone = atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed);
-    CUresult rc = life == LIFE_PRIMARY ? primary_release(dev, fn) : owned_destroy(entry, fn);
+    CUresult rc = life == LIFE_PRIMARY ? primary_release(dev, entry, fn) : owned_destroy(entry, fn);
     if (gone || cuctx__driver_gone(rc)) {
         atomic_fetch_add_explicit(&cuctx__shutdown_skips, 1, memory_order_relaxed);
         return CUDA_SUCCESS;
@@ -401,7 +409,8 @@ CUCTX_API CUresult cuctx_ctx_set_current(cuctx_ctx ctx)
     CUresult rc = hold_given(ctx, fn, &o);
     if (rc != CUDA_SUCCESS)
         return rc;
-    rc = cuctx__set_current(o.raw, o.id);
+    CUCTX__UNWOUND_LETS_GO(NULL)
+        rc = cuctx__set_current(o.raw, o.id);
     cuctx__entry_release(&o);
     return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuCtxSetCurrent failed: %s", fn, cuctx_result_name(rc));
 }
@@ -417,14 +426,19 @@ CUCTX_API CUresult cuctx_ctx_is_current(cuctx_ctx ctx, int *out)
     CUresult rc = hold_given(ctx, fn, &o);
     if (rc != CUDA_SUCCESS)
         return rc;
-    rc = DRV(cuCtxGetCurrent)(&cur);
+    CUCTX__UNWOUND_LETS_GO(NULL)
+        rc = DRV(cuCtxGetCurrent)(&cur);
     if (rc != CUDA_SUCCESS) {
         cuctx__entry_release(&o);
         return cuctx__fail(rc, "%s: cuCtxGetCurrent failed: %s", fn, cuctx_result_name(rc));
     }
     /* by id too: a dead context at its address is not it */
-    if (cur == o.raw && (rc = cuctx__current_is(o.slot->u.entry.ctx_id, out)) != CUDA_SUCCESS)
-        *out = 0;
+    if (cur == o.raw) {
+        CUCTX__UNWOUND_LETS_GO(NULL)
+            rc = cuctx__current_is(o.slot->u.entry.ctx_id, out);
+        if (rc != CUDA_SUCCESS)
+            *out = 0;
+    }
     cuctx__entry_release(&o);
     return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuCtxGetId of the current context failed: %s", fn,
                                                  cuctx_result_name(rc));
@@ -438,12 +452,13 @@ CUCTX_API CUresult cuctx_ctx_synchronize(cuctx_ctx ctx)
     CUresult rc = hold_given(ctx, fn, &o);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
-        rc = DRV(cuCtxSynchronize)();
-        cuctx__switch_back(&sw, fn);
-        if (rc != CUDA_SUCCESS)
-            cuctx__fail(rc, "%s: cuCtxSynchronize failed: %s", fn, cuctx_result_name(rc));
-    }
+    CUCTX__UNWOUND_LETS_GO(&sw)
+        if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
+            rc = DRV(cuCtxSynchronize)();
+            cuctx__switch_back(&sw, fn);
+            if (rc != CUDA_SUCCESS)
+                cuctx__fail(rc, "%s: cuCtxSynchronize failed: %s", fn, cuctx_result_name(rc));
+        }
     cuctx__entry_release(&o);
     return rc;
 }

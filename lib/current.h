@@ -20,8 +20,8 @@ void cuctx__switch_back_slow(struct cuctx_switch *sw, const char *fn);
 static inline CUresult cuctx__switch_to(CUcontext raw, const char *fn, struct cuctx_switch *sw)
 {
     CUcontext cur = NULL;
+    sw->pushed = 0;     /* before the call: a cancel there pops nothing (tether.h) */
     CUresult rc = DRV(cuCtxGetCurrent)(&cur);
-    sw->pushed = 0;
     if (__builtin_expect(rc == CUDA_SUCCESS && cur == raw, 1))
         return CUDA_SUCCESS;
     return cuctx__switch_slow(raw, rc, fn, sw);

@@ -130,6 +130,38 @@ void cuctx__entry_end_locked(uint64_t id)
     cuctx__slot_free(s);
 }
 
+/* Under the lock: a counted entry whose last name went ends, unless a call
+ * in flight named it meanwhile: a name is counted while its maker holds
+ * the entry (or the lock), so once the close has drained the holds the
+ * count is final. */
+static void end_unnamed_locked(uint64_t id)
+{
+    struct cuctx_slot *s = cuctx__close(id, KIND_ENTRY);
+    if (!s)
+        return;     /* ended already */
+    cuctx__drain(s);
+    if (__atomic_load_n(&s->u.entry.names, __ATOMIC_ACQUIRE) != 0) {
+        cuctx__reopen(s);
+        return;
+    }
+    cuctx__map_remove(s->u.entry.raw, id);
+    cuctx__slot_free(s);
+}
+
+void cuctx__entry_unname(uint64_t id)
+{
+    cuctx__ctx_lock();
+    end_unnamed_locked(id);
+    cuctx__ctx_unlock();
+}
+
+void cuctx__entry_unname_locked(uint64_t id)
+{
+    struct cuctx_slot *s = cuctx__peek(id, KIND_ENTRY);
+    if (s && cuctx__entry_counted(s) && cuctx__entry_unnamed_last(s))
+        end_unnamed_locked(id);
+}
+
 /* A context found gone by its id: forgotten at once, so that a new context
  * at the address is registered anew; then drained and freed. */
 static void entry_retire(uint64_t id)
@@ -190,6 +222,8 @@ CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev
     __atomic_store_n(&s->u.entry.dev, dev, __ATOMIC_RELAXED);
     __atomic_store_n(&s->u.entry.by_id, (unsigned char)(life != LIFE_OWNED && ctx_id != 0), __ATOMIC_RELAXED);
     __atomic_store_n(&s->u.entry.owner_handle, (uint64_t)0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.entry.counted, (unsigned char)0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.entry.names, (uint32_t)0, __ATOMIC_RELAXED);
     uint64_t id = cuctx__slot_publish(s, KIND_ENTRY);
     if (cuctx__map_put(raw, id) != 0) {
         cuctx__entry_end_locked(id);
@@ -200,8 +234,9 @@ CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev
 }
 
 /* Under the lock: a context cuctx has not met, identified by the driver
- * and registered as borrowed. Errors are the driver's own. */
-static CUresult entry_register(CUcontext raw, const char *fn, uint64_t *out)
+ * and registered as borrowed (counted: for a borrow, entry.h). Errors are
+ * the driver's own. */
+static CUresult entry_register(CUcontext raw, const char *fn, int counted, uint64_t *out)
 {
     unsigned long long ctx_id = 0;
     unsigned version;
@@ -220,7 +255,9 @@ static CUresult entry_register(CUcontext raw, const char *fn, uint64_t *out)
     cuctx__switch_back(&sw, fn);
     if (rc != CUDA_SUCCESS)
         return cuctx__fail(rc, "%s: cuCtxGetDevice for context %p failed: %s", fn, (void *)raw, cuctx_result_name(rc));
-    return cuctx__entry_new(raw, ctx_id, dev, LIFE_BORROWED, fn, out);
+    if ((rc = cuctx__entry_new(raw, ctx_id, dev, LIFE_BORROWED, fn, out)) == CUDA_SUCCESS && counted && ctx_id)
+        __atomic_store_n(&cuctx__slot_own(cuctx__id_index(*out))->u.entry.counted, (unsigned char)1, __ATOMIC_RELAXED);
+    return rc;
 }
 
 /* ---- finding and holding ---------------------------------------------------- */
@@ -241,7 +278,7 @@ static int retaken_while_closing(uint64_t id, CUcontext raw)
 }
 
 /* The entry for raw, registered if new (*fresh: its id was just read). */
-static CUresult entry_lookup(CUcontext raw, const char *fn, uint64_t *out, int *fresh)
+static CUresult entry_lookup(CUcontext raw, const char *fn, int counted, uint64_t *out, int *fresh)
 {
     *fresh = 0;
     for (int i = 0; i < 2; i++) {
@@ -255,9 +292,9 @@ static CUresult entry_lookup(CUcontext raw, const char *fn, uint64_t *out, int *
     uint64_t id = cuctx__map_find(raw);
     if (id && cuctx__closing(id, KIND_ENTRY) && !retaken_while_closing(id, raw))
         rc = cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: context %p is being destroyed", fn, (void *)raw);
-    else if (id && cuctx__closing(id, KIND_ENTRY) && (rc = entry_register(raw, fn, &id)) == CUDA_SUCCESS)
+    else if (id && cuctx__closing(id, KIND_ENTRY) && (rc = entry_register(raw, fn, counted, &id)) == CUDA_SUCCESS)
         *fresh = 1;
-    else if (!(id && cuctx__alive(id, KIND_ENTRY)) && (rc = entry_register(raw, fn, &id)) == CUDA_SUCCESS)
+    else if (!(id && cuctx__alive(id, KIND_ENTRY)) && (rc = entry_register(raw, fn, counted, &id)) == CUDA_SUCCESS)
         *fresh = 1;
     cuctx__ctx_unlock();
     if (rc != CUDA_SUCCESS)
@@ -280,7 +317,9 @@ static CUresult check_held(struct cuctx_slot *s, uint64_t entry, const char *fn,
     out->raw = s->u.entry.raw;
     if (check && s->u.entry.by_id) {
         unsigned long long now = 0;
-        CUresult rc = DRV(cuCtxGetId)(out->raw, &now);
+        CUresult rc;
+        CUCTX__LET_GO_ON_UNWIND
+            rc = DRV(cuCtxGetId)(out->raw, &now);
         if (rc != CUDA_SUCCESS || now != s->u.entry.ctx_id) {
             cuctx__unhold(s, out->hazard);
             if (rc != CUDA_SUCCESS && !cuctx__gone(rc))
@@ -311,7 +350,8 @@ static CUresult hold_waiting(uint64_t entry, const char *fn, int quiet, int chec
         if (!cuctx__closing(entry, KIND_ENTRY) || cuctx__thread_holds_entry() || cuctx__me.lock.held)
             return quiet ? CUDA_ERROR_CONTEXT_IS_DESTROYED
                          : cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: the context has been destroyed", fn);
-        cuctx__wait_closed(entry, KIND_ENTRY);
+        CUCTX__LET_GO_ON_UNWIND     /* (a child call's pin of its child) */
+            cuctx__wait_closed(entry, KIND_ENTRY);
     }
     return check_held(s, entry, fn, quiet, check, out);
 }
@@ -322,7 +362,7 @@ CUresult cuctx__entry_hold_slow(uint64_t entry, const char *fn, int quiet, struc
     return s ? check_held(s, entry, fn, quiet, 1, out) : hold_waiting(entry, fn, quiet, 1, out);
 }
 
-CUresult cuctx__entry_hold_raw(CUcontext raw, const char *fn, struct cuctx_held *out)
+static CUresult hold_raw(CUcontext raw, const char *fn, int counted, struct cuctx_held *out)
 {
     uint64_t id = 0;
     int fresh = 0;
@@ -330,12 +370,22 @@ CUresult cuctx__entry_hold_raw(CUcontext raw, const char *fn, struct cuctx_held 
     /* Twice at most: when the entry found has just ended because a new
      * context took the address, the second lookup registers that one. */
     for (int round = 0;; round++) {
-        CUresult rc = entry_lookup(raw, fn, &id, &fresh);
+        CUresult rc = entry_lookup(raw, fn, counted, &id, &fresh);
         if (rc == CUDA_SUCCESS)
             rc = hold_waiting(id, round ? fn : "cuctx", !round, !fresh, out);
         if (rc != CUDA_ERROR_CONTEXT_IS_DESTROYED || round)
             return rc;
     }
+}
+
+CUresult cuctx__entry_hold_raw(CUcontext raw, const char *fn, struct cuctx_held *out)
+{
+    return hold_raw(raw, fn, 0, out);
+}
+
+CUresult cuctx__entry_hold_borrowed(CUcontext raw, const char *fn, struct cuctx_held *out)
+{
+    return hold_raw(raw, fn, 1, out);
 }
 
 CUresult cuctx__ctx_hold_slow(cuctx_ctx ctx, const char *fn, struct cuctx_held *out)

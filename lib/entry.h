@@ -178,6 +178,37 @@ static inline __attribute__((always_inline)) int cuctx__ctx_read_last(cuctx_ctx 
 /* The held entry of a raw context, registering it as borrowed when cuctx
  * has not met it (its id and device asked of the driver). */
 CUresult cuctx__entry_hold_raw(CUcontext raw, const char *fn, struct cuctx_held *out);
+
+/* A borrow's entry ends with the last handle or child that names it, so
+ * that the entries of contexts borrowed and then ended by their owners do
+ * not pile up until a sweep. Such an entry - registered by
+ * cuctx__entry_hold_borrowed, and by_id - is counted: its names are the
+ * borrowed and primary handles and the children made in it (each counted
+ * while its maker holds the entry or the context lock), and the one that
+ * takes the count to 0 ends it, unless a call in flight named it meanwhile
+ * (cuctx__entry_unname). Entries met otherwise (as a thread's current
+ * context) are not counted: they stay until their context ends. */
+CUresult cuctx__entry_hold_borrowed(CUcontext raw, const char *fn, struct cuctx_held *out);
+static inline __attribute__((always_inline)) int cuctx__entry_counted(const struct cuctx_slot *e)
+{
+    return __builtin_expect(e->u.entry.by_id, 0) && __atomic_load_n(&e->u.entry.counted, __ATOMIC_RELAXED);
+}
+/* A name more, of a held entry (or under the lock). */
+static inline void cuctx__entry_named(struct cuctx_slot *e)
+{
+    __atomic_add_fetch(&e->u.entry.names, 1, __ATOMIC_RELAXED);
+}
+/* A name less, of a held entry: 1 when it was the last (then, holding
+ * nothing, call cuctx__entry_unname). */
+static inline int cuctx__entry_unnamed_last(struct cuctx_slot *e)
+{
+    return __atomic_sub_fetch(&e->u.entry.names, 1, __ATOMIC_ACQ_REL) == 0;
+}
+/* Ends a counted entry whose last name went (takes the lock). */
+void cuctx__entry_unname(uint64_t id);
+/* Under the lock: a handle's name less, of its entry if it lives and is
+ * counted; the last ends it. */
+void cuctx__entry_unname_locked(uint64_t id);
 /* Under the lock: a new entry for raw, ending whatever entry the address had
  * (the driver gave it to a new context). */
 CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev, enum cuctx_life life,

@@ -66,7 +66,8 @@ static CUresult event_call(cuctx_event ev, const char *fn, const char *call, CUr
     CUresult rc = cuctx__child_use(ev.id, KIND_EVENT, fn, &u);
     if (rc != CUDA_SUCCESS)
         return rc;
-    rc = op((CUevent)(uintptr_t)u.raw);
+    CUCTX__UNWOUND_LETS_GO(NULL)
+        rc = op((CUevent)(uintptr_t)u.raw);
     cuctx__child_done(&u);
     if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_NOT_READY)
         cuctx__fail(rc, "%s: %s failed: %s", fn, call, cuctx_result_name(rc));
@@ -104,13 +105,19 @@ CUCTX_API CUresult cuctx_event_record(cuctx_event ev, cuctx_stream s)
                              fn);
             goto out;
         }
-        rc = DRV(cuEventRecord)((CUevent)(uintptr_t)e.raw, (CUstream)(uintptr_t)st.raw);
-    } else if ((rc = cuctx__switch_to(e.entry.raw, fn, &sw)) == CUDA_SUCCESS) {
-        /* a default stream is the current context's: make it the event's */
-        rc = DRV(cuEventRecord)((CUevent)(uintptr_t)e.raw, dflt);
-        cuctx__switch_back(&sw, fn);
+        CUCTX__UNWOUND_LETS_GO(NULL)
+            rc = DRV(cuEventRecord)((CUevent)(uintptr_t)e.raw, (CUstream)(uintptr_t)st.raw);
     } else {
-        goto out;
+        /* a default stream is the current context's: make it the event's */
+        int switched = 0;
+        CUCTX__UNWOUND_LETS_GO(&sw)
+            if ((rc = cuctx__switch_to(e.entry.raw, fn, &sw)) == CUDA_SUCCESS) {
+                switched = 1;
+                rc = DRV(cuEventRecord)((CUevent)(uintptr_t)e.raw, dflt);
+                cuctx__switch_back(&sw, fn);
+            }
+        if (!switched)
+            goto out;
     }
     if (rc != CUDA_SUCCESS)
         cuctx__fail(rc, "%s: cuEventRecord failed: %s", fn, cuctx_result_name(rc));
@@ -129,7 +136,8 @@ CUCTX_API CUresult cuctx_event_elapsed_ms(cuctx_event start, cuctx_event end, fl
     CUresult rc = cuctx__child_use2(start.id, KIND_EVENT, end.id, KIND_EVENT, fn, &a, &b);
     if (rc != CUDA_SUCCESS)
         return rc;
-    rc = DRV(cuEventElapsedTime)(&v, (CUevent)(uintptr_t)a.raw, (CUevent)(uintptr_t)b.raw);
+    CUCTX__UNWOUND_LETS_GO(NULL)
+        rc = DRV(cuEventElapsedTime)(&v, (CUevent)(uintptr_t)a.raw, (CUevent)(uintptr_t)b.raw);
     cuctx__child_done2(&a, &b);
     if (rc == CUDA_SUCCESS)
         *ms = v;

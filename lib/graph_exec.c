@@ -85,12 +85,18 @@ CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s)
                              "%s: the graph exec and the stream belong to different contexts", fn);
             goto out;
         }
-        rc = DRV(cuGraphLaunch)((CUgraphExec)(uintptr_t)g.raw, (CUstream)(uintptr_t)st.raw);
-    } else if ((rc = cuctx__switch_to(g.entry.raw, fn, &sw)) == CUDA_SUCCESS) {
-        rc = DRV(cuGraphLaunch)((CUgraphExec)(uintptr_t)g.raw, dflt);
-        cuctx__switch_back(&sw, fn);
+        CUCTX__UNWOUND_LETS_GO(NULL)
+            rc = DRV(cuGraphLaunch)((CUgraphExec)(uintptr_t)g.raw, (CUstream)(uintptr_t)st.raw);
     } else {
-        goto out;
+        int switched = 0;
+        CUCTX__UNWOUND_LETS_GO(&sw)
+            if ((rc = cuctx__switch_to(g.entry.raw, fn, &sw)) == CUDA_SUCCESS) {
+                switched = 1;
+                rc = DRV(cuGraphLaunch)((CUgraphExec)(uintptr_t)g.raw, dflt);
+                cuctx__switch_back(&sw, fn);
+            }
+        if (!switched)
+            goto out;
     }
     if (rc != CUDA_SUCCESS)
         cuctx__fail(rc, "%s: cuGraphLaunch failed: %s", fn, cuctx_result_name(rc));

@@ -42,10 +42,11 @@ static CUresult launch_on(CUfunction f, cuctx_stream s, cuctx_dim3 grid, cuctx_d
     CUresult rc = cuctx__child_use(s.id, KIND_STREAM, fn, &st);
     if (rc != CUDA_SUCCESS)
         return rc;
-    if ((rc = cuctx__switch_to(st.entry.raw, fn, &sw)) == CUDA_SUCCESS) {
-        rc = launch(f, (CUstream)(uintptr_t)st.raw, grid, block, shared_bytes, args, fn);
-        cuctx__switch_back(&sw, fn);
-    }
+    CUCTX__UNWOUND_LETS_GO(&sw)
+        if ((rc = cuctx__switch_to(st.entry.raw, fn, &sw)) == CUDA_SUCCESS) {
+            rc = launch(f, (CUstream)(uintptr_t)st.raw, grid, block, shared_bytes, args, fn);
+            cuctx__switch_back(&sw, fn);
+        }
     cuctx__child_done(&st);
     return rc;
 }

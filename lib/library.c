@@ -163,7 +163,8 @@ CUCTX_API CUresult cuctx_library_kernel(cuctx_library lib, const char *name, CUk
     CUresult rc = cuctx__child_use(lib.id, KIND_LIBRARY, fn, &u);
     if (rc != CUDA_SUCCESS)
         return rc;
-    rc = DRV(cuLibraryGetKernel)(out, (CUlibrary)(uintptr_t)u.raw, name);
+    CUCTX__UNWOUND_LETS_GO(NULL)
+        rc = DRV(cuLibraryGetKernel)(out, (CUlibrary)(uintptr_t)u.raw, name);
     if (rc != CUDA_SUCCESS) {
         char text[400];
         log_take((CUlibrary)(uintptr_t)u.raw, text, sizeof text, 0);

@@ -124,7 +124,8 @@ CUCTX_API CUresult cuctx_module_function(cuctx_module mod, const char *name, CUf
     CUresult rc = cuctx__child_use(mod.id, KIND_MODULE, fn, &u);
     if (rc != CUDA_SUCCESS)
         return rc;
-    rc = DRV(cuModuleGetFunction)(out, (CUmodule)(uintptr_t)u.raw, name);
+    CUCTX__UNWOUND_LETS_GO(NULL)
+        rc = DRV(cuModuleGetFunction)(out, (CUmodule)(uintptr_t)u.raw, name);
     cuctx__child_done(&u);
     return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuModuleGetFunction(\"%s\") failed: %s", fn, name, cuctx_result_name(rc));
 }
@@ -144,8 +145,10 @@ CUCTX_API CUresult cuctx_module_global(cuctx_module mod, const char *name, CUdev
     CUresult rc = cuctx__child_use(mod.id, KIND_MODULE, fn, &u);
     if (rc != CUDA_SUCCESS)
         return rc;
-    rc = DRV(cuModuleGetGlobal) ? DRV(cuModuleGetGlobal)(&p, &n, (CUmodule)(uintptr_t)u.raw, name)
-                                : CUDA_ERROR_NOT_SUPPORTED;
+    rc = CUDA_ERROR_NOT_SUPPORTED;
+    if (DRV(cuModuleGetGlobal))
+        CUCTX__UNWOUND_LETS_GO(NULL)
+            rc = DRV(cuModuleGetGlobal)(&p, &n, (CUmodule)(uintptr_t)u.raw, name);
     cuctx__child_done(&u);
     if (rc != CUDA_SUCCESS)
         return cuctx__fail(rc, "%s: cuModuleGetGlobal(\"%s\") failed: %s", fn, name, cuctx_result_name(rc));

@@ -232,16 +232,24 @@ static int membarrier_register(void)
 #endif
 }
 
+void cuctx__let_go_all(void)
+{
+    while (cuctx__me.registry.npins)
+        cuctx__unpin(cuctx__me.registry.pins[cuctx__me.registry.npins - 1]);
+    for (unsigned i = 0; i < CUCTX_HAZARDS; i++)
+        if (cuctx__me.registry.used & (1u << i))
+            atomic_store_explicit(&cuctx__me.registry.rec->ids[i], 0, memory_order_release);
+    cuctx__me.registry.used = 0;
+}
+
 /* At thread exit, also one cancelled inside a driver call: its holds and
  * pins go. Destructors of other keys that run later and call cuctx take a
  * record anew, and this runs again for it. */
 static void thread_exit(void *arg)
 {
-    while (cuctx__me.registry.npins)
-        cuctx__unpin(cuctx__me.registry.pins[cuctx__me.registry.npins - 1]);
+    cuctx__let_go_all();
     hazard_release(arg);
     cuctx__me.registry.rec = NULL;
-    cuctx__me.registry.used = 0;
 }
 
 void cuctx__registry_after_fork(void)

@@ -76,7 +76,9 @@ struct cuctx_slot {
             unsigned long long ctx_id;  /* the driver's id (cuCtxGetId); 0: the driver has none */
             CUdevice dev;
             unsigned char by_id;    /* life decided by the driver's id: every hold checks it */
+            unsigned char counted;  /* by_id, registered by a borrow: ends with its last name (entry.h) */
             uint64_t owner_handle;  /* an owned context's handle, set once after publishing (atomic) */
+            uint32_t names;         /* counted: the handles and children naming it (atomic) */
         } entry;
         struct {                    /* KIND_CTX_HANDLE */
             uint64_t entry;
@@ -399,6 +401,22 @@ void cuctx__reopen(struct cuctx_slot *s);
 void cuctx__wait_closed(uint64_t id, enum cuctx_kind kind);
 /* Whether the calling thread holds id in one of its hazard slots. */
 int cuctx__holding(uint64_t id);
+/* Lets go of every hold and pin of the calling thread: for a call unwound
+ * by a cancellation (tether.c), whose holds and pins are all the thread
+ * has, since none outlives a call and no user code runs while one is held. */
+void cuctx__let_go_all(void);
+/* The statement after it - a driver call or a wait made while holding -
+ * lets go of everything when a cancellation unwinds it (lib/ is built with
+ * -fexceptions); it must not leave by return, break or goto. The flag is
+ * known at every exit, so that the normal path pays nothing. */
+static inline void cuctx__let_go_unwound(const int *armed)
+{
+    if (__builtin_expect(*armed, 0))
+        cuctx__let_go_all();
+}
+#define CUCTX__LET_GO_ON_UNWIND                                                                      \
+    for (int cuctx__armed_ __attribute__((cleanup(cuctx__let_go_unwound))) = 1; cuctx__armed_; \
+         cuctx__armed_ = 0)
 /* Whether the calling thread holds any entry or pin. */
 static inline int cuctx__thread_holds(void)
 {

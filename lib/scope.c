@@ -122,7 +122,8 @@ static inline __attribute__((always_inline)) CUresult enter(cuctx_scope *scope, 
      * the address to decide. */
     int same = prev == o.raw;
     if (same && !cuctx__top_is(o.id)) {
-        cuctx__current_is(o.slot->u.entry.ctx_id, &same);
+        CUCTX__LET_GO_ON_UNWIND
+            cuctx__current_is(o.slot->u.entry.ctx_id, &same);
         if (same)
             cuctx__top_found(o.id);
     }
@@ -137,7 +138,10 @@ static inline __attribute__((always_inline)) CUresult enter(cuctx_scope *scope, 
             return rc;
     }
     scope->depth = cuctx__push_count();
-    if (!same && (rc = cuctx__push(o.raw, o.id)) != CUDA_SUCCESS) {
+    if (!same)
+        CUCTX__LET_GO_ON_UNWIND
+            rc = cuctx__push(o.raw, o.id);
+    if (!same && rc != CUDA_SUCCESS) {
         cuctx__entry_release(&o);
         return cuctx__fail(rc, "%s: cuCtxPushCurrent failed: %s", fn, cuctx_result_name(rc));
     }
@@ -169,7 +173,9 @@ static void settle_prev_slow(const cuctx_scope *scope, const char *fn)
                       "left on the stack unchecked", fn, (void *)scope->prev_raw);
         return;
     }
-    int alive = PREV_KNOWN(scope) == PREV_BY_ID_ONLY
+    /* By its id where the driver has one (its entry may have ended with
+     * the borrow that named it, entry.h, while the context lives on). */
+    int alive = PREV_KNOWN(scope) == PREV_BY_ID_ONLY || scope->prev_ctx_id != 0
              || (scope->prev_entry && cuctx__alive(scope->prev_entry, KIND_ENTRY));
     unsigned long long want = scope->prev_ctx_id;
     /* (a live owned previous context never gets here: exit settles it.) One
@@ -217,8 +223,9 @@ static void restore_own_level(const cuctx_scope *scope, const char *fn)
     if (rc == CUDA_SUCCESS && cur == scope->prev_raw)
         return;
     if (rc == CUDA_SUCCESS) {
-        if (scope->prev_entry == 0 || PREV_KNOWN(scope) != PREV_BY_ENTRY || !cuctx__alive(scope->prev_entry, KIND_ENTRY))
-            return;
+        if (scope->prev_entry == 0 || PREV_KNOWN(scope) != PREV_BY_ENTRY
+            || (scope->prev_ctx_id == 0 && !cuctx__alive(scope->prev_entry, KIND_ENTRY)))
+            return;     /* (by its id where it has one, as above) */
         if (scope->prev_ctx_id != 0) {
             CUresult idrc = DRV(cuCtxGetId)(scope->prev_raw, &now);
             if (idrc != CUDA_SUCCESS || now != scope->prev_ctx_id)

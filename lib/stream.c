@@ -110,7 +110,8 @@ CUCTX_API CUresult cuctx_stream_synchronize(cuctx_stream s)
     CUresult rc = stream_arg_take(s, fn, &a);
     if (rc != CUDA_SUCCESS)
         return rc;
-    rc = DRV(cuStreamSynchronize)(a.raw);
+    CUCTX__UNWOUND_LETS_GO(NULL)
+        rc = DRV(cuStreamSynchronize)(a.raw);
     stream_arg_done(&a);
     return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuStreamSynchronize failed: %s", fn, cuctx_result_name(rc));
 }
@@ -124,17 +125,19 @@ CUCTX_API CUresult cuctx_stream_wait_event(cuctx_stream s, cuctx_event ev)
     if (cuctx__stream_named(s.id, &sa.raw)) {
         if ((rc = stream_arg_take(s, fn, &sa)) != CUDA_SUCCESS)
             return rc;
-        if ((rc = cuctx__child_use(ev.id, KIND_EVENT, fn, &eu)) != CUDA_SUCCESS) {
+        if ((rc = cuctx__child_use_beside(&sa.current, ev.id, KIND_EVENT, fn, &eu)) != CUDA_SUCCESS) {
             stream_arg_done(&sa);
             return rc;
         }
-        rc = DRV(cuStreamWaitEvent)(sa.raw, (CUevent)(uintptr_t)eu.raw, 0);
+        CUCTX__UNWOUND_LETS_GO(NULL)
+            rc = DRV(cuStreamWaitEvent)(sa.raw, (CUevent)(uintptr_t)eu.raw, 0);
         cuctx__child_done(&eu);
         stream_arg_done(&sa);
     } else {
         if ((rc = cuctx__child_use2(s.id, KIND_STREAM, ev.id, KIND_EVENT, fn, &su, &eu)) != CUDA_SUCCESS)
             return rc;
-        rc = DRV(cuStreamWaitEvent)((CUstream)(uintptr_t)su.raw, (CUevent)(uintptr_t)eu.raw, 0);
+        CUCTX__UNWOUND_LETS_GO(NULL)
+            rc = DRV(cuStreamWaitEvent)((CUstream)(uintptr_t)su.raw, (CUevent)(uintptr_t)eu.raw, 0);
         cuctx__child_done2(&su, &eu);
     }
     return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuStreamWaitEvent failed: %s", fn, cuctx_result_name(rc));

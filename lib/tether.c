@@ -112,7 +112,9 @@ CUresult cuctx__loose_create(uint64_t *out, enum cuctx_kind kind, const char *fn
         raw = ((const struct cuctx_adopted *)arg)->raw;
         size = ((const struct cuctx_adopted *)arg)->size;
     } else {
+        struct cuctx_unwind u CUCTX__UNWIND = {1, 0, s, NULL};     /* cancelled in make: s goes back */
         rc = make(arg, &raw, &size);
+        u.armed = 0;
     }
     if (rc != CUDA_SUCCESS) {
         cuctx__slot_discard(s);
@@ -134,6 +136,59 @@ CUresult cuctx__loose_destroy(struct cuctx_slot *s, const char *fn, enum cuctx_k
         return cuctx__child_refused(s, rc, fn, kind);
     cuctx__slot_free(s);
     return CUDA_SUCCESS;
+}
+
+/* A destroy that took the last name of a borrow's entry: the handle ends as
+ * any other's, then the entry (entry.h). */
+CUresult cuctx__child_last_name(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind)
+{
+    uint64_t entry = s->u.child.entry;
+    if (rc == CUDA_SUCCESS)
+        cuctx__slot_free(s);
+    else
+        rc = cuctx__child_refused(s, rc, fn, kind);
+    cuctx__entry_unname(entry);
+    return rc;
+}
+
+CUresult cuctx__child_destroy_counted(struct cuctx_slot *s, struct cuctx_held *o, const char *fn, enum cuctx_kind kind,
+                                      const struct cuctx_child_kind *k)
+{
+    struct cuctx_switch sw = {0};
+    struct cuctx_unwind u CUCTX__UNWIND = {1, 0, s, &sw};
+    return cuctx__child_destroy_held(s, o, &u, fn, kind, k, 1);
+}
+
+/* A child adopted only to track: its handle ends, and its name of a
+ * borrow's entry, which it does not hold, under the lock. */
+CUresult cuctx__child_untracked(struct cuctx_slot *s)
+{
+    uint64_t entry = s->u.child.entry;
+    cuctx__slot_free(s);
+    struct cuctx_slot *e = cuctx__peek_own(entry, KIND_ENTRY);     /* (not held: read as a peeker) */
+    int counted = e && __atomic_load_n(&e->u.entry.by_id, __ATOMIC_RELAXED)
+               && __atomic_load_n(&e->u.entry.counted, __ATOMIC_RELAXED) && cuctx__peek_valid_own(e, entry, KIND_ENTRY);
+    if (counted) {
+        cuctx__ctx_lock();
+        cuctx__entry_unname_locked(entry);
+        cuctx__ctx_unlock();
+    }
+    return CUDA_SUCCESS;
+}
+
+void cuctx__unwound(struct cuctx_slot *s, int called, int pushed)
+{
+    struct cuctx_switch sw = {pushed};
+    cuctx__switch_back(&sw, "cuctx");
+    cuctx__let_go_all();
+    if (!s)
+        return;
+    if (cuctx__word_kind(atomic_load_explicit(&s->word, memory_order_acquire)) == KIND_NONE)
+        cuctx__slot_discard(s);     /* a create's, never published */
+    else if (called)
+        cuctx__slot_free(s);
+    else
+        cuctx__reopen(s);
 }
 
 CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u)
@@ -169,6 +224,44 @@ void cuctx__child_done(struct cuctx_use *u)
     cuctx__deliver_reports();
 }
 
+CUresult cuctx__child_use_beside(struct cuctx_held *a, uint64_t b_id, enum cuctx_kind b_kind, const char *fn,
+                                 struct cuctx_use *b)
+{
+    CUresult rc;
+    b->entry.slot = NULL;
+    b->entry.id = 0;
+    if (!(b->obj = cuctx__pin(b_id, b_kind))) {
+        cuctx__entry_release(a);
+        return cuctx__child_bad_handle(b_id, b_kind, fn);
+    }
+    uint64_t eb = b->obj->u.child.entry;
+    for (;;) {
+        if (eb == 0 && !cuctx__kind_tethered(b_kind))      /* b in no context: nothing to hold */
+            break;
+        if (eb == a->id) {        /* one context: a's hold serves both */
+            b->entry = *a;
+            b->entry.slot = NULL;
+            break;
+        }
+        if ((rc = cuctx__entry_hold_quiet(eb, &b->entry)) == CUDA_SUCCESS)
+            break;
+        uint64_t ea = a->id;
+        cuctx__entry_release(a);
+        /* b's context may be closing until the driver's verdict: its hold,
+         * with nothing held now, waits for that where it may and says why
+         * not; then both are taken again. */
+        if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED && (rc = cuctx__entry_hold(eb, fn, &b->entry)) == CUDA_SUCCESS) {
+            cuctx__entry_release(&b->entry);
+            if ((rc = cuctx__entry_hold(ea, fn, a)) == CUDA_SUCCESS)
+                continue;
+        }
+        cuctx__child_done(b);
+        return rc;
+    }
+    b->raw = b->obj->u.child.raw;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuctx__child_use2(uint64_t a_id, enum cuctx_kind a_kind, uint64_t b_id, enum cuctx_kind b_kind,
                            const char *fn, struct cuctx_use *a, struct cuctx_use *b)
 {
@@ -178,38 +271,9 @@ CUresult cuctx__child_use2(uint64_t a_id, enum cuctx_kind a_kind, uint64_t b_id,
     b->entry.id = 0;
     if ((rc = cuctx__child_use(a_id, a_kind, fn, a)) != CUDA_SUCCESS)
         return rc;
-    if (!(b->obj = cuctx__pin(b_id, b_kind))) {
+    if ((rc = cuctx__child_use_beside(&a->entry, b_id, b_kind, fn, b)) != CUDA_SUCCESS)
         cuctx__child_done(a);
-        return cuctx__child_bad_handle(b_id, b_kind, fn);
-    }
-    uint64_t eb = b->obj->u.child.entry;
-    for (;;) {
-        if (eb == 0 && !cuctx__kind_tethered(b_kind)) {    /* b in no context: nothing to hold */
-            b->entry.slot = NULL;
-            break;
-        }
-        if (eb == a->entry.id) {        /* one context: a's hold serves both */
-            b->entry = a->entry;
-            b->entry.slot = NULL;
-            break;
-        }
-        if ((rc = cuctx__entry_hold_quiet(eb, &b->entry)) == CUDA_SUCCESS)
-            break;
-        cuctx__entry_release(&a->entry);
-        /* b's context may be closing until the driver's verdict: its hold,
-         * with nothing held now, waits for that where it may and says why
-         * not; then both are taken again. */
-        if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED && (rc = cuctx__entry_hold(eb, fn, &b->entry)) == CUDA_SUCCESS) {
-            cuctx__entry_release(&b->entry);
-            if ((rc = cuctx__entry_hold(a->obj->u.child.entry, fn, &a->entry)) == CUDA_SUCCESS)
-                continue;
-        }
-        cuctx__child_done(b);
-        cuctx__child_done(a);
-        return rc;
-    }
-    b->raw = b->obj->u.child.raw;
-    return CUDA_SUCCESS;
+    return rc;
 }
 
 void cuctx__child_done2(struct cuctx_use *a, struct cuctx_use *b)

@@ -44,6 +44,40 @@ CUresult cuctx__child_unclosed(uint64_t id, enum cuctx_kind kind, const char *fn
 CUresult cuctx__child_skip(struct cuctx_slot *s, _Atomic uint64_t *counter);
 CUresult cuctx__child_unheld(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind);
 CUresult cuctx__child_refused(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind);
+CUresult cuctx__child_last_name(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind);
+CUresult cuctx__child_untracked(struct cuctx_slot *s);
+
+/* A call cancelled on the way (pthread_cancel acts at a driver call or a
+ * wait, as a forced unwind, which runs the cleanups of frames built with
+ * -fexceptions: configure.ac builds lib/ so) ends in cuctx__unwound
+ * (tether.c): the thread lets go of what it holds and pops the context its
+ * switch pushed, so that its own cleanup handlers find nothing held and its
+ * context as it was; a child's slot is not lost or left closing for good.
+ * A destroy's slot, its driver destroy called (called: with what outcome
+ * nobody knows), is freed; not yet called, it is reopened (the object
+ * lives, its copies still name it); a create's goes back unused. Every
+ * normal exit disarms it first, so that the compiler drops the cleanup
+ * there: the normal path pays nothing. */
+struct cuctx_unwind {
+    int armed;
+    int called;
+    struct cuctx_slot *slot;    /* a child create's or destroy's, else NULL */
+    struct cuctx_switch *sw;    /* the call's switch to its context, else NULL */
+};
+void cuctx__unwound(struct cuctx_slot *s, int called, int pushed);
+static inline __attribute__((always_inline)) void cuctx__unwind(struct cuctx_unwind *u)
+{
+    /* fields passed, not u: nothing of it need be kept in memory for this */
+    if (__builtin_expect(u->armed, 0))
+        cuctx__unwound(u->slot, u->called, u->sw && u->sw->pushed);
+}
+#define CUCTX__UNWIND __attribute__((cleanup(cuctx__unwind)))
+/* The statement after it, a driver call made while holding (with the
+ * switch sw, or NULL), is so covered; it must not leave by return, break
+ * or goto. */
+#define CUCTX__UNWOUND_LETS_GO(sw)                                                                     \
+    for (struct cuctx_unwind cuctx__unwind_ CUCTX__UNWIND = {1, 0, NULL, (sw)}; cuctx__unwind_.armed; \
+         cuctx__unwind_.armed = 0)
 
 /* The untethered kinds' create and destroy (ids.h): the same handle, made
  * with no context held or switched to, its entry 0 - "no context" - and
@@ -66,7 +100,7 @@ cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const ch
                     void *arg, const struct cuctx_site *site)
 {
     struct cuctx_held o;
-    struct cuctx_switch sw;
+    struct cuctx_switch sw;     /* (switch_to clears it before its first call: a cancel finds it set) */
     uint64_t raw = 0;
     size_t size = 0;
     if (__builtin_expect(!out, 0))
@@ -86,9 +120,13 @@ cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const ch
     if (__builtin_expect(!make, 0)) {
         raw = ((const struct cuctx_adopted *)arg)->raw;
         size = ((const struct cuctx_adopted *)arg)->size;
-    } else if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
-        rc = make(arg, &raw, &size);
-        cuctx__switch_back(&sw, fn);
+    } else {
+        struct cuctx_unwind u CUCTX__UNWIND = {1, 0, s, &sw};
+        if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
+            rc = make(arg, &raw, &size);
+            cuctx__switch_back(&sw, fn);
+        }
+        u.armed = 0;
     }
     if (__builtin_expect(rc != CUDA_SUCCESS, 0)) {
         cuctx__slot_discard(s);
@@ -101,9 +139,42 @@ cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const ch
     __atomic_store_n(&s->u.child.size, size, __ATOMIC_RELAXED);
     cuctx__site_store(&s->u.child.site, site);
     *out = cuctx__slot_publish(s, kind);
+    if (cuctx__entry_counted(o.slot))   /* a borrow's entry: the child names it (entry.h) */
+        cuctx__entry_named(o.slot);
     cuctx__entry_release(&o);
     return CUDA_SUCCESS;
 }
+
+/* The end of a child's destroy, its context's entry held (o), under the
+ * guard u: the driver's destroy, then the handle's end. counted: the entry
+ * is a borrow's (entry.h), whose name the child gives back while it holds
+ * it, ending it if it was the last; a constant wherever this is inlined. */
+static inline __attribute__((always_inline)) CUresult
+cuctx__child_destroy_held(struct cuctx_slot *s, struct cuctx_held *o, struct cuctx_unwind *u, const char *fn,
+                          enum cuctx_kind kind, const struct cuctx_child_kind *k, int counted)
+{
+    CUresult rc = CUDA_SUCCESS;
+    if (k->destroy_needs_current)
+        rc = cuctx__switch_to(o->raw, fn, u->sw);
+    if (__builtin_expect(rc == CUDA_SUCCESS, 1)) {
+        u->called = 1;
+        rc = k->destroy(s->u.child.raw);
+        if (k->destroy_needs_current)
+            cuctx__switch_back(u->sw, fn);
+    }
+    int last = counted && cuctx__entry_unnamed_last(o->slot);
+    cuctx__entry_release(o);
+    u->armed = 0;
+    if (__builtin_expect(last, 0))
+        return cuctx__child_last_name(s, rc, fn, kind);
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0))
+        return cuctx__child_refused(s, rc, fn, kind);
+    cuctx__slot_free(s);
+    return CUDA_SUCCESS;
+}
+/* The same out of line, for a child of a borrow's entry. */
+CUresult cuctx__child_destroy_counted(struct cuctx_slot *s, struct cuctx_held *o, const char *fn, enum cuctx_kind kind,
+                                      const struct cuctx_child_kind *k);
 
 /* Destroys a child: the driver is called only while the owner lives.
  * Inline for the kind k (its destroy is called directly); the skips and
@@ -123,32 +194,35 @@ cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const s
     struct cuctx_slot *s = cuctx__close_pinned(mine, kind, &pins);
     if (__builtin_expect(!s, 0))
         return cuctx__child_unclosed(mine, kind, fn);
+    struct cuctx_switch sw = {0};
+    struct cuctx_unwind u CUCTX__UNWIND = {1, 0, s, &sw};
     if (__builtin_expect(pins != 0, 0))     /* a child has no holds: pins taken before the close */
         cuctx__drain_slow(s);
     if (__builtin_expect(s->u.child.site.unowned, 0)) {    /* adopted to track only: not cuctx's to destroy */
-        cuctx__slot_free(s);
-        return CUDA_SUCCESS;
+        u.armed = 0;
+        return cuctx__child_untracked(s);
     }
-    if (__builtin_expect(atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed), 0))
+    if (__builtin_expect(atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed), 0)) {
+        u.armed = 0;
         return cuctx__child_skip(s, &cuctx__shutdown_skips);
-    if (!cuctx__kind_tethered(kind) && s->u.child.entry == 0)  /* in no context: nothing to hold */
-        return cuctx__loose_destroy(s, fn, kind, k);
-    CUresult rc = cuctx__entry_hold_quiet(s->u.child.entry, &o);
-    if (__builtin_expect(rc != CUDA_SUCCESS, 0))
-        return cuctx__child_unheld(s, rc, fn, kind);
-    struct cuctx_switch sw = {0};
-    if (k->destroy_needs_current)
-        rc = cuctx__switch_to(o.raw, fn, &sw);
-    if (__builtin_expect(rc == CUDA_SUCCESS, 1)) {
-        rc = k->destroy(s->u.child.raw);
-        if (k->destroy_needs_current)
-            cuctx__switch_back(&sw, fn);
     }
-    cuctx__entry_release(&o);
-    if (__builtin_expect(rc != CUDA_SUCCESS, 0))
-        return cuctx__child_refused(s, rc, fn, kind);
-    cuctx__slot_free(s);
-    return CUDA_SUCCESS;
+    if (!cuctx__kind_tethered(kind) && s->u.child.entry == 0) {     /* in no context: nothing to hold */
+        u.called = 1;
+        CUresult rc = cuctx__loose_destroy(s, fn, kind, k);
+        u.armed = 0;
+        return rc;
+    }
+    CUresult rc = cuctx__entry_hold_quiet(s->u.child.entry, &o);
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0)) {
+        u.armed = 0;
+        return cuctx__child_unheld(s, rc, fn, kind);
+    }
+    /* (known not where the hold took its fast path: that costs nothing) */
+    if (__builtin_expect(cuctx__entry_counted(o.slot), 0)) {
+        u.armed = 0;
+        return cuctx__child_destroy_counted(s, &o, fn, kind, k);
+    }
+    return cuctx__child_destroy_held(s, &o, &u, fn, kind, k, 0);
 }
 
 /* A child pinned for use, with its context's entry held too (none for a
@@ -168,6 +242,11 @@ void cuctx__child_done(struct cuctx_use *u);
  * entry, so two such calls never wait on each other. */
 CUresult cuctx__child_use2(uint64_t a_id, enum cuctx_kind a_kind, uint64_t b_id, enum cuctx_kind b_kind,
                            const char *fn, struct cuctx_use *a, struct cuctx_use *b);
+/* The same for a call whose first part is an entry already held, a (the
+ * current context's, for a default stream by name): b pinned and its entry
+ * held beside a's, by the same wait. On failure b is done and a let go. */
+CUresult cuctx__child_use_beside(struct cuctx_held *a, uint64_t b_id, enum cuctx_kind b_kind, const char *fn,
+                                 struct cuctx_use *b);
 void cuctx__child_done2(struct cuctx_use *a, struct cuctx_use *b);
 
 /* An accessor's read (the _raw, _ptr and _size functions): the driver

@@ -583,10 +583,8 @@ static void rec_retire(struct rec *r, uint64_t *rng)
         state_set(&r->life->state, DEAD);
         if (rc != CUDA_SUCCESS)
             fail("cuCtxDestroy of a raw context: %s", RC(rc));
-        /* The borrow still names it: cuctx must see it gone. This call also
-         * ends cuctx's entry for it; without any call that holds the entry,
-         * a dead borrowed context stays counted in cuctx_stats.contexts
-         * until a sweep or a new context at its address ends it. */
+        /* The borrow still names it: cuctx must see it gone (the entry would
+         * end with the borrow's handle anyway, entry.h). */
         if ((rc = cuctx_ctx_synchronize(r->h)) != CUDA_ERROR_CONTEXT_IS_DESTROYED)
             fail("cuctx_ctx_synchronize of a borrow whose raw context was destroyed: %s, expected "
                  "CUDA_ERROR_CONTEXT_IS_DESTROYED", RC(rc));

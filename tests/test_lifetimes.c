@@ -11,6 +11,8 @@
 #include <cudaTypedefs.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -227,6 +229,257 @@ Test(lifetimes, a_thread_cancelled_while_its_context_destroy_drains_still_ends_t
     CHECK_OK(s.rc);
     sim()->set_delay("cuEventSynchronize", 0);
     context_ended(&s.ev, raw);
+}
+
+/* ---- 3: a thread cancelled inside a child's destroy ------------------------ */
+
+/* The report's count of live objects, and whether any line names kind. */
+static size_t leak_count(const char *kind, int *named)
+{
+    char *text = NULL;
+    size_t n = 0, alive = (size_t)-1;
+    FILE *f = open_memstream(&text, &n);
+    cr_assert_not_null(f);
+    cuctx_leak_report(f);
+    fclose(f);
+    const char *last = strstr(text, "cuctx: ");
+    for (const char *p = last; p; p = strstr(p + 1, "cuctx: "))
+        last = p;
+    cr_assert(last && sscanf(last, "cuctx: %zu object", &alive) == 1, "no count in the report:\n%s", text);
+    *named = strstr(text, kind) != NULL;
+    free(text);
+    return alive;
+}
+
+/* Cancelled while its cuStreamDestroy is under way: the driver was asked,
+ * with what outcome nobody knows, so the handle ends there - no slot left
+ * closing for good, counted in the stats but missing from the report. */
+Test(lifetimes, a_thread_cancelled_in_the_drivers_stream_destroy_still_ends_the_handle)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    cuctx_ctx c = {0};
+    new_ctx(&c, 0, "c", POPPED);
+    struct stream_arg a = {{0}, CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_stream_create(&a.s, c, 0, 0));
+    cuctx_stream copy = a.s;
+    cr_assert_eq(stats().streams, 1);
+    sim()->set_delay("cuStreamDestroy", 300000);
+    pthread_t t;
+    void *res = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, destroy_stream, &a), 0);
+    wait_sleeping();
+    cr_assert_eq(pthread_cancel(t), 0);
+    cr_assert_eq(pthread_join(t, &res), 0);
+    cr_assert_eq(res, PTHREAD_CANCELED);
+    sim()->set_delay("cuStreamDestroy", 0);
+    int named = 1;
+    cr_assert_eq(stats().streams, 0, "the cancelled destroy left its stream counted");
+    cr_assert_eq(leak_count("stream", &named), 1, "the report counts the context alone");
+    cr_assert_not(named, "the report names the stream");
+    cr_assert_eq(cuctx_stream_destroy(&copy), CUDA_ERROR_INVALID_HANDLE, "the handle ended");
+    CHECK_OK(cuctx_ctx_destroy(&c));        /* the cancelled thread holds nothing */
+    cr_assert_eq(stats().contexts, 0);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* The same for a kind whose destroy makes its context current: the
+ * thread's own cleanup handler, which runs after cuctx's part of the
+ * unwinding, finds its current context as it was and nothing held (a
+ * context destroy there would wait for the thread's own hold for good). */
+struct mem_cancel { cuctx_mem m; cuctx_ctx c; CUcontext cur; CUresult rc; size_t mems; };
+
+static void mem_cancel_handler(void *p)
+{
+    struct mem_cancel *a = p;
+    a->cur = current();
+    a->mems = stats().mems;
+    a->rc = cuctx_ctx_destroy(&a->c);
+}
+
+static void *destroy_mem_cancellable(void *p)
+{
+    struct mem_cancel *a = p;
+    pthread_cleanup_push(mem_cancel_handler, a);
+    cuctx_mem_destroy(&a->m);
+    pthread_cleanup_pop(0);
+    return NULL;
+}
+
+Test(lifetimes, a_thread_cancelled_in_the_drivers_mem_free_leaves_its_current_context_and_holds_nothing)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    struct mem_cancel a = {{0}, {0}, (CUcontext)1, CUDA_ERROR_UNKNOWN, 99};
+    new_ctx(&a.c, 0, "c", POPPED);
+    CHECK_OK(cuctx_mem_alloc(&a.m, a.c, 4096));
+    sim()->set_delay("cuMemFree", 300000);
+    pthread_t t;
+    void *res = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, destroy_mem_cancellable, &a), 0);
+    wait_sleeping();
+    cr_assert_eq(pthread_cancel(t), 0);
+    cr_assert_eq(pthread_join(t, &res), 0);
+    cr_assert_eq(res, PTHREAD_CANCELED);
+    sim()->set_delay("cuMemFree", 0);
+    cr_assert_null(a.cur, "the cancelled free left its context current");
+    cr_assert_eq(a.mems, 0, "the cancelled free left its allocation counted");
+    CHECK_OK(a.rc);
+    cr_assert_eq(stats().contexts, 0);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* A create cancelled in its driver call: its thread's cleanup handler
+ * finds nothing held, its current context as it was, and no object
+ * counted (the driver may have made one, which nobody can name). */
+static void *alloc_cancellable(void *p)
+{
+    struct mem_cancel *a = p;
+    pthread_cleanup_push(mem_cancel_handler, a);
+    cuctx_mem_alloc(&a->m, a->c, 4096);
+    pthread_cleanup_pop(0);
+    return NULL;
+}
+
+Test(lifetimes, a_thread_cancelled_in_the_drivers_alloc_leaves_its_current_context_and_holds_nothing)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    struct mem_cancel a = {{0}, {0}, (CUcontext)1, CUDA_ERROR_UNKNOWN, 99};
+    new_ctx(&a.c, 0, "c", POPPED);
+    sim()->set_delay("cuMemAlloc", 300000);
+    pthread_t t;
+    void *res = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, alloc_cancellable, &a), 0);
+    wait_sleeping();
+    cr_assert_eq(pthread_cancel(t), 0);
+    cr_assert_eq(pthread_join(t, &res), 0);
+    cr_assert_eq(res, PTHREAD_CANCELED);
+    sim()->set_delay("cuMemAlloc", 0);
+    cr_assert_null(a.cur, "the cancelled alloc left its context current");
+    cr_assert_eq(a.mems, 0);
+    cr_assert_eq(a.m.id, 0, "the handle was filled");
+    CHECK_OK(a.rc);
+    cr_assert_eq(stats().contexts, 0);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* A child call cancelled in its driver call (here cuEventSynchronize),
+ * or a context call that switched (cuCtxSynchronize): the thread's own
+ * cleanup handler finds nothing held - destroying the event and its
+ * context there would wait for the thread's own pin and hold for good -
+ * and its current context as it was. */
+struct use_cancel { cuctx_event ev; cuctx_ctx c; int sync_ctx; CUcontext cur; CUresult ev_rc, ctx_rc; };
+
+static void use_cancel_handler(void *p)
+{
+    struct use_cancel *a = p;
+    a->cur = current();
+    a->ev_rc = cuctx_event_destroy(&a->ev);
+    a->ctx_rc = cuctx_ctx_destroy(&a->c);
+}
+
+static void *use_cancellable(void *p)
+{
+    struct use_cancel *a = p;
+    pthread_cleanup_push(use_cancel_handler, a);
+    if (a->sync_ctx)
+        cuctx_ctx_synchronize(a->c);
+    else
+        cuctx_event_synchronize(a->ev);
+    pthread_cleanup_pop(0);
+    return NULL;
+}
+
+static void cancel_a_use(int sync_ctx, const char *slowed)
+{
+    struct use_cancel a = {{0}, {0}, sync_ctx, (CUcontext)1, CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNKNOWN};
+    new_ctx(&a.c, 0, "c", POPPED);
+    CHECK_OK(cuctx_event_create(&a.ev, a.c, 0));
+    sim()->set_delay(slowed, 300000);
+    pthread_t t;
+    void *res = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, use_cancellable, &a), 0);
+    wait_sleeping();
+    cr_assert_eq(pthread_cancel(t), 0);
+    cr_assert_eq(pthread_join(t, &res), 0);
+    cr_assert_eq(res, PTHREAD_CANCELED);
+    sim()->set_delay(slowed, 0);
+    cr_assert_null(a.cur, "the cancelled %s left its context current", slowed);
+    CHECK_OK(a.ev_rc);
+    CHECK_OK(a.ctx_rc);
+    cr_assert_eq(stats().events, 0);
+    cr_assert_eq(stats().contexts, 0);
+    cr_assert_eq(misuses(), 0);
+}
+
+Test(lifetimes, a_thread_cancelled_in_a_child_calls_driver_call_holds_nothing_in_its_cleanup_handlers)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    cancel_a_use(0, "cuEventSynchronize");
+}
+
+Test(lifetimes, a_thread_cancelled_in_a_context_synchronize_finds_its_context_as_it_was)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    cancel_a_use(1, "cuCtxSynchronize");
+}
+
+/* A child call that checks its context's id (a borrowed context) and is
+ * cancelled in that check: the hold it had taken for the check goes too. */
+struct check_cancel { cuctx_event ev; CUcontext raw; CUresult rc; };
+
+static void check_cancel_handler(void *p)
+{
+    struct check_cancel *a = p;
+    a->rc = cuctx_event_destroy(&a->ev);
+}
+
+static void *query_cancellable(void *p)
+{
+    struct check_cancel *a = p;
+    pthread_cleanup_push(check_cancel_handler, a);
+    cuctx_event_query(a->ev);
+    pthread_cleanup_pop(0);
+    return NULL;
+}
+
+Test(lifetimes, a_thread_cancelled_while_a_child_call_checks_its_contexts_id_holds_nothing)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    PFN_cuCtxDestroy_v4000 destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+    PFN_cuCtxPopCurrent_v4000 pop = (PFN_cuCtxPopCurrent_v4000)drv_sym("cuCtxPopCurrent", 4000);
+    CUcontext popped = NULL;
+    struct check_cancel a = {{0}, NULL, CUDA_ERROR_UNKNOWN};
+    cuctx_ctx b = {0};
+    CHECK_OK(create(&a.raw, 0, 0));
+    CHECK_OK(pop(&popped));
+    CHECK_OK(cuctx_ctx_borrow(&b, a.raw));
+    CHECK_OK(cuctx_event_create(&a.ev, b, 0));
+    sim()->set_delay("cuCtxGetId", 300000);
+    pthread_t t;
+    void *res = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, query_cancellable, &a), 0);
+    wait_sleeping();
+    cr_assert_eq(pthread_cancel(t), 0);
+    cr_assert_eq(pthread_join(t, &res), 0);
+    cr_assert_eq(res, PTHREAD_CANCELED);
+    sim()->set_delay("cuCtxGetId", 0);
+    CHECK_OK(a.rc);
+    cr_assert_eq(stats().events, 0);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(destroy(a.raw));
+    cr_assert_eq(misuses(), 0);
 }
 
 /* ---- 4: nested scopes over a level whose address a new context took ------- */
@@ -483,6 +736,40 @@ Test(lifetimes, stats_count_the_live_contexts_handed_out_exactly)
     cr_assert_eq(misuses(), 0);
 }
 
+/* A borrow's entry ends with its last handle (issue 17, item 6): a scope
+ * whose previous context is that borrowed context, its borrow destroyed
+ * inside, still knows the context by its driver id - it lives, so it is
+ * left current (not taken off the stack as a dead context's level), and put
+ * back on its own level after a set_current inside. */
+Test(lifetimes, a_scope_keeps_a_borrowed_previous_context_whose_borrow_ended_inside)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct raw_ctx_api r = raw_api();
+    CUcontext raw = NULL, popped = NULL;
+    cuctx_ctx b = {0}, c = {0};
+    new_ctx(&c, 0, "c", POPPED);
+    CHECK_OK(r.create(&raw, 0, 0));         /* the program's context, current */
+    name_handle('c', H(raw), "R");
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    CUCTX_SCOPED(c) {
+        CHECK_OK(cuctx_ctx_destroy(&b));
+    }
+    EXPECT_CURRENT(raw);
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    CUCTX_SCOPED(b) {                       /* R current already: pushed nothing */
+        CHECK_OK(cuctx_ctx_set_current(c));
+        CHECK_OK(cuctx_ctx_destroy(&b));
+    }
+    EXPECT_CURRENT(raw);
+    CHECK_OK(r.pop(&popped));
+    cr_assert_eq(popped, raw);
+    EXPECT_CURRENT(NULL);
+    CHECK_OK(r.destroy(raw));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(misuses(), 0);
+}
+
 /* A scope over its own context (it pushed nothing) whose level a pop inside
  * took: the level below is the program's, and stays as it is. */
 Test(lifetimes, a_pop_inside_a_scope_that_pushed_nothing_leaves_the_level_below_alone)
@@ -592,6 +879,49 @@ Test(lifetimes, a_call_with_two_children_waits_out_a_primary_release_its_context
     cr_assert_eq(calls_on("cuEventDestroy", H(raw_ev), mark), 1,
                  "the primary context lives on: its event is the driver's to free");
     CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&other));
+    cr_assert_eq(sim()->primary_outside_release(0), 0);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* The same with the stream named (CUCTX_STREAM_LEGACY, the current
+ * context's default stream): the current context's hold is let go while
+ * the event's closing context is waited out, then both are taken again; it
+ * said CUDA_ERROR_CONTEXT_IS_DESTROYED. */
+Test(lifetimes, a_wait_on_a_named_default_stream_waits_out_a_primary_release_its_context_survives)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(20);
+    cuctx_ctx other = {0};
+    cuctx_event ev = {0};
+    struct release_arg a = {{0}, CUDA_ERROR_UNKNOWN};
+    new_ctx(&other, 0, "other", LEFT_CURRENT);  /* the default stream's context */
+    cr_assert_eq(sim()->primary_outside_retain(0), 0, "the runtime's retain");
+    CHECK_OK(cuctx_ctx_primary(&a.p, 0));
+    CHECK_OK(cuctx_event_create(&ev, a.p, 0));
+    /* the current context looked up once: found again without the context
+     * lock, which the release holds */
+    CHECK_OK(cuctx_stream_synchronize(CUCTX_STREAM_LEGACY));
+    sim()->set_delay("cuDevicePrimaryCtxRelease", 300000);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, release_primary, &a), 0);
+    wait_sleeping();                        /* the entry is closed; the release is in the driver */
+    sim()->set_delay("cuDevicePrimaryCtxRelease", 0);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_stream_wait_event(CUCTX_STREAM_LEGACY, ev));
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    CHECK_OK(a.rc);
+    static const char *const seq[] = {"cuDevicePrimaryCtxRelease", "cuStreamWaitEvent", NULL};
+    char buf[256];
+    cr_assert_str_eq(log_seq(mark, seq, buf, sizeof buf), "cuDevicePrimaryCtxRelease,cuStreamWaitEvent",
+                     "the wait did not wait for the release's verdict: %s", buf);
+    struct cusim_call w = last_call("cuStreamWaitEvent", mark);
+    cr_assert_eq(w.handle, 1, "not on the legacy stream");
+    cr_assert_eq(w.ctx, H(cuctx_ctx_raw(other)), "not in the current context");
+    cr_assert_eq(w.handle2, H(cuctx_event_raw(ev)));
+    EXPECT_CURRENT(cuctx_ctx_raw(other));
+    CHECK_OK(cuctx_event_destroy(&ev));
     CHECK_OK(cuctx_ctx_destroy(&other));
     cr_assert_eq(sim()->primary_outside_release(0), 0);
     cr_assert_eq(misuses(), 0);

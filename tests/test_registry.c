@@ -3,6 +3,7 @@
  * protocol that the tether is built on, tested directly (no driver), and
  * the address map beside them (with the simulated driver). */
 #include <criterion/criterion.h>
+#include <cudaTypedefs.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -373,4 +374,77 @@ Test(registry, a_primary_reset_takes_the_context_out_of_the_address_map)
     cr_assert_eq(cuctx_ctx_primary_reset(0), CUDA_SUCCESS, "%s", cuctx_last_error_message());
     cr_assert_eq(cuctx__map_count(), before, "the reset context's address is still mapped");
     cr_assert_eq(cuctx_ctx_destroy(&p), CUDA_SUCCESS, "%s", cuctx_last_error_message());
+}
+
+/* A borrow's entry ends with the last handle or child that names it, with
+ * no sweep: a program that borrows contexts its own code makes and ends
+ * (here 200, each destroyed by its owner after the borrow's handle) keeps
+ * the address map and the live entries flat. stats is never called: it
+ * sweeps. */
+static size_t live_entries(void)
+{
+    int64_t n[KIND_COUNT];
+    cuctx__live_counts(n);
+    return (size_t)n[KIND_ENTRY];
+}
+
+Test(registry, a_borrows_entry_ends_with_the_last_handle_or_child_that_names_it)
+{
+    NEED_DRIVER();
+    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    PFN_cuCtxDestroy_v4000 destroy_raw = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+    PFN_cuCtxPopCurrent_v4000 pop = (PFN_cuCtxPopCurrent_v4000)drv_sym("cuCtxPopCurrent", 4000);
+    CUcontext raw = NULL, popped = NULL;
+    cuctx_ctx b = {0}, b2 = {0};
+    cuctx_event ev = {0};
+    size_t map0 = cuctx__map_count(), live0 = live_entries();
+    for (int i = 0; i < 200; i++) {
+        cr_assert_eq(create(&raw, 0, 0), CUDA_SUCCESS);
+        cr_assert_eq(pop(&popped), CUDA_SUCCESS);
+        cr_assert_eq(cuctx_ctx_borrow(&b, raw), CUDA_SUCCESS, "%s", cuctx_last_error_message());
+        cr_assert_eq(cuctx__map_count(), map0 + 1);
+        cr_assert_eq(cuctx_ctx_destroy(&b), CUDA_SUCCESS);
+        cr_assert_eq(cuctx__map_count(), map0, "round %d: the borrow's entry outlived its last handle", i);
+        cr_assert_eq(live_entries(), live0, "round %d", i);
+        cr_assert_eq(destroy_raw(raw), CUDA_SUCCESS);
+    }
+    /* children name it too: it ends with the last of them */
+    cr_assert_eq(create(&raw, 0, 0), CUDA_SUCCESS);
+    cr_assert_eq(pop(&popped), CUDA_SUCCESS);
+    cr_assert_eq(cuctx_ctx_borrow(&b, raw), CUDA_SUCCESS);
+    cr_assert_eq(cuctx_ctx_borrow(&b2, raw), CUDA_SUCCESS);
+    cr_assert_eq(cuctx_event_create(&ev, b, 0), CUDA_SUCCESS);
+    cr_assert_eq(cuctx_ctx_destroy(&b), CUDA_SUCCESS);
+    cr_assert_eq(cuctx_ctx_destroy(&b2), CUDA_SUCCESS);
+    cr_assert_eq(cuctx__map_count(), map0 + 1, "the entry ended while its event named it");
+    size_t mark = log_mark();
+    CUevent raw_ev = cuctx_event_raw(ev);
+    cr_assert_eq(cuctx_event_destroy(&ev), CUDA_SUCCESS);
+    cr_assert_eq(calls_on("cuEventDestroy", (uint64_t)(uintptr_t)raw_ev, mark), sim() ? 1 : 0,
+                 "the event's destroy was skipped: its context lives");
+    cr_assert_eq(cuctx__map_count(), map0, "the entry outlived the last child that named it");
+    cr_assert_eq(live_entries(), live0);
+    cr_assert_eq(destroy_raw(raw), CUDA_SUCCESS);
+    /* a primary context borrowed, then retained: the retain's handle names
+     * the same entry, which ends with the last of the two handles while the
+     * runtime's retain keeps the context */
+    PFN_cuDevicePrimaryCtxRetain_v7000 retain =
+        (PFN_cuDevicePrimaryCtxRetain_v7000)drv_sym("cuDevicePrimaryCtxRetain", 7000);
+    PFN_cuDevicePrimaryCtxRelease_v11000 release =
+        (PFN_cuDevicePrimaryCtxRelease_v11000)drv_sym("cuDevicePrimaryCtxRelease", 11000);
+    cuctx_ctx p = {0};
+    cr_assert_eq(retain(&raw, 0), CUDA_SUCCESS);
+    cr_assert_eq(cuctx_ctx_borrow(&b, raw), CUDA_SUCCESS);
+    cr_assert_eq(cuctx_ctx_primary(&p, 0), CUDA_SUCCESS);
+    cr_assert_eq(cuctx_ctx_destroy(&b), CUDA_SUCCESS);
+    cr_assert_eq(cuctx__map_count(), map0 + 1, "the entry ended while the primary handle named it");
+    cr_assert_eq(cuctx_ctx_destroy(&p), CUDA_SUCCESS);
+    cr_assert_eq(cuctx__map_count(), map0, "the entry outlived its last handle");
+    cr_assert_eq(live_entries(), live0);
+    cr_assert_eq(cuctx_ctx_primary(&p, 0), CUDA_SUCCESS);     /* met again: a new entry */
+    cr_assert_eq(cuctx_event_create(&ev, p, 0), CUDA_SUCCESS);
+    cr_assert_eq(cuctx_event_destroy(&ev), CUDA_SUCCESS);
+    cr_assert_eq(cuctx_ctx_destroy(&p), CUDA_SUCCESS);
+    cr_assert_eq(release(0), CUDA_SUCCESS);
+    cr_assert_eq(misuses(), 0);
 }
