@@ -186,9 +186,9 @@ struct cusim_call {
  *   cuStreamSynchronize and -Query answer 906 and invalidate that capture;
  *   cuStreamIsCapturing / cuStreamGetCaptureInfo of it answer 906 and leave
  *   it alone. A capture of non-blocking streams leaves the legacy stream free.
- * - An event recorded in a capture: cuEventQuery 907 and cuEventSynchronize 1,
- *   each invalidating the capture while it is active; once it is invalidated
- *   or ended, both answer 1, and so do cuEventElapsedTime and
+ * - An event recorded in a capture: cuEventQuery and cuEventSynchronize 907,
+ *   invalidating the capture, while it is active; once it is invalidated or
+ *   ended, both answer 1, and so do cuEventElapsedTime and
  *   cuStreamWaitEvent on it (a capturing stream's capture then invalidated),
  *   until the event is recorded outside a capture.
  * - cuStreamWaitEvent(s2, ev) with ev recorded in an active capture: s2 (not
