@@ -203,10 +203,11 @@ struct cusim_call {
  *   stream with work the origin has not waited on since (an event recorded on
  *   it after its last work, waited on by the origin itself; stricter: the real
  *   driver also accepts a join through a third stream): 904, ended without a
- *   graph. Where it fails, *g is set to NULL. Else 0 and *g the capture's graph, which cuGraphGetNodes counts,
- *   cuGraphInstantiateWithFlags instantiates and cuGraphDestroy destroys, also
- *   after its context died. cuGraphDestroy / -Instantiate of a graph still
- *   being captured: a misuse and 1.
+ *   graph. Where it fails, *g is set to NULL. Else 0 and *g the capture's
+ *   graph, which cuGraphGetNodes counts, cuGraphInstantiateWithFlags
+ *   instantiates and cuGraphDestroy destroys, also after its context died.
+ *   cuGraphDestroy / -Instantiate of a graph still being captured: a misuse
+ *   and 1.
  * - cuStreamDestroy of a capture's origin stream: 0, the capture discarded
  *   with its graph, its joined streams out of it and usable; of a joined
  *   stream: 0, it leaves the capture. A context's death is its streams'.
