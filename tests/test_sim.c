@@ -2146,7 +2146,7 @@ Test(sim_capture, events_recorded_in_a_capture_refuse_query_and_synchronize)
 	OK(D.EventCreate(&e0, 0));
 	OK(D.EventRecord(e0, sc.s));
 	OK(D.StreamSynchronize(sc.s));
-	/* while the capture is active: 907 / 1, each invalidating */
+	/* while the capture is active: 907, invalidating; then 1 */
 	begin(sc.s, CU_STREAM_CAPTURE_MODE_RELAXED);
 	OK(D.EventRecord(e, sc.s));
 	WANT(D.EventQuery(e), CUDA_ERROR_CAPTURED_EVENT);
@@ -2155,8 +2155,9 @@ Test(sim_capture, events_recorded_in_a_capture_refuse_query_and_synchronize)
 	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
 	begin(sc.s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
 	OK(D.EventRecord(e, sc.s));
-	WANT(D.EventSynchronize(e), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.EventSynchronize(e), CUDA_ERROR_CAPTURED_EVENT);
 	cr_assert_eq(capture_status(sc.s), CU_STREAM_CAPTURE_STATUS_INVALIDATED);
+	WANT(D.EventSynchronize(e), CUDA_ERROR_INVALID_VALUE);
 	end_capture(sc.s, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
 	/* after the capture ended: 1 everywhere, the stream waiting on it too */
 	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);

@@ -215,16 +215,17 @@ void capture_clear_event(struct obj *ev)
 	ev->cap_node = NULL;
 }
 
-/* While its capture is active: 907 (query) or 1 (synchronize), and the capture
- * invalidated; once it is invalidated or ended: 1. Else the unsafe-call rule. */
-CUresult capture_event_wait(struct obj *ev, bool query)
+/* While its capture is active: 907, and the capture invalidated; once it is
+ * invalidated or ended: 1 (measured, query and synchronize alike). Else the
+ * unsafe-call rule. */
+CUresult capture_event_wait(struct obj *ev)
 {
 	if (!ev->cap_id)
 		return capture_unsafe();
 	struct capture *cap = capture_by_id(ev->cap_id);
 	if (cap && !cap->invalidated) {
 		cap->invalidated = true;
-		return query ? CUDA_ERROR_CAPTURED_EVENT : CUDA_ERROR_INVALID_VALUE;
+		return CUDA_ERROR_CAPTURED_EVENT;
 	}
 	return CUDA_ERROR_INVALID_VALUE;
 }

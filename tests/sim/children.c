@@ -88,7 +88,7 @@ CUresult sim_cuEventQuery(CUevent ev)
 	struct obj *o;
 	CUresult rc = need_live(&c, K_EVENT, H(ev), &o);
 	if (rc == CUDA_SUCCESS)
-		rc = capture_event_wait(o, true);
+		rc = capture_event_wait(o);
 	return leave(&c, rc);
 }
 
@@ -100,7 +100,7 @@ CUresult sim_cuEventSynchronize(CUevent ev)
 	struct obj *o;
 	CUresult rc = need_live(&c, K_EVENT, H(ev), &o);
 	if (rc == CUDA_SUCCESS)
-		rc = capture_event_wait(o, false);
+		rc = capture_event_wait(o);
 	return leave(&c, rc);
 }
 

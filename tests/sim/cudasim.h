@@ -186,9 +186,9 @@ struct cusim_call {
  *   cuStreamSynchronize and -Query answer 906 and invalidate that capture;
  *   cuStreamIsCapturing / cuStreamGetCaptureInfo of it answer 906 and leave
  *   it alone. A capture of non-blocking streams leaves the legacy stream free.
- * - An event recorded in a capture: cuEventQuery 907 and cuEventSynchronize 1,
- *   each invalidating the capture while it is active; once it is invalidated
- *   or ended, both answer 1, and so do cuEventElapsedTime and
+ * - An event recorded in a capture: cuEventQuery and cuEventSynchronize 907,
+ *   invalidating the capture, while it is active; once it is invalidated or
+ *   ended, both answer 1, and so do cuEventElapsedTime and
  *   cuStreamWaitEvent on it (a capturing stream's capture then invalidated),
  *   until the event is recorded outside a capture.
  * - cuStreamWaitEvent(s2, ev) with ev recorded in an active capture: s2 (not
@@ -203,10 +203,11 @@ struct cusim_call {
  *   stream with work the origin has not waited on since (an event recorded on
  *   it after its last work, waited on by the origin itself; stricter: the real
  *   driver also accepts a join through a third stream): 904, ended without a
- *   graph. Where it fails, *g is set to NULL. Else 0 and *g the capture's graph, which cuGraphGetNodes counts,
- *   cuGraphInstantiateWithFlags instantiates and cuGraphDestroy destroys, also
- *   after its context died. cuGraphDestroy / -Instantiate of a graph still
- *   being captured: a misuse and 1.
+ *   graph. Where it fails, *g is set to NULL. Else 0 and *g the capture's
+ *   graph, which cuGraphGetNodes counts, cuGraphInstantiateWithFlags
+ *   instantiates and cuGraphDestroy destroys, also after its context died.
+ *   cuGraphDestroy / -Instantiate of a graph still being captured: a misuse
+ *   and 1.
  * - cuStreamDestroy of a capture's origin stream: 0, the capture discarded
  *   with its graph, its joined streams out of it and usable; of a joined
  *   stream: 0, it leaves the capture. A context's death is its streams'.

@@ -331,8 +331,8 @@ CUresult capture_legacy(struct obj *ctx);
 CUresult capture_ctx_sync(struct obj *ctx);
 /* cuStreamSynchronize / cuStreamQuery of s: 900 on a capturing stream, 906 on the legacy one beside a blocking capture. */
 CUresult capture_stream_sync(CUstream s, struct obj *ctx);
-/* cuEventQuery / cuEventSynchronize of ev: 907 / 1 (query) for an event recorded in a capture. */
-CUresult capture_event_wait(struct obj *ev, bool query);
+/* cuEventQuery / cuEventSynchronize of ev: 907 or 1 for an event recorded in a capture, else the unsafe-call rule. */
+CUresult capture_event_wait(struct obj *ev);
 /* An event record on s that capture took (c->captured set): ev now marks that point of the capture. */
 void capture_mark_event(struct obj *ev, CUstream s);
 /* An event recorded outside a capture. */
