@@ -990,11 +990,11 @@ static const struct child_ops {
     CUresult (*destroy)(uint64_t *id);
     int untethered;
 } child_kinds[C_COUNT] = {
-    [C_EVENT] = {&kind_info_event, create_event, destroy_event},
-    [C_STREAM] = {&kind_info_stream, create_stream, destroy_stream},
-    [C_MEM] = {&kind_info_mem, create_mem, destroy_mem},
-    [C_HOST_MEM] = {&kind_info_host_mem, create_host_mem, destroy_host_mem},
-    [C_GRAPH_EXEC] = {&kind_info_graph_exec, create_graph_exec, destroy_graph_exec},
+    [C_EVENT] = {&kind_info_event, create_event, destroy_event, 0},
+    [C_STREAM] = {&kind_info_stream, create_stream, destroy_stream, 0},
+    [C_MEM] = {&kind_info_mem, create_mem, destroy_mem, 0},
+    [C_HOST_MEM] = {&kind_info_host_mem, create_host_mem, destroy_host_mem, 0},
+    [C_GRAPH_EXEC] = {&kind_info_graph_exec, create_graph_exec, destroy_graph_exec, 0},
     [C_GRAPH] = {&kind_info_graph, NULL, destroy_graph, 1},
 };
 
