@@ -2526,8 +2526,8 @@ int main(int argc, char **argv)
                tot.cap_into_held, tot.cap_stale, tot.cap_records, tot.cap_paused);
     else
         printf("stress: captures: off (STRESS_CAPTURE=0, or the driver has no graphs)\n");
-    printf("stress: graphs (no context): %lu kept by captures, %lu destroyed (%lu after their context died, %lu "
-           "at the end after every context), none a stale skip; %lu uses; %lu kept graphs instantiated once\n",
+    printf("stress: graphs (no context): %lu kept by captures, %lu destroyed (%lu after their context died, %lu of "
+           "them at the end after every context), none a stale skip; %lu uses; %lu kept graphs instantiated once\n",
            tot.creates[C_GRAPH], tot.untethered_destroys, tot.graphs_after_ctx, graphs_last, tot.graph_uses,
            tot.cap_instantiated);
     printf("stress: %lu operations, %d threads, %.2f s, %.0f ops/s, %" PRIu64 " stale skips, %zu misuses%s, "
