@@ -14,7 +14,10 @@
  *     failed-destroy and shutdown-skip counters;
  *   - live driver objects per kind (cusim_live) and primary retains
  *     (cusim_primary_refs): a child is alive in the driver exactly while
- *     its cuctx handle lives and its context does;
+ *     its cuctx handle lives and its context does - a graph or a library
+ *     (kinds of no context) exactly while its handle lives, whatever became
+ *     of any context: its destroy reaches the driver and is never a stale
+ *     skip; and no stream capture going on (cusim_live(CUSIM_CAPTURE));
  *   - the current context (the top of the thread's stack);
  *   - reports to the error handler (failed cleanups, failed CUCTX_SCOPED);
  *   - the simulator's misuse log, which must stay empty.
@@ -36,7 +39,8 @@
  *
  * The encoding, for writing seeds by hand: an optional first byte 0xff
  * turns the simulator's address recycling off for the input; then each
- * operation is three bytes, OP a b, OP taken modulo 23:
+ * operation is three bytes, OP a b, OP taken modulo 27 (a capture reads
+ * more, see 26):
  *   0 ctx_create (slot a%4; b: bit 0 device, bits 1-3 flags, 0x80 bad flags,
  *     0x70 bad device)           1 ctx_primary (slot a%4; b bit 0 device)
  *   2 ctx_borrow (slot a%4; b%6: 0-1 a raw context, 2 the current one, 3 the
@@ -61,6 +65,25 @@
  *   21 raw primary retain/release/reset (a%3; b bit 0 device)
  *   22 CUCTX_AUTO create (b%7: a child kind or a context; b&0x80: CUCTX_MOVE
  *     it out to slot a%8)
+ *   23 cuctx_graph (slot a%8; b%5: create, create into the slot itself (a
+ *     live graph there: refused), raw and its node count, instantiate an
+ *     exec in context (b>>3)%6 (as 8) into slot (a>>3)%8, destroy)
+ *   24 cuctx_library (slot a%8; b%5: load_data of image (b>>3)%6 - kernels,
+ *     the same into the slot itself, PTX that does not assemble, text
+ *     without kernels, binary, NULL -, load from a file ((b>>3)&1: the
+ *     kernels' file, else a missing one), kernel lookup (name (b>>3)%4: k,
+ *     k2, nope, NULL; a bad image's error with its JIT log), raw, destroy)
+ *   25 cuctx_launch of the kernel last looked up while its library lives
+ *     (b%4: 0-1 on slot a%8's stream, 2 {0}, 3 CUCTX_STREAM_LEGACY or
+ *     _PER_THREAD; b&0x40 a grid of 0, b&0x80 a NULL kernel)
+ *   26 a stream capture, begun and ended within the operation (op_capture):
+ *     stream slot a%8 ((a>>6)==3: CUCTX_STREAM_LEGACY), the graph into slot
+ *     (a>>3)%8; b&3 the mode (GLOBAL, THREAD_LOCAL, RELAXED, not a mode),
+ *     ((b>>2)&7)%6 the form (by hand kept, by hand abandoned, CUCTX_CAPTURE,
+ *     CUCTX_CAPTURE_ELSE, CUCTX_CAPTURE left by break, CUCTX_CAPTURE_ELSE
+ *     left by return), b>>5 steps of one more byte each (cap_step)
+ * Child slots hold handles of any kind; ops 10, 11 and 13 take graphs and
+ * libraries too (kind (b>>4)%8 where they pick one).
  * Bytes past the end read as 0. While a scope is open, raw operations keep
  * the stack's shape (raw pushes and pops inside a scope must balance).
  */
@@ -99,6 +122,7 @@ static struct {
     PFN_cuDevicePrimaryCtxReset_v11000 reset;
     PFN_cuGraphCreate_v10000 graph_create;
     PFN_cuGraphDestroy_v10000 graph_destroy;
+    PFN_cuGraphGetNodes_v10000 graph_nodes;
 } raw;
 
 #define H(p) ((uint64_t)(uintptr_t)(p))
@@ -120,15 +144,24 @@ static struct {
 
 /* ---- the model ---------------------------------------------------------------- */
 
-/* The child kinds in the order of TEST_CHILD_KINDS (kinds.h), which names them. */
-enum okind { O_NONE, O_CTX, O_EVENT, O_STREAM, O_MODULE, O_MEM, O_HOST, O_GEXEC, O_KINDS };
+/* The child kinds in the order of TEST_CHILD_KINDS (kinds.h), which names them
+ * (the tethered kinds), then the kinds of no context, graph and library, in
+ * the order of cuctx's id kinds (lib/ids.h). */
+enum okind { O_NONE, O_CTX, O_EVENT, O_STREAM, O_MODULE, O_MEM, O_HOST, O_GEXEC, O_GRAPH, O_LIB, O_KINDS };
 #define O_NAME(name, ...) #name,
 #define O_SIM(name, type, stat, sim, ...) sim,
 #define O_ONE(...) +1
-_Static_assert(O_KINDS == O_EVENT TEST_CHILD_KINDS(O_ONE), "enum okind has one child kind per line of kinds.h");
-static const char *const okind_name[O_KINDS] = {"none", "ctx", TEST_CHILD_KINDS(O_NAME)};
+_Static_assert(O_GRAPH == O_EVENT TEST_CHILD_KINDS(O_ONE), "enum okind has one child kind per line of kinds.h");
+#define O_CHILD_KINDS (O_KINDS - O_EVENT)   /* child kinds, tethered or not */
+static const char *const okind_name[O_KINDS] = {"none", "ctx", TEST_CHILD_KINDS(O_NAME) "graph", "library"};
 /* the simulator's kind for the driver's objects of each child kind */
-static const enum cusim_kind sim_kind[O_KINDS] = {CUSIM_ALL, CUSIM_ALL, TEST_CHILD_KINDS(O_SIM)};
+static const enum cusim_kind sim_kind[O_KINDS] = {CUSIM_ALL, CUSIM_ALL, TEST_CHILD_KINDS(O_SIM) CUSIM_GRAPH,
+                                                  CUSIM_LIBRARY};
+/* A graph or a library belongs to no context: no inst, never a stale skip. */
+static int untethered(int k)
+{
+    return k == O_GRAPH || k == O_LIB;
+}
 enum role { R_OWNED = 1, R_PRIMARY, R_BORROWED };
 static const char *const role_name[] = {"?", "owned", "primary", "borrowed"};
 enum ikind { I_OWNED = 1, I_RAW, I_PRIMARY };
@@ -150,7 +183,9 @@ struct obj {                    /* one cuctx handle's object */
     int dev;
     unsigned flags;             /* events: creation flags */
     int recorded;               /* events */
-    size_t size;                /* mem, host_mem */
+    int cap_recorded;           /* events: last recorded in a capture (over now): waits answer 1 */
+    int image;                  /* libraries: 0 kernels k and k2, 1 PTX that does not assemble, 2 not PTX */
+    size_t size;                /* mem, host_mem; graphs: their nodes */
 };
 
 /* A scope the model knows to be open (entered), or failed/exited. */
@@ -183,6 +218,8 @@ static struct {
     uint64_t ch_slot[NCH];
     int raw_slot[NRAW];         /* instance made by the harness, -1 none */
     CUgraph graph;
+    CUkernel kernel;            /* the last kernel looked up, of library object kernel_lib */
+    int kernel_lib;
     uint64_t stale_skips;       /* expected since the input began */
     int reports;                /* expected reports to the error handler */
     struct open_scope sc[MAX_SCOPES];
@@ -205,6 +242,9 @@ static char last_report_msg[512];
 static const char *ptx_path;
 static int print_trace;         /* CUCTX_FUZZ_TRACE=1: print each input's operations */
 static const char good_image[] = "// cuctx fuzz\n.visible .entry k(\n)\n{\n ret;\n}\n.entry k2 ( )\n";
+/* PTX that does not assemble (the simulator's convention): a library of it
+ * loads, and its kernel lookups fail with the JIT log in the message. */
+static const char broken_image[] = "// cuctx fuzz\n.visible .entry k(\n)\n{\n\tcusim_bad;\n ret;\n}\n";
 static const char text_image[] = "// no kernels in here\n";
 static const char bin_image[] = "\x7f" "ELF\x01\x02";
 
@@ -355,6 +395,8 @@ static CUresult want_child(uint64_t id, int k, int *oi)
     *oi = i;
     if (i < 0 || M.obj[i].kind != k || !M.obj[i].alive)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (untethered(k))
+        return CUDA_SUCCESS;
     if (!M.inst[M.obj[i].inst].live)
         return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     return CUDA_SUCCESS;
@@ -456,7 +498,7 @@ static CUresult model_child_destroy(uint64_t id, int k)
 static int id_kind(uint64_t id)
 {
     unsigned k = (unsigned)(id >> 58);
-    return k >= O_CTX && k <= O_GEXEC ? (int)k : O_NONE;
+    return k >= O_CTX && k <= O_LIB ? (int)k : O_NONE;
 }
 
 static CUresult model_any_destroy(uint64_t id)
@@ -484,11 +526,12 @@ static void verify(const char *where)
         if (!M.obj[i].alive)
             continue;
         want[M.obj[i].kind]++;
-        if (M.obj[i].kind != O_CTX && M.inst[M.obj[i].inst].live)
+        if (M.obj[i].kind != O_CTX && (untethered(M.obj[i].kind) || M.inst[M.obj[i].inst].live))
             drv[M.obj[i].kind]++;
     }
+    drv[O_GRAPH] += M.graph ? 1 : 0;    /* the raw one graph_exec instantiates */
     #define O_STAT(name, type, stat, ...) st.stat,
-    size_t got[O_KINDS] = {0, st.ctx_handles, TEST_CHILD_KINDS(O_STAT)};
+    size_t got[O_KINDS] = {0, st.ctx_handles, TEST_CHILD_KINDS(O_STAT) st.graphs, st.libraries};
 #undef O_STAT
     for (int k = O_CTX; k < O_KINDS; k++)
         if (got[k] != want[k])
@@ -528,8 +571,8 @@ static void verify(const char *where)
         if (sim.live(sim_kind[k]) != drv[k])
             fail("%s: the driver has %zu live %s objects, the model %zu", where, sim.live(sim_kind[k]), okind_name[k],
                  drv[k]);
-    if (sim.live(CUSIM_GRAPH) != (M.graph ? 1u : 0u))
-        fail("%s: the driver has %zu graphs", where, sim.live(CUSIM_GRAPH));
+    if (sim.live(CUSIM_CAPTURE) != 0)
+        fail("%s: the driver has %zu stream captures going on", where, sim.live(CUSIM_CAPTURE));
     for (int d = 0; d < NDEV; d++) {
         unsigned refs = M.prim_raw_refs[d] + prim_handles(d);
         if (sim.primary_refs(d) != refs)
@@ -565,10 +608,11 @@ enum op {
     OP_CTX_CREATE, OP_CTX_PRIMARY, OP_CTX_BORROW, OP_CTX_DESTROY, OP_CTX_SET_CURRENT, OP_POP_CURRENT,
     OP_CTX_QUERY, OP_PRIMARY_RESET, OP_CHILD_CREATE, OP_CHILD_CREATE_CUR, OP_CHILD_DESTROY, OP_CHILD_USE,
     OP_COPY, OP_STALE, OP_SCOPE_ENTER, OP_SCOPE_EXIT, OP_SCOPED, OP_RAW_CREATE, OP_RAW_DESTROY,
-    OP_RAW_PUSH, OP_RAW_POP, OP_RAW_PRIMARY, OP_AUTO, OP_COUNT
+    OP_RAW_PUSH, OP_RAW_POP, OP_RAW_PRIMARY, OP_AUTO, OP_GRAPH, OP_LIBRARY, OP_LAUNCH, OP_CAPTURE, OP_COUNT
 };
 
 static void run_ops(int n);
+static void library_kernel(uint64_t id, unsigned v);
 
 /* ---- contexts ------------------------------------------------------------------------- */
 
@@ -1015,13 +1059,13 @@ static void op_child_destroy(uint8_t a, uint8_t b)
     int slot = a % NCH;
     uint64_t id = M.ch_slot[slot];
     int oi = obj_find(id);
-    int k = oi >= 0 ? M.obj[oi].kind : O_EVENT + (b >> 4) % 6;
+    int k = oi >= 0 ? M.obj[oi].kind : O_EVENT + (b >> 4) % O_CHILD_KINDS;
     CUresult rc, want;
     switch (b % 4) {
     case 0:
     case 1: {
         /* the kind's own destroy; with b & 2, another kind's (refused, left alive) */
-        int dk = b % 4 == 1 ? O_EVENT + (k - O_EVENT + 1 + (b >> 4) % 5) % 6 : k;
+        int dk = b % 4 == 1 ? O_EVENT + (k - O_EVENT + 1 + (b >> 4) % (O_CHILD_KINDS - 1)) % O_CHILD_KINDS : k;
         want = model_child_destroy(id, dk);
         switch (dk) {
         case O_EVENT: rc = cuctx_event_destroy((cuctx_event *)&M.ch_slot[slot]); break;
@@ -1029,6 +1073,8 @@ static void op_child_destroy(uint8_t a, uint8_t b)
         case O_MODULE: rc = cuctx_module_destroy((cuctx_module *)&M.ch_slot[slot]); break;
         case O_MEM: rc = cuctx_mem_destroy((cuctx_mem *)&M.ch_slot[slot]); break;
         case O_HOST: rc = cuctx_host_mem_destroy((cuctx_host_mem *)&M.ch_slot[slot]); break;
+        case O_GRAPH: rc = cuctx_graph_destroy((cuctx_graph *)&M.ch_slot[slot]); break;
+        case O_LIB: rc = cuctx_library_destroy((cuctx_library *)&M.ch_slot[slot]); break;
         default: rc = cuctx_graph_exec_destroy((cuctx_graph_exec *)&M.ch_slot[slot]); break;
         }
         note("%s_destroy(slot %d %#llx) -> %s", okind_name[dk], slot, (unsigned long long)id, cuctx_result_name(rc));
@@ -1058,7 +1104,7 @@ static void child_use(int k, uint64_t id, uint64_t other, unsigned v)
             note("event_record(%#llx, {0}) -> %s", (unsigned long long)id, cuctx_result_name(rc));
             expect_rc(rc, want, "cuctx_event_record");
             if (rc == CUDA_SUCCESS)
-                M.obj[oi].recorded = 1;
+                M.obj[oi].recorded = 1, M.obj[oi].cap_recorded = 0;
             return;
         case 1:
             if (want == CUDA_SUCCESS && other) {
@@ -1071,14 +1117,19 @@ static void child_use(int k, uint64_t id, uint64_t other, unsigned v)
                  cuctx_result_name(rc));
             expect_rc(rc, want, "cuctx_event_record on a stream");
             if (rc == CUDA_SUCCESS)
-                M.obj[oi].recorded = 1;
+                M.obj[oi].recorded = 1, M.obj[oi].cap_recorded = 0;
             return;
         case 2:
+            /* last recorded in a capture, which is over: 1 */
+            if (want == CUDA_SUCCESS && M.obj[oi].cap_recorded)
+                want = CUDA_ERROR_INVALID_VALUE;
             rc = cuctx_event_query((cuctx_event){id});
             note("event_query(%#llx) -> %s", (unsigned long long)id, cuctx_result_name(rc));
             expect_rc(rc, want, "cuctx_event_query");
             return;
         case 3:
+            if (want == CUDA_SUCCESS && M.obj[oi].cap_recorded)
+                want = CUDA_ERROR_INVALID_VALUE;
             rc = cuctx_event_synchronize((cuctx_event){id});
             note("event_synchronize(%#llx) -> %s", (unsigned long long)id, cuctx_result_name(rc));
             expect_rc(rc, want, "cuctx_event_synchronize");
@@ -1087,7 +1138,9 @@ static void child_use(int k, uint64_t id, uint64_t other, unsigned v)
             float ms = -1;
             if (want == CUDA_SUCCESS) {
                 want = want_child(other, O_EVENT, &o2);
-                if (want == CUDA_SUCCESS
+                if (want == CUDA_SUCCESS && (M.obj[oi].cap_recorded || M.obj[o2].cap_recorded))
+                    want = CUDA_ERROR_INVALID_VALUE;
+                else if (want == CUDA_SUCCESS
                     && ((M.obj[oi].flags | M.obj[o2].flags) & CU_EVENT_DISABLE_TIMING
                         || !M.obj[oi].recorded || !M.obj[o2].recorded))
                     want = CUDA_ERROR_INVALID_HANDLE;
@@ -1118,6 +1171,8 @@ static void child_use(int k, uint64_t id, uint64_t other, unsigned v)
         case 1:
             if (want == CUDA_SUCCESS)
                 want = want_child(other, O_EVENT, &o2);
+            if (want == CUDA_SUCCESS && M.obj[o2].cap_recorded)
+                want = CUDA_ERROR_INVALID_VALUE;
             rc = cuctx_stream_wait_event((cuctx_stream){id}, (cuctx_event){other});
             note("stream_wait_event(%#llx, %#llx) -> %s", (unsigned long long)id, (unsigned long long)other,
                  cuctx_result_name(rc));
@@ -1188,6 +1243,32 @@ static void child_use(int k, uint64_t id, uint64_t other, unsigned v)
             fail("the last error is %s, the model says %s", cuctx_result_name(cuctx_last_error()),
                  cuctx_result_name(want));
         return;
+    case O_GRAPH: {
+        CUgraph g = cuctx_graph_raw((cuctx_graph){id});
+        size_t n = 0;
+        note("graph_raw(%#llx) -> %p", (unsigned long long)id, (void *)g);
+        if ((g != NULL) != (want == CUDA_SUCCESS) || (g && !sim.is_live(CUSIM_GRAPH, H(g))))
+            fail("cuctx_graph_raw is %p, the model says %s", (void *)g, cuctx_result_name(want));
+        if (!g && cuctx_last_error() != want)
+            fail("the last error is %s, the model says %s", cuctx_result_name(cuctx_last_error()),
+                 cuctx_result_name(want));
+        if (g && (raw.graph_nodes(g, NULL, &n) != CUDA_SUCCESS || n != M.obj[oi].size))
+            fail("the graph has %zu nodes, the model %zu", n, M.obj[oi].size);
+        return;
+    }
+    case O_LIB:
+        if (v % 2) {
+            CUlibrary l = cuctx_library_raw((cuctx_library){id});
+            note("library_raw(%#llx) -> %p", (unsigned long long)id, (void *)l);
+            if ((l != NULL) != (want == CUDA_SUCCESS) || (l && !sim.is_live(CUSIM_LIBRARY, H(l))))
+                fail("cuctx_library_raw is %p, the model says %s", (void *)l, cuctx_result_name(want));
+            if (!l && cuctx_last_error() != want)
+                fail("the last error is %s, the model says %s", cuctx_result_name(cuctx_last_error()),
+                     cuctx_result_name(want));
+        } else {
+            library_kernel(id, v >> 1);
+        }
+        return;
     default:
         switch (v % 3) {
         case 0:
@@ -1221,7 +1302,7 @@ static void op_child_use(uint8_t a, uint8_t b)
 {
     uint64_t id = M.ch_slot[a % NCH], other = M.ch_slot[(a >> 3) % NCH];
     int oi = obj_find(id);
-    int k = (b & 0x80) || oi < 0 ? O_EVENT + (b >> 4) % 6 : M.obj[oi].kind;
+    int k = (b & 0x80) || oi < 0 ? O_EVENT + (b >> 4) % O_CHILD_KINDS : M.obj[oi].kind;
     child_use(k, id, other, b & 0x0f);
 }
 
@@ -1243,7 +1324,7 @@ static void op_stale(uint8_t a, uint8_t b)
         int slot = a % NCH;
         uint64_t copy = M.ch_slot[slot];
         int oi = obj_find(copy);
-        int k = oi >= 0 ? M.obj[oi].kind : O_EVENT + (b >> 4) % 6;
+        int k = oi >= 0 ? M.obj[oi].kind : O_EVENT + (b >> 4) % O_CHILD_KINDS;
         note("stale copy of child slot %d (%#llx)", slot, (unsigned long long)copy);
         destroy_via(&M.ch_slot[slot], (b >> 1) % 3, model_any_destroy(copy), "destroy of the original");
         child_use(k, copy, M.ch_slot[(a >> 3) % NCH], b >> 3);
@@ -1673,6 +1754,568 @@ static void op_auto(uint8_t a, uint8_t b)
         model_child_destroy(M.obj[oi].id, k);
 }
 
+/* ---- the kinds of no context: graphs, libraries; launches; stream capture ---------- */
+
+/* Whether slot holds a live object of kind k: a create into it is refused
+ * (the handle-filling rule of cuctx.h); of no context, alive is live. */
+static int slot_holds_live(uint64_t id, int k)
+{
+    int oi = obj_find(id);
+    return oi >= 0 && M.obj[oi].kind == k && M.obj[oi].alive
+           && (untethered(k) || M.inst[M.obj[oi].inst].live);
+}
+
+static void op_graph(uint8_t a, uint8_t b)
+{
+    int slot = a % NCH;
+    uint64_t id = M.ch_slot[slot];
+    CUresult rc, want;
+    switch (b % 5) {
+    case 0:
+    case 1: {
+        /* b%5 == 1: into the slot itself, which must not hold a live graph */
+        int into = b % 5 == 1;
+        cuctx_graph g = {into ? id : 0xdead};
+        want = into && slot_holds_live(id, O_GRAPH) ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+        rc = PLAIN ? (cuctx_graph_create)(&g) : cuctx_graph_create(&g);
+        note("graph_create(%s slot %d) -> %s %#llx", into ? "into" : "for", slot, cuctx_result_name(rc),
+             (unsigned long long)g.id);
+        expect_rc(rc, want, "cuctx_graph_create");
+        if (rc != CUDA_SUCCESS) {
+            if (g.id != (into ? id : 0))
+                fail("a refused cuctx_graph_create changed the handle to %#llx", (unsigned long long)g.id);
+            return;
+        }
+        if (id_kind(g.id) != O_GRAPH)
+            fail("a new graph handle %#llx is of kind %d", (unsigned long long)g.id, id_kind(g.id));
+        obj_new(g.id, O_GRAPH, -1);
+        M.ch_slot[slot] = g.id;
+        return;
+    }
+    case 2:
+        child_use(O_GRAPH, id, 0, 0);
+        return;
+    case 3: {
+        /* an exec of the slot's graph, in a context operand, to another slot */
+        const char *d;
+        uint64_t ctx = ctx_operand(b >> 3, &d);
+        int dest = (a >> 3) % NCH, inst = -1, oi;
+        CUgraph g = cuctx_graph_raw((cuctx_graph){id});
+        if ((g != NULL) != (want_child(id, O_GRAPH, &oi) == CUDA_SUCCESS))
+            fail("cuctx_graph_raw is %p", (void *)g);
+        want = g ? want_owner(ctx, &inst) : CUDA_ERROR_INVALID_VALUE;
+        cuctx_graph_exec ge = {0xdead};
+        rc = cuctx_graph_exec_instantiate(&ge, (cuctx_ctx){ctx}, g, 0);
+        note("graph_exec_instantiate(graph slot %d %p, %s %#llx) -> slot %d: %s %#llx", slot, (void *)g, d,
+             (unsigned long long)ctx, dest, cuctx_result_name(rc), (unsigned long long)ge.id);
+        expect_rc(rc, want, "cuctx_graph_exec_instantiate of a cuctx_graph");
+        if (rc == CUDA_SUCCESS) {
+            obj_new(ge.id, O_GEXEC, inst);
+            M.ch_slot[dest] = ge.id;
+        } else if (ge.id) {
+            fail("a failed instantiate left the handle %#llx", (unsigned long long)ge.id);
+        }
+        return;
+    }
+    default:
+        want = model_child_destroy(id, O_GRAPH);
+        rc = cuctx_graph_destroy((cuctx_graph *)&M.ch_slot[slot]);
+        note("graph_destroy(slot %d %#llx) -> %s", slot, (unsigned long long)id, cuctx_result_name(rc));
+        expect_rc(rc, want, "cuctx_graph_destroy");
+        if (M.ch_slot[slot])
+            fail("a destroy left the handle %#llx", (unsigned long long)M.ch_slot[slot]);
+        return;
+    }
+}
+
+/* cuctx_library_kernel of library id, name by v. */
+static void library_kernel(uint64_t id, unsigned v)
+{
+    static const char *const names[] = {"k", "k2", "nope", NULL};
+    const char *name = names[v % 4];
+    int oi;
+    CUresult want = want_child(id, O_LIB, &oi);
+    if (!name)
+        want = CUDA_ERROR_INVALID_VALUE;   /* checked first */
+    else if (want == CUDA_SUCCESS)
+        want = M.obj[oi].image == 1   ? CUDA_ERROR_INVALID_PTX
+               : M.obj[oi].image == 2 ? CUDA_ERROR_INVALID_IMAGE
+               : v % 4 == 2           ? CUDA_ERROR_NOT_FOUND
+                                      : CUDA_SUCCESS;
+    CUkernel k = (CUkernel)1;
+    CUresult rc = cuctx_library_kernel((cuctx_library){id}, name, &k);
+    note("library_kernel(%#llx, %s) -> %s %p", (unsigned long long)id, name ? name : "NULL", cuctx_result_name(rc),
+         (void *)k);
+    expect_rc(rc, want, "cuctx_library_kernel");
+    if (name && (rc == CUDA_SUCCESS) != (k != NULL))     /* (a NULL name: *out untouched) */
+        fail("cuctx_library_kernel gave the kernel %p", (void *)k);
+    /* the JIT log of the load, kept for the lookup's message */
+    if (rc == CUDA_ERROR_INVALID_PTX && !strstr(cuctx_last_error_message(), "cusim_bad"))
+        fail("the failed kernel lookup of a library of PTX that does not assemble does not give the JIT log");
+    if (rc == CUDA_SUCCESS) {
+        M.kernel = k;
+        M.kernel_lib = oi;
+    }
+}
+
+static void op_library(uint8_t a, uint8_t b)
+{
+    int slot = a % NCH;
+    uint64_t id = M.ch_slot[slot];
+    CUresult rc, want;
+    switch (b % 5) {
+    case 0:
+    case 1: {
+        /* from memory (b%5 == 0; image (b>>3)%6, 1: into the slot itself) or a file */
+        static const char *const what[] = {"kernels", "kernels, into the slot", "PTX that does not assemble",
+                                           "text without kernels", "binary", "NULL"};
+        const void *const images[] = {good_image, good_image, broken_image, text_image, bin_image, NULL};
+        static const int image_kind[] = {0, 0, 1, 2, 2, 0};
+        int from_file = b % 5 == 1, img = (b >> 3) % 6, into = !from_file && img == 1;
+        const char *path = (b >> 3) & 1 ? ptx_path : "/nonexistent/cuctx-fuzz.ptx";
+        if (from_file && !path)
+            return;
+        cuctx_library l = {into ? id : 0xdead};
+        if (into && slot_holds_live(id, O_LIB))
+            want = CUDA_ERROR_INVALID_VALUE;
+        else if (from_file)
+            want = path == ptx_path ? CUDA_SUCCESS : CUDA_ERROR_FILE_NOT_FOUND;
+        else
+            want = images[img] ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+        if (from_file)
+            rc = PLAIN ? (cuctx_library_load)(&l, path) : cuctx_library_load(&l, path);
+        else
+            rc = PLAIN ? (cuctx_library_load_data)(&l, images[img]) : cuctx_library_load_data(&l, images[img]);
+        note("library_load%s(%s) -> slot %d: %s %#llx", from_file ? "" : "_data", from_file ? path : what[img], slot,
+             cuctx_result_name(rc), (unsigned long long)l.id);
+        expect_rc(rc, want, from_file ? "cuctx_library_load" : "cuctx_library_load_data");
+        if (rc != CUDA_SUCCESS) {
+            if (l.id != (into ? id : 0))
+                fail("a failed library load changed the handle to %#llx", (unsigned long long)l.id);
+            return;
+        }
+        if (id_kind(l.id) != O_LIB)
+            fail("a new library handle %#llx is of kind %d", (unsigned long long)l.id, id_kind(l.id));
+        int oi = obj_new(l.id, O_LIB, -1);
+        M.obj[oi].image = from_file ? 0 : image_kind[img];
+        M.ch_slot[slot] = l.id;
+        return;
+    }
+    case 2:
+        library_kernel(id, b >> 3);
+        return;
+    case 3:
+        child_use(O_LIB, id, 0, 1);
+        return;
+    default:
+        want = model_child_destroy(id, O_LIB);
+        rc = cuctx_library_destroy((cuctx_library *)&M.ch_slot[slot]);
+        note("library_destroy(slot %d %#llx) -> %s", slot, (unsigned long long)id, cuctx_result_name(rc));
+        expect_rc(rc, want, "cuctx_library_destroy");
+        if (M.ch_slot[slot])
+            fail("a destroy left the handle %#llx", (unsigned long long)M.ch_slot[slot]);
+        return;
+    }
+}
+
+/* The kernel last looked up, while its library lives (a kernel of an
+ * unloaded library is the caller's error, which cuctx cannot see). */
+static CUkernel live_kernel(void)
+{
+    return M.kernel_lib >= 0 && M.obj[M.kernel_lib].alive ? M.kernel : NULL;
+}
+
+/* The answer to a launch on the current context's default stream. */
+static CUresult want_default_launch(void)
+{
+    if (!M.depth)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    return occ_live(top()) < 0 ? CUDA_ERROR_CONTEXT_IS_DESTROYED : CUDA_SUCCESS;
+}
+
+/* cuctx_launch of the library's kernel: on a slot's stream (an empty slot
+ * is {0}: the current context's default stream), {0}, CUCTX_STREAM_LEGACY
+ * or _PER_THREAD; b&0x40: a grid of 0 (the driver's error); b&0x80: a NULL
+ * kernel. */
+static void op_launch(uint8_t a, uint8_t b)
+{
+    CUkernel k = live_kernel();
+    if (!k)
+        return;
+    cuctx_stream s;
+    const char *d;
+    int oi;
+    switch (b % 4) {
+    case 0:
+    case 1: s = (cuctx_stream){M.ch_slot[a % NCH]}; d = "slot"; break;
+    case 2: s = (cuctx_stream){0}; d = "{0}"; break;
+    default:
+        s = (b >> 2) & 1 ? CUCTX_STREAM_PER_THREAD : CUCTX_STREAM_LEGACY;
+        d = (b >> 2) & 1 ? "CUCTX_STREAM_PER_THREAD" : "CUCTX_STREAM_LEGACY";
+        break;
+    }
+    CUresult want = s.id == 0 || s.id == CUCTX_STREAM_LEGACY.id || s.id == CUCTX_STREAM_PER_THREAD.id
+                        ? want_default_launch()
+                        : want_child(s.id, O_STREAM, &oi);
+    cuctx_dim3 grid = {(b & 0x40) ? 0u : 2u, 1, 1}, block = {32, 1, 1};
+    if (want == CUDA_SUCCESS && !grid.x)
+        want = CUDA_ERROR_INVALID_VALUE;
+    if (b & 0x80) {
+        k = NULL;
+        want = CUDA_ERROR_INVALID_VALUE;
+    }
+    CUresult rc = cuctx_launch(k, s, grid, block, 0, NULL);
+    note("launch(kernel %p, %s %#llx, grid %u) -> %s", (void *)k, d, (unsigned long long)s.id, grid.x,
+         cuctx_result_name(rc));
+    expect_rc(rc, want, "cuctx_launch of a library's kernel");
+}
+
+/* One stream capture, begun and ended within the operation (so that no
+ * other operation runs while a stream captures: the unsafe-call rules of a
+ * capture would reach every one of them), with steps in between. */
+struct mcap {
+    uint64_t s;                 /* the stream */
+    int mode;                   /* CUstreamCaptureMode */
+    int invalid;                /* the driver invalidated it */
+    size_t nodes;               /* launches it took */
+    int dest;                   /* the slot the graph goes to (*out) */
+};
+
+/* Whether the capture still exists in the driver: its stream and that
+ * stream's context alive (either's end discards it). */
+static int cap_live(const struct mcap *mc)
+{
+    int oi;
+    return want_child(mc->s, O_STREAM, &oi) == CUDA_SUCCESS;
+}
+
+/* A borrowed handle of the stream's context (cuctx_stream_ctx), for steps
+ * that call on the context; 0 if the model says it cannot be had. */
+static uint64_t cap_ctx_handle(const struct mcap *mc)
+{
+    int oi;
+    CUresult want = want_child(mc->s, O_STREAM, &oi);
+    cuctx_ctx h = {0};
+    CUresult rc = cuctx_stream_ctx((cuctx_stream){mc->s}, &h);
+    note("  stream_ctx(%#llx) -> %s %#llx", (unsigned long long)mc->s, cuctx_result_name(rc), (unsigned long long)h.id);
+    expect_rc(rc, want, "cuctx_stream_ctx");
+    if (rc != CUDA_SUCCESS)
+        return 0;
+    int hi = obj_new(h.id, O_CTX, M.obj[oi].inst);
+    M.obj[hi].role = R_BORROWED;
+    M.obj[hi].dev = M.inst[M.obj[oi].inst].dev;
+    return h.id;
+}
+
+static void cap_ctx_handle_done(uint64_t h)
+{
+    CUresult want = model_ctx_destroy(h);
+    CUresult rc = cuctx_ctx_destroy((cuctx_ctx *)&h);
+    expect_rc(rc, want, "cuctx_ctx_destroy of a stream's context handle");
+}
+
+/* One step inside a capture, from byte st. */
+static void cap_step(struct mcap *mc, uint8_t st)
+{
+    int oi, o2;
+    CUresult rc, want;
+    switch (st % 8) {
+    case 0: {
+        CUkernel k = live_kernel();
+        if (!k)
+            return;
+        want = want_child(mc->s, O_STREAM, &oi);
+        if (want == CUDA_SUCCESS && mc->invalid)
+            want = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        rc = cuctx_launch(k, (cuctx_stream){mc->s}, (cuctx_dim3){1, 1, 1}, (cuctx_dim3){1, 1, 1}, 0, NULL);
+        note("  launch on the capturing stream -> %s", cuctx_result_name(rc));
+        expect_rc(rc, want, "cuctx_launch in a capture");
+        mc->nodes += rc == CUDA_SUCCESS;
+        return;
+    }
+    case 1: {
+        /* an event recorded in the capture: no node; its waits answer 1 after the capture */
+        uint64_t e = M.ch_slot[(st >> 3) % NCH];
+        want = want_child(e, O_EVENT, &oi);
+        if (want == CUDA_SUCCESS) {
+            want = want_child(mc->s, O_STREAM, &o2);
+            if (want == CUDA_SUCCESS && M.obj[o2].inst != M.obj[oi].inst)
+                want = CUDA_ERROR_INVALID_CONTEXT;
+            else if (want == CUDA_SUCCESS && mc->invalid)
+                want = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        }
+        rc = cuctx_event_record((cuctx_event){e}, (cuctx_stream){mc->s});
+        note("  event_record(%#llx) on the capturing stream -> %s", (unsigned long long)e, cuctx_result_name(rc));
+        expect_rc(rc, want, "cuctx_event_record in a capture");
+        if (rc == CUDA_SUCCESS)
+            M.obj[oi].cap_recorded = 1, M.obj[oi].recorded = 0;
+        return;
+    }
+    case 2: {
+        /* cuCtxSynchronize: refused in every mode, the capture invalidated */
+        uint64_t h = cap_ctx_handle(mc);
+        if (!h)
+            return;
+        int live = cap_live(mc);
+        rc = cuctx_ctx_synchronize((cuctx_ctx){h});
+        note("  ctx_synchronize of the capturing stream's context -> %s", cuctx_result_name(rc));
+        expect_rc(rc, live ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS, "cuctx_ctx_synchronize in a capture");
+        mc->invalid |= live;
+        cap_ctx_handle_done(h);
+        return;
+    }
+    case 3: {
+        /* cuMemAlloc: forbidden to this thread unless the capture is RELAXED */
+        uint64_t h = cap_ctx_handle(mc);
+        if (!h)
+            return;
+        int refuse = cap_live(mc) && mc->mode != CU_STREAM_CAPTURE_MODE_RELAXED;
+        int slot = (st >> 3) % NCH;
+        if (slot == mc->dest)
+            slot = (slot + 1) % NCH;
+        cuctx_mem m = {0};
+        rc = cuctx_mem_alloc(&m, (cuctx_ctx){h}, 4096);
+        note("  mem_alloc in the capturing stream's context -> slot %d: %s %#llx", slot, cuctx_result_name(rc),
+             (unsigned long long)m.id);
+        expect_rc(rc, refuse ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS, "cuctx_mem_alloc in a capture");
+        mc->invalid |= refuse;
+        if (rc == CUDA_SUCCESS) {
+            int mi = obj_new(m.id, O_MEM, M.obj[obj_find(h)].inst);
+            M.obj[mi].size = 4096;
+            M.ch_slot[slot] = m.id;
+        }
+        cap_ctx_handle_done(h);
+        return;
+    }
+    case 4: {
+        /* the stream destroyed: the capture goes with it */
+        uint64_t copy = mc->s;
+        want = model_child_destroy(copy, O_STREAM);
+        rc = cuctx_stream_destroy((cuctx_stream *)&copy);
+        note("  stream_destroy of the capturing stream -> %s", cuctx_result_name(rc));
+        expect_rc(rc, want, "cuctx_stream_destroy in a capture");
+        return;
+    }
+    case 5: {
+        /* the stream's context ended: the capture goes with it */
+        if (want_child(mc->s, O_STREAM, &oi) != CUDA_SUCCESS)
+            return;
+        int k = M.obj[oi].inst;
+        if (M.inst[k].kind == I_PRIMARY) {
+            op_primary_reset(1, (uint8_t)M.inst[k].dev);
+        } else if (M.inst[k].kind == I_RAW) {
+            for (int r = 0; r < NRAW; r++)
+                if (M.raw_slot[r] == k)
+                    raw_destroy_slot(r);
+        } else {
+            for (int i = 0; i < M.nobj; i++) {
+                if (M.obj[i].kind == O_CTX && M.obj[i].alive && M.obj[i].role == R_OWNED && M.obj[i].inst == k) {
+                    uint64_t h = M.obj[i].id;
+                    note("  ctx_destroy of the capturing stream's context (%#llx)", (unsigned long long)h);
+                    want = model_ctx_destroy(h);
+                    expect_rc(cuctx_ctx_destroy((cuctx_ctx *)&h), want, "cuctx_ctx_destroy in a capture");
+                    break;
+                }
+            }
+        }
+        return;
+    }
+    case 6: {
+        /* a second begin on the stream: the driver's 401, the first going on */
+        cuctx_capture c2;
+        cuctx_graph g2 = {0};
+        want = want_child(mc->s, O_STREAM, &oi);
+        if (want == CUDA_SUCCESS)
+            want = CUDA_ERROR_ILLEGAL_STATE;
+        rc = cuctx_capture_begin(&c2, (cuctx_stream){mc->s}, &g2, CU_STREAM_CAPTURE_MODE_RELAXED);
+        note("  a second capture_begin on the stream -> %s", cuctx_result_name(rc));
+        expect_rc(rc, want, "a second cuctx_capture_begin");
+        if (g2.id)
+            fail("a refused capture begin left a graph");
+        expect_rc(cuctx_capture_end(&c2, 1), CUDA_SUCCESS, "cuctx_capture_end of a capture not begun");
+        return;
+    }
+    default:
+        /* a synchronize of the capturing stream: refused, the capture invalidated */
+        want = want_child(mc->s, O_STREAM, &oi);
+        if (want == CUDA_SUCCESS) {
+            want = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+            mc->invalid = 1;
+        }
+        rc = cuctx_stream_synchronize((cuctx_stream){mc->s});
+        note("  stream_synchronize of the capturing stream -> %s", cuctx_result_name(rc));
+        expect_rc(rc, want, "cuctx_stream_synchronize in a capture");
+        return;
+    }
+}
+
+static void cap_steps(struct mcap *mc, int n)
+{
+    for (int i = 0; i < n; i++)
+        cap_step(mc, next());
+}
+
+/* The end's answer: the stream or its context gone, invalidated, or a graph. */
+static CUresult cap_want_end(const struct mcap *mc)
+{
+    int oi;
+    CUresult want = want_child(mc->s, O_STREAM, &oi);
+    if (want == CUDA_SUCCESS && mc->invalid)
+        want = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    return want;
+}
+
+static int cap_block_return(struct mcap *mc, int n, int *ran, int *failed)
+{
+    CUCTX_CAPTURE_ELSE((cuctx_stream){mc->s}, (cuctx_graph *)&M.ch_slot[mc->dest], (CUstreamCaptureMode)mc->mode,
+                       *failed = 1) {
+        *ran = 1;
+        cap_steps(mc, n);
+        return 1;
+    }
+    return 0;
+}
+
+/* OP_CAPTURE: a: the stream's slot a%NCH ((a>>6) == 3: CUCTX_STREAM_LEGACY),
+ * the graph's slot (a>>3)%NCH, which the capture fills; b&3 the mode
+ * (GLOBAL, THREAD_LOCAL, RELAXED, not a mode); (b>>2)%6 the form: by hand
+ * kept, by hand abandoned (keep 0), CUCTX_CAPTURE, CUCTX_CAPTURE_ELSE,
+ * CUCTX_CAPTURE left by break, CUCTX_CAPTURE_ELSE left by return; b>>5 the
+ * number of steps, one byte each (cap_step: st%8 a launch, an event record,
+ * a context synchronize, an allocation, the stream's destroy, its context's
+ * end, a second begin, the stream's synchronize). */
+static void op_capture(uint8_t a, uint8_t b)
+{
+    static const int modes[] = {CU_STREAM_CAPTURE_MODE_GLOBAL, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                                CU_STREAM_CAPTURE_MODE_RELAXED, 99};
+    static const char *const forms[] = {"by hand, kept", "by hand, abandoned", "CUCTX_CAPTURE", "CUCTX_CAPTURE_ELSE",
+                                        "CUCTX_CAPTURE+break", "CUCTX_CAPTURE_ELSE+return"};
+    struct mcap mc = {0};
+    int form = ((b >> 2) & 7) % 6, n = b >> 5, oi;
+    mc.s = (a >> 6) == 3 ? CUCTX_STREAM_LEGACY.id : M.ch_slot[a % NCH];
+    mc.mode = modes[b & 3];
+    mc.dest = (a >> 3) % NCH;
+    uint64_t held = M.ch_slot[mc.dest];
+    cuctx_graph *out = (cuctx_graph *)&M.ch_slot[mc.dest];
+
+    /* the begin: the output first, then the mode, the stream */
+    CUresult want = CUDA_SUCCESS;
+    int claimed = 0;
+    if (slot_holds_live(held, O_GRAPH)) {
+        want = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        claimed = 1;
+        if (mc.mode == 99)
+            want = CUDA_ERROR_INVALID_VALUE;
+        else if (mc.s == 0 || mc.s == CUCTX_STREAM_LEGACY.id)
+            want = CUDA_ERROR_INVALID_VALUE;
+        else
+            want = want_child(mc.s, O_STREAM, &oi);
+    }
+    note("capture %s on %#llx (mode %d, graph to slot %d, %d steps); the begin: model %s", forms[form],
+         (unsigned long long)mc.s, mc.mode, mc.dest, n, cuctx_result_name(want));
+    int ran = 0, failed = 0;
+    CUresult rc = CUDA_SUCCESS, end_rc = CUDA_SUCCESS;
+    switch (form) {
+    case 0:
+    case 1: {
+        cuctx_capture c;
+        rc = cuctx_capture_begin(&c, (cuctx_stream){mc.s}, out, (CUstreamCaptureMode)mc.mode);
+        expect_rc(rc, want, "cuctx_capture_begin");
+        if (claimed)
+            held = 0;
+        if (M.ch_slot[mc.dest] != held)
+            fail("cuctx_capture_begin left the graph slot %#llx, the model %#llx",
+                 (unsigned long long)M.ch_slot[mc.dest], (unsigned long long)held);
+        if (rc == CUDA_SUCCESS) {
+            ran = 1;
+            cap_steps(&mc, n);
+        }
+        end_rc = cuctx_capture_end(&c, form == 0);
+        note("  capture_end(keep %d) -> %s", form == 0, cuctx_result_name(end_rc));
+        expect_rc(end_rc, rc == CUDA_SUCCESS ? cap_want_end(&mc) : CUDA_SUCCESS, "cuctx_capture_end");
+        expect_rc(cuctx_capture_end(&c, form == 0), CUDA_SUCCESS, "a second cuctx_capture_end (a no-op)");
+        break;
+    }
+    case 2:
+    case 3:
+        if (form == 2 && want != CUDA_SUCCESS)
+            M.reports++;    /* CUCTX_CAPTURE tells the handler of a failed begin */
+        if (form == 2) {
+            CUCTX_CAPTURE((cuctx_stream){mc.s}, out, (CUstreamCaptureMode)mc.mode) {
+                ran = 1;
+                if (M.ch_slot[mc.dest] != 0)
+                    fail("in a capture block the graph slot holds %#llx", (unsigned long long)M.ch_slot[mc.dest]);
+                cap_steps(&mc, n);
+                end_rc = cap_want_end(&mc);
+                if (end_rc != CUDA_SUCCESS)
+                    M.reports++;    /* ... and of an end without a graph */
+            }
+        } else {
+            CUCTX_CAPTURE_ELSE((cuctx_stream){mc.s}, out, (CUstreamCaptureMode)mc.mode, failed = 1) {
+                ran = 1;
+                cap_steps(&mc, n);
+                end_rc = cap_want_end(&mc);
+            }
+        }
+        if (ran)
+            note("  end of the block: model %s, last error %s, graph %#llx", cuctx_result_name(end_rc),
+                 cuctx_result_name(cuctx_last_error()), (unsigned long long)M.ch_slot[mc.dest]);
+        if (ran && end_rc != CUDA_SUCCESS && cuctx_last_error() != end_rc)
+            fail("a capture block's end gave no graph with the last error %s, the model says %s",
+                 cuctx_result_name(cuctx_last_error()), cuctx_result_name(end_rc));
+        break;
+    case 4:
+        M.reports += want != CUDA_SUCCESS;
+        for (int i = 0; i < 2; i++) {
+            CUCTX_CAPTURE((cuctx_stream){mc.s}, out, (CUstreamCaptureMode)mc.mode) {
+                ran = 1;
+                cap_steps(&mc, n);
+                break;      /* leaves the capture, abandoned, not this loop */
+            }
+            if (i == 0)
+                break;
+        }
+        end_rc = CUDA_ERROR_UNKNOWN;    /* abandoned: no graph */
+        break;
+    default:
+        {
+            int returned = cap_block_return(&mc, n, &ran, &failed);
+            if (returned != ran)
+                fail("a capture block with return returned %d, ran %d", returned, ran);
+        }
+        end_rc = CUDA_ERROR_UNKNOWN;
+        break;
+    }
+    if (form >= 2) {
+        if (ran != (want == CUDA_SUCCESS))
+            fail("%s %s the block; the model expects the begin to give %s", forms[form], ran ? "ran" : "skipped",
+                 cuctx_result_name(want));
+        if ((form == 3 || form == 5) && failed == ran)
+            fail("%s ran %s", forms[form], ran ? "the block and on_fail" : "neither");
+        if (!ran && cuctx_last_error() != want)
+            fail("after a refused %s the last error is %s, the model says %s", forms[form],
+                 cuctx_result_name(cuctx_last_error()), cuctx_result_name(want));
+    }
+    if (claimed)
+        held = 0;
+    /* a graph only where the block ended normally or keep was 1, and the end had one */
+    int kept = ran && (form == 0 || form == 2 || form == 3) && end_rc == CUDA_SUCCESS;
+    uint64_t g = M.ch_slot[mc.dest];
+    if (kept) {
+        if (!g || g == held || id_kind(g) != O_GRAPH)
+            fail("a capture that ended with a graph left the slot %#llx", (unsigned long long)g);
+        int gi = obj_new(g, O_GRAPH, -1);
+        M.obj[gi].size = mc.nodes;
+        size_t nodes = 0;
+        if (raw.graph_nodes(cuctx_graph_raw((cuctx_graph){g}), NULL, &nodes) != CUDA_SUCCESS || nodes != mc.nodes)
+            fail("the captured graph has %zu nodes, %zu launches were captured", nodes, mc.nodes);
+    } else if (g != held) {
+        fail("a capture with no graph left the slot %#llx, the model %#llx", (unsigned long long)g,
+             (unsigned long long)held);
+    }
+}
+
 /* ---- the interpreter -------------------------------------------------------------------- */
 
 static void run_op(void)
@@ -1702,7 +2345,11 @@ static void run_op(void)
     case OP_RAW_PUSH: op_raw_push(a, b); break;
     case OP_RAW_POP: op_raw_pop(b); break;
     case OP_RAW_PRIMARY: op_raw_primary(a, b); break;
-    default: op_auto(a, b); break;
+    case OP_AUTO: op_auto(a, b); break;
+    case OP_GRAPH: op_graph(a, b); break;
+    case OP_LIBRARY: op_library(a, b); break;
+    case OP_LAUNCH: op_launch(a, b); break;
+    default: op_capture(a, b); break;
     }
     verify("after the step");
 }
@@ -1791,10 +2438,11 @@ static void teardown(void)
     struct cuctx_stats st;
     cuctx_stats_get(&st);
     if (st.contexts || st.ctx_handles || st.events || st.streams || st.modules || st.mems || st.host_mems
-        || st.graph_execs)
+        || st.graph_execs || st.graphs || st.libraries)
         fail("teardown: cuctx still has objects: %zu contexts, %zu ctx handles, %zu events, %zu streams, "
-             "%zu modules, %zu mems, %zu host mems, %zu graph execs",
-             st.contexts, st.ctx_handles, st.events, st.streams, st.modules, st.mems, st.host_mems, st.graph_execs);
+             "%zu modules, %zu mems, %zu host mems, %zu graph execs, %zu graphs, %zu libraries",
+             st.contexts, st.ctx_handles, st.events, st.streams, st.modules, st.mems, st.host_mems, st.graph_execs,
+             st.graphs, st.libraries);
     if (sim.live(CUSIM_ALL) != 0)
         fail("teardown: the driver still has %zu live objects", sim.live(CUSIM_ALL));
     if (sim.misuse_count() != 0)
@@ -1814,6 +2462,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         M.prim[d] = -1;
     for (int r = 0; r < NRAW; r++)
         M.raw_slot[r] = -1;
+    M.kernel_lib = -1;
     trace_len = 0;
     trace[0] = 0;
     step_no = 0;
@@ -1901,6 +2550,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     raw.reset = (PFN_cuDevicePrimaryCtxReset_v11000)drv_sym("cuDevicePrimaryCtxReset", 11000);
     raw.graph_create = (PFN_cuGraphCreate_v10000)drv_sym("cuGraphCreate", 10000);
     raw.graph_destroy = (PFN_cuGraphDestroy_v10000)drv_sym("cuGraphDestroy", 10000);
+    raw.graph_nodes = (PFN_cuGraphGetNodes_v10000)drv_sym("cuGraphGetNodes", 10000);
     cuctx_set_error_handler(on_report, NULL);
 
     /* a device's primary context keeps its address for the process */
