@@ -349,7 +349,8 @@ CUCTX_API CUstream cuctx_stream_raw(cuctx_stream s);
 CUCTX_API CUresult cuctx_module_load(cuctx_module *out, cuctx_ctx ctx, const char *path);
 CUCTX_API CUresult cuctx_module_load_data(cuctx_module *out, cuctx_ctx ctx, const void *image);
 CUCTX_API CUresult cuctx_module_destroy(cuctx_module *mod);
-/* The function stays valid while the module lives. */
+/* The function stays valid while the module lives; every failure leaves
+ * *out NULL (when out is not NULL). */
 CUCTX_API CUresult cuctx_module_function(cuctx_module mod, const char *name, CUfunction *out);
 /* A global variable of the module (a __device__ variable): its device
  * address and size, either out may be NULL (cuModuleGetGlobal). Valid while
@@ -431,7 +432,8 @@ CUCTX_API CUresult cuctx_capture_end(cuctx_capture *c, int keep);
 CUCTX_API CUresult cuctx_library_load(cuctx_library *out, const char *path);
 CUCTX_API CUresult cuctx_library_load_data(cuctx_library *out, const void *image);
 /* The kernel, valid while the library lives, launchable in any context:
- * cuctx_launch(k, ...), or cuLaunchKernel((CUfunction)k, ...). */
+ * cuctx_launch(k, ...), or cuLaunchKernel((CUfunction)k, ...). Every
+ * failure leaves *out NULL (when out is not NULL). */
 CUCTX_API CUresult cuctx_library_kernel(cuctx_library lib, const char *name, CUkernel *out);
 CUCTX_API CUresult cuctx_library_destroy(cuctx_library *lib);
 CUCTX_API CUlibrary cuctx_library_raw(cuctx_library lib);

@@ -157,9 +157,10 @@ CUCTX_API CUresult cuctx_library_kernel(cuctx_library lib, const char *name, CUk
 {
     static const char fn[] = "cuctx_library_kernel";
     struct cuctx_use u;
+    if (out)
+        *out = NULL;    /* on every failure */
     if (!name || !out)
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: name or out is NULL", fn);
-    *out = NULL;
     CUresult rc = cuctx__child_use(lib.id, KIND_LIBRARY, fn, &u);
     if (rc != CUDA_SUCCESS)
         return rc;

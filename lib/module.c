@@ -118,9 +118,10 @@ CUCTX_API CUresult cuctx_module_function(cuctx_module mod, const char *name, CUf
 {
     static const char fn[] = "cuctx_module_function";
     struct cuctx_use u;
+    if (out)
+        *out = NULL;    /* on every failure */
     if (!name || !out)
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: name or out is NULL", fn);
-    *out = NULL;
     CUresult rc = cuctx__child_use(mod.id, KIND_MODULE, fn, &u);
     if (rc != CUDA_SUCCESS)
         return rc;
