@@ -9,11 +9,14 @@
  * capture with it (the driver answers 0 and discards it, measured), and a
  * context ended inside took both. Neither begin nor end calls anything a
  * capture forbids: a pin, a hold, the driver's begin or end, and at the end a
- * cuGraphDestroy of an abandoned graph. The begin and end name the stream,
+ * cuGraphDestroy of an abandoned graph. The begin and end exclude cuctx's
+ * synchronizes of the stream's context (context.h: together they crash the
+ * real driver). The begin and end name the stream,
  * which knows its context: no switch is needed (the driver's begin and end
  * take no context; measured to work with none current). */
 #include "config.h"
 
+#include "context.h"
 #include "cuctx.h"
 #include "driver.h"
 #include "error.h"
@@ -53,8 +56,11 @@ static CUresult begin(cuctx_capture *c, cuctx_stream s, cuctx_graph *out, CUstre
         return rc;
     if ((rc = cuctx__child_use(s.id, KIND_STREAM, fn, &st)) != CUDA_SUCCESS)
         return rc;
-    CUCTX__UNWOUND_LETS_GO(NULL)
+    CUCTX__UNWOUND_LETS_GO(NULL) {
+        struct cuctx_sync_guard no_synchronize CUCTX__SYNC_GUARD = cuctx__sync_alone(st.entry.id);
+        (void)no_synchronize;
         rc = DRV(cuStreamBeginCapture)((CUstream)(uintptr_t)st.raw, mode);
+    }
     if (rc != CUDA_SUCCESS)
         cuctx__fail(rc, "%s: cuStreamBeginCapture failed: %s%s", fn, cuctx_result_name(rc),
                     rc == CUDA_ERROR_ILLEGAL_STATE ? " (the stream is capturing already)" : "");
@@ -94,8 +100,11 @@ static CUresult end(cuctx_capture *c, int keep, const char *fn)
     if ((rc = cuctx__child_use(c->stream, KIND_STREAM, fn, &st)) != CUDA_SUCCESS)
         return cuctx__fail(rc, "%s: no graph: the capturing stream was destroyed, or its context ended, inside the "
                                "capture (%s)", fn, cuctx_result_name(rc));
-    CUCTX__UNWOUND_LETS_GO(NULL)
+    CUCTX__UNWOUND_LETS_GO(NULL) {
+        struct cuctx_sync_guard no_synchronize CUCTX__SYNC_GUARD = cuctx__sync_alone(st.entry.id);
+        (void)no_synchronize;
         rc = DRV(cuStreamEndCapture)((CUstream)(uintptr_t)st.raw, &g);
+    }
     if (rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
         cuctx__fail(rc, "%s: no graph: the driver invalidated the capture (a call it forbids during a capture "
                         "was made inside: an allocation, a synchronize, a query of the stream)", fn);

@@ -444,6 +444,16 @@ CUCTX_API CUresult cuctx_ctx_is_current(cuctx_ctx ctx, int *out)
                                                  cuctx_result_name(rc));
 }
 
+/* The stripes of the synchronize/capture lock (context.h). */
+#define SYNC_STRIPES 64
+static pthread_rwlock_t sync_stripes[SYNC_STRIPES] = {
+    [0 ... SYNC_STRIPES - 1] = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP};
+
+pthread_rwlock_t *cuctx__sync_stripe(uint64_t entry)
+{
+    return &sync_stripes[(entry ^ entry >> 32) % SYNC_STRIPES];
+}
+
 CUCTX_API CUresult cuctx_ctx_synchronize(cuctx_ctx ctx)
 {
     static const char fn[] = "cuctx_ctx_synchronize";
@@ -452,13 +462,16 @@ CUCTX_API CUresult cuctx_ctx_synchronize(cuctx_ctx ctx)
     CUresult rc = hold_given(ctx, fn, &o);
     if (rc != CUDA_SUCCESS)
         return rc;
-    CUCTX__UNWOUND_LETS_GO(&sw)
+    CUCTX__UNWOUND_LETS_GO(&sw) {
+        struct cuctx_sync_guard beside_captures CUCTX__SYNC_GUARD = cuctx__sync_shared(o.id);
+        (void)beside_captures;
         if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
             rc = DRV(cuCtxSynchronize)();
             cuctx__switch_back(&sw, fn);
             if (rc != CUDA_SUCCESS)
                 cuctx__fail(rc, "%s: cuCtxSynchronize failed: %s", fn, cuctx_result_name(rc));
         }
+    }
     cuctx__entry_release(&o);
     return rc;
 }

@@ -9,6 +9,7 @@
  * kernel lookup. */
 #include "testlib.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -805,4 +806,52 @@ Test(capture, its_graph_outlives_the_context_and_the_exec_does_not)
         cr_assert_eq(sim()->live(CUSIM_GRAPH), 0);
         ASSERT_NO_MISUSE();
     }
+}
+
+/* Bug caught: cuctx letting a capture begin while its synchronize of the
+ * same context runs on another thread - a SIGSEGV inside cuCtxSynchronize
+ * on the real driver (measured: tools/facts/sync_beside_capture.c, and
+ * tests/stress crashed so). The simulator records the overlap as a misuse;
+ * the begin must wait for the synchronize to end. */
+struct sync_arg { cuctx_ctx c; CUresult rc; };
+
+static void *synchronize_slowly(void *p)
+{
+    struct sync_arg *a = p;
+    a->rc = cuctx_ctx_synchronize(a->c);
+    return NULL;
+}
+
+Test(capture, never_begins_while_a_synchronize_of_its_context_runs)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct captured t;
+    capture_setup(&t);
+    sim()->set_sync_time(400000);
+    struct sync_arg a = {t.c, CUDA_ERROR_UNKNOWN};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, synchronize_slowly, &a), 0);
+    usleep(100000);     /* the synchronize is running: 400 ms */
+    cuctx_graph g = {0};
+    CUCTX_CAPTURE(t.s, &g, CU_STREAM_CAPTURE_MODE_RELAXED) {
+        queue_work(&t);
+    }
+    pthread_join(th, NULL);
+    CHECK_OK(a.rc);
+    cr_assert_neq(g.id, 0, "%s", cuctx_last_error_message());
+    ASSERT_NO_MISUSE();
+    size_t sync_at = 0, begin_at = 0;
+    for (size_t i = 0; i < log_mark(); i++) {
+        struct cusim_call call;
+        if (sim()->log_get(i, &call) == 0 && strcmp(call.fn, "cuCtxSynchronize") == 0)
+            sync_at = i + 1;
+        if (sim()->log_get(i, &call) == 0 && strcmp(call.fn, "cuStreamBeginCapture") == 0)
+            begin_at = i + 1;
+    }
+    cr_assert(sync_at && begin_at && sync_at < begin_at, "the begin (%zu) came before the synchronize's end (%zu)",
+              begin_at, sync_at);
+    sim()->set_sync_time(0);
+    CHECK_OK(cuctx_graph_destroy(&g));
+    capture_teardown(&t);
 }

@@ -2874,3 +2874,44 @@ Test(sim_memory, pitched_allocations_round_rows_up_to_512_bytes)
 	SIM_CHECK(cr_assert_eq(D.live(CUSIM_MEM), 1); cr_assert_eq(last_of("cuMemAllocPitch").flags, 3));
 	OK(D.MemFree(p));
 }
+
+/* cusim_set_sync_time: a capture begun while cuCtxSynchronize runs in its
+ * context on another thread is a misuse (a crash of the real driver:
+ * tools/facts/sync_beside_capture.c); in another context, or after the
+ * synchronize, it is not. */
+struct slow_sync { CUcontext ctx; CUresult rc; };
+
+static void *sync_there(void *p)
+{
+	struct slow_sync *a = p;
+	a->rc = D.CtxSetCurrent(a->ctx);
+	if (a->rc == CUDA_SUCCESS)
+		a->rc = D.CtxSynchronize();
+	return NULL;
+}
+
+Test(sim_capture, a_begin_beside_a_running_synchronize_of_its_context_is_a_misuse)
+{
+	SIM_ONLY("the synchronize's running time and the misuse log are the simulator's");
+	struct scene sc = scene();
+	CUcontext other = new_raw_ctx(0);
+	OK(D.CtxSetCurrent(sc.ctx));
+	D.set_sync_time(300000);
+	for (int round = 0; round < 2; round++) {
+		struct slow_sync a = { round == 0 ? other : sc.ctx, CUDA_ERROR_UNKNOWN };
+		pthread_t t;
+		cr_assert_eq(pthread_create(&t, NULL, sync_there, &a), 0);
+		usleep(100000);
+		begin(sc.s, CU_STREAM_CAPTURE_MODE_RELAXED);
+		end_capture(sc.s, CUDA_SUCCESS);
+		pthread_join(t, NULL);
+		OK(a.rc);
+		cr_assert_eq(D.misuse_count(), round ? 2u : 0u, "round %d (%s context): the begin and the end", round,
+			     round ? "the same" : "another");
+	}
+	cr_assert(strstr(D.misuse_text(0), "while cuCtxSynchronize runs in its context"), "%s", D.misuse_text(0));
+	D.set_sync_time(0);
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_RELAXED);
+	end_capture(sc.s, CUDA_SUCCESS);
+	cr_assert_eq(D.misuse_count(), 2);
+}

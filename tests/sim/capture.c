@@ -312,6 +312,16 @@ void capture_reset(void)
 
 /* --- entry points ------------------------------------------------------------ */
 
+/* A capture's begin or end while cuCtxSynchronize runs in its context on
+ * another thread: a SIGSEGV in the real driver (measured on the H200,
+ * tools/facts/sync_beside_capture.c), so a misuse here; the call goes on. */
+static void beside_synchronize(struct call *c, struct obj *ctx, CUstream s)
+{
+	if (ctx && ctx->syncing)
+		misuse(c, H(s), "stream capture begun or ended while cuCtxSynchronize runs in its context on another "
+				"thread: a crash of the real driver");
+}
+
 static CUresult begin_capture(CUstream s, CUstreamCaptureMode mode)
 {
 	struct call c;
@@ -323,6 +333,7 @@ static CUresult begin_capture(CUstream s, CUstreamCaptureMode mode)
 	CUresult rc = stream_context(&c, s, &ctx);
 	if (rc)
 		return leave(&c, rc);
+	beside_synchronize(&c, ctx, s);
 	/* The legacy stream is refused (measured); the per-thread one too, stricter than the real driver. */
 	if (is_default_stream(s))
 		return leave(&c, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
@@ -373,6 +384,7 @@ static CUresult end_capture(CUstream s, CUgraph *pg)
 	CUresult rc = stream_context(&c, s, &ctx);
 	if (rc)
 		return leave(&c, rc);
+	beside_synchronize(&c, ctx, s);
 	struct obj *so = stream_obj(s);
 	if (!so || !so->cap)
 		return leave(&c, CUDA_ERROR_ILLEGAL_STATE);

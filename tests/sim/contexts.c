@@ -2,6 +2,8 @@
 /* contexts.c - contexts: create, destroy, the context stack, ids, and primary contexts. */
 #include "sim.h"
 
+#include <unistd.h>
+
 #define SIM_CTX_FLAGS_MASK 0xFFu
 
 CUresult sim_cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
@@ -158,6 +160,16 @@ CUresult sim_cuCtxSynchronize(void)
 	CUresult rc = need_current(&cur);
 	if (rc == CUDA_SUCCESS)
 		rc = capture_ctx_sync(cur);
+	if (rc == CUDA_SUCCESS && S.sync_us) {
+		/* the synchronize runs, the lock let go: a capture begun or
+		 * ended meanwhile in this context is a misuse (capture.c) */
+		unsigned us = S.sync_us;
+		cur->syncing++;
+		pthread_mutex_unlock(&S.lock);
+		usleep(us);
+		pthread_mutex_lock(&S.lock);
+		cur->syncing--;
+	}
 	return leave(&c, rc);
 }
 

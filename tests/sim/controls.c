@@ -49,6 +49,7 @@ SIM_VISIBLE void cusim_reset(void)
 	S.recycling = true;
 	S.hide_ctx_id = false;
 	S.stale_levels = false;
+	S.sync_us = 0;
 	S.fail_all = CUDA_SUCCESS;
 	for (int i = 0; i < F_COUNT; i++)
 		__atomic_store_n(&S.delay_us[i], 0u, __ATOMIC_RELAXED);
@@ -237,6 +238,13 @@ SIM_VISIBLE void cusim_set_delay(const char *fn, unsigned usec)
 	int i = fn_index(fn);
 	if (i >= 0)
 		__atomic_store_n(&S.delay_us[i], usec, __ATOMIC_RELAXED);
+}
+
+SIM_VISIBLE void cusim_set_sync_time(unsigned usec)
+{
+	pthread_mutex_lock(&S.lock);
+	S.sync_us = usec;
+	pthread_mutex_unlock(&S.lock);
 }
 
 SIM_VISIBLE unsigned cusim_sleeping(void)

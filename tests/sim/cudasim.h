@@ -357,6 +357,14 @@ void cusim_fail_all(CUresult rc);
  * cusim_reset): a level is its value, and a new context there is current. */
 void cusim_set_stale_levels(int on);
 
+/* Non-zero: a cuCtxSynchronize that succeeds runs usec microseconds after
+ * its checks, with the simulator's lock let go; a stream capture begun or
+ * ended in that context meanwhile (on another thread) is recorded as a
+ * misuse - on the real driver the two at once crash inside cuCtxSynchronize
+ * (measured on the H200, tools/facts/sync_beside_capture.c). 0 (the
+ * default, and after cusim_reset) turns it off. */
+void cusim_set_sync_time(unsigned usec);
+
 /* Every control above, X(name) for cusim_<name>: the one list from which
  * the tests that reach the controls with dlsym (testlib, rawdrv, stress,
  * fuzz_api) make their pointers, each looked up as "cusim_" #name and
@@ -380,7 +388,8 @@ void cusim_set_stale_levels(int on);
 	X(set_delay)                    \
 	X(sleeping)                     \
 	X(fail_all)                     \
-	X(set_stale_levels)
+	X(set_stale_levels)             \
+	X(set_sync_time)
 
 #define CUSIM_CONTROL_TYPE(name) typedef __typeof__(&cusim_##name) cusim_##name##_fn;
 CUSIM_CONTROLS(CUSIM_CONTROL_TYPE)

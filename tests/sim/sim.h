@@ -155,6 +155,7 @@ struct obj {
 	struct capture *cap;         /* a stream: the capture it belongs to; a graph: the capture building it */
 	unsigned long cap_work;      /* a stream in a capture: the nodes it added */
 	unsigned long cap_joined;    /* ... how many of them the capture's origin stream has waited on */
+	unsigned syncing;            /* a context: cuCtxSynchronize calls running in it (cusim_set_sync_time) */
 	CUgraphNode cap_last;        /* ... its last node, its dependency set (cuStreamGetCaptureInfo) */
 	unsigned long long cap_id;   /* an event: the capture it was last recorded in (0: none) */
 	struct obj *cap_stream;      /* ... the stream it was recorded on */
@@ -215,6 +216,7 @@ struct sim_state {
 	unsigned long long last_ctx_id; /* never restarted, not even by cusim_reset: ids stay process-unique */
 	bool hide_ctx_id;
 	bool stale_levels;              /* cusim_set_stale_levels */
+	unsigned sync_us;               /* cusim_set_sync_time */
 	struct capture *captures;       /* live captures, newest first */
 	size_t ncaptures;
 	unsigned long long last_capture_id; /* never restarted, like last_ctx_id */
