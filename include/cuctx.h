@@ -246,7 +246,9 @@ CUCTX_API void cuctx_cleanup(void *handle);
  * in the capture. cuctx's own calls inside are none of these except the
  * ones that are (cuctx_mem_alloc, cuctx_ctx_synchronize,
  * cuctx_stream_synchronize(s), cuctx_event_synchronize/_query of a
- * captured event). */
+ * captured event). The begin and the end never run beside
+ * cuctx_ctx_synchronize of the same context on another thread (the real
+ * driver crashes so). */
 #  define CUCTX_CAPTURE(s, out, mode) CUCTX__CAPTURE(s, out, mode, CUCTX__UNIQUE(cuctx__capture_), 1, )
 
 /* CUCTX_CAPTURE_ELSE(s, &graph, mode, on_fail) { ... }: as CUCTX_CAPTURE,
@@ -296,7 +298,12 @@ CUCTX_API CUresult cuctx_ctx_borrow(cuctx_ctx *out, CUcontext raw);
 CUCTX_API CUresult cuctx_ctx_destroy(cuctx_ctx *ctx);
 CUCTX_API CUresult cuctx_ctx_set_current(cuctx_ctx ctx);
 CUCTX_API CUresult cuctx_ctx_is_current(cuctx_ctx ctx, int *out);
-/* Waits for the context's work; the thread's current context is unchanged. */
+/* Waits for the context's work; the thread's current context is unchanged.
+ * A capture's begin or end in the same context (cuctx_capture_begin/_end,
+ * CUCTX_CAPTURE) waits while it runs, and it waits for them: on the real
+ * driver cuCtxSynchronize beside another thread's cuStreamBeginCapture or
+ * cuStreamEndCapture in one context crashes (measured). A program's raw
+ * calls of either are not covered. */
 CUCTX_API CUresult cuctx_ctx_synchronize(cuctx_ctx ctx);
 /* NULL (raw) or -1 (device) with the last error set for a stale handle. */
 CUCTX_API CUcontext cuctx_ctx_raw(cuctx_ctx ctx);
