@@ -66,6 +66,7 @@
 #include <unistd.h>
 
 #include "current.h"
+#include "driver.h"
 #include "registry.h"
 #include "testlib.h"
 
@@ -1604,4 +1605,38 @@ Test(faults, every_driver_call_of_every_workload_fails_cleanly, .timeout = 600)
     free(rep.text);
     free(clean);
     munmap(shared, 2 * sizeof *shared);
+}
+
+/* A driver without the entry points a kind needs (older than the CUDA
+ * version that brought them): the create says which version is needed,
+ * and nothing reaches the driver. Bug caught: a call through a NULL entry
+ * point, or a bare error code. */
+Test(faults, a_driver_without_graphs_capture_or_libraries_is_told_which_version_is_needed)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    struct cuctx_driver saved = cuctx__drv;
+    cuctx__drv.f_cuLibraryLoadData = NULL;
+    cuctx__drv.f_cuStreamBeginCapture = NULL;
+    cuctx__drv.f_cuGraphCreate = NULL;
+    size_t mark = log_mark();
+    cuctx_library lib = {0};
+    cuctx_graph g = {0};
+    cuctx_capture cap;
+    cr_assert_eq(cuctx_library_load_data(&lib, ".visible .entry k() { ret; }"), CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert(strstr(cuctx_last_error_message(), "CUDA 12.0 driver or newer"), "%s", cuctx_last_error_message());
+    cr_assert_eq(cuctx_graph_create(&g), CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert(strstr(cuctx_last_error_message(), "CUDA 10.0 or newer"), "%s", cuctx_last_error_message());
+    cr_assert_eq(cuctx_capture_begin(&cap, s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert(strstr(cuctx_last_error_message(), "CUDA 10.1 or newer"), "%s", cuctx_last_error_message());
+    cr_assert_eq(lib.id, 0);
+    cr_assert_eq(g.id, 0);
+    cr_assert_eq(log_mark(), mark, "a driver call was made");
+    cuctx__drv = saved;
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
 }
