@@ -1633,8 +1633,13 @@ Test(faults, a_driver_without_graphs_capture_or_libraries_is_told_which_version_
     cr_assert(strstr(cuctx_last_error_message(), "CUDA 10.0 or newer"), "%s", cuctx_last_error_message());
     cr_assert_eq(cuctx_capture_begin(&cap, s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_NOT_SUPPORTED);
     cr_assert(strstr(cuctx_last_error_message(), "CUDA 10.1 or newer"), "%s", cuctx_last_error_message());
+    cuctx__drv.f_cuGraphInstantiateWithFlags = NULL;   /* (an exec needs it; the rest are there) */
+    cuctx_graph_exec ge = {0};
+    cr_assert_eq(cuctx_graph_exec_instantiate(&ge, c, (CUgraph)(uintptr_t)1, 0), CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert(strstr(cuctx_last_error_message(), "CUDA 11.4 or newer"), "%s", cuctx_last_error_message());
     cr_assert_eq(lib.id, 0);
     cr_assert_eq(g.id, 0);
+    cr_assert_eq(ge.id, 0);
     cr_assert_eq(log_mark(), mark, "a driver call was made");
     cuctx__drv = saved;
     CHECK_OK(cuctx_stream_destroy(&s));
