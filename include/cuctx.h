@@ -151,6 +151,7 @@ typedef struct cuctx_host_mem { uint64_t id; } cuctx_host_mem;
 typedef struct cuctx_graph_exec { uint64_t id; } cuctx_graph_exec;
 typedef struct cuctx_graph { uint64_t id; } cuctx_graph;
 typedef struct cuctx_library { uint64_t id; } cuctx_library;
+typedef struct cuctx_mem_pool { uint64_t id; } cuctx_mem_pool;
 
 /* ------------------------------------------------------------------------
  *  Automatic cleanup: the macros, and the destroy they call
@@ -446,6 +447,65 @@ CUCTX_API CUresult cuctx_library_destroy(cuctx_library *lib);
 CUCTX_API CUlibrary cuctx_library_raw(cuctx_library lib);
 
 /* ------------------------------------------------------------------------
+ *  Stream-ordered memory and memory pools (CUDA 11.2+)
+ * ------------------------------------------------------------------------ */
+
+/* Memory allocated on a stream (cuMemAllocAsync) is a cuctx_mem like any
+ * other - cuctx_mem_ptr, cuctx_mem_size, CUCTX_AUTO, CUCTX_MOVE, the leak
+ * report - but its life is its own and its pool's, not its context's:
+ * measured, it lives on after the context it was made in is destroyed or
+ * reset (a pool belongs to the device), so its destroy frees it through
+ * the driver whatever became of that context, with no context current if
+ * need be; it is never skipped as a dead context's child is (that would
+ * leak it), except in a forked child and after the driver shut down. It
+ * counts in stats.async_mems, not stats.mems; cuctx_mem_ctx refuses it.
+ *
+ * cuctx_mem_destroy(&m), CUCTX_AUTO and cuctx_mem_free_async(&m, {0})
+ * free it:
+ *   - on the stream it was allocated on, while that stream lives
+ *     (cuMemFreeAsync; cuctx holds the stream so that no destroy of it can
+ *     come between);
+ *   - once that stream is destroyed - the driver crashes on a free naming
+ *     it - on its context's legacy stream (cuMemFreeAsync(p,
+ *     CU_STREAM_LEGACY)), which waits for the work of blocking streams,
+ *     destroyed ones too (measured). A non-blocking stream's work (or an
+ *     adopted stream's, whose flags cuctx does not know) does not run in
+ *     that order, and a free beside it hands the memory on while a kernel
+ *     queued there may still write it (measured: the next allocation got
+ *     the address and the kernel's write), so for those the free first
+ *     waits for the context (cuCtxSynchronize): this, the one free that
+ *     waits, happens only when the stream was destroyed before the memory;
+ *   - once its context has ended, with cuMemFree and no context (its work
+ *     ended with it). The driver returns the memory then, but its pool's
+ *     CU_MEMPOOL_ATTR_USED_MEM_CURRENT goes on counting it (measured).
+ * A default stream by name ({0}, CUCTX_STREAM_LEGACY,
+ * CUCTX_STREAM_PER_THREAD) is the current context's at the allocation,
+ * and its memory is freed on that context's legacy stream. */
+CUCTX_API CUresult cuctx_mem_alloc_async(cuctx_mem *out, cuctx_stream s, size_t bytes);
+/* From an explicit pool (cuMemAllocFromPoolAsync); {0} is refused. */
+CUCTX_API CUresult cuctx_mem_alloc_from_pool(cuctx_mem *out, cuctx_mem_pool pool, cuctx_stream s, size_t bytes);
+/* Frees m ordered on s (any live stream of the device; {0}: the stream it
+ * was allocated on, as cuctx_mem_destroy) and resets the handle. Memory of
+ * cuctx_mem_alloc is refused (CUDA_ERROR_INVALID_VALUE, m kept). */
+CUCTX_API CUresult cuctx_mem_free_async(cuctx_mem *m, cuctx_stream s);
+
+/* A pool (cuMemPoolCreate). props NULL: device-local pinned memory of dev.
+ * A pool belongs to its device, not to a context (measured), so it has no
+ * tether; destroying it with allocations alive is allowed (the driver
+ * keeps it until the last is freed, measured). stats.mem_pools. */
+CUCTX_API CUresult cuctx_mem_pool_create(cuctx_mem_pool *out, CUdevice dev, const CUmemPoolProps *props);
+/* The device's default pool, or a pool made elsewhere, as a handle: owned
+ * 0 (the default pool always) tracks it only, and its destroy ends the
+ * handle alone. */
+CUCTX_API CUresult cuctx_mem_pool_default(cuctx_mem_pool *out, CUdevice dev);
+CUCTX_API CUresult cuctx_mem_pool_adopt(cuctx_mem_pool *out, CUmemoryPool raw, int owned);
+CUCTX_API CUresult cuctx_mem_pool_destroy(cuctx_mem_pool *p);
+/* cuMemPoolTrimTo: gives memory the pool holds unused back to the device,
+ * keeping at least keep bytes. */
+CUCTX_API CUresult cuctx_mem_pool_trim(cuctx_mem_pool p, size_t keep);
+CUCTX_API CUmemoryPool cuctx_mem_pool_raw(cuctx_mem_pool p);
+
+/* ------------------------------------------------------------------------
  *  Launches
  * ------------------------------------------------------------------------ */
 
@@ -573,6 +633,14 @@ CUCTX_API CUresult cuctx_library_load_at(cuctx_library *out, const char *path, c
                                          const char *func);
 CUCTX_API CUresult cuctx_library_load_data_at(cuctx_library *out, const void *image, const char *file, int line,
                                               const char *func);
+CUCTX_API CUresult cuctx_mem_alloc_async_at(cuctx_mem *out, cuctx_stream s, size_t bytes, const char *file, int line,
+                                            const char *func);
+CUCTX_API CUresult cuctx_mem_alloc_from_pool_at(cuctx_mem *out, cuctx_mem_pool pool, cuctx_stream s, size_t bytes,
+                                                const char *file, int line, const char *func);
+CUCTX_API CUresult cuctx_mem_pool_create_at(cuctx_mem_pool *out, CUdevice dev, const CUmemPoolProps *props,
+                                            const char *file, int line, const char *func);
+CUCTX_API CUresult cuctx_mem_pool_default_at(cuctx_mem_pool *out, CUdevice dev, const char *file, int line,
+                                             const char *func);
 
 /* The adopts record their site as the creates do. */
 CUCTX_API CUresult cuctx_stream_adopt_at(cuctx_stream *out, cuctx_ctx ctx, CUstream raw, int owned,
@@ -581,11 +649,14 @@ CUCTX_API CUresult cuctx_event_adopt_at(cuctx_event *out, cuctx_ctx ctx, CUevent
                                         const char *file, int line, const char *func);
 CUCTX_API CUresult cuctx_mem_adopt_at(cuctx_mem *out, cuctx_ctx ctx, CUdeviceptr p, size_t bytes, int owned,
                                       const char *file, int line, const char *func);
+CUCTX_API CUresult cuctx_mem_pool_adopt_at(cuctx_mem_pool *out, CUmemoryPool raw, int owned, const char *file,
+                                           int line, const char *func);
 
 #if !defined(CUCTX_NO_SITES)
 #  define cuctx_stream_adopt(out, ctx, raw, owned) cuctx_stream_adopt_at(out, ctx, raw, owned, CUCTX__SITE)
 #  define cuctx_event_adopt(out, ctx, raw, owned) cuctx_event_adopt_at(out, ctx, raw, owned, CUCTX__SITE)
 #  define cuctx_mem_adopt(out, ctx, p, bytes, owned) cuctx_mem_adopt_at(out, ctx, p, bytes, owned, CUCTX__SITE)
+#  define cuctx_mem_pool_adopt(out, raw, owned) cuctx_mem_pool_adopt_at(out, raw, owned, CUCTX__SITE)
 #endif
 
 #if !defined(CUCTX_NO_SITES)
@@ -605,6 +676,11 @@ CUCTX_API CUresult cuctx_mem_adopt_at(cuctx_mem *out, cuctx_ctx ctx, CUdeviceptr
 #  define cuctx_capture_begin(c, s, out, mode) cuctx_capture_begin_at(c, s, out, mode, CUCTX__SITE)
 #  define cuctx_library_load(out, path) cuctx_library_load_at(out, path, CUCTX__SITE)
 #  define cuctx_library_load_data(out, image) cuctx_library_load_data_at(out, image, CUCTX__SITE)
+#  define cuctx_mem_alloc_async(out, s, bytes) cuctx_mem_alloc_async_at(out, s, bytes, CUCTX__SITE)
+#  define cuctx_mem_alloc_from_pool(out, pool, s, bytes) \
+       cuctx_mem_alloc_from_pool_at(out, pool, s, bytes, CUCTX__SITE)
+#  define cuctx_mem_pool_create(out, dev, props) cuctx_mem_pool_create_at(out, dev, props, CUCTX__SITE)
+#  define cuctx_mem_pool_default(out, dev) cuctx_mem_pool_default_at(out, dev, CUCTX__SITE)
 #endif
 
 /* ------------------------------------------------------------------------
@@ -720,6 +796,7 @@ struct cuctx_stats {
     uint64_t shutdown_skips;    /* destroys not sent because the driver had shut down
                                    (process exit): they succeed quietly */
     size_t graphs, libraries;   /* live objects of no context (appended after the 0.1.0 fields) */
+    size_t async_mems, mem_pools;   /* stream-ordered allocations (not in mems) and memory pools */
 };
 /* cuctx_stats_get(&st) fills st. The object counts are cheap at any number
  * of objects (each thread keeps its own); contexts walks the handle table,
@@ -790,7 +867,7 @@ CUCTX_API unsigned cuctx_version_hex(void);
  * a new kind from one line here. arg is passed on to X. */
 #define CUCTX__CHILD_HANDLES(X, arg)                                       \
     X(event, arg) X(stream, arg) X(module, arg) X(mem, arg) X(host_mem, arg) \
-    X(graph_exec, arg) X(graph, arg) X(library, arg)
+    X(graph_exec, arg) X(graph, arg) X(library, arg) X(mem_pool, arg)
 
 /* The typed cuctx_destroy and cuctx_cleanup. C: _Generic selects the
  * function itself for a pointer to a (non-const) handle and has no other

@@ -32,6 +32,7 @@ static CUresult refuse(uint64_t id, enum cuctx_kind kind, const char *fn)
 CUresult cuctx__claim_slow(uint64_t *out, enum cuctx_kind kind, const char *fn)
 {
     uint64_t id = *out;
+    kind = cuctx__kind_in_type(kind, id);
     if (kind == KIND_CTX_HANDLE) {
         /* A live context handle always holds something its destroy undoes:
          * an owned context, a primary retain, or the borrow itself. */

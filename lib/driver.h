@@ -59,7 +59,14 @@
     X(cuLibraryLoadData, 12000, 0)              \
     X(cuLibraryLoadFromFile, 12000, 0)          \
     X(cuLibraryUnload, 12000, 0)                \
-    X(cuLibraryGetKernel, 12000, 0)
+    X(cuLibraryGetKernel, 12000, 0)             \
+    X(cuMemAllocAsync, 11020, 0)                \
+    X(cuMemAllocFromPoolAsync, 11020, 0)        \
+    X(cuMemFreeAsync, 11020, 0)                 \
+    X(cuMemPoolCreate, 11020, 0)                \
+    X(cuMemPoolDestroy, 11020, 0)               \
+    X(cuMemPoolTrimTo, 11020, 0)                \
+    X(cuDeviceGetDefaultMemPool, 11020, 0)
 
 /* Members are named f_<name>: token pasting keeps cuda.h's renaming macros
  * (cuCtxCreate -> cuCtxCreate_v4) away from them. */

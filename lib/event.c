@@ -12,7 +12,7 @@
 #include "tether.h"
 
 static CUresult destroy(uint64_t raw) { return DRV(cuEventDestroy)((CUevent)(uintptr_t)raw); }
-const struct cuctx_child_kind cuctx__event_kind = {0, destroy};
+const struct cuctx_child_kind cuctx__event_kind = {0, destroy, NULL};
 
 static CUresult make(void *arg, uint64_t *raw, size_t *size)
 {

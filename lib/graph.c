@@ -13,7 +13,7 @@
 #include "tether.h"
 
 static CUresult destroy(uint64_t raw) { return DRV(cuGraphDestroy)((CUgraph)(uintptr_t)raw); }
-const struct cuctx_child_kind cuctx__graph_kind = {0, destroy};
+const struct cuctx_child_kind cuctx__graph_kind = {0, destroy, NULL};
 
 static CUresult need_graphs(const char *fn)
 {

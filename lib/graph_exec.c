@@ -14,7 +14,7 @@
 #include "tether.h"
 
 static CUresult destroy(uint64_t raw) { return DRV(cuGraphExecDestroy)((CUgraphExec)(uintptr_t)raw); }
-const struct cuctx_child_kind cuctx__graph_exec_kind = {0, destroy};
+const struct cuctx_child_kind cuctx__graph_exec_kind = {0, destroy, NULL};
 
 struct graph_args { CUgraph graph; unsigned long long flags; };
 

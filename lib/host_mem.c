@@ -11,7 +11,7 @@
 #include "tether.h"
 
 static CUresult destroy(uint64_t raw) { return DRV(cuMemFreeHost)((void *)(uintptr_t)raw); }
-const struct cuctx_child_kind cuctx__host_mem_kind = {1, destroy};
+const struct cuctx_child_kind cuctx__host_mem_kind = {1, destroy, NULL};
 
 struct host_args { size_t bytes; unsigned flags; };
 

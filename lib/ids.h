@@ -12,9 +12,10 @@
  * value, the table of kinds (destroy.c), the stats count and the name in
  * messages follow from the line. A tethered kind lives in a context and
  * dies with it (tether.h); an untethered one (0) belongs to no context -
- * a CUgraph, a CUlibrary: measured, DRIVER-FACTS - so it is made with no
- * context current and destroyed whenever its handle is, with the same
- * handle checks. Appended only: the order is in every id. */
+ * a CUgraph, a CUlibrary, a memory pool and the memory in it: measured,
+ * DRIVER-FACTS - so it is made with no context held and destroyed whenever
+ * its handle is, with the same handle checks (a kind may say how: struct
+ * cuctx_child_kind's destroy_slot). Appended only: the order is in every id. */
 #define CUCTX_CHILD_KINDS(X)                                        \
     X(EVENT, event, events, "event", 1)                             \
     X(STREAM, stream, streams, "stream", 1)                         \
@@ -23,7 +24,9 @@
     X(HOST_MEM, host_mem, host_mems, "page-locked host memory", 1)  \
     X(GRAPH_EXEC, graph_exec, graph_execs, "graph exec", 1)         \
     X(GRAPH, graph, graphs, "graph", 0)                             \
-    X(LIBRARY, library, libraries, "library", 0)
+    X(LIBRARY, library, libraries, "library", 0)                    \
+    X(MEM_ASYNC, mem_async, async_mems, "stream-ordered memory", 0) \
+    X(MEM_POOL, mem_pool, mem_pools, "memory pool", 0)
 
 /* Object kinds; the top byte of every id. KIND_CTX_HANDLE is a cuctx_ctx
  * (one per create, retain or borrow); KIND_ENTRY is the context itself as
@@ -69,6 +72,16 @@ static inline uint32_t cuctx__id_gen(uint64_t id) { return (uint32_t)id; }
 static inline uint64_t cuctx__id_make(enum cuctx_kind kind, uint32_t index, uint32_t gen)
 {
     return (uint64_t)kind << CUCTX_ID_KIND_SHIFT | (uint64_t)index << CUCTX_ID_INDEX_SHIFT | gen;
+}
+
+/* Two kinds share the handle type cuctx_mem: device memory (KIND_MEM) and
+ * stream-ordered memory (KIND_MEM_ASYNC), told apart by the id. The kind
+ * that id names if it is a handle of kind's type. */
+static inline enum cuctx_kind cuctx__kind_in_type(enum cuctx_kind kind, uint64_t id)
+{
+    if (kind == KIND_MEM || kind == KIND_MEM_ASYNC)
+        return cuctx__id_kind(id) == KIND_MEM_ASYNC ? KIND_MEM_ASYNC : KIND_MEM;
+    return kind;
 }
 
 /* An entry id no slot ever has (generation 0): the tether of objects that

@@ -77,7 +77,7 @@ static CUresult destroy(uint64_t raw)
     log_take((CUlibrary)(uintptr_t)raw, NULL, 0, 1);
     return DRV(cuLibraryUnload)((CUlibrary)(uintptr_t)raw);
 }
-const struct cuctx_child_kind cuctx__library_kind = {0, destroy};
+const struct cuctx_child_kind cuctx__library_kind = {0, destroy, NULL};
 
 static CUresult need_libraries(const char *fn)
 {

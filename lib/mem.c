@@ -13,7 +13,7 @@
 #include "tether.h"
 
 static CUresult destroy(uint64_t raw) { return DRV(cuMemFree)((CUdeviceptr)raw); }
-const struct cuctx_child_kind cuctx__mem_kind = {1, destroy};
+const struct cuctx_child_kind cuctx__mem_kind = {1, destroy, NULL};
 
 static CUresult make(void *arg, uint64_t *raw, size_t *size)
 {
@@ -54,20 +54,38 @@ CUCTX_API CUresult (cuctx_mem_adopt)(cuctx_mem *out, cuctx_ctx ctx, CUdeviceptr 
 
 CUCTX_API CUresult cuctx_mem_ctx(cuctx_mem m, cuctx_ctx *out)
 {
-    return cuctx__child_ctx(m.id, KIND_MEM, "cuctx_mem_ctx", out);
+    static const char fn[] = "cuctx_mem_ctx";
+    if (cuctx__id_kind(m.id) == KIND_MEM_ASYNC) {
+        CUresult rc;
+        if (out && (rc = cuctx__claim(&out->id, KIND_CTX_HANDLE, fn)) != CUDA_SUCCESS)
+            return rc;
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE,
+                           "%s: stream-ordered memory belongs to its pool, not to a context (handle %#llx)", fn,
+                           (unsigned long long)m.id);
+    }
+    return cuctx__child_ctx(m.id, KIND_MEM, fn, out);
 }
 
+/* Stream-ordered memory (mem_async.c) shares the handle type: the kind
+ * is the id's, and each path below is inline for its kind. */
 CUCTX_API CUresult cuctx_mem_destroy(cuctx_mem *m)
 {
-    return cuctx__child_destroy(m ? &m->id : NULL, KIND_MEM, "cuctx_mem_destroy", &cuctx__mem_kind);
+    static const char fn[] = "cuctx_mem_destroy";
+    if (m && cuctx__id_kind(m->id) == KIND_MEM_ASYNC)
+        return cuctx__child_destroy(&m->id, KIND_MEM_ASYNC, fn, &cuctx__mem_async_kind);
+    return cuctx__child_destroy(m ? &m->id : NULL, KIND_MEM, fn, &cuctx__mem_kind);
 }
 
 CUCTX_API size_t cuctx_mem_size(cuctx_mem m)
 {
+    if (cuctx__id_kind(m.id) == KIND_MEM_ASYNC)
+        return (size_t)cuctx__child_value(m.id, KIND_MEM_ASYNC, "cuctx_mem_size", FIELD_SIZE);
     return (size_t)cuctx__child_value(m.id, KIND_MEM, "cuctx_mem_size", FIELD_SIZE);
 }
 
 CUCTX_API CUdeviceptr cuctx_mem_ptr(cuctx_mem m)
 {
+    if (cuctx__id_kind(m.id) == KIND_MEM_ASYNC)
+        return (CUdeviceptr)cuctx__child_value(m.id, KIND_MEM_ASYNC, "cuctx_mem_ptr", FIELD_RAW);
     return (CUdeviceptr)cuctx__child_value(m.id, KIND_MEM, "cuctx_mem_ptr", FIELD_RAW);
 }

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 
 static CUresult destroy(uint64_t raw) { return DRV(cuModuleUnload)((CUmodule)(uintptr_t)raw); }
-const struct cuctx_child_kind cuctx__module_kind = {0, destroy};
+const struct cuctx_child_kind cuctx__module_kind = {0, destroy, NULL};
 
 struct module_args { const char *path; const void *image; };
 

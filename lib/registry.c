@@ -77,7 +77,7 @@ static struct cuctx_slot *fresh_slot(void)
         /* Anonymous memory is zero and takes no RAM until a slot in a page
          * is first used. Segments are never given back: stale ids may still
          * read them. */
-        size_t bytes = ((size_t)1 << CUCTX_SEG_BITS) * sizeof(struct cuctx_slot);
+        size_t bytes = CUCTX_SEG_BYTES;
         void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         struct cuctx_slot *mine = m == MAP_FAILED ? NULL : m;
         struct cuctx_slot *expected = NULL;

@@ -104,6 +104,16 @@ _Static_assert(sizeof(struct cuctx_slot) == CUCTX_CACHE_LINE, "a slot is one cac
 #define CUCTX_W_CLOSING (UINT64_C(1) << 25)
 #define CUCTX_W_PINS ((UINT64_C(1) << 25) - 1)
 
+/* What a child kind keeps beside its slot when one line has no room: two
+ * ids and flags (a stream-ordered allocation's stream and the context it
+ * was made in, mem_async.c). Written before the slot is published and read
+ * by its one closer, as the payload is; in each segment after its slots,
+ * touched only where a kind uses it. */
+struct cuctx_aux {
+    uint64_t id[2];
+    uint64_t flags;
+};
+
 /* The table is CUCTX_SEG_COUNT segments of 2^CUCTX_SEG_BITS slots each
  * (4 MiB of address space, touched a page at a time), made on demand and
  * never moved or freed: a slot's address is one load and an add away. */
@@ -124,6 +134,17 @@ static inline _Atomic(struct cuctx_slot *) *cuctx__segment_of(uint32_t index)
 static inline uint32_t cuctx__segment_offset(uint32_t index)
 {
     return index & ((UINT32_C(1) << CUCTX_SEG_BITS) - 1);
+}
+
+/* A segment's bytes: its slots, then their aux records. */
+#define CUCTX_SEG_BYTES (((size_t)1 << CUCTX_SEG_BITS) * (sizeof(struct cuctx_slot) + sizeof(struct cuctx_aux)))
+
+/* A slot's aux record (struct cuctx_aux). */
+static inline struct cuctx_aux *cuctx__slot_aux(struct cuctx_slot *s)
+{
+    uint32_t off = cuctx__segment_offset(s->index);
+    struct cuctx_slot *base = s - off;
+    return (struct cuctx_aux *)(base + ((size_t)1 << CUCTX_SEG_BITS)) + off;
 }
 
 /* The slot for an index (< CUCTX_ID_INDEX_LIMIT, as every id's is), or NULL

@@ -13,7 +13,7 @@
 #include "tether.h"
 
 static CUresult destroy(uint64_t raw) { return DRV(cuStreamDestroy)((CUstream)(uintptr_t)raw); }
-const struct cuctx_child_kind cuctx__stream_kind = {0, destroy};
+const struct cuctx_child_kind cuctx__stream_kind = {0, destroy, NULL};
 
 struct stream_args { unsigned flags; int priority; };
 
@@ -23,7 +23,7 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
     CUstream s = NULL;
     CUresult rc = DRV(cuStreamCreateWithPriority)(&s, a->flags, a->priority);
     *raw = (uint64_t)(uintptr_t)s;
-    *size = 0;
+    *size = CUCTX__STREAM_FLAGS_KNOWN | (a->flags & CU_STREAM_NON_BLOCKING);
     return rc == CUDA_SUCCESS ? rc
          : cuctx__fail(rc, "cuctx_stream_create: cuStreamCreateWithPriority(flags %#x, priority %d) failed: %s",
                        a->flags, a->priority, cuctx_result_name(rc));
@@ -73,22 +73,12 @@ CUCTX_API CUresult cuctx_stream_destroy(cuctx_stream *s)
     return cuctx__child_destroy(s ? &s->id : NULL, KIND_STREAM, "cuctx_stream_destroy", &cuctx__stream_kind);
 }
 
-/* A stream argument for a call of its own: a handle's stream, pinned with
- * its context held, or a default stream by name, with the calling thread's
- * current context held (as a create given {0} holds it): the default
- * streams are the current context's. */
-struct stream_arg {
-    struct cuctx_use use;
-    struct cuctx_held current;
-    CUstream raw;
-};
-
-static CUresult stream_arg_take(cuctx_stream s, const char *fn, struct stream_arg *a)
+CUresult cuctx__stream_take(cuctx_stream s, int null_ok, const char *fn, struct cuctx_stream_arg *a)
 {
     a->use.obj = NULL;
     a->use.entry.slot = NULL;
     a->current.slot = NULL;
-    if (!cuctx__stream_named(s.id, &a->raw)) {
+    if (!(null_ok ? cuctx__stream_default(s.id, &a->raw) : cuctx__stream_named(s.id, &a->raw))) {
         CUresult rc = cuctx__child_use(s.id, KIND_STREAM, fn, &a->use);
         a->raw = (CUstream)(uintptr_t)a->use.raw;
         return rc;
@@ -97,7 +87,7 @@ static CUresult stream_arg_take(cuctx_stream s, const char *fn, struct stream_ar
     return cuctx__ctx_hold((cuctx_ctx){0}, fn, &a->current);
 }
 
-static void stream_arg_done(struct stream_arg *a)
+void cuctx__stream_done(struct cuctx_stream_arg *a)
 {
     cuctx__entry_release(&a->current);
     cuctx__child_done(&a->use);
@@ -106,13 +96,13 @@ static void stream_arg_done(struct stream_arg *a)
 CUCTX_API CUresult cuctx_stream_synchronize(cuctx_stream s)
 {
     static const char fn[] = "cuctx_stream_synchronize";
-    struct stream_arg a;
-    CUresult rc = stream_arg_take(s, fn, &a);
+    struct cuctx_stream_arg a;
+    CUresult rc = cuctx__stream_take(s, 0, fn, &a);
     if (rc != CUDA_SUCCESS)
         return rc;
     CUCTX__UNWOUND_LETS_GO(NULL)
         rc = DRV(cuStreamSynchronize)(a.raw);
-    stream_arg_done(&a);
+    cuctx__stream_done(&a);
     return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuStreamSynchronize failed: %s", fn, cuctx_result_name(rc));
 }
 
@@ -120,19 +110,19 @@ CUCTX_API CUresult cuctx_stream_wait_event(cuctx_stream s, cuctx_event ev)
 {
     static const char fn[] = "cuctx_stream_wait_event";
     struct cuctx_use su, eu;
-    struct stream_arg sa;
+    struct cuctx_stream_arg sa;
     CUresult rc;
     if (cuctx__stream_named(s.id, &sa.raw)) {
-        if ((rc = stream_arg_take(s, fn, &sa)) != CUDA_SUCCESS)
+        if ((rc = cuctx__stream_take(s, 0, fn, &sa)) != CUDA_SUCCESS)
             return rc;
         if ((rc = cuctx__child_use_beside(&sa.current, ev.id, KIND_EVENT, fn, &eu)) != CUDA_SUCCESS) {
-            stream_arg_done(&sa);
+            cuctx__stream_done(&sa);
             return rc;
         }
         CUCTX__UNWOUND_LETS_GO(NULL)
             rc = DRV(cuStreamWaitEvent)(sa.raw, (CUevent)(uintptr_t)eu.raw, 0);
         cuctx__child_done(&eu);
-        stream_arg_done(&sa);
+        cuctx__stream_done(&sa);
     } else {
         if ((rc = cuctx__child_use2(s.id, KIND_STREAM, ev.id, KIND_EVENT, fn, &su, &eu)) != CUDA_SUCCESS)
             return rc;

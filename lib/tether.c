@@ -102,6 +102,12 @@ CUresult cuctx__child_refused(struct cuctx_slot *s, CUresult rc, const char *fn,
 CUresult cuctx__loose_create(uint64_t *out, enum cuctx_kind kind, const char *fn, cuctx_make_fn make, void *arg,
                              const struct cuctx_site *site)
 {
+    return cuctx__loose_create_aux(out, kind, fn, make, arg, site, NULL);
+}
+
+CUresult cuctx__loose_create_aux(uint64_t *out, enum cuctx_kind kind, const char *fn, cuctx_make_fn make, void *arg,
+                                 const struct cuctx_site *site, const struct cuctx_aux *aux)
+{
     uint64_t raw = 0;
     size_t size = 0;
     CUresult rc = CUDA_SUCCESS;
@@ -120,6 +126,8 @@ CUresult cuctx__loose_create(uint64_t *out, enum cuctx_kind kind, const char *fn
         cuctx__slot_discard(s);
         return rc;
     }
+    if (aux)
+        *cuctx__slot_aux(s) = *aux;
     __atomic_store_n(&s->u.child.entry, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->u.child.raw, raw, __ATOMIC_RELAXED);
     __atomic_store_n(&s->u.child.size, size, __ATOMIC_RELAXED);
@@ -131,7 +139,7 @@ CUresult cuctx__loose_create(uint64_t *out, enum cuctx_kind kind, const char *fn
 CUresult cuctx__loose_destroy(struct cuctx_slot *s, const char *fn, enum cuctx_kind kind,
                               const struct cuctx_child_kind *k)
 {
-    CUresult rc = k->destroy(s->u.child.raw);
+    CUresult rc = k->destroy_slot ? k->destroy_slot(s, fn) : k->destroy(s->u.child.raw);
     if (rc != CUDA_SUCCESS)
         return cuctx__child_refused(s, rc, fn, kind);
     cuctx__slot_free(s);

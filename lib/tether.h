@@ -21,6 +21,10 @@
 struct cuctx_child_kind {
     int destroy_needs_current;      /* the owner must be current for destroy */
     CUresult (*destroy)(uint64_t raw);
+    /* An untethered kind whose destroy needs more than the driver value
+     * (the slot's aux record): called in place of destroy, with the slot
+     * closed and drained. */
+    CUresult (*destroy_slot)(struct cuctx_slot *s, const char *fn);
 };
 #define CUCTX__KIND_DECL(K, name, field, display, tethered) extern const struct cuctx_child_kind cuctx__##name##_kind;
 CUCTX_CHILD_KINDS(CUCTX__KIND_DECL)
@@ -86,6 +90,9 @@ static inline __attribute__((always_inline)) void cuctx__unwind(struct cuctx_unw
  * tethered path and is skipped, as every object of the parent's is. */
 CUresult cuctx__loose_create(uint64_t *out, enum cuctx_kind kind, const char *fn, cuctx_make_fn make, void *arg,
                              const struct cuctx_site *site);
+/* The same with the slot's aux record filled before it is published. */
+CUresult cuctx__loose_create_aux(uint64_t *out, enum cuctx_kind kind, const char *fn, cuctx_make_fn make, void *arg,
+                                 const struct cuctx_site *site, const struct cuctx_aux *aux);
 CUresult cuctx__loose_destroy(struct cuctx_slot *s, const char *fn, enum cuctx_kind kind,
                               const struct cuctx_child_kind *k);
 
@@ -322,5 +329,21 @@ static inline int cuctx__stream_default(uint64_t id, CUstream *raw)
     }
     return cuctx__stream_named(id, raw);
 }
+
+/* A stream argument for a call of its own: a handle's stream, pinned with
+ * its context held (use), or a default stream by name - {0} too where
+ * null_ok - with the calling thread's current context held (current), as
+ * a create given {0} holds it: the default streams are the current
+ * context's. stream.c. */
+struct cuctx_stream_arg {
+    struct cuctx_use use;
+    struct cuctx_held current;
+    CUstream raw;
+};
+CUresult cuctx__stream_take(cuctx_stream s, int null_ok, const char *fn, struct cuctx_stream_arg *a);
+void cuctx__stream_done(struct cuctx_stream_arg *a);
+/* A stream slot's size holds its flags as cuctx made it: known, and
+ * whether CU_STREAM_NON_BLOCKING (an adopted stream's are not known). */
+#define CUCTX__STREAM_FLAGS_KNOWN (UINT64_C(1) << 32)
 
 #endif

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/* mem_async.c - stream-ordered memory (cuMemAllocAsync,
+ * cuMemAllocFromPoolAsync): a cuctx_mem whose life is its own and its
+ * pool's, not its context's - a kind of no context (ids.h).
+ *
+ * What the real driver does (H200, tools/facts/async_free.c and
+ * pool_accounting.c; DRIVER-FACTS):
+ *   - the memory belongs to its pool, i.e. the device: it lives on after
+ *     the context it was made in is destroyed or reset, and must still be
+ *     freed then - skipping the free, as the tether does for other
+ *     children, would leak it;
+ *   - cuMemFreeAsync(p, s) with s destroyed crashes the process;
+ *   - with s gone and work queued on it still running, a plain cuMemFree
+ *     hands the address on at once (the running kernel then writes into
+ *     the next allocation), and so does cuMemFreeAsync on another stream
+ *     or the per-thread stream. What is safe: cuMemFreeAsync on the
+ *     context's legacy stream when s was a blocking stream (the legacy
+ *     stream waits for those, destroyed or not), and after a
+ *     cuCtxSynchronize of the context otherwise;
+ *   - once the context has ended no work of it runs: cuMemFree with no
+ *     context current returns the memory (0), though the pool's
+ *     used-memory attribute keeps counting it.
+ *
+ * So each allocation records, in its slot's aux record, the stream it was
+ * made on (a handle, or a default stream by name), the entry of that
+ * stream's context, and whether that stream may run apart from the legacy
+ * stream (non-blocking, or adopted with flags unknown). Its destroy frees:
+ *   1. on its stream, pinned so that no destroy of it can come between,
+ *      while that stream lives (no context switch: the call takes the
+ *      stream alone, measured);
+ *   2. else, while its context lives, on that context's legacy stream,
+ *      after a cuCtxSynchronize if the stream may have run apart (the
+ *      only case that waits: its stream was destroyed first);
+ *   3. else with cuMemFree and no context: the context and its work are
+ *      gone (the hold waits out a destroy under way).
+ * A free is never skipped, except in a forked child (the parent's memory)
+ * and after the driver shut down. */
+#include "config.h"
+
+#include "context.h"
+#include "cuctx.h"
+#include "driver.h"
+#include "entry.h"
+#include "error.h"
+#include "ids.h"
+#include "init.h"
+#include "registry.h"
+#include "tether.h"
+
+/* aux flags */
+#define APART 1u    /* the stream may run apart from the legacy stream */
+
+/* The stream of a cuctx_mem_free_async call, which the destroy below uses
+ * in place of the allocation's own (one thread's call, so per thread). */
+static _Thread_local CUstream free_on;
+static _Thread_local int free_on_set;
+static void free_on_reset(int *armed)
+{
+    if (*armed)
+        free_on_set = 0;
+}
+
+static CUresult need_async(const char *fn)
+{
+    if (DRV(cuMemAllocAsync) && DRV(cuMemFreeAsync))
+        return CUDA_SUCCESS;
+    return cuctx__fail(CUDA_ERROR_NOT_SUPPORTED,
+                       "%s: the driver has no stream-ordered memory (CUDA 11.2 or newer needed)", fn);
+}
+
+/* Case 2 above: on the legacy stream of the held context o. */
+static CUresult free_in_context(CUdeviceptr p, struct cuctx_held *o, int apart, const char *fn)
+{
+    struct cuctx_switch sw;
+    CUresult rc;
+    CUCTX__UNWOUND_LETS_GO(&sw)
+        if ((rc = cuctx__switch_to(o->raw, fn, &sw)) == CUDA_SUCCESS) {
+            if (apart) {
+                /* a capture's begin or end beside it crashes the driver (context.h) */
+                struct cuctx_sync_guard g CUCTX__SYNC_GUARD = cuctx__sync_shared(o->id);
+                rc = DRV(cuCtxSynchronize)();
+            }
+            if (rc == CUDA_SUCCESS)
+                rc = DRV(cuMemFreeAsync)(p, CU_STREAM_LEGACY);
+            cuctx__switch_back(&sw, fn);
+        }
+    return rc;
+}
+
+static CUresult destroy_slot(struct cuctx_slot *s, const char *fn)
+{
+    const struct cuctx_aux *a = cuctx__slot_aux(s);
+    CUdeviceptr p = (CUdeviceptr)s->u.child.raw;
+    uint64_t stream = a->id[0];
+    CUresult rc;
+    if (free_on_set)    /* cuctx_mem_free_async's stream, pinned by its caller */
+        return DRV(cuMemFreeAsync)(p, free_on);
+    CUstream named;
+    if (!cuctx__stream_default(stream, &named)) {
+        /* 1: its stream lives, and stays until the free is queued (its
+         * pin stops its destroy, its context's hold the context's) */
+        struct cuctx_slot *st = cuctx__pin(stream, KIND_STREAM);
+        struct cuctx_held so;
+        if (st && cuctx__entry_hold_quiet(st->u.child.entry, &so) == CUDA_SUCCESS) {
+            CUCTX__UNWOUND_LETS_GO(NULL)
+                rc = DRV(cuMemFreeAsync)(p, (CUstream)(uintptr_t)st->u.child.raw);
+            cuctx__entry_release(&so);
+            cuctx__unpin(st);
+            return rc;
+        }
+        if (st)
+            cuctx__unpin(st);
+    }
+    struct cuctx_held o;
+    if (cuctx__entry_hold_quiet(a->id[1], &o) == CUDA_SUCCESS) {   /* 2 */
+        /* a handle's stream that is gone may have run apart; a default one never */
+        int apart = !cuctx__stream_default(stream, &named) && (a->flags & APART);
+        rc = free_in_context(p, &o, apart, fn);
+        cuctx__entry_release(&o);
+        return rc;
+    }
+    CUCTX__UNWOUND_LETS_GO(NULL)    /* 3 */
+        rc = DRV(cuMemFree)(p);
+    return rc;
+}
+static CUresult destroy(uint64_t raw) { return DRV(cuMemFree)((CUdeviceptr)raw); }
+const struct cuctx_child_kind cuctx__mem_async_kind = {0, destroy, destroy_slot};
+
+struct make_args {
+    size_t bytes;
+    CUmemoryPool pool;  /* NULL: the device's current pool */
+    CUstream stream;
+    const char *fn;
+};
+
+static CUresult make(void *arg, uint64_t *raw, size_t *size)
+{
+    const struct make_args *m = arg;
+    CUdeviceptr p = 0;
+    CUresult rc = m->pool ? DRV(cuMemAllocFromPoolAsync)(&p, m->bytes, m->pool, m->stream)
+                          : DRV(cuMemAllocAsync)(&p, m->bytes, m->stream);
+    if (rc != CUDA_SUCCESS)
+        return cuctx__fail(rc, "%s: %s(%zu bytes) failed: %s", m->fn,
+                           m->pool ? "cuMemAllocFromPoolAsync" : "cuMemAllocAsync", m->bytes, cuctx_result_name(rc));
+    *raw = (uint64_t)p;
+    *size = m->bytes;
+    return CUDA_SUCCESS;
+}
+
+/* Both allocations: pool_id 0 is the device's current pool. */
+static CUresult alloc(cuctx_mem *out, uint64_t pool_id, cuctx_stream s, size_t bytes, const char *fn,
+                      const struct cuctx_site *site)
+{
+    struct make_args m = {bytes, NULL, NULL, fn};
+    struct cuctx_use pool = {0};
+    struct cuctx_stream_arg sa;
+    CUresult rc;
+    if (!out)
+        return cuctx__child_null(fn);
+    if ((rc = cuctx__claim(&out->id, KIND_MEM_ASYNC, fn)) != CUDA_SUCCESS)
+        return rc;
+    CUCTX_INIT_OR_RETURN(fn);
+    if ((rc = need_async(fn)) != CUDA_SUCCESS)
+        return rc;
+    if (pool_id) {
+        if (!DRV(cuMemAllocFromPoolAsync))
+            return cuctx__fail(CUDA_ERROR_NOT_SUPPORTED,
+                               "%s: the driver has no memory pools (CUDA 11.2 or newer needed)", fn);
+        if ((rc = cuctx__child_use(pool_id, KIND_MEM_POOL, fn, &pool)) != CUDA_SUCCESS)
+            return rc;
+        m.pool = (CUmemoryPool)(uintptr_t)pool.raw;
+    }
+    if ((rc = cuctx__stream_take(s, 1, fn, &sa)) == CUDA_SUCCESS) {
+        struct cuctx_aux aux = {{s.id, 0}, 0};
+        if (sa.use.obj) {
+            uint64_t flags = sa.use.obj->u.child.size;
+            aux.id[1] = sa.use.entry.id;
+            aux.flags = !(flags & CUCTX__STREAM_FLAGS_KNOWN) || (flags & CU_STREAM_NON_BLOCKING) ? APART : 0;
+        } else {
+            aux.id[1] = sa.current.id;
+        }
+        m.stream = sa.raw;
+        rc = cuctx__loose_create_aux(&out->id, KIND_MEM_ASYNC, fn, make, &m, site, &aux);
+        cuctx__stream_done(&sa);
+    }
+    cuctx__child_done(&pool);
+    return rc;
+}
+
+CUCTX_API CUresult cuctx_mem_alloc_async_at(cuctx_mem *out, cuctx_stream s, size_t bytes, const char *file, int line,
+                                            const char *func)
+{
+    struct cuctx_site site = {.file = file, .func = func, .line = line};
+    return alloc(out, 0, s, bytes, "cuctx_mem_alloc_async", &site);
+}
+
+CUCTX_API CUresult (cuctx_mem_alloc_async)(cuctx_mem *out, cuctx_stream s, size_t bytes)
+{
+    return cuctx_mem_alloc_async_at(out, s, bytes, NULL, 0, NULL);
+}
+
+CUCTX_API CUresult cuctx_mem_alloc_from_pool_at(cuctx_mem *out, cuctx_mem_pool pool, cuctx_stream s, size_t bytes,
+                                                const char *file, int line, const char *func)
+{
+    static const char fn[] = "cuctx_mem_alloc_from_pool";
+    struct cuctx_site site = {.file = file, .func = func, .line = line};
+    if (pool.id == 0) {
+        CUresult rc;
+        if (out && (rc = cuctx__claim(&out->id, KIND_MEM_ASYNC, fn)) != CUDA_SUCCESS)
+            return rc;
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: the pool is {0}; cuctx_mem_alloc_async takes the device's", fn);
+    }
+    return alloc(out, pool.id, s, bytes, fn, &site);
+}
+
+CUCTX_API CUresult (cuctx_mem_alloc_from_pool)(cuctx_mem *out, cuctx_mem_pool pool, cuctx_stream s, size_t bytes)
+{
+    return cuctx_mem_alloc_from_pool_at(out, pool, s, bytes, NULL, 0, NULL);
+}
+
+CUCTX_API CUresult cuctx_mem_free_async(cuctx_mem *m, cuctx_stream s)
+{
+    static const char fn[] = "cuctx_mem_free_async";
+    struct cuctx_stream_arg sa;
+    CUresult rc;
+    if (!m)
+        return cuctx__child_null(fn);
+    if (m->id == 0)
+        return CUDA_SUCCESS;
+    if (cuctx__id_kind(m->id) != KIND_MEM_ASYNC)
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE,
+                           "%s: handle %#llx is not stream-ordered memory (cuctx_mem_alloc_async); "
+                           "cuctx_mem_destroy frees it", fn, (unsigned long long)m->id);
+    if (s.id == 0)      /* the stream it was allocated on */
+        return cuctx__child_destroy(&m->id, KIND_MEM_ASYNC, fn, &cuctx__mem_async_kind);
+    CUCTX_INIT_OR_RETURN(fn);
+    if ((rc = cuctx__stream_take(s, 0, fn, &sa)) != CUDA_SUCCESS)
+        return rc;
+    {
+        /* a named default stream is the current context's: it stays
+         * current; a cancel inside lets go of the setting */
+        int armed __attribute__((cleanup(free_on_reset))) = 1;
+        free_on = sa.raw;
+        free_on_set = 1;
+        rc = cuctx__child_destroy(&m->id, KIND_MEM_ASYNC, fn, &cuctx__mem_async_kind);
+        free_on_set = 0;
+        armed = 0;
+    }
+    cuctx__stream_done(&sa);
+    return rc;
+}

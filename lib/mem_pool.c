@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: MIT */
+/* mem_pool.c - cuctx_mem_pool: a CUmemoryPool, a kind of no context
+ * (ids.h). A pool belongs to its device - measured: made while one context
+ * was current, it serves allocations in a context made after that one was
+ * destroyed - and its destroy with allocations alive succeeds and leaves
+ * them usable (the driver ends the pool with the last of them), so it
+ * needs no tether and no order against its memory. */
+#include "config.h"
+
+#include "cuctx.h"
+#include "driver.h"
+#include "error.h"
+#include "ids.h"
+#include "init.h"
+#include "tether.h"
+
+#include <string.h>
+
+static CUresult destroy(uint64_t raw) { return DRV(cuMemPoolDestroy)((CUmemoryPool)(uintptr_t)raw); }
+const struct cuctx_child_kind cuctx__mem_pool_kind = {0, destroy, NULL};
+
+static CUresult need_pools(const char *fn)
+{
+    CUCTX_INIT_OR_RETURN(fn);
+    if (DRV(cuMemPoolCreate) && DRV(cuMemPoolDestroy) && DRV(cuMemPoolTrimTo) && DRV(cuDeviceGetDefaultMemPool)
+        && DRV(cuMemAllocFromPoolAsync) && DRV(cuMemFreeAsync))
+        return CUDA_SUCCESS;
+    return cuctx__fail(CUDA_ERROR_NOT_SUPPORTED, "%s: the driver has no memory pools (CUDA 11.2 or newer needed)", fn);
+}
+
+struct make_args { CUdevice dev; const CUmemPoolProps *props; };
+
+static CUresult make(void *arg, uint64_t *raw, size_t *size)
+{
+    const struct make_args *a = arg;
+    CUmemPoolProps dflt;
+    const CUmemPoolProps *props = a->props;
+    if (!props) {   /* device-local, pinned, no export */
+        memset(&dflt, 0, sizeof dflt);
+        dflt.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        dflt.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+        dflt.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        dflt.location.id = a->dev;
+        props = &dflt;
+    }
+    CUmemoryPool pool = NULL;
+    CUresult rc = DRV(cuMemPoolCreate)(&pool, props);
+    if (rc != CUDA_SUCCESS)
+        return cuctx__fail(rc, "cuctx_mem_pool_create: cuMemPoolCreate(device %d) failed: %s", (int)a->dev,
+                           cuctx_result_name(rc));
+    *raw = (uint64_t)(uintptr_t)pool;
+    *size = 0;
+    return CUDA_SUCCESS;
+}
+
+CUCTX_API CUresult cuctx_mem_pool_create_at(cuctx_mem_pool *out, CUdevice dev, const CUmemPoolProps *props,
+                                            const char *file, int line, const char *func)
+{
+    static const char fn[] = "cuctx_mem_pool_create";
+    struct cuctx_site site = {.file = file, .func = func, .line = line};
+    struct make_args a = {dev, props};
+    CUresult rc;
+    if (out && (rc = cuctx__claim(&out->id, KIND_MEM_POOL, fn)) != CUDA_SUCCESS)
+        return rc;
+    if ((rc = need_pools(fn)) != CUDA_SUCCESS)
+        return rc;
+    return cuctx__child_create(out ? &out->id : NULL, KIND_MEM_POOL, (cuctx_ctx){0}, fn, make, &a, &site);
+}
+
+CUCTX_API CUresult (cuctx_mem_pool_create)(cuctx_mem_pool *out, CUdevice dev, const CUmemPoolProps *props)
+{
+    return cuctx_mem_pool_create_at(out, dev, props, NULL, 0, NULL);
+}
+
+CUCTX_API CUresult cuctx_mem_pool_adopt_at(cuctx_mem_pool *out, CUmemoryPool raw, int owned, const char *file,
+                                           int line, const char *func)
+{
+    static const char fn[] = "cuctx_mem_pool_adopt";
+    struct cuctx_site site = {.file = file, .func = func, .line = line};
+    CUresult rc;
+    if (out && (rc = cuctx__claim(&out->id, KIND_MEM_POOL, fn)) != CUDA_SUCCESS)
+        return rc;
+    if ((rc = need_pools(fn)) != CUDA_SUCCESS)
+        return rc;
+    return cuctx__child_adopt(out ? &out->id : NULL, KIND_MEM_POOL, (cuctx_ctx){0}, fn, (uint64_t)(uintptr_t)raw, 0,
+                              owned, &site);
+}
+
+CUCTX_API CUresult (cuctx_mem_pool_adopt)(cuctx_mem_pool *out, CUmemoryPool raw, int owned)
+{
+    return cuctx_mem_pool_adopt_at(out, raw, owned, NULL, 0, NULL);
+}
+
+CUCTX_API CUresult cuctx_mem_pool_default_at(cuctx_mem_pool *out, CUdevice dev, const char *file, int line,
+                                             const char *func)
+{
+    static const char fn[] = "cuctx_mem_pool_default";
+    CUmemoryPool pool = NULL;
+    CUresult rc;
+    if (out && (rc = cuctx__claim(&out->id, KIND_MEM_POOL, fn)) != CUDA_SUCCESS)
+        return rc;
+    if ((rc = need_pools(fn)) != CUDA_SUCCESS)
+        return rc;
+    if ((rc = DRV(cuDeviceGetDefaultMemPool)(&pool, dev)) != CUDA_SUCCESS)
+        return cuctx__fail(rc, "%s: cuDeviceGetDefaultMemPool(device %d) failed: %s", fn, (int)dev,
+                           cuctx_result_name(rc));
+    return cuctx_mem_pool_adopt_at(out, pool, 0, file, line, func);
+}
+
+CUCTX_API CUresult (cuctx_mem_pool_default)(cuctx_mem_pool *out, CUdevice dev)
+{
+    return cuctx_mem_pool_default_at(out, dev, NULL, 0, NULL);
+}
+
+CUCTX_API CUresult cuctx_mem_pool_destroy(cuctx_mem_pool *p)
+{
+    return cuctx__child_destroy(p ? &p->id : NULL, KIND_MEM_POOL, "cuctx_mem_pool_destroy", &cuctx__mem_pool_kind);
+}
+
+CUCTX_API CUresult cuctx_mem_pool_trim(cuctx_mem_pool p, size_t keep)
+{
+    static const char fn[] = "cuctx_mem_pool_trim";
+    struct cuctx_use u;
+    CUresult rc = cuctx__child_use(p.id, KIND_MEM_POOL, fn, &u);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    CUCTX__UNWOUND_LETS_GO(NULL)
+        rc = DRV(cuMemPoolTrimTo)((CUmemoryPool)(uintptr_t)u.raw, keep);
+    cuctx__child_done(&u);
+    return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuMemPoolTrimTo failed: %s", fn, cuctx_result_name(rc));
+}
+
+CUCTX_API CUmemoryPool cuctx_mem_pool_raw(cuctx_mem_pool p)
+{
+    return (CUmemoryPool)(uintptr_t)cuctx__child_value(p.id, KIND_MEM_POOL, "cuctx_mem_pool_raw", FIELD_RAW);
+}

@@ -1,0 +1,610 @@
+/* SPDX-License-Identifier: MIT */
+/* test_async.c - stream-ordered memory and memory pools (issue 20). Each
+ * test says in a line which bug it catches. The driver facts behind them
+ * (measured on an H200, tools/facts/async_free.c, pool_accounting.c): the
+ * memory belongs to its pool, not to a context, and outlives the context
+ * it was made in; cuMemFreeAsync naming a destroyed stream crashes; with
+ * work still queued on a destroyed stream only a free on the legacy
+ * stream (a blocking stream's work) or after a synchronize is safe; a
+ * plain cuMemFree returns the memory but leaves the pool's used counter
+ * up. The simulated driver records every unsafe free as a misuse. */
+#include "testlib.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cudaTypedefs.h>
+
+#define ASSERT_NO_MISUSE() cr_assert_eq(misuses(), 0, "the simulated driver recorded misuses (listed above)")
+#define BYTES 4096
+
+/* The pool's used-memory counter, from the driver. */
+static size_t pool_used(CUmemoryPool pool)
+{
+    PFN_cuMemPoolGetAttribute_v11020 get = (PFN_cuMemPoolGetAttribute_v11020)drv_sym("cuMemPoolGetAttribute", 11020);
+    cuuint64_t used = 0;
+    CHECK_OK(get(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used));
+    return (size_t)used;
+}
+
+static CUmemoryPool default_pool(void)
+{
+    PFN_cuDeviceGetDefaultMemPool_v11020 get =
+        (PFN_cuDeviceGetDefaultMemPool_v11020)drv_sym("cuDeviceGetDefaultMemPool", 11020);
+    CUmemoryPool pool = NULL;
+    CHECK_OK(get(&pool, 0));
+    return pool;
+}
+
+/* Work queued on s that the driver has not finished (on the real driver a
+ * memset; the simulator counts it as pending until a synchronize). */
+static void queue_work(cuctx_mem m, cuctx_stream s)
+{
+    PFN_cuMemsetD8Async_v3020 memset_async = (PFN_cuMemsetD8Async_v3020)drv_sym("cuMemsetD8Async", 3020);
+    CHECK_OK(memset_async(cuctx_mem_ptr(m), 7, cuctx_mem_size(m), cuctx_stream_raw(s)));
+}
+
+/* Whether any call logged from mark names raw as its stream or handle,
+ * other than calls of fn_ok. */
+static int stream_named_since(uint64_t raw, size_t mark, const char *fn_ok)
+{
+    size_t n = sim()->log_count();
+    for (size_t i = mark; i < n; i++) {
+        struct cusim_call c;
+        sim()->log_get(i, &c);
+        if (fn_ok && strcmp(c.fn, fn_ok) == 0)
+            continue;
+        if (c.stream == raw || c.handle2 == raw || (c.handle == raw && strncmp(c.fn, "cuStream", 8) == 0))
+            return 1;
+    }
+    return 0;
+}
+
+/* ---- the free, while its stream lives ------------------------------------ */
+
+/* Bug caught: the free not ordered on the allocation's stream (a plain
+ * cuMemFree frees under queued work), or a context switch around it. */
+Test(async_mem, is_freed_on_its_own_stream)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    cr_assert_neq(cuctx_mem_ptr(m), 0);
+    cr_assert_eq(cuctx_mem_size(m), BYTES);
+    cr_assert_eq(stats().async_mems, 1);
+    cr_assert_eq(stats().mems, 0, "stream-ordered memory counted as cuMemAlloc memory");
+    CUmemoryPool pool = default_pool();
+    cr_assert_eq(pool_used(pool), BYTES);
+    uint64_t p = cuctx_mem_ptr(m);
+    uint64_t sraw = (uint64_t)(uintptr_t)cuctx_stream_raw(s);
+    queue_work(m, s);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_mem_destroy(&m));
+    cr_assert_eq(m.id, 0);
+    cr_assert_eq(stats().async_mems, 0);
+    cr_assert_eq(pool_used(pool), 0, "not freed by cuMemFreeAsync (the pool still counts it)");
+    if (sim()) {
+        struct cusim_call f = last_call("cuMemFreeAsync", mark);
+        cr_assert_eq(f.handle, p);
+        cr_assert_eq(f.stream, sraw, "freed on another stream than its own");
+        cr_assert_eq(calls_on("cuMemFree", p, mark), 0);
+        cr_assert_eq(calls("cuCtxSynchronize"), 0, "a free on a live stream waited");
+        ASSERT_NO_MISUSE();
+    }
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* Bug caught: the allocation's call switching contexts, or needing one
+ * current, when its stream says which. */
+Test(async_mem, takes_its_stream_with_another_context_current)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx a = {0}, b = {0};
+    cuctx_stream s = {0};
+    CUCTX_AUTO cuctx_mem m = {0};
+    new_ctx(&a, 0, "A", POPPED);
+    CUcontext braw = new_ctx(&b, 0, "B", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&s, a, 0, 0));
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    struct cusim_call al = last_call("cuMemAllocAsync", mark);
+    cr_assert_eq(al.stream, (uint64_t)(uintptr_t)cuctx_stream_raw(s));
+    cr_assert_eq(al.arg, BYTES);
+    EXPECT_CURRENT(braw);
+    cr_assert_eq(calls("cuCtxPushCurrent"), 0, "the allocation switched contexts");
+    CHECK_OK(cuctx_mem_destroy(&m));
+    EXPECT_CURRENT(braw);
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+}
+
+/* Bug caught: cuctx_mem_free_async ignoring its stream, or freeing on it
+ * without holding it. */
+Test(async_mem, free_async_orders_the_free_on_the_stream_given)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0}, s2 = {0};
+    cuctx_mem m = {0};
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    CHECK_OK(cuctx_stream_create(&s2, c, 0, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    uint64_t p = cuctx_mem_ptr(m);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_mem_free_async(&m, s2));
+    cr_assert_eq(m.id, 0);
+    cr_assert_eq(stats().async_mems, 0);
+    cr_assert_eq(pool_used(default_pool()), 0);
+    if (sim()) {
+        struct cusim_call f = last_call("cuMemFreeAsync", mark);
+        cr_assert_eq(f.handle, p);
+        cr_assert_eq(f.stream, (uint64_t)(uintptr_t)cuctx_stream_raw(s2));
+        ASSERT_NO_MISUSE();
+    }
+    /* {0}: its own stream */
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    mark = log_mark();
+    CHECK_OK(cuctx_mem_free_async(&m, (cuctx_stream){0}));
+    if (sim())
+        cr_assert_eq(last_call("cuMemFreeAsync", mark).stream, (uint64_t)(uintptr_t)cuctx_stream_raw(s));
+    cr_assert_eq(cuctx_mem_free_async(&m, s), CUDA_SUCCESS, "{0} handle: a no-op");
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_stream_destroy(&s2));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* Bug caught: free_async given cuMemAlloc memory (the driver's answer is
+ * undefined), or a stale stream reaching the driver. */
+Test(async_mem, free_async_refuses_plain_memory_and_stale_streams)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0}, dead = {0};
+    cuctx_mem plain = {0}, m = {0};
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    CHECK_OK(cuctx_mem_alloc(&plain, c, BYTES));
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    cr_assert_eq(cuctx_mem_free_async(&plain, s), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_neq(plain.id, 0, "the refused handle was reset");
+    cr_assert(strstr(cuctx_last_error_message(), "not stream-ordered memory"), "%s", cuctx_last_error_message());
+    CHECK_OK(cuctx_stream_create(&dead, c, 0, 0));
+    cuctx_stream copy = dead;
+    CHECK_OK(cuctx_stream_destroy(&dead));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    size_t mark = log_mark();
+    cr_assert_eq(cuctx_mem_free_async(&m, copy), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_neq(m.id, 0, "memory was let go for a stale stream");
+    if (sim())
+        cr_assert_eq(calls_on("cuMemFreeAsync", cuctx_mem_ptr(m), mark), 0);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_mem_destroy(&plain));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    if (sim())
+        ASSERT_NO_MISUSE();
+}
+
+/* ---- the free, once its stream is gone ----------------------------------- */
+
+/* The destroyed stream's flags: the free after it. */
+static void stream_gone(unsigned flags, int work)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    CUcontext craw = new_ctx(&c, 0, "C", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, c, flags, 0));
+    uint64_t sraw = (uint64_t)(uintptr_t)cuctx_stream_raw(s);
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    uint64_t p = cuctx_mem_ptr(m);
+    if (work)
+        queue_work(m, s);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    size_t mark = log_mark();
+    unsigned long syncs = calls("cuCtxSynchronize");
+    CHECK_OK(cuctx_mem_destroy(&m));
+    EXPECT_CURRENT(NULL);
+    cr_assert_eq(stats().async_mems, 0);
+    cr_assert_eq(pool_used(default_pool()), 0, "not freed by cuMemFreeAsync");
+    if (sim()) {
+        cr_assert_eq(stream_named_since(sraw, mark, NULL), 0, "a call named the destroyed stream");
+        struct cusim_call f = last_call("cuMemFreeAsync", mark);
+        cr_assert_eq(f.handle, p);
+        cr_assert_eq(f.stream, (uint64_t)(uintptr_t)CU_STREAM_LEGACY, "not freed on the legacy stream");
+        cr_assert_eq(f.ctx, (uint64_t)(uintptr_t)craw, "not in the stream's context");
+        cr_assert_eq(calls("cuCtxSynchronize") - syncs, flags & CU_STREAM_NON_BLOCKING ? 1u : 0u,
+                     "a non-blocking stream's work must be waited for, a blocking one's need not");
+        ASSERT_NO_MISUSE();
+    }
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* Bug caught: a free naming the destroyed stream (SIGSEGV on the real
+ * driver), or a needless synchronize for a blocking stream. */
+Test(async_mem, stream_destroyed_first_blocking) { stream_gone(0, 1); }
+/* Bug caught: a free beside a non-blocking stream's unfinished work (the
+ * real driver hands the address on under a running kernel). */
+Test(async_mem, stream_destroyed_first_non_blocking) { stream_gone(CU_STREAM_NON_BLOCKING, 1); }
+/* The same with nothing queued: the rule does not depend on it. */
+Test(async_mem, stream_destroyed_first_idle) { stream_gone(CU_STREAM_NON_BLOCKING, 0); }
+
+/* Bug caught: an adopted stream (flags unknown to cuctx) taken as
+ * blocking. */
+Test(async_mem, an_adopted_stream_gone_is_waited_for)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    PFN_cuStreamCreate_v2000 create = (PFN_cuStreamCreate_v2000)drv_sym("cuStreamCreate", 2000);
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    CUstream raw;
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    CHECK_OK(create(&raw, CU_STREAM_NON_BLOCKING));
+    CHECK_OK(cuctx_stream_adopt(&s, c, raw, 1));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    queue_work(m, s);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    unsigned long syncs = calls("cuCtxSynchronize");
+    CHECK_OK(cuctx_mem_destroy(&m));
+    cr_assert_eq(calls("cuCtxSynchronize") - syncs, 1);
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* Bug caught: a stream destroy and the free of its memory racing - the
+ * free taking the stream's value, then the stream destroyed before the
+ * driver call. Many rounds on two threads; the simulator records any free
+ * naming a destroyed stream. */
+struct race { cuctx_stream s; cuctx_mem m; pthread_barrier_t *go; CUresult rc; };
+static void *destroy_stream(void *arg)
+{
+    struct race *r = arg;
+    pthread_barrier_wait(r->go);
+    r->rc = cuctx_stream_destroy(&r->s);
+    return NULL;
+}
+Test(async_mem, a_stream_destroy_racing_the_free_is_never_crossed)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, 2);
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    sim()->set_delay("cuMemFreeAsync", 50);
+    for (int i = 0; i < 200; i++) {
+        struct race r = {{0}, {0}, &go, CUDA_SUCCESS};
+        pthread_t t;
+        CHECK_OK(cuctx_stream_create(&r.s, c, i & 1 ? CU_STREAM_NON_BLOCKING : 0, 0));
+        CHECK_OK(cuctx_mem_alloc_async(&r.m, r.s, BYTES));
+        pthread_create(&t, NULL, destroy_stream, &r);
+        pthread_barrier_wait(&go);
+        CHECK_OK(cuctx_mem_destroy(&r.m));
+        pthread_join(t, NULL);
+        cr_assert_eq(r.rc, CUDA_SUCCESS, "the stream's destroy: %s", cuctx_result_name(r.rc));
+    }
+    sim()->set_delay("cuMemFreeAsync", 0);
+    cr_assert_eq(stats().async_mems, 0);
+    cr_assert_eq(pool_used(default_pool()), 0);
+    ASSERT_NO_MISUSE();
+    pthread_barrier_destroy(&go);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* ---- the free, once its context is gone ---------------------------------- */
+
+/* Bug caught: stream-ordered memory tethered to its context - skipped
+ * after the context's destroy, so it leaks in its pool. */
+Test(async_mem, outlives_its_context_and_is_still_freed)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    new_ctx(&c, 0, "C", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    uint64_t p = cuctx_mem_ptr(m);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(cuctx_mem_ptr(m), p, "its accessor fails once the context is gone: %s", cuctx_last_error_message());
+    uint64_t skips = stats().stale_skips;
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_mem_destroy(&m));
+    EXPECT_CURRENT(NULL);
+    cr_assert_eq(stats().stale_skips, skips, "the free was skipped as a dead context's child's");
+    cr_assert_eq(stats().async_mems, 0);
+    if (sim()) {
+        struct cusim_call f = last_call("cuMemFree", mark);
+        cr_assert_eq(f.handle, p, "not freed");
+        cr_assert_eq(f.ctx, 0, "a context was made current for it");
+        cr_assert_eq(calls_on("cuMemFreeAsync", p, mark), 0, "a stream-ordered free with no stream to name");
+        cr_assert_eq(calls("cuCtxPushCurrent") + calls("cuCtxSetCurrent"), 0);
+        ASSERT_NO_MISUSE();
+    }
+    CHECK_OK(cuctx_stream_destroy(&s));     /* skipped: died with its context */
+}
+
+/* Bug caught: the memory of a primary context counted gone with a reset
+ * (measured: the pool keeps it), or freed with a switch to a context that
+ * the reset ended. */
+Test(async_mem, outlives_a_primary_reset)
+{
+    NEED_DRIVER();
+    cuctx_ctx pc = {0};
+    cuctx_mem m = {0};
+    CHECK_OK(cuctx_ctx_primary(&pc, 0));
+    CUCTX_SCOPED(pc) {
+        CHECK_OK(cuctx_mem_alloc_async(&m, (cuctx_stream){0}, BYTES));
+    }
+    uint64_t p = cuctx_mem_ptr(m);
+    CHECK_OK(cuctx_ctx_primary_reset(0));
+    cr_assert_eq(pool_used(default_pool()), BYTES, "the reset freed it");
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_mem_destroy(&m));
+    if (sim()) {
+        cr_assert_eq(calls_on("cuMemFree", p, mark), 1);
+        ASSERT_NO_MISUSE();
+    }
+    CHECK_OK(cuctx_ctx_destroy(&pc));
+}
+
+/* ---- default streams by name --------------------------------------------- */
+
+/* Bug caught: {0} taken without a current context, or its memory freed on
+ * the current context's stream of the moment instead of its own
+ * context's. */
+Test(async_mem, a_default_stream_is_the_current_contexts)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0}, b = {0};
+    cuctx_mem m = {0};
+    cr_assert_eq(cuctx_mem_alloc_async(&m, (cuctx_stream){0}, BYTES), CUDA_ERROR_INVALID_CONTEXT,
+                 "{0} with no context current: %s", cuctx_last_error_message());
+    cr_assert_eq(m.id, 0);
+    CUcontext araw = new_ctx(&a, 0, "A", LEFT_CURRENT);
+    CHECK_OK(cuctx_mem_alloc_async(&m, (cuctx_stream){0}, BYTES));
+    uint64_t p = cuctx_mem_ptr(m);
+    CUcontext braw = new_ctx(&b, 0, "B", LEFT_CURRENT);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_mem_destroy(&m));
+    EXPECT_CURRENT(braw);
+    if (sim()) {
+        struct cusim_call f = last_call("cuMemFreeAsync", mark);
+        cr_assert_eq(f.handle, p);
+        cr_assert_eq(f.ctx, (uint64_t)(uintptr_t)araw, "freed in the context current now, not its own");
+        cr_assert_eq(f.stream, (uint64_t)(uintptr_t)CU_STREAM_LEGACY);
+        cr_assert_eq(calls("cuCtxSynchronize"), 0);
+        ASSERT_NO_MISUSE();
+    }
+    CUCTX_SCOPED(b) {
+        CHECK_OK(cuctx_mem_alloc_async(&m, CUCTX_STREAM_PER_THREAD, BYTES));
+    }
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+}
+
+/* ---- pools ---------------------------------------------------------------- */
+
+/* Bug caught: a pool tethered to a context, or its destroy refused or
+ * deferred by cuctx while allocations live (the driver allows it). */
+Test(mem_pool, destroyed_with_allocations_alive)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem_pool pool = {0};
+    cuctx_mem m = {0};
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    CHECK_OK(cuctx_mem_pool_create(&pool, 0, NULL));
+    cr_assert_eq(stats().mem_pools, 1);
+    CUmemoryPool raw = cuctx_mem_pool_raw(pool);
+    cr_assert_neq(raw, NULL);
+    CHECK_OK(cuctx_mem_alloc_from_pool(&m, pool, s, BYTES));
+    cr_assert_eq(pool_used(raw), BYTES);
+    uint64_t p = cuctx_mem_ptr(m);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_mem_pool_destroy(&pool));
+    cr_assert_eq(stats().mem_pools, 0);
+    cr_assert_eq(cuctx_mem_ptr(m), p, "the allocation went with its pool's handle");
+    CHECK_OK(cuctx_mem_destroy(&m));
+    if (sim()) {
+        cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)raw, mark), 1);
+        cr_assert_eq(last_call("cuMemFreeAsync", mark).handle, p);
+        ASSERT_NO_MISUSE();
+    }
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* Bug caught: the pool's device ignored (props NULL must mean the device
+ * given, pinned and device-local), or a pool that dies with a context. */
+Test(mem_pool, serves_a_context_made_after_its_first_died)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0}, b = {0};
+    cuctx_stream s = {0};
+    CUCTX_AUTO cuctx_mem_pool pool = {0};
+    CUCTX_AUTO cuctx_mem m = {0};
+    new_ctx(&a, 0, "A", LEFT_CURRENT);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_mem_pool_create(&pool, 0, NULL));
+    if (sim())
+        cr_assert_eq(last_call("cuMemPoolCreate", mark).ctx, (uint64_t)(uintptr_t)current(),
+                     "a pool create switched contexts");
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    new_ctx(&b, 0, "B", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&s, b, 0, 0));
+    CHECK_OK(cuctx_mem_alloc_from_pool(&m, pool, s, BYTES));
+    cr_assert_eq(pool_used(cuctx_mem_pool_raw(pool)), BYTES);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    cr_assert_eq(pool_used(cuctx_mem_pool_raw(pool)), 0);
+    CHECK_OK(cuctx_mem_pool_trim(pool, 0));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    if (sim())
+        ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: the default pool's handle destroying the device's default
+ * pool (it is borrowed), or adopted pools' ownership ignored. */
+Test(mem_pool, the_default_pool_is_borrowed)
+{
+    NEED_DRIVER();
+    cuctx_mem_pool d = {0}, adopted = {0};
+    CHECK_OK(cuctx_mem_pool_default(&d, 0));
+    cr_assert_eq(cuctx_mem_pool_raw(d), default_pool());
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_mem_pool_destroy(&d));
+    CHECK_OK(cuctx_mem_pool_adopt(&adopted, default_pool(), 0));
+    CHECK_OK(cuctx_mem_pool_destroy(&adopted));
+    if (sim()) {
+        cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)default_pool(), mark), 0,
+                     "the default pool was destroyed");
+        ASSERT_NO_MISUSE();
+    }
+    cr_assert_eq(stats().mem_pools, 0);
+}
+
+/* Bug caught: a {0} or stale pool reaching the driver. */
+Test(mem_pool, a_bad_pool_is_refused_before_the_driver)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem_pool pool = {0};
+    cuctx_mem m = {0};
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    cr_assert_eq(cuctx_mem_alloc_from_pool(&m, pool, s, BYTES), CUDA_ERROR_INVALID_VALUE);
+    CHECK_OK(cuctx_mem_pool_create(&pool, 0, NULL));
+    cuctx_mem_pool copy = pool;
+    CHECK_OK(cuctx_mem_pool_destroy(&pool));
+    size_t mark = log_mark();
+    cr_assert_eq(cuctx_mem_alloc_from_pool(&m, copy, s, BYTES), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(m.id, 0);
+    cr_assert_eq(cuctx_mem_pool_trim(copy, 0), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(cuctx_mem_pool_destroy(&copy), CUDA_ERROR_INVALID_HANDLE);
+    if (sim()) {
+        cr_assert_eq(calls_on("cuMemAllocFromPoolAsync", 0, mark) + calls("cuMemPoolTrimTo"), 0);
+        ASSERT_NO_MISUSE();
+    }
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* ---- the handle ----------------------------------------------------------- */
+
+/* Bug caught: a create into a cuctx_mem holding live memory of the other
+ * kind overwriting it (the claim looking at one kind only). */
+Test(async_mem, a_handle_holding_either_kind_is_not_overwritten)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    CHECK_OK(cuctx_mem_alloc(&m, c, BYTES));
+    uint64_t held = m.id;
+    cr_assert_eq(cuctx_mem_alloc_async(&m, s, BYTES), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(m.id, held);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    held = m.id;
+    cr_assert_eq(cuctx_mem_alloc(&m, c, BYTES), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(m.id, held);
+    cuctx_ctx owner = {0};
+    cr_assert_eq(cuctx_mem_ctx(m, &owner), CUDA_ERROR_INVALID_VALUE);
+    cr_assert(strstr(cuctx_last_error_message(), "belongs to its pool"), "%s", cuctx_last_error_message());
+    cuctx_mem copy = m;
+    CHECK_OK(cuctx_destroy(&m));    /* by its kind */
+    cr_assert_eq(cuctx_mem_destroy(&copy), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(cuctx_mem_ptr(copy), 0);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    if (sim())
+        ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: CUCTX_AUTO missing the kind, or freeing twice across
+ * continue and return. */
+static int auto_return(cuctx_stream s, int early)
+{
+    CUCTX_AUTO cuctx_mem m = {0};
+    if (cuctx_mem_alloc_async(&m, s, BYTES) != CUDA_SUCCESS)
+        return -1;
+    if (early)
+        return 1;
+    return 0;
+}
+Test(async_mem, cuctx_auto_frees_at_continue_and_return)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    size_t mark = log_mark();
+    for (int i = 0; i < 4; i++) {
+        CUCTX_AUTO cuctx_mem m = {0};
+        CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+        if (i % 2)
+            continue;
+        cr_assert_eq(stats().async_mems, 1);
+    }
+    cr_assert_eq(auto_return(s, 1), 1);
+    cr_assert_eq(auto_return(s, 0), 0);
+    cr_assert_eq(stats().async_mems, 0);
+    cr_assert_eq(pool_used(default_pool()), 0);
+    if (sim()) {
+        cr_assert_eq(calls("cuMemAllocAsync"), 6);
+        unsigned long frees = 0;
+        for (unsigned i = 1; i <= 6; i++)
+            frees += nth_call("cuMemFreeAsync", mark, i).stream == (uint64_t)(uintptr_t)cuctx_stream_raw(s);
+        cr_assert_eq(frees, 6, "each allocation freed once, on its stream");
+        ASSERT_NO_MISUSE();
+    }
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* Bug caught: the leak report not telling stream-ordered memory and pools
+ * apart from cuMemAlloc memory. */
+Test(async_mem, the_leak_report_names_the_kind)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    cuctx_mem_pool pool = {0};
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    CHECK_OK(cuctx_mem_pool_create(&pool, 0, NULL));
+    char buf[4096] = "";
+    FILE *f = fmemopen(buf, sizeof buf - 1, "w");
+    cuctx_leak_report(f);
+    fclose(f);
+    cr_assert(strstr(buf, "stream-ordered memory"), "%s", buf);
+    cr_assert(strstr(buf, "memory pool"), "%s", buf);
+    cr_assert(strstr(buf, "test_async.c"), "no create site: %s", buf);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_mem_pool_destroy(&pool));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
