@@ -92,6 +92,27 @@ static long mem_pair_cuctx(cuctx_ctx c)
     return bad + (cuctx_mem_destroy(&m) != CUDA_SUCCESS);
 }
 
+/* Stream-ordered memory: 4 KiB allocated and freed on a non-blocking
+ * stream of the context (live_async_stream), as a pipeline does. */
+static cuctx_stream live_async_stream;
+
+static long async_pair_raw(cuctx_ctx c)
+{
+    (void)c;
+    CUstream s = cuctx_stream_raw(live_async_stream);
+    CUdeviceptr p;
+    long bad = bench_raw.mem_alloc_async(&p, 4096, s) != CUDA_SUCCESS;
+    return bad + (bench_raw.mem_free_async(p, s) != CUDA_SUCCESS);
+}
+
+static long async_pair_cuctx(cuctx_ctx c)
+{
+    (void)c;
+    cuctx_mem m = {0};
+    long bad = cuctx_mem_alloc_async(&m, live_async_stream, 4096) != CUDA_SUCCESS;
+    return bad + (cuctx_mem_destroy(&m) != CUDA_SUCCESS);
+}
+
 /* A lookup row's loop, one per side, without a call per operation (it would
  * be most of a lookup's cost): n lookups; returns how many failed. */
 typedef long body_fn(long n);
@@ -197,6 +218,7 @@ static const struct op {
     {"event_get", "event (raw + get)", 64, {event_pair_get_raw, event_pair_cuctx}, {NULL, NULL}},
     {"stream", "stream create+destroy", 16, {stream_pair_raw, stream_pair_cuctx}, {NULL, NULL}},
     {"mem4k", "4 KiB alloc+free", 4, {mem_pair_raw, mem_pair_cuctx}, {NULL, NULL}},
+    {"async4k", "4 KiB async alloc+free", 16, {async_pair_raw, async_pair_cuctx}, {NULL, NULL}},
     {"event_raw", "cuctx_event_raw lookup", 4096, {NULL, NULL}, {event_lookup_raw, event_lookup_cuctx}},
     {"ctx_raw", "cuctx_ctx_raw lookup", 4096, {NULL, NULL}, {ctx_lookup_raw, ctx_lookup_cuctx}},
     {"stream_raw", "cuctx_stream_raw", 4096, {NULL, NULL}, {stream_lookup_raw, stream_lookup_cuctx}},
@@ -235,6 +257,8 @@ int main(int argc, char **argv)
     if (cuctx_ctx_create(&ctx, 0, CUCTX_SCHED_AUTO) != CUDA_SUCCESS)
         bench_die(prog, "context create");
     lookups_make();
+    if (cuctx_stream_create(&live_async_stream, ctx, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS)
+        bench_die(prog, "stream create");
 
     FILE *data = bench_data_open(&cfg, prog,
         "# one thread, an owned context current; ns per operation, best run of each;\n"
@@ -268,6 +292,8 @@ int main(int argc, char **argv)
     }
     bench_data_close(data, &cfg);
     lookups_destroy();
+    if (cuctx_stream_synchronize(live_async_stream) != CUDA_SUCCESS || cuctx_stream_destroy(&live_async_stream) != CUDA_SUCCESS)
+        bench_die(prog, "stream destroy");
     if (cuctx_ctx_destroy(&ctx) != CUDA_SUCCESS)
         bench_die(prog, "cleanup");
     return 0;

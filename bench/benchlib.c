@@ -98,6 +98,8 @@ void bench_start(const char *prog)
     RAW(stream_destroy, "cuStreamDestroy", 4000);
     RAW(mem_alloc, "cuMemAlloc", 3020);
     RAW(mem_free, "cuMemFree", 3020);
+    RAW(mem_alloc_async, "cuMemAllocAsync", 11020);
+    RAW(mem_free_async, "cuMemFreeAsync", 11020);
 }
 
 double bench_now(void)

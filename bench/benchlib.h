@@ -55,6 +55,8 @@ struct bench_raw {
     PFN_cuStreamDestroy_v4000 stream_destroy;
     PFN_cuMemAlloc_v3020 mem_alloc;
     PFN_cuMemFree_v3020 mem_free;
+    PFN_cuMemAllocAsync_v11020 mem_alloc_async;
+    PFN_cuMemFreeAsync_v11020 mem_free_async;
 };
 extern struct bench_raw bench_raw;
 

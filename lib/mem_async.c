@@ -96,29 +96,35 @@ static CUresult destroy_slot(struct cuctx_slot *s, const char *fn)
     if (free_on_set)    /* cuctx_mem_free_async's stream, pinned by its caller */
         return DRV(cuMemFreeAsync)(p, free_on);
     CUstream named;
+    struct cuctx_held o;
     if (!cuctx__stream_default(stream, &named)) {
         /* 1: its stream lives, and stays until the free is queued (its
          * pin stops its destroy, its context's hold the context's) */
         struct cuctx_slot *st = cuctx__pin(stream, KIND_STREAM);
-        struct cuctx_held so;
-        if (st && cuctx__entry_hold_quiet(st->u.child.entry, &so) == CUDA_SUCCESS) {
-            CUCTX__UNWOUND_LETS_GO(NULL)
-                rc = DRV(cuMemFreeAsync)(p, (CUstream)(uintptr_t)st->u.child.raw);
-            cuctx__entry_release(&so);
+        if (st) {
+            CUresult held = cuctx__entry_hold_quiet(st->u.child.entry, &o);
+            if (held == CUDA_SUCCESS) {
+                CUCTX__UNWOUND_LETS_GO(NULL)
+                    rc = DRV(cuMemFreeAsync)(p, (CUstream)(uintptr_t)st->u.child.raw);
+                cuctx__entry_release(&o);
+            }
             cuctx__unpin(st);
-            return rc;
+            if (held == CUDA_SUCCESS)
+                return rc;
+            if (held != CUDA_ERROR_CONTEXT_IS_DESTROYED)
+                return held;    /* the check of its context failed: no free unsure of its order */
         }
-        if (st)
-            cuctx__unpin(st);
     }
-    struct cuctx_held o;
-    if (cuctx__entry_hold_quiet(a->id[1], &o) == CUDA_SUCCESS) {   /* 2 */
+    rc = cuctx__entry_hold_quiet(a->id[1], &o);
+    if (rc == CUDA_SUCCESS) {   /* 2 */
         /* a handle's stream that is gone may have run apart; a default one never */
         int apart = !cuctx__stream_default(stream, &named) && (a->flags & APART);
         rc = free_in_context(p, &o, apart, fn);
         cuctx__entry_release(&o);
         return rc;
     }
+    if (rc != CUDA_ERROR_CONTEXT_IS_DESTROYED)
+        return rc;
     CUCTX__UNWOUND_LETS_GO(NULL)    /* 3 */
         rc = DRV(cuMemFree)(p);
     return rc;

@@ -846,6 +846,49 @@ out:
     CALL(cuctx_ctx_destroy(&c));
 }
 
+/* Stream-ordered memory and pools: a free on its stream, on another, after
+ * its stream (non-blocking: a synchronize first), after its context
+ * (cuMemFree), a pool destroyed with an allocation alive. */
+static void wl_async(const struct workload *w)
+{
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0}, s2 = {0};
+    cuctx_mem_pool pool = {0}, dflt = {0};
+    cuctx_mem m = {0}, m2 = {0}, m3 = {0}, m4 = {0}, m5 = {0};
+    if (owner_open(w->owner, &c) != CUDA_SUCCESS)
+        goto out;
+    if (CREATE(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0), s) != CUDA_SUCCESS
+        || CREATE(cuctx_stream_create(&s2, c, 0, 0), s2) != CUDA_SUCCESS)
+        goto out;
+    CREATE(cuctx_mem_pool_create(&pool, 0, NULL), pool);
+    CREATE(cuctx_mem_pool_default(&dflt, 0), dflt);
+    CREATE(cuctx_mem_alloc_async(&m, s, 4096), m);
+    if (pool.id)
+        CREATE(cuctx_mem_alloc_from_pool(&m2, pool, s2, 4096), m2);
+    CREATE(cuctx_mem_alloc_async(&m3, s2, 4096), m3);
+    CREATE(cuctx_mem_alloc_async(&m4, s, 4096), m4);
+    CREATE(cuctx_mem_alloc_async(&m5, s2, 4096), m5);
+    if (m.id)
+        VAL(cuctx_mem_ptr(m), v_ == 0);
+    CALL(cuctx_mem_free_async(&m3, s));
+    if (pool.id)
+        CALL(cuctx_mem_pool_trim(pool, 0));
+    CALL(cuctx_mem_destroy(&m));
+    CALL(cuctx_stream_destroy(&s));
+    CALL(cuctx_mem_destroy(&m4));
+out:
+    CALL(cuctx_mem_pool_destroy(&pool));
+    CALL(cuctx_mem_pool_destroy(&dflt));
+    CALL(cuctx_mem_destroy(&m2));
+    CALL(cuctx_mem_destroy(&m3));
+    CALL(cuctx_mem_destroy(&m4));
+    CALL(cuctx_mem_destroy(&m));
+    CALL(cuctx_stream_destroy(&s));
+    CALL(cuctx_stream_destroy(&s2));
+    CALL(cuctx_ctx_destroy(&c));
+    CALL(cuctx_mem_destroy(&m5));   /* its context gone: cuMemFree */
+}
+
 /* Everything destroyed by CUCTX_AUTO, in an early return too. */
 static void auto_children(cuctx_ctx ctx)
 {
@@ -985,6 +1028,8 @@ static const struct workload workloads[] = {
     {"launch", wl_launch, PRIMARY, 0},
     {"graphs, capture, libraries", wl_capture, OWNED, 0},
     {"graphs, capture, libraries", wl_capture, PRIMARY, 0},
+    {"stream-ordered memory and pools", wl_async, OWNED, 0},
+    {"stream-ordered memory and pools", wl_async, PRIMARY, 0},
     {"automatic cleanup (CUCTX_AUTO)", wl_auto, OWNED, 0},
     {"cuctx_destroy", wl_destroy_any, OWNED, 0},
     {"cuctx_destroy", wl_destroy_any, PRIMARY, 0},
