@@ -183,8 +183,12 @@ static void add_node(struct capture *cap, struct obj *so)
 CUresult capture_work(struct call *c, CUstream s, struct obj *ctx, enum work w)
 {
 	struct obj *so = stream_obj(s);
-	if (!so || !so->cap)
-		return is_legacy_stream(s) ? capture_legacy(ctx) : CUDA_SUCCESS;
+	if (!so || !so->cap) {
+		CUresult rc = is_legacy_stream(s) ? capture_legacy(ctx) : CUDA_SUCCESS;
+		if (rc == CUDA_SUCCESS)
+			pool_stream_work(s);      /* the stream now has work that may not have finished */
+		return rc;
+	}
 	struct capture *cap = so->cap;
 	if (cap->invalidated)
 		return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;

@@ -45,6 +45,8 @@ static CUresult destroy_plain(enum fn fn, enum kind k, uint64_t h, bool null_han
 	}
 	if (unsafe && (rc = capture_unsafe()))
 		return leave(&c, rc);
+	if (k == K_STREAM)
+		pool_stream_destroyed(o);       /* its unfinished work runs on (pools.c) */
 	obj_kill(o, "already destroyed");
 	return leave(&c, CUDA_SUCCESS);
 }
@@ -73,6 +75,7 @@ CUresult sim_cuEventRecord(CUevent ev, CUstream s)
 		return leave(&c, CUDA_SUCCESS);
 	}
 	capture_clear_event(o);
+	pool_event_recorded(o, s);
 	o->recorded = true;
 	o->stamp_ms = now_ms();
 	return leave(&c, CUDA_SUCCESS);
@@ -89,6 +92,8 @@ CUresult sim_cuEventQuery(CUevent ev)
 	CUresult rc = need_live(&c, K_EVENT, H(ev), &o);
 	if (rc == CUDA_SUCCESS)
 		rc = capture_event_wait(o);
+	if (rc == CUDA_SUCCESS)
+		pool_event_done(o);             /* answered finished: the work before it is */
 	return leave(&c, rc);
 }
 
@@ -101,6 +106,10 @@ CUresult sim_cuEventSynchronize(CUevent ev)
 	CUresult rc = need_live(&c, K_EVENT, H(ev), &o);
 	if (rc == CUDA_SUCCESS)
 		rc = capture_event_wait(o);
+	if (rc == CUDA_SUCCESS) {
+		pool_event_done(o);
+		pool_release(o->owner->device);
+	}
 	return leave(&c, rc);
 }
 
@@ -158,6 +167,7 @@ static CUresult stream_create(enum fn fn, CUstream *ps, unsigned int flags, int 
 	if (priority < SIM_PRIO_GREATEST)
 		priority = SIM_PRIO_GREATEST;
 	struct obj *o = obj_new(K_STREAM, cur, 0);
+	pool_stream_new(o);
 	o->flags = flags;
 	o->priority = priority;
 	*ps = (CUstream)(uintptr_t)o->value;
@@ -180,6 +190,17 @@ CUresult sim_cuStreamDestroy(CUstream s)
 	return destroy_plain(F_cuStreamDestroy, K_STREAM, H(s), is_default_stream(s), false);
 }
 
+/* A synchronize or a query of s answered finished: its work is (a default
+ * stream's is not tracked); a synchronize lets the device's pools give back
+ * what they keep above their release threshold. */
+static void stream_finished(CUstream s, struct obj *ctx, bool sync)
+{
+	if (!is_default_stream(s))
+		pool_stream_done(find(K_STREAM, H(s)));
+	if (sync)
+		pool_release(ctx->device);
+}
+
 CUresult sim_cuStreamSynchronize(CUstream s)
 {
 	struct call c;
@@ -189,6 +210,8 @@ CUresult sim_cuStreamSynchronize(CUstream s)
 	CUresult rc = stream_context(&c, s, &ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = capture_stream_sync(s, ctx);
+	if (rc == CUDA_SUCCESS)
+		stream_finished(s, ctx, true);
 	return leave(&c, rc);
 }
 
@@ -201,6 +224,8 @@ CUresult sim_cuStreamQuery(CUstream s)
 	CUresult rc = stream_context(&c, s, &ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = capture_stream_sync(s, ctx);
+	if (rc == CUDA_SUCCESS)
+		stream_finished(s, ctx, false);
 	return leave(&c, rc);
 }
 

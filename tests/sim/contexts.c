@@ -160,6 +160,11 @@ CUresult sim_cuCtxSynchronize(void)
 	CUresult rc = need_current(&cur);
 	if (rc == CUDA_SUCCESS)
 		rc = capture_ctx_sync(cur);
+	if (rc == CUDA_SUCCESS) {
+		/* everything queued in the context has finished, orphaned work too (pools.c) */
+		pool_ctx_done(cur);
+		pool_release(cur->device);
+	}
 	if (rc == CUDA_SUCCESS && S.sync_us) {
 		/* the synchronize runs, the lock let go: a capture begun or
 		 * ended meanwhile in this context is a misuse (capture.c) */

@@ -30,6 +30,7 @@ SIM_VISIBLE void cusim_reset(void)
 	}
 	S.nobjs = 0;
 	capture_reset();
+	pool_reset();
 	S.mem_list = NULL;
 	memset(S.primary, 0, sizeof S.primary);
 	memset(S.primary_refs, 0, sizeof S.primary_refs);
@@ -133,6 +134,7 @@ static bool kind_of(enum cusim_kind ck, enum kind *k, bool *primary)
 		[CUSIM_MODULE] = { K_MODULE, false }, [CUSIM_MEM] = { K_MEM, false },
 		[CUSIM_HOST_MEM] = { K_HOST, false }, [CUSIM_GRAPH] = { K_GRAPH, false },
 		[CUSIM_GRAPH_EXEC] = { K_EXEC, false }, [CUSIM_LIBRARY] = { K_LIBRARY, false },
+		[CUSIM_POOL] = { K_POOL, false },
 	};
 	if ((unsigned)ck >= CUSIM_ALL || ck == CUSIM_CAPTURE)
 		return false;
@@ -149,7 +151,7 @@ SIM_VISIBLE size_t cusim_live(enum cusim_kind kind)
 	pthread_mutex_lock(&S.lock);
 	if (kind == CUSIM_ALL) {
 		static const enum kind all[] = { K_CTX, K_EVENT, K_STREAM, K_MODULE, K_MEM, K_HOST, K_GRAPH, K_EXEC,
-						 K_LIBRARY };
+						 K_LIBRARY, K_POOL };
 		for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 			n += S.live[all[i]];
 		n += S.live_primary;
@@ -175,7 +177,8 @@ SIM_VISIBLE int cusim_is_live(enum cusim_kind kind, uint64_t handle)
 	}
 	pthread_mutex_lock(&S.lock);
 	struct obj *o = find(k, handle);
-	live = o && o->live && o->primary == primary && (kind != CUSIM_CAPTURE || o->cap);
+	live = o && o->live && o->primary == primary && (kind != CUSIM_CAPTURE || o->cap) &&
+	       (kind != CUSIM_POOL || (!o->so.gone && !o->so.is_default));
 	pthread_mutex_unlock(&S.lock);
 	return live;
 }
@@ -264,4 +267,50 @@ SIM_VISIBLE void cusim_fail_all(CUresult rc)
 	pthread_mutex_lock(&S.lock);
 	S.fail_all = rc;
 	pthread_mutex_unlock(&S.lock);
+}
+
+SIM_VISIBLE size_t cusim_async_allocs_live(void)
+{
+	pthread_mutex_lock(&S.lock);
+	size_t n = S.async_live;
+	pthread_mutex_unlock(&S.lock);
+	return n;
+}
+
+SIM_VISIBLE uint64_t cusim_default_pool(int dev)
+{
+	uint64_t v = 0;
+	pthread_mutex_lock(&S.lock);
+	if (valid_device(dev)) {
+		struct obj *p = pool_default(dev);  /* made as cuDeviceGetDefaultMemPool would, without a call */
+		v = p->value;
+	}
+	pthread_mutex_unlock(&S.lock);
+	return v;
+}
+
+SIM_VISIBLE int cusim_pool_usage(uint64_t pool, uint64_t *used, uint64_t *reserved)
+{
+	int rc = -1;
+	pthread_mutex_lock(&S.lock);
+	struct obj *p = find(K_POOL, pool);
+	if (p && p->live) {
+		if (used)
+			*used = p->so.used;
+		if (reserved)
+			*reserved = p->so.used + p->so.cached;
+		rc = 0;
+	}
+	pthread_mutex_unlock(&S.lock);
+	return rc;
+}
+
+SIM_VISIBLE size_t cusim_orphaned_work(void)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&S.lock);
+	for (struct orphan *w = S.orphans; w; w = w->next)
+		n += !w->done;
+	pthread_mutex_unlock(&S.lock);
+	return n;
 }

@@ -299,14 +299,17 @@ size_t cusim_misuse_count(void);
 const char *cusim_misuse_text(size_t i);
 
 /* The kinds of object the simulator counts: CUSIM_CONTEXT is non-primary
- * contexts, CUSIM_PRIMARY active primaries, CUSIM_LIBRARY loaded libraries,
- * CUSIM_CAPTURE stream captures begun and not ended (see "Stream capture";
- * cusim_is_live with a stream), CUSIM_ALL every kind together but
- * CUSIM_CAPTURE (a capture's graph counts as CUSIM_GRAPH). */
+ * contexts, CUSIM_PRIMARY active primaries, CUSIM_MEM device allocations
+ * (stream-ordered ones too: cusim_async_allocs_live counts those alone),
+ * CUSIM_LIBRARY loaded libraries, CUSIM_CAPTURE stream captures begun and not
+ * ended (see "Stream capture"; cusim_is_live with a stream), CUSIM_POOL
+ * memory pools made by cuMemPoolCreate and not destroyed (a device's default
+ * pool is not counted), CUSIM_ALL every kind together but CUSIM_CAPTURE (a
+ * capture's graph counts as CUSIM_GRAPH). */
 enum cusim_kind {
 	CUSIM_CONTEXT, CUSIM_PRIMARY, CUSIM_EVENT, CUSIM_STREAM, CUSIM_MODULE,
 	CUSIM_MEM, CUSIM_HOST_MEM, CUSIM_GRAPH, CUSIM_GRAPH_EXEC, CUSIM_LIBRARY, CUSIM_CAPTURE,
-	CUSIM_ALL
+	CUSIM_POOL, CUSIM_ALL
 };
 
 /* Live objects of a kind. */
@@ -365,6 +368,26 @@ void cusim_set_stale_levels(int on);
  * default, and after cusim_reset) turns it off. */
 void cusim_set_sync_time(unsigned usec);
 
+/* Live stream-ordered allocations (cuMemAllocAsync, cuMemAllocFromPoolAsync;
+ * also counted by cusim_live(CUSIM_MEM)); a graph allocation a capture gave
+ * is not one. */
+size_t cusim_async_allocs_live(void);
+
+/* The value of dev's default pool (what cuDeviceGetDefaultMemPool gives),
+ * neither logged nor counted; 0 for a bad device. */
+uint64_t cusim_default_pool(int dev);
+
+/* A pool's figures as cuMemPoolGetAttribute gives them (USED_MEM_CURRENT,
+ * RESERVED_MEM_CURRENT), neither logged nor counted; either pointer may be
+ * NULL. 0, or -1 when pool is no pool the simulator keeps (a destroyed pool
+ * whose allocations are still alive is kept). */
+int cusim_pool_usage(uint64_t pool, uint64_t *used, uint64_t *reserved);
+
+/* Orphaned work not yet finished: destroyed streams whose unfinished work
+ * live stream-ordered allocations made on them still wait on (see
+ * "Stream-ordered memory"). */
+size_t cusim_orphaned_work(void);
+
 /* Every control above, X(name) for cusim_<name>: the one list from which
  * the tests that reach the controls with dlsym (testlib, rawdrv, stress,
  * fuzz_api) make their pointers, each looked up as "cusim_" #name and
@@ -389,7 +412,11 @@ void cusim_set_sync_time(unsigned usec);
 	X(sleeping)                     \
 	X(fail_all)                     \
 	X(set_stale_levels)             \
-	X(set_sync_time)
+	X(set_sync_time)                \
+	X(async_allocs_live)            \
+	X(default_pool)                 \
+	X(pool_usage)                   \
+	X(orphaned_work)
 
 #define CUSIM_CONTROL_TYPE(name) typedef __typeof__(&cusim_##name) cusim_##name##_fn;
 CUSIM_CONTROLS(CUSIM_CONTROL_TYPE)

@@ -63,6 +63,9 @@ CUresult sim_cuMemFree(CUdeviceptr dptr)
 	if (!dptr)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
 	struct obj *o = find(K_MEM, dptr);
+	/* a graph allocation a capture gave, outside its graph: measured 1 */
+	if (o && o->so.graph_alloc)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
 	if (!o && mem_containing(dptr, 0)) {
 		misuse(&c, dptr, "mem not live: points inside an allocation, not at its start");
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
@@ -75,6 +78,12 @@ CUresult sim_cuMemFree(CUdeviceptr dptr)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
 	if ((rc = capture_unsafe()))
 		return leave(&c, rc);
+	/* stream-ordered memory: 0 and given back, its pool's used figure left as it was (measured) */
+	if (o->so.async) {
+		c.a.handle2 = o->so.pool ? o->so.pool->value : 0;
+		if ((rc = pool_plain_free(&c, o)))
+			return leave(&c, rc);
+	}
 	obj_kill(o, "already freed");
 	return leave(&c, CUDA_SUCCESS);
 }
@@ -388,7 +397,8 @@ CUresult sim_cuMemGetInfo(size_t *free_bytes, size_t *total)
 		return leave(&c, rc);
 	size_t used = 0;
 	for (struct obj *o = S.mem_list; o; o = o->mem_next)
-		if (o->owner && (o->global ? o->owner->owner : o->owner)->device == cur->device)
+		if ((o->owner && (o->global ? o->owner->owner : o->owner)->device == cur->device) ||
+		    (o->so.async && o->device == cur->device))
 			used += o->span;
 	*total = SIM_DEVICE_TOTAL_MEM;
 	*free_bytes = used < SIM_DEVICE_TOTAL_MEM ? SIM_DEVICE_TOTAL_MEM - used : 0;

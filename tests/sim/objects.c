@@ -12,7 +12,7 @@
 
 const char *const kind_names[K_COUNT] = {
 	"none", "context", "event", "stream", "module", "function", "mem",
-	"host_mem", "graph", "graph node", "graph_exec", "library", "kernel",
+	"host_mem", "graph", "graph node", "graph_exec", "library", "kernel", "pool",
 };
 
 /* Error for a handle that was once live (the real driver's answer where it has one). */
@@ -29,6 +29,7 @@ const CUresult dead_rc[K_COUNT] = {
 	[K_EXEC] = CUDA_ERROR_INVALID_HANDLE,
 	[K_LIBRARY] = CUDA_ERROR_INVALID_HANDLE,
 	[K_KERNEL] = CUDA_ERROR_INVALID_HANDLE,
+	[K_POOL] = CUDA_ERROR_INVALID_HANDLE,
 };
 
 /* Error for a value the simulator never gave out. */
@@ -45,14 +46,17 @@ const CUresult garbage_rc[K_COUNT] = {
 	[K_EXEC] = CUDA_ERROR_INVALID_HANDLE,
 	[K_LIBRARY] = CUDA_ERROR_INVALID_HANDLE,
 	[K_KERNEL] = CUDA_ERROR_INVALID_HANDLE,
+	[K_POOL] = CUDA_ERROR_INVALID_HANDLE,
 };
 
 /* Kinds whose freed values new objects take back; graphs are not context-bound, so their reuse proves nothing.
  * Libraries and their kernels belong to no context either, but a stale one names another's (a stale unload
- * unloads a new library, a stale kernel launches a new one's), which only reuse shows. */
+ * unloads a new library, a stale kernel launches a new one's), which only reuse shows. Pools too: a stale
+ * pool handle names the next pool made. */
 static const bool recyclable[K_COUNT] = {
 	[K_CTX] = true, [K_EVENT] = true, [K_STREAM] = true, [K_MODULE] = true,
 	[K_MEM] = true, [K_HOST] = true, [K_EXEC] = true, [K_LIBRARY] = true, [K_KERNEL] = true,
+	[K_POOL] = true,
 };
 
 
@@ -304,6 +308,7 @@ struct obj *obj_new(enum kind k, struct obj *owner, size_t want)
 	o->cap_last = o->cap_node = NULL;
 	o->cap_id = 0;
 	o->cap_stream = NULL;
+	memset(&o->so, 0, sizeof o->so);
 	o->kid_first = o->kid_last = NULL;
 	kid_attach(owner, o);
 	count_live(o, +1);
@@ -334,6 +339,7 @@ void obj_kill(struct obj *o, const char *why)
 	if (o->kind == K_STREAM && o->cap)
 		capture_stream_dies(o);
 	library_obj_dies(o);
+	pool_obj_dies(o);
 	while (o->kid_last)
 		obj_kill(o->kid_last, orphan_reason(o));
 	kid_detach(o);
@@ -360,6 +366,24 @@ struct obj *mem_containing(uint64_t p, size_t n)
 		if (p >= o->value && p - o->value <= o->size && n <= o->size - (p - o->value))
 			return o;
 	return NULL;
+}
+
+/* A dead record of device memory that was never live (a graph allocation a
+ * capture handed out): its own address span, never recycled, so that a free
+ * of it finds it and answers as the real driver does. */
+struct obj *mem_ghost(size_t want, const char *why)
+{
+	struct obj *o = xrealloc(NULL, sizeof *o);
+	memset(o, 0, sizeof *o);
+	o->kind = K_MEM;
+	o->value = S.next_device_addr;
+	o->size = want;
+	o->span = (want + SIM_DEVICE_GRAIN - 1) / SIM_DEVICE_GRAIN * SIM_DEVICE_GRAIN;
+	S.next_device_addr += o->span;
+	o->why = why;
+	o->so.graph_alloc = true;
+	table_insert(o);
+	return o;
 }
 
 double now_ms(void)

@@ -151,6 +151,17 @@ static const struct proc procs[] = {
 	SIM_PROC(cuKernelGetFunction, 12000, sim_cuKernelGetFunction)
 	SIM_PROC(cuKernelGetName, 12030, sim_cuKernelGetName)
 	SIM_PROC(cuKernelGetLibrary, 12050, sim_cuKernelGetLibrary)
+	SIM_PROC_PTSZ(cuMemAllocAsync, 11020, sim_cuMemAllocAsync, sim_cuMemAllocAsync_ptsz)
+	SIM_PROC_PTSZ(cuMemAllocFromPoolAsync, 11020, sim_cuMemAllocFromPoolAsync, sim_cuMemAllocFromPoolAsync_ptsz)
+	SIM_PROC_PTSZ(cuMemFreeAsync, 11020, sim_cuMemFreeAsync, sim_cuMemFreeAsync_ptsz)
+	SIM_PROC(cuMemPoolCreate, 11020, sim_cuMemPoolCreate)
+	SIM_PROC(cuMemPoolDestroy, 11020, sim_cuMemPoolDestroy)
+	SIM_PROC(cuMemPoolTrimTo, 11020, sim_cuMemPoolTrimTo)
+	SIM_PROC(cuMemPoolGetAttribute, 11020, sim_cuMemPoolGetAttribute)
+	SIM_PROC(cuMemPoolSetAttribute, 11020, sim_cuMemPoolSetAttribute)
+	SIM_PROC(cuDeviceGetDefaultMemPool, 11020, sim_cuDeviceGetDefaultMemPool)
+	SIM_PROC(cuDeviceGetMemPool, 11020, sim_cuDeviceGetMemPool)
+	SIM_PROC(cuDeviceSetMemPool, 11020, sim_cuDeviceSetMemPool)
 	SIM_MARKERS(SIM_MARKER_PROC)
 };
 

@@ -29,8 +29,8 @@
  * body), device.c,
  * contexts.c, children.c, memory.c (the entry points by area), procs.c
  * (cuGetProcAddress), controls.c (the cusim_* control API), capture.c
- * (stream capture) and library.c (PTX images, module globals, the JIT logs
- * and cuLibrary).
+ * (stream capture), library.c (PTX images, module globals, the JIT logs
+ * and cuLibrary) and pools.c (stream-ordered memory and memory pools).
  */
 #ifndef CUCTX_TESTS_SIM_H
 #define CUCTX_TESTS_SIM_H
@@ -105,7 +105,10 @@
 	X(cuMemAllocPitch) X(cuModuleLoadDataEx) X(cuModuleGetGlobal) \
 	X(cuLibraryLoadData) X(cuLibraryLoadFromFile) X(cuLibraryUnload) X(cuLibraryGetKernel) \
 	X(cuLibraryGetKernelCount) X(cuLibraryGetModule) X(cuLibraryGetGlobal) \
-	X(cuKernelGetFunction) X(cuKernelGetName) X(cuKernelGetLibrary)
+	X(cuKernelGetFunction) X(cuKernelGetName) X(cuKernelGetLibrary) \
+	X(cuMemAllocAsync) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync) X(cuMemPoolCreate) \
+	X(cuMemPoolDestroy) X(cuMemPoolTrimTo) X(cuMemPoolGetAttribute) X(cuMemPoolSetAttribute) \
+	X(cuDeviceGetDefaultMemPool) X(cuDeviceGetMemPool) X(cuDeviceSetMemPool)
 
 /* Only # and ## touch the names, so cuda.h's renames (cuCtxCreate -> _v4) never expand here. */
 #define SIM_ENUM(n) F_##n,
@@ -119,11 +122,49 @@ extern const char *const fn_names[F_COUNT];
 
 enum kind {
 	K_NONE, K_CTX, K_EVENT, K_STREAM, K_MODULE, K_FUNC, K_MEM, K_HOST,
-	K_GRAPH, K_NODE, K_EXEC, K_LIBRARY, K_KERNEL, K_COUNT
+	K_GRAPH, K_NODE, K_EXEC, K_LIBRARY, K_KERNEL, K_POOL, K_COUNT
 };
 
 struct capture;
 struct image;
+struct orphan;
+
+/* Stream-ordered memory (pools.c): what a record of a pool, a stream, an
+ * event or a pool's allocation keeps; obj_new zeroes it. */
+struct so_state {
+	/* device memory from a pool (cuMemAllocAsync, -FromPoolAsync) */
+	bool async;
+	bool graph_alloc;            /* a dead K_MEM record: the address a capture gave (a graph allocation) */
+	struct obj *pool;            /* its pool */
+	struct obj *stream;          /* the live stream it was made on (NULL: a default stream, or that stream died) */
+	struct orphan *orphan;       /* unfinished work its stream left when destroyed */
+	/* a stream */
+	unsigned long long gen;      /* process-unique, never reused (S.last_stream_gen) */
+	unsigned long long work_seq; /* asynchronous calls queued on it */
+	unsigned long long done_seq; /* ... of which known finished (a synchronize, a query) */
+	size_t allocs;               /* a stream: live stream-ordered allocations made on it; a pool: its live allocations */
+	/* an event: the stream work it follows (its last record outside a capture) */
+	struct obj *ev_stream;
+	unsigned long long ev_gen, ev_seq;
+	/* a pool */
+	bool is_default;             /* a device's default pool: not counted, never destroyed */
+	bool gone;                   /* cuMemPoolDestroy'd with allocations alive: dead to callers, kept until the last is freed */
+	uint64_t used, cached;       /* bytes in use (cuMemFree never lowers it), freed but kept reserved */
+	uint64_t used_high, reserved_high, threshold;
+	int reuse[3];                /* the three CU_MEMPOOL_ATTR_REUSE_* flags */
+	struct obj *pool_prev, *pool_next; /* S.pools */
+};
+
+/* Unfinished work of a destroyed stream that stream-ordered allocations made
+ * on it still wait on (pools.c): in S.orphans until its last allocation dies. */
+struct orphan {
+	struct obj *ctx;             /* the stream's context */
+	unsigned long long gen, seq; /* the stream's gen and work_seq when destroyed */
+	bool nonblocking;            /* created with CU_STREAM_NON_BLOCKING */
+	bool done;                   /* ordered before now: a synchronize, or the context ended */
+	size_t allocs;               /* live allocations waiting on it */
+	struct orphan *prev, *next;
+};
 
 struct obj {
 	uint64_t value;
@@ -161,6 +202,7 @@ struct obj {
 	struct obj *cap_stream;      /* ... the stream it was recorded on */
 	unsigned long cap_seq;       /* ... that stream's cap_work then */
 	CUgraphNode cap_node;        /* ... that stream's last node then */
+	struct so_state so;          /* stream-ordered memory (pools.c) */
 };
 
 /* A stream capture: from cuStreamBeginCapture to its end (cuStreamEndCapture,
@@ -224,6 +266,13 @@ struct sim_state {
 	CUresult fail_all;
 	unsigned int delay_us[F_COUNT]; /* read without the lock, so only through __atomic builtins */
 	unsigned int sleeping;          /* calls in delay() now; __atomic builtins too */
+	/* stream-ordered memory (pools.c) */
+	struct obj *default_pool[SIM_MAX_DEVICES];
+	struct obj *mem_pool[SIM_MAX_DEVICES];  /* cuDeviceSetMemPool's, NULL: the default */
+	struct obj *pools;              /* every live pool, default ones too */
+	struct orphan *orphans;
+	size_t async_live;              /* live stream-ordered allocations */
+	unsigned long long last_stream_gen; /* never restarted, like last_ctx_id */
 };
 
 extern struct sim_state S;
@@ -254,6 +303,7 @@ void obj_hide(struct obj *o);
 struct obj *obj_new(enum kind k, struct obj *owner, size_t want);
 void obj_kill(struct obj *o, const char *why);
 struct obj *mem_containing(uint64_t p, size_t n);
+struct obj *mem_ghost(size_t want, const char *why);
 double now_ms(void);
 
 /* ---- call bookkeeping (calls.c) ---- */
@@ -346,6 +396,31 @@ CUresult capture_wait(struct call *c, CUstream s, struct obj *ctx, struct obj *e
 void capture_stream_dies(struct obj *s);
 /* cusim_reset: every capture forgotten (their objects are freed by the reset). */
 void capture_reset(void);
+
+/* ---- pools.c: stream-ordered memory and memory pools ---- */
+/* A stream that was just made: its gen. */
+void pool_stream_new(struct obj *s);
+/* Asynchronous work queued on s (not taken by a capture). */
+void pool_stream_work(CUstream s);
+/* s, a live explicit stream, is known finished (a synchronize or a query of it). */
+void pool_stream_done(struct obj *s);
+/* Every stream of ctx finished and its orphaned work with it (cuCtxSynchronize). */
+void pool_ctx_done(struct obj *ctx);
+/* An event recorded on s outside a capture (ev keeps the stream work it follows); its synchronize. */
+void pool_event_recorded(struct obj *ev, CUstream s);
+void pool_event_done(struct obj *ev);
+/* cuStreamDestroy of s, before it dies: its unfinished work becomes orphaned work. */
+void pool_stream_destroyed(struct obj *s);
+/* obj_kill's part for pools, streams, contexts and stream-ordered allocations. */
+void pool_obj_dies(struct obj *o);
+/* cuMemFree of a stream-ordered allocation: CUDA_SUCCESS to free it (the pool's used figure stays), else the misuse's error. */
+CUresult pool_plain_free(const struct call *c, struct obj *o);
+/* A synchronize of ctx's device: pools give back what they keep above their release threshold. */
+void pool_release(int device);
+/* cusim_reset's part. */
+void pool_reset(void);
+/* dev's default pool, made at its first use. */
+struct obj *pool_default(int device);
 
 /* ---- library.c: PTX images, module globals, the JIT logs, libraries ---- */
 /* Loads image text (n bytes) as a module of context cur, with its functions
@@ -453,6 +528,17 @@ CUresult sim_cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary lib,
 CUresult sim_cuKernelGetFunction(CUfunction *pf, CUkernel k) SIM_ABI("cuKernelGetFunction");
 CUresult sim_cuKernelGetName(const char **name, CUkernel k) SIM_ABI("cuKernelGetName");
 CUresult sim_cuKernelGetLibrary(CUlibrary *plib, CUkernel k) SIM_ABI("cuKernelGetLibrary");
+CUresult sim_cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s) SIM_ABI("cuMemAllocAsync");
+CUresult sim_cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) SIM_ABI("cuMemAllocFromPoolAsync");
+CUresult sim_cuMemFreeAsync(CUdeviceptr dptr, CUstream s) SIM_ABI("cuMemFreeAsync");
+CUresult sim_cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props) SIM_ABI("cuMemPoolCreate");
+CUresult sim_cuMemPoolDestroy(CUmemoryPool pool) SIM_ABI("cuMemPoolDestroy");
+CUresult sim_cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) SIM_ABI("cuMemPoolTrimTo");
+CUresult sim_cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) SIM_ABI("cuMemPoolGetAttribute");
+CUresult sim_cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) SIM_ABI("cuMemPoolSetAttribute");
+CUresult sim_cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev) SIM_ABI("cuDeviceGetDefaultMemPool");
+CUresult sim_cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev) SIM_ABI("cuDeviceGetMemPool");
+CUresult sim_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) SIM_ABI("cuDeviceSetMemPool");
 
 /* The per-thread default stream forms (_ptsz: a NULL stream is CU_STREAM_PER_THREAD; _ptds:
  * the synchronous calls, which behave the same here), as a program built with
@@ -477,6 +563,9 @@ CUresult sim_cuMemcpyHtoDAsync_ptsz(CUdeviceptr dst, const void *src, size_t n, 
 CUresult sim_cuMemcpyDtoHAsync_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream s) SIM_ABI("cuMemcpyDtoHAsync_v2_ptsz");
 CUresult sim_cuMemcpyDtoDAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) SIM_ABI("cuMemcpyDtoDAsync_v2_ptsz");
 CUresult sim_cuMemcpy2DAsync_ptsz(const CUDA_MEMCPY2D *p, CUstream s) SIM_ABI("cuMemcpy2DAsync_v2_ptsz");
+CUresult sim_cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream s) SIM_ABI("cuMemAllocAsync_ptsz");
+CUresult sim_cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s) SIM_ABI("cuMemAllocFromPoolAsync_ptsz");
+CUresult sim_cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream s) SIM_ABI("cuMemFreeAsync_ptsz");
 CUresult sim_cuMemsetD8_ptds(CUdeviceptr dptr, unsigned char uc, size_t n) SIM_ABI("cuMemsetD8_v2_ptds");
 CUresult sim_cuMemsetD16_ptds(CUdeviceptr dptr, unsigned short us, size_t n) SIM_ABI("cuMemsetD16_v2_ptds");
 CUresult sim_cuMemsetD32_ptds(CUdeviceptr dptr, unsigned int ui, size_t n) SIM_ABI("cuMemsetD32_v2_ptds");
