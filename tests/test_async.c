@@ -114,12 +114,14 @@ Test(async_mem, takes_its_stream_with_another_context_current)
     CUcontext braw = new_ctx(&b, 0, "B", LEFT_CURRENT);
     CHECK_OK(cuctx_stream_create(&s, a, 0, 0));
     size_t mark = log_mark();
+    unsigned long pushes = calls("cuCtxPushCurrent");
     CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
     struct cusim_call al = last_call("cuMemAllocAsync", mark);
     cr_assert_eq(al.stream, (uint64_t)(uintptr_t)cuctx_stream_raw(s));
     cr_assert_eq(al.arg, BYTES);
+    cr_assert_eq(al.ctx, (uint64_t)(uintptr_t)braw);
     EXPECT_CURRENT(braw);
-    cr_assert_eq(calls("cuCtxPushCurrent"), 0, "the allocation switched contexts");
+    cr_assert_eq(calls("cuCtxPushCurrent"), pushes, "the allocation switched contexts");
     CHECK_OK(cuctx_mem_destroy(&m));
     EXPECT_CURRENT(braw);
     ASSERT_NO_MISUSE();
@@ -322,6 +324,7 @@ Test(async_mem, outlives_its_context_and_is_still_freed)
     cr_assert_eq(cuctx_mem_ptr(m), p, "its accessor fails once the context is gone: %s", cuctx_last_error_message());
     uint64_t skips = stats().stale_skips;
     size_t mark = log_mark();
+    unsigned long switches = calls("cuCtxPushCurrent") + calls("cuCtxSetCurrent");
     CHECK_OK(cuctx_mem_destroy(&m));
     EXPECT_CURRENT(NULL);
     cr_assert_eq(stats().stale_skips, skips, "the free was skipped as a dead context's child's");
@@ -331,7 +334,8 @@ Test(async_mem, outlives_its_context_and_is_still_freed)
         cr_assert_eq(f.handle, p, "not freed");
         cr_assert_eq(f.ctx, 0, "a context was made current for it");
         cr_assert_eq(calls_on("cuMemFreeAsync", p, mark), 0, "a stream-ordered free with no stream to name");
-        cr_assert_eq(calls("cuCtxPushCurrent") + calls("cuCtxSetCurrent"), 0);
+        cr_assert_eq(calls("cuCtxPushCurrent") + calls("cuCtxSetCurrent"), switches);
+        cr_assert_eq(sim()->async_allocs_live(), 0, "the memory leaked in its pool");
         ASSERT_NO_MISUSE();
     }
     CHECK_OK(cuctx_stream_destroy(&s));     /* skipped: died with its context */
@@ -574,7 +578,7 @@ Test(async_mem, cuctx_auto_frees_at_continue_and_return)
     if (sim()) {
         cr_assert_eq(calls("cuMemAllocAsync"), 6);
         unsigned long frees = 0;
-        for (unsigned i = 1; i <= 6; i++)
+        for (unsigned i = 0; i < 6; i++)
             frees += nth_call("cuMemFreeAsync", mark, i).stream == (uint64_t)(uintptr_t)cuctx_stream_raw(s);
         cr_assert_eq(frees, 6, "each allocation freed once, on its stream");
         ASSERT_NO_MISUSE();
