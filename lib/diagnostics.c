@@ -143,7 +143,11 @@ static void report_one(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
         fprintf(r->out, "cuctx: leak: %s %#llx (handle %#llx) in ", cuctx__kind_name(kind),
                 (unsigned long long)s->u.child.raw, (unsigned long long)id);
         if (!s->u.child.entry)
-            fprintf(r->out, "no context (a %s belongs to none)", cuctx__kind_name(kind));
+            fprintf(r->out, "no context (%s)",
+                    kind == KIND_MEM_ASYNC ? "stream-ordered memory belongs to its pool"
+                    : kind == KIND_GRAPH   ? "a graph belongs to none"
+                    : kind == KIND_LIBRARY ? "a library belongs to none"
+                                           : "a memory pool belongs to its device");
         else if (owner)
             fprintf(r->out, "context %p", (void *)owner);
         else

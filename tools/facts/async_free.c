@@ -121,6 +121,37 @@ static int stream_gone(void)
     return 0;
 }
 
+/* The context destroyed while a kernel queued on its stream still runs:
+ * does cuCtxDestroy wait for it, and is a cuMemFree with no context then
+ * safe (the address handed on only after the kernel's last write)? */
+static int context_gone(void)
+{
+    CUstream s, s3;
+    CUdeviceptr p, q;
+    CUcontext b;
+    unsigned v = 0;
+    if (setup())
+        return 10;
+    cuStreamCreate(&s, nonblocking ? CU_STREAM_NON_BLOCKING : 0);
+    if (cuMemAllocAsync(&p, SIZE, s) || launch_spin(s, p, 200000000ull, MARK))
+        return 11;
+    double t0 = now_us();
+    R(cuCtxDestroy(ctx));
+    double t1 = now_us();
+    R(cuMemFree(p));
+    R(cuCtxCreate(&b, NULL, 0, dev));
+    cuStreamCreate(&s3, CU_STREAM_NON_BLOCKING);
+    R(cuMemAllocAsync(&q, SIZE, s3));
+    cuMemsetD32Async(q, 0x55555555u, SIZE / 4, s3);
+    cuStreamSynchronize(s3);
+    usleep(300000);
+    cuCtxSynchronize();
+    cuMemcpyDtoH(&v, q, 4);
+    printf("    cuCtxDestroy took %.0f us; q %s p; q[0] %s\n", t1 - t0, q == p ? "==" : "!=",
+           v == MARK ? "THE KERNEL'S MARKER: freed under it" : v == 0x55555555u ? "0x55555555 (ours)" : "other");
+    return 0;
+}
+
 /* Where pool memory lives and who frees it. */
 static int nocurrent_free(void)
 {
@@ -365,6 +396,10 @@ int main(void)
                      nonblocking ? "non-blocking" : "blocking", ways[way]);
             in_child(title, stream_gone);
         }
+    for (nonblocking = 0; nonblocking < 2; nonblocking++)
+        in_child(nonblocking ? "context destroyed, 200 ms of work queued on a non-blocking stream; cuMemFree after"
+                             : "context destroyed, 200 ms of work queued on a blocking stream; cuMemFree after",
+                 context_gone);
     in_child("free with no context current", nocurrent_free);
     in_child("primary context reset with pool memory alive", primary_reset);
     in_child("default pool memory after its context's destroy", default_pool_after_destroy);
