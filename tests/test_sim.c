@@ -2915,3 +2915,667 @@ Test(sim_capture, a_begin_beside_a_running_synchronize_of_its_context_is_a_misus
 	end_capture(sc.s, CUDA_SUCCESS);
 	cr_assert_eq(D.misuse_count(), 2);
 }
+
+/* --- stream-ordered memory and memory pools ---------------------------------------
+ * Measured on the H200, driver 580.159.04 (DRIVER-FACTS.md; tools/facts/async_free.c
+ * and pool_accounting.c): an allocation belongs to its pool, a pool to its device;
+ * cuMemFree of one never lowers the pool's used figure; work queued on a destroyed
+ * stream runs on, so freeing memory it uses must be ordered after it. The sequences
+ * here that would crash or corrupt the real driver, or that read the simulator's
+ * figures, run against the simulator only. */
+
+static struct {
+	PFN_cuMemAllocAsync_v11020 AllocAsync;
+	PFN_cuMemAllocFromPoolAsync_v11020 AllocFromPool;
+	PFN_cuMemFreeAsync_v11020 FreeAsync;
+	PFN_cuMemFreeAsync_v11020_ptsz FreeAsyncPtsz;
+	PFN_cuMemPoolCreate_v11020 PoolCreate;
+	PFN_cuMemPoolDestroy_v11020 PoolDestroy;
+	PFN_cuMemPoolTrimTo_v11020 PoolTrimTo;
+	PFN_cuMemPoolGetAttribute_v11020 PoolGet;
+	PFN_cuMemPoolSetAttribute_v11020 PoolSet;
+	PFN_cuDeviceGetDefaultMemPool_v11020 DefaultPool;
+	PFN_cuDeviceGetMemPool_v11020 GetPool;
+	PFN_cuDeviceSetMemPool_v11020 SetPool;
+	PFN_cuMemGetInfo_v3020 MemGetInfo;
+} P;
+
+static void setup_pools(void)
+{
+	setup_more();
+#define LOOK(member, symbol) lookup(&P.member, #symbol, 11020)
+	LOOK(AllocAsync, cuMemAllocAsync);
+	LOOK(AllocFromPool, cuMemAllocFromPoolAsync);
+	LOOK(FreeAsync, cuMemFreeAsync);
+	LOOK(PoolCreate, cuMemPoolCreate);
+	LOOK(PoolDestroy, cuMemPoolDestroy);
+	LOOK(PoolTrimTo, cuMemPoolTrimTo);
+	LOOK(PoolGet, cuMemPoolGetAttribute);
+	LOOK(PoolSet, cuMemPoolSetAttribute);
+	LOOK(DefaultPool, cuDeviceGetDefaultMemPool);
+	LOOK(GetPool, cuDeviceGetMemPool);
+	LOOK(SetPool, cuDeviceSetMemPool);
+#undef LOOK
+	lookup(&P.MemGetInfo, "cuMemGetInfo", 3020);
+	void *fn = NULL;
+	OK(D.GetProcAddress("cuMemFreeAsync", &fn, 11020, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL));
+	memcpy(&P.FreeAsyncPtsz, &fn, sizeof fn);
+}
+
+TestSuite(sim_pools, .init = setup_pools, .fini = teardown);
+TestSuite(sim_orphans, .init = setup_pools, .fini = teardown);
+
+#define MIB ((size_t)1 << 20)
+
+static cuuint64_t pool_attr(CUmemoryPool pool, CUmemPool_attribute attr)
+{
+	cuuint64_t v = 0xdeadull;
+	OK(P.PoolGet(pool, attr, &v));
+	return v;
+}
+
+static cuuint64_t used(CUmemoryPool pool)
+{
+	return pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
+}
+
+static CUmemoryPool default_pool(CUdevice dev)
+{
+	CUmemoryPool pool = NULL;
+	OK(P.DefaultPool(&pool, dev));
+	cr_assert_not_null(pool);
+	return pool;
+}
+
+static CUmemoryPool make_pool(CUdevice dev)
+{
+	CUmemPoolProps pp;
+	memset(&pp, 0, sizeof pp);
+	pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+	pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	pp.location.id = dev;
+	CUmemoryPool pool = NULL;
+	OK(P.PoolCreate(&pool, &pp));
+	return pool;
+}
+
+static void launch_on(const struct scene *sc, CUstream s)
+{
+	OK(D.LaunchKernel(sc->k, 1, 1, 1, 1, 1, 1, 0, s, NULL, NULL));
+}
+
+Test(sim_pools, the_entry_points_resolve_and_the_stream_ones_have_per_thread_forms)
+{
+	static const char *const names[] = { "cuMemAllocAsync", "cuMemAllocFromPoolAsync", "cuMemFreeAsync" };
+	for (size_t i = 0; i < 3; i++) {
+		void *a = NULL, *b = NULL;
+		OK(D.GetProcAddress(names[i], &a, 11020, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+		OK(D.GetProcAddress(names[i], &b, 11020, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL));
+		cr_assert(a && b);
+		SIM_CHECK(cr_assert_neq(a, b, "%s has a _ptsz form", names[i]));
+		SIM_CHECK(cr_assert_eq(dlsym(D.lib, names[i]), a));
+	}
+	/* nothing here is a stub any more */
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
+}
+
+Test(sim_pools, an_allocation_outlives_its_context_and_is_freed_in_another)
+{
+	struct scene sc = scene();
+	CUmemoryPool pool = default_pool(0);
+	CUdeviceptr p = 0;
+	OK(P.AllocAsync(&p, 64 * MIB, sc.s));
+	OK(D.StreamSynchronize(sc.s));
+	SIM_CHECK(cr_assert_eq(used(pool), 64 * MIB));
+	SIM_CHECK(cr_assert_eq(D.async_allocs_live(), 1));
+	OK(D.CtxDestroy(sc.ctx));
+	SIM_CHECK(cr_assert_eq(used(pool), 64 * MIB, "the context's destroy freed nothing"));
+	SIM_CHECK(cr_assert(D.is_live(CUSIM_MEM, p)));
+	CUcontext b = new_raw_ctx(0);
+	CUstream sb;
+	OK(D.StreamCreate(&sb, 0));
+	OK(D.MemsetD8(p, 7, 64 * MIB));
+	OK(P.FreeAsync(p, sb));
+	SIM_CHECK(cr_assert_eq(used(pool), 0, "cuMemFreeAsync lowers used at once"));
+	SIM_CHECK(cr_assert_eq(D.async_allocs_live(), 0));
+	OK(D.StreamDestroy(sb));
+	OK(D.CtxDestroy(b));
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
+}
+
+Test(sim_pools, a_free_on_a_stream_of_another_live_context_works)
+{
+	SIM_ONLY("reads the simulator's live counts");
+	CUcontext a = new_raw_ctx(0);
+	CUstream s, sb;
+	CUdeviceptr p;
+	OK(D.StreamCreate(&s, 0));
+	OK(P.AllocAsync(&p, MIB, s));
+	CUcontext b = new_raw_ctx(0);
+	OK(D.StreamCreate(&sb, 0));
+	OK(D.CtxSetCurrent(a));
+	OK(P.FreeAsync(p, sb));
+	cr_assert_eq(D.async_allocs_live(), 0);
+	cr_assert_eq(D.misuse_count(), 0);
+	OK(D.CtxDestroy(b));
+	OK(D.CtxDestroy(a));
+}
+
+Test(sim_pools, an_explicit_pools_allocation_outlives_its_context_too)
+{
+	SIM_ONLY("reads the simulator's figures");
+	struct scene sc = scene();
+	CUmemoryPool pool = make_pool(0);
+	CUdeviceptr p;
+	OK(P.AllocFromPool(&p, 64 * MIB, pool, sc.s));
+	struct cusim_call r = last_of("cuMemAllocFromPoolAsync");
+	cr_assert_eq(r.handle, p);
+	cr_assert_eq(r.handle2, H(pool));
+	cr_assert_eq(r.stream, H(sc.s));
+	cr_assert_eq(r.arg, (long long)(64 * MIB));
+	OK(D.CtxDestroy(sc.ctx));
+	cr_assert_eq(used(pool), 64 * MIB);
+	CUcontext b = new_raw_ctx(0);
+	CUstream sb;
+	OK(D.StreamCreate(&sb, 0));
+	OK(P.FreeAsync(p, sb));
+	cr_assert_eq(used(pool), 0);
+	OK(P.PoolDestroy(pool));
+	cr_assert_eq(D.live(CUSIM_POOL), 0);
+	OK(D.CtxDestroy(b));
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+Test(sim_pools, a_primary_reset_frees_no_stream_ordered_memory)
+{
+	SIM_ONLY("reads the simulator's figures");
+	CUcontext pc;
+	CUstream s;
+	CUdeviceptr p, e;
+	OK(D.PrimaryRetain(&pc, 0));
+	OK(D.CtxSetCurrent(pc));
+	CUmemoryPool pool = default_pool(0), mine = make_pool(0);
+	OK(D.StreamCreate(&s, 0));
+	OK(P.AllocAsync(&p, 64 * MIB, s));
+	OK(P.AllocFromPool(&e, 64 * MIB, mine, s));
+	OK(D.StreamSynchronize(s));
+	OK(D.PrimaryReset(0));
+	cr_assert_eq(used(pool), 64 * MIB);
+	cr_assert_eq(used(mine), 64 * MIB);
+	cr_assert(D.is_live(CUSIM_MEM, p) && D.is_live(CUSIM_MEM, e));
+	OK(D.CtxSetCurrent(NULL));
+	OK(D.MemFree(p));
+	OK(D.MemFree(e));
+	cr_assert_eq(used(pool), 64 * MIB, "cuMemFree never lowers used");
+	cr_assert_eq(D.async_allocs_live(), 0);
+	OK(P.PoolDestroy(mine));
+	OK(D.PrimaryRelease(0));
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+Test(sim_pools, with_no_context_current_an_explicit_stream_works_and_a_default_one_is_201)
+{
+	struct scene sc = scene();
+	CUcontext popped;
+	CUdeviceptr p = 0, q = 0;
+	OK(D.CtxPopCurrent(&popped));
+	OK(P.AllocAsync(&p, 4096, sc.sb));
+	cr_assert_neq(p, 0);
+	WANT(P.AllocAsync(&q, 4096, NULL), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(P.AllocAsync(&q, 4096, CU_STREAM_LEGACY), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(P.AllocAsync(&q, 4096, CU_STREAM_PER_THREAD), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(P.FreeAsync(p, NULL), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(P.FreeAsync(p, CU_STREAM_LEGACY), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(P.FreeAsync(p, CU_STREAM_PER_THREAD), CUDA_ERROR_INVALID_CONTEXT);
+	SIM_CHECK(cr_assert_eq(D.async_allocs_live(), 1));
+	OK(P.FreeAsync(p, sc.sb));
+	SIM_CHECK(cr_assert_eq(D.async_allocs_live(), 0));
+	SIM_CHECK(cr_assert_eq(last_call("cuMemFreeAsync").ctx, 0));
+	OK(D.CtxPushCurrent(popped));
+	OK(D.CtxDestroy(sc.ctx));
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
+}
+
+Test(sim_pools, a_destroyed_stream_is_a_misuse)
+{
+	SIM_ONLY("cuMemFreeAsync on a destroyed stream crashes the real driver");
+	struct scene sc = scene();
+	CUmemoryPool pool = make_pool(0);
+	CUstream dead;
+	CUdeviceptr p, q = 0;
+	OK(D.StreamCreate(&dead, 0));
+	OK(P.AllocAsync(&p, MIB, sc.s));
+	OK(D.StreamDestroy(dead));
+	WANT(P.FreeAsync(p, dead), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	assert_misuse(0, "cuMemFreeAsync", "stream not live: already destroyed");
+	cr_assert(D.is_live(CUSIM_MEM, p), "nothing freed");
+	WANT(P.AllocAsync(&q, MIB, dead), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	assert_misuse(1, "cuMemAllocAsync", "stream not live");
+	WANT(P.AllocFromPool(&q, MIB, pool, dead), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	assert_misuse(2, "cuMemAllocFromPoolAsync", "stream not live");
+	cr_assert_eq(q, 0);
+	cr_assert_eq(D.misuse_count(), 3);
+	OK(P.FreeAsync(p, sc.s));
+	OK(P.PoolDestroy(pool));
+	cr_assert_eq(D.misuse_count(), 3);
+}
+
+Test(sim_pools, cumemfree_gives_the_address_back_but_never_lowers_used)
+{
+	SIM_ONLY("reads the simulator's figures and its worst-case address reuse");
+	struct scene sc = scene();
+	CUmemoryPool pool = default_pool(0);
+	CUdeviceptr p, q, r;
+	size_t fr0, fr1, tot;
+	OK(P.MemGetInfo(&fr0, &tot));
+	OK(P.AllocAsync(&p, MIB, sc.s));
+	OK(P.MemGetInfo(&fr1, &tot));
+	cr_assert_lt(fr1, fr0, "stream-ordered memory is device memory");
+	OK(D.MemFree(p));
+	OK(P.MemGetInfo(&fr1, &tot));
+	cr_assert_eq(fr1, fr0, "the memory came back");
+	cr_assert_eq(used(pool), MIB, "but the pool's used figure stays up");
+	cr_assert_eq(last_call("cuMemPoolGetAttribute").handle, H(pool));
+	OK(P.AllocAsync(&q, MIB, sc.s));
+	cr_assert_eq(q, p, "the most recently freed address, at once");
+	cr_assert_eq(used(pool), 2 * MIB);
+	OK(P.FreeAsync(q, sc.s));
+	cr_assert_eq(used(pool), MIB, "cuMemFreeAsync lowers it at the call");
+	OK(D.MemAlloc(&r, MIB));
+	cr_assert_eq(r, q, "cuMemAlloc takes a stream-ordered allocation's address too");
+	OK(D.MemFree(r));
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+Test(sim_pools, a_second_free_answers_1)
+{
+	struct scene sc = scene();
+	CUdeviceptr p, q;
+	OK(P.AllocAsync(&p, MIB, sc.s));
+	OK(D.StreamSynchronize(sc.s));
+	OK(P.FreeAsync(p, sc.s));
+	OK(D.StreamSynchronize(sc.s));
+	WANT(P.FreeAsync(p, sc.s), CUDA_ERROR_INVALID_VALUE);
+	SIM_CHECK(assert_misuse(0, "cuMemFreeAsync", "mem not live: already freed"));
+	OK(P.AllocAsync(&q, MIB, sc.s));
+	OK(D.StreamSynchronize(sc.s));
+	OK(D.MemFree(q));
+	WANT(D.MemFree(q), CUDA_ERROR_INVALID_VALUE);
+	SIM_CHECK(assert_misuse(1, "cuMemFree", "mem not live: already freed"));
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 2));
+	OK(D.CtxDestroy(sc.ctx));
+}
+
+Test(sim_pools, a_pool_destroyed_with_live_allocations_lives_on_until_the_last_free)
+{
+	struct scene sc = scene();
+	CUmemoryPool pool = make_pool(0);
+	CUdeviceptr p, q;
+	OK(P.AllocFromPool(&p, MIB, pool, sc.s));
+	OK(P.AllocFromPool(&q, MIB, pool, sc.s));
+	OK(D.StreamSynchronize(sc.s));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_POOL), 1));
+	OK(P.PoolDestroy(pool));
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_POOL), 0, "dead to its caller"));
+	SIM_CHECK(cr_assert_eq(D.is_live(CUSIM_POOL, H(pool)), 0));
+	OK(D.MemsetD8(p, 1, MIB));
+	OK(P.FreeAsync(p, sc.s));
+	SIM_CHECK({
+		uint64_t u = 1;
+		cr_assert_eq(D.pool_usage(H(pool), &u, NULL), 0, "kept while q lives");
+		cr_assert_eq(u, MIB);
+		CUdeviceptr x = 0;
+		WANT(P.AllocFromPool(&x, MIB, pool, sc.s), CUDA_ERROR_INVALID_HANDLE);
+		assert_misuse(0, "cuMemAllocFromPoolAsync", "pool not live: already destroyed (its allocations live on");
+	});
+	OK(D.MemFree(q));
+	OK(D.StreamSynchronize(sc.s));
+	SIM_ONLY("the rest uses the destroyed pool's handle");
+	cr_assert_eq(D.pool_usage(H(pool), NULL, NULL), -1, "ended with its last allocation");
+	cuuint64_t v;
+	WANT(P.PoolGet(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &v), CUDA_ERROR_INVALID_HANDLE);
+	assert_misuse(1, "cuMemPoolGetAttribute", "pool not live: already destroyed");
+	WANT(P.PoolDestroy(pool), CUDA_ERROR_INVALID_HANDLE);
+	cr_assert_eq(D.misuse_count(), 3);
+	OK(D.CtxDestroy(sc.ctx));
+}
+
+Test(sim_pools, a_pool_belongs_to_its_device_not_to_the_context_it_was_made_in)
+{
+	CUcontext a = new_raw_ctx(0);
+	CUmemoryPool pool = make_pool(0);
+	OK(D.CtxDestroy(a));
+	CUcontext b = new_raw_ctx(0);
+	CUstream s;
+	CUdeviceptr p;
+	OK(D.StreamCreate(&s, 0));
+	OK(P.AllocFromPool(&p, MIB, pool, s));
+	OK(D.StreamSynchronize(s));
+	SIM_CHECK(cr_assert_eq(used(pool), MIB));
+	OK(P.FreeAsync(p, s));
+	OK(D.StreamSynchronize(s));
+	SIM_CHECK(cr_assert_eq(used(pool), 0));
+	OK(P.PoolDestroy(pool));
+	OK(D.StreamDestroy(s));
+	OK(D.CtxDestroy(b));
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0); cr_assert_eq(D.live(CUSIM_ALL), 0));
+}
+
+Test(sim_pools, a_free_then_the_streams_destroy_is_0_0)
+{
+	struct scene sc = scene();
+	CUdeviceptr p;
+	OK(P.AllocAsync(&p, MIB, sc.sb));
+	launch_on(&sc, sc.sb);
+	OK(P.FreeAsync(p, sc.sb));
+	OK(D.StreamDestroy(sc.sb));
+	OK(D.CtxSynchronize());
+	SIM_CHECK(cr_assert_eq(used(default_pool(0)), 0); cr_assert_eq(D.orphaned_work(), 0);
+		  cr_assert_eq(D.async_allocs_live(), 0); cr_assert_eq(D.misuse_count(), 0));
+	OK(D.CtxDestroy(sc.ctx));
+}
+
+Test(sim_pools, an_allocation_in_a_capture_is_no_live_allocation_outside_it)
+{
+	SIM_ONLY("reads the simulator's log and counts");
+	struct scene sc = scene();
+	CUdeviceptr p = 0;
+	begin(sc.s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	OK(P.AllocAsync(&p, MIB, sc.s));
+	cr_assert_neq(p, 0);
+	cr_assert_neq(last_of("cuMemAllocAsync").captured, 0);
+	cr_assert_eq(D.async_allocs_live(), 0);
+	cr_assert_eq(used(default_pool(0)), 0);
+	cr_assert_eq(end_capture(sc.s, CUDA_SUCCESS), 1);
+	WANT(P.FreeAsync(p, sc.sb), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.MemFree(p), CUDA_ERROR_INVALID_VALUE);
+	cr_assert_eq(D.misuse_count(), 0);
+	OK(D.CtxDestroy(sc.ctx));
+}
+
+Test(sim_pools, the_attributes_and_trim)
+{
+	SIM_ONLY("the simulator's reserved figures are a model, not a measurement");
+	struct scene sc = scene();
+	CUmemoryPool pool = make_pool(0);
+	CUdeviceptr p;
+	cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD), 0);
+	int reuse = -1;
+	OK(P.PoolGet(pool, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &reuse));
+	cr_assert_eq(reuse, 1);
+	OK(P.AllocFromPool(&p, 4 * MIB, pool, sc.s));
+	OK(P.FreeAsync(p, sc.s));
+	cr_assert_eq(used(pool), 0);
+	cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 4 * MIB, "kept until a synchronize");
+	OK(D.StreamSynchronize(sc.s));
+	cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 0, "released above the threshold 0");
+	cuuint64_t t = 8 * MIB;
+	OK(P.PoolSet(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &t));
+	cr_assert_eq(last_call("cuMemPoolSetAttribute").arg, (long long)(8 * MIB));
+	cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD), 8 * MIB);
+	OK(P.AllocFromPool(&p, 4 * MIB, pool, sc.s));
+	OK(P.FreeAsync(p, sc.s));
+	OK(D.CtxSynchronize());
+	cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 4 * MIB, "under the threshold: kept");
+	OK(P.PoolTrimTo(pool, MIB));
+	cr_assert_eq(last_call("cuMemPoolTrimTo").handle, H(pool));
+	cr_assert_eq(last_call("cuMemPoolTrimTo").arg, (long long)MIB);
+	cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), MIB);
+	OK(P.PoolTrimTo(pool, 0));
+	cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 0);
+	cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH), 4 * MIB);
+	cuuint64_t v = 5;
+	WANT(P.PoolSet(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &v), CUDA_ERROR_INVALID_VALUE);
+	v = 0;
+	OK(P.PoolSet(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &v));
+	cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_HIGH), 0);
+	WANT(P.PoolSet(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &v), CUDA_ERROR_INVALID_VALUE);
+	WANT(P.PoolGet(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, NULL), CUDA_ERROR_INVALID_VALUE);
+	WANT(P.PoolGet(pool, (CUmemPool_attribute)99, &v), CUDA_ERROR_INVALID_VALUE);
+	WANT(P.PoolGet(NULL, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &v), CUDA_ERROR_INVALID_VALUE);
+	OK(P.PoolDestroy(pool));
+	cr_assert_eq(D.misuse_count(), 0);
+	OK(D.CtxDestroy(sc.ctx));
+}
+
+Test(sim_pools, a_devices_pools)
+{
+	SIM_ONLY("sets the device's current pool, which outlives the test on the real driver");
+	CUmemoryPool def = default_pool(0), again = NULL, cur = NULL;
+	OK(P.DefaultPool(&again, 0));
+	cr_assert_eq(again, def, "one default pool a device");
+	cr_assert_eq(last_call("cuDeviceGetDefaultMemPool").handle, H(def));
+	cr_assert_eq(D.default_pool(0), H(def));
+	cr_assert_neq(D.default_pool(1), H(def));
+	OK(P.GetPool(&cur, 0));
+	cr_assert_eq(cur, def);
+	WANT(P.DefaultPool(&cur, 7), CUDA_ERROR_INVALID_DEVICE);
+	WANT(P.DefaultPool(NULL, 0), CUDA_ERROR_INVALID_VALUE);
+	WANT(P.PoolDestroy(def), CUDA_ERROR_INVALID_VALUE);
+	cr_assert_eq(D.live(CUSIM_POOL), 0, "default pools are not counted");
+
+	CUmemoryPool mine = make_pool(0), theirs = make_pool(1);
+	OK(P.SetPool(0, mine));
+	WANT(P.SetPool(0, theirs), CUDA_ERROR_INVALID_DEVICE);
+	OK(P.GetPool(&cur, 0));
+	cr_assert_eq(cur, mine);
+	CUcontext c = new_raw_ctx(0);
+	CUstream s;
+	CUdeviceptr p;
+	OK(D.StreamCreate(&s, 0));
+	OK(P.AllocAsync(&p, MIB, s));
+	cr_assert_eq(last_call("cuMemAllocAsync").handle2, H(mine), "cuMemAllocAsync takes the device's current pool");
+	cr_assert_eq(used(mine), MIB);
+	OK(P.FreeAsync(p, s));
+	OK(P.PoolDestroy(mine));
+	OK(P.GetPool(&cur, 0));
+	cr_assert_eq(cur, def, "back to the default once destroyed");
+	OK(P.PoolDestroy(theirs));
+	cr_assert_eq(D.misuse_count(), 0);
+	OK(D.CtxDestroy(c));
+}
+
+Test(sim_pools, calls_are_logged_and_fault_plans_apply)
+{
+	SIM_ONLY("reads the log and plans faults");
+	struct scene sc = scene();
+	CUdeviceptr p = 0;
+	D.fail_call("cuMemAllocAsync", 1, CUDA_ERROR_OUT_OF_MEMORY);
+	WANT(P.AllocAsync(&p, MIB, sc.s), CUDA_ERROR_OUT_OF_MEMORY);
+	cr_assert_eq(p, 0);
+	cr_assert_eq(D.async_allocs_live(), 0);
+	struct cusim_call r = last_call("cuMemAllocAsync");
+	cr_assert_eq(r.arg, (long long)MIB);
+	cr_assert_eq(r.stream, H(sc.s));
+	OK(P.AllocAsync(&p, MIB, sc.s));
+	r = last_call("cuMemAllocAsync");
+	cr_assert_eq(r.handle, p);
+	cr_assert_eq(r.handle2, H(default_pool(0)));
+	D.fail_call("cuMemFreeAsync", 1, CUDA_ERROR_UNKNOWN);
+	WANT(P.FreeAsync(p, sc.s), CUDA_ERROR_UNKNOWN);
+	cr_assert_eq(D.async_allocs_live(), 1);
+	OK(P.FreeAsync(p, sc.s));
+	r = last_call("cuMemFreeAsync");
+	cr_assert_eq(r.handle, p);
+	cr_assert_eq(r.stream, H(sc.s));
+	WANT(P.FreeAsyncPtsz(0, NULL), CUDA_ERROR_INVALID_VALUE);
+	cr_assert_eq(last_call("cuMemFreeAsync").stream, 2, "the _ptsz form's NULL is the per-thread stream");
+	cr_assert_eq(D.calls("cuMemFreeAsync"), 3);
+	cr_assert_eq(D.misuse_count(), 0);
+	cr_assert_eq(D.live(CUSIM_ALL), 1 + 2 + 1 + 1, "the scene: context, two streams, memory, module");
+}
+
+/* Orphaned work: a kernel queued on a stream destroyed before it finished. */
+
+/* An allocation made on s (of sc's context), a kernel after it, and s destroyed. */
+static CUdeviceptr orphan(const struct scene *sc, CUstream s)
+{
+	CUdeviceptr p;
+	size_t before = D.orphaned_work();
+	OK(P.AllocAsync(&p, MIB, s));
+	launch_on(sc, s);
+	OK(D.StreamDestroy(s));
+	cr_assert_eq(D.orphaned_work(), before + 1);
+	return p;
+}
+
+Test(sim_orphans, a_blocking_streams_work_is_waited_for_by_a_legacy_free_only)
+{
+	SIM_ONLY("the real driver hands the address out again under the running kernel");
+	struct scene sc = scene();
+	CUmemoryPool pool = default_pool(0);
+	CUstream other;
+	OK(D.StreamCreate(&other, CU_STREAM_NON_BLOCKING));
+	CUdeviceptr p = orphan(&sc, sc.sb);
+	WANT(D.MemFree(p), CUDA_ERROR_ILLEGAL_STATE);
+	assert_misuse(0, "cuMemFree", "unfinished work of its destroyed blocking stream may still use it");
+	WANT(P.FreeAsync(p, other), CUDA_ERROR_ILLEGAL_STATE);
+	assert_misuse(1, "cuMemFreeAsync", "unfinished work of its destroyed blocking stream");
+	WANT(P.FreeAsyncPtsz(p, NULL), CUDA_ERROR_ILLEGAL_STATE);
+	assert_misuse(2, "cuMemFreeAsync", "unfinished work of its destroyed");
+	WANT(P.FreeAsync(p, CU_STREAM_PER_THREAD), CUDA_ERROR_ILLEGAL_STATE);
+	cr_assert_eq(D.misuse_count(), 4);
+	cr_assert(D.is_live(CUSIM_MEM, p), "nothing was freed");
+	cr_assert_eq(used(pool), MIB);
+	/* the legacy stream waits for blocking streams: ordered after the kernel */
+	OK(P.FreeAsync(p, CU_STREAM_LEGACY));
+	cr_assert_eq(used(pool), 0);
+	cr_assert_eq(D.orphaned_work(), 0);
+
+	p = orphan(&sc, other);
+	(void)p;
+	OK(D.StreamCreate(&sc.sb, 0));
+	CUdeviceptr q = orphan(&sc, sc.sb);
+	cr_assert_eq(D.orphaned_work(), 2);
+	OK(P.FreeAsync(q, NULL));       /* NULL is the legacy stream too */
+	cr_assert_eq(D.misuse_count(), 4);
+	OK(D.CtxDestroy(sc.ctx));
+}
+
+Test(sim_orphans, a_non_blocking_streams_work_is_not_waited_for_by_the_legacy_stream)
+{
+	SIM_ONLY("the real driver hands the address out again under the running kernel");
+	struct scene sc = scene();
+	CUdeviceptr p = orphan(&sc, sc.s);
+	WANT(P.FreeAsync(p, CU_STREAM_LEGACY), CUDA_ERROR_ILLEGAL_STATE);
+	assert_misuse(0, "cuMemFreeAsync", "unfinished work of its destroyed non-blocking stream may still use it");
+	WANT(P.FreeAsync(p, NULL), CUDA_ERROR_ILLEGAL_STATE);
+	CUcontext popped;
+	OK(D.CtxPopCurrent(&popped));
+	WANT(D.MemFree(p), CUDA_ERROR_ILLEGAL_STATE);
+	assert_misuse(2, "cuMemFree", "non-blocking stream");
+	OK(D.CtxPushCurrent(popped));
+	cr_assert_eq(D.misuse_count(), 3);
+	/* a context synchronize orders everything after the kernel */
+	OK(D.CtxSynchronize());
+	cr_assert_eq(D.orphaned_work(), 0);
+	OK(D.MemFree(p));
+	cr_assert_eq(D.misuse_count(), 3);
+	cr_assert_eq(used(default_pool(0)), MIB, "cuMemFree left used up");
+	OK(D.CtxDestroy(sc.ctx));
+}
+
+Test(sim_orphans, a_legacy_free_from_another_context_is_not_ordered)
+{
+	SIM_ONLY("the real driver hands the address out again under the running kernel");
+	struct scene sc = scene();
+	CUdeviceptr p = orphan(&sc, sc.sb);
+	CUcontext b = new_raw_ctx(0);
+	WANT(P.FreeAsync(p, CU_STREAM_LEGACY), CUDA_ERROR_ILLEGAL_STATE);
+	assert_misuse(0, "cuMemFreeAsync", "unfinished work of its destroyed blocking stream");
+	OK(D.CtxSynchronize());         /* b's: not the orphan's context */
+	cr_assert_eq(D.orphaned_work(), 1);
+	OK(D.CtxDestroy(b));
+	OK(D.CtxSetCurrent(sc.ctx));
+	OK(D.CtxSynchronize());
+	OK(P.FreeAsync(p, CU_STREAM_PER_THREAD));
+	cr_assert_eq(D.misuse_count(), 1);
+	OK(D.CtxDestroy(sc.ctx));
+}
+
+Test(sim_orphans, the_contexts_end_ends_its_orphaned_work)
+{
+	SIM_ONLY("reads the simulator's orphan count");
+	struct scene sc = scene();
+	CUdeviceptr p = orphan(&sc, sc.s);
+	OK(D.CtxDestroy(sc.ctx));
+	cr_assert_eq(D.orphaned_work(), 0);
+	cr_assert_eq(current(), NULL);
+	OK(D.MemFree(p));
+	/* the same with a primary context, ended by its last release */
+	CUcontext pc;
+	CUstream s;
+	OK(D.PrimaryRetain(&pc, 0));
+	OK(D.CtxSetCurrent(pc));
+	OK(D.StreamCreate(&s, CU_STREAM_NON_BLOCKING));
+	OK(P.AllocAsync(&p, MIB, s));
+	OK(X.MemsetD32Async(p, 1, 16, s));
+	OK(D.StreamDestroy(s));
+	cr_assert_eq(D.orphaned_work(), 1);
+	OK(D.PrimaryRelease(0));
+	cr_assert_eq(D.orphaned_work(), 0);
+	WANT(P.FreeAsync(p, NULL), CUDA_ERROR_CONTEXT_IS_DESTROYED);   /* the dead primary is still current */
+	OK(D.CtxSetCurrent(NULL));
+	OK(D.MemFree(p));
+	cr_assert_eq(D.misuse_count(), 0);
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+}
+
+Test(sim_orphans, finished_work_leaves_nothing_orphaned)
+{
+	SIM_ONLY("reads the simulator's orphan count");
+	struct scene sc = scene();
+	CUdeviceptr p, q, r;
+	/* synchronized before the destroy */
+	OK(P.AllocAsync(&p, MIB, sc.s));
+	launch_on(&sc, sc.s);
+	OK(D.StreamSynchronize(sc.s));
+	OK(D.StreamDestroy(sc.s));
+	cr_assert_eq(D.orphaned_work(), 0);
+	OK(D.MemFree(p));
+	/* a query that answered finished */
+	OK(D.StreamCreate(&sc.s, CU_STREAM_NON_BLOCKING));
+	OK(P.AllocAsync(&q, MIB, sc.s));
+	launch_on(&sc, sc.s);
+	OK(D.StreamQuery(sc.s));
+	OK(D.StreamDestroy(sc.s));
+	cr_assert_eq(D.orphaned_work(), 0);
+	/* no allocation made on the stream */
+	OK(D.StreamCreate(&sc.s, CU_STREAM_NON_BLOCKING));
+	launch_on(&sc, sc.s);
+	OK(D.StreamDestroy(sc.s));
+	cr_assert_eq(D.orphaned_work(), 0);
+	OK(D.MemFree(q));
+	/* an event recorded after the kernel, synchronized after the destroy */
+	CUevent ev;
+	OK(D.EventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+	OK(D.StreamCreate(&sc.s, CU_STREAM_NON_BLOCKING));
+	OK(P.AllocAsync(&r, MIB, sc.s));
+	launch_on(&sc, sc.s);
+	OK(D.EventRecord(ev, sc.s));
+	OK(D.StreamDestroy(sc.s));
+	cr_assert_eq(D.orphaned_work(), 1);
+	OK(D.EventSynchronize(ev));
+	cr_assert_eq(D.orphaned_work(), 0);
+	OK(D.MemFree(r));
+	cr_assert_eq(D.misuse_count(), 0);
+	OK(D.CtxDestroy(sc.ctx));
+}
+
+Test(sim_orphans, an_event_recorded_before_the_work_does_not_order_it)
+{
+	SIM_ONLY("the real driver hands the address out again under the running kernel");
+	struct scene sc = scene();
+	CUevent ev;
+	CUdeviceptr p;
+	OK(D.EventCreate(&ev, CU_EVENT_DISABLE_TIMING));
+	OK(P.AllocAsync(&p, MIB, sc.s));
+	OK(D.EventRecord(ev, sc.s));
+	launch_on(&sc, sc.s);
+	OK(D.StreamDestroy(sc.s));
+	OK(D.EventSynchronize(ev));
+	cr_assert_eq(D.orphaned_work(), 1);
+	WANT(D.MemFree(p), CUDA_ERROR_ILLEGAL_STATE);
+	cr_assert_eq(D.misuse_count(), 1);
+	OK(D.CtxDestroy(sc.ctx));
+}

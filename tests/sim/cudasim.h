@@ -98,10 +98,26 @@ extern "C" {
  *   cuLibraryGetModule                -             -               the module
  *   cuKernelGetFunction               -             -               the function
  *   cuKernelGetLibrary                -             -               the library
+ *   cuMemAllocAsync,                  -             size            the pool (the
+ *     cuMemAllocFromPoolAsync                                       one asked, else
+ *                                                                   the device's)
+ *   cuMemFreeAsync                    -             -               the pool of the
+ *                                                                   allocation, if live
+ *   cuMemFree (stream-ordered memory) -             -               its pool
+ *   cuMemPoolCreate                   -             location id     -
+ *   cuMemPoolTrimTo                   -             bytes to keep   -
+ *   cuMemPoolGetAttribute,            attribute     the value given -
+ *     cuMemPoolSetAttribute                         back / asked
+ *   cuDeviceGetDefaultMemPool,        -             device          -
+ *     cuDeviceGetMemPool, cuDeviceSetMemPool
  *
  * The main handle of the capture calls is the stream; of cuGraphGetNodes the
  * graph; of cuLibrary* the library (cuLibraryLoad*: the library made); of
- * cuKernel* the kernel; of cuMemAllocPitch the allocation made.
+ * cuKernel* the kernel; of cuMemAllocPitch the allocation made; of
+ * cuMemAllocAsync and -FromPoolAsync the allocation made (a capture's graph
+ * allocation too); of cuMemFreeAsync the pointer; of cuMemPool* and
+ * cuDevice*MemPool the pool (named, made or given back). The stream of
+ * cuMemAllocAsync, -FromPoolAsync and cuMemFreeAsync is in the stream column.
  *
  * cuLaunchKernel packs its sizes: arg = grid x | y << 32 | z << 48, flags =
  * block x | y << 16 | z << 32 (exact for every size the driver accepts).
@@ -222,6 +238,96 @@ struct cusim_call {
  * part of CUSIM_ALL; their graphs are counted as CUSIM_GRAPH);
  * cusim_is_live(CUSIM_CAPTURE, stream) says whether that stream is in one
  * (active or invalidated).
+ *
+ * Stream-ordered memory and memory pools (measured on the H200, driver
+ * 580.159.04, unless marked "stricter" or "model": a choice where nothing was
+ * measured).
+ *
+ * - Entry points (ABI version 11020; the first three with _ptsz forms):
+ *   cuMemAllocAsync, cuMemAllocFromPoolAsync, cuMemFreeAsync, cuMemPoolCreate,
+ *   cuMemPoolDestroy, cuMemPoolTrimTo, cuMemPoolGetAttribute,
+ *   cuMemPoolSetAttribute, cuDeviceGetDefaultMemPool, cuDeviceGetMemPool,
+ *   cuDeviceSetMemPool. Fault plans, delays and fail_all reach them as any.
+ * - A stream-ordered allocation belongs to its pool, not to a context: no
+ *   context's destroy, release or reset frees it; it stays usable from any
+ *   context (copies, memsets) and is freed by cuMemFreeAsync on any live
+ *   stream (another context's too) or by cuMemFree, with or without a
+ *   context current. A pool belongs to its device: made while a context was
+ *   current, it serves allocations in contexts made after that one died.
+ *   Pools need cuInit only; cuMemPoolCreate takes CU_MEM_ALLOCATION_TYPE_PINNED
+ *   at a CU_MEM_LOCATION_TYPE_DEVICE location with handle types NONE or
+ *   POSIX_FILE_DESCRIPTOR, else 1 (stricter: no host pools).
+ * - cuMemAllocAsync(&p, n, s) and cuMemFreeAsync(p, s) with s a live stream
+ *   work with no context current; with a default stream (NULL,
+ *   CU_STREAM_LEGACY, CU_STREAM_PER_THREAD) and no context current both
+ *   answer 201 (709 if the current one was destroyed). A destroyed stream: a
+ *   misuse ("stream not live") and 709 (the real driver's cuMemFreeAsync
+ *   crashes). Size 0 or a NULL pointer: 1; over 1 GiB: 2. A NULL pool: 1.
+ *   cuMemFreeAsync of memory from cuMemAlloc: 0, freed at once (model).
+ * - Figures: USED_MEM_CURRENT goes up by the bytes asked at each allocation
+ *   (model: no rounding) and down at cuMemFreeAsync, at the call; cuMemFree
+ *   of stream-ordered memory answers 0 and gives the memory back
+ *   (cuMemGetInfo, its address reused at once) but never lowers the figure
+ *   (measured: it stays up for the life of the pool). RESERVED_MEM_CURRENT
+ *   is used plus what cuMemFreeAsync gave back and the pool keeps (model): a
+ *   synchronize (cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize)
+ *   of the device lets each of its pools keep at most RELEASE_THRESHOLD
+ *   (default 0) reserved, cuMemPoolTrimTo(pool, keep) at most keep; neither
+ *   goes below used. The _HIGH figures are watermarks, set only to 0 (which
+ *   restarts them), else 1; the REUSE_* flags are kept (default 1) and change
+ *   nothing; the _CURRENT figures cannot be set (1); another attribute, or a
+ *   NULL value, is 1.
+ * - Address recycling as for cuMemAlloc: a new allocation, stream-ordered or
+ *   not, takes the most recently freed address of either kind.
+ * - A second free (either call) of the same pointer: 1, and the misuse "mem
+ *   not live: already freed", as for cuMemFree (the real driver answers 1 -
+ *   or frees whoever holds the address now). A pointer inside an allocation:
+ *   a misuse and 1.
+ * - cuMemPoolDestroy with allocations alive: 0; they stay usable and their
+ *   frees answer 0; the pool is dead to callers at once (cusim_live and
+ *   cusim_is_live(CUSIM_POOL) no longer count it; any call naming it is the
+ *   misuse "pool not live: already destroyed (its allocations live on until
+ *   freed)" and 400) and ends with its last allocation; after that a call
+ *   naming it is the misuse "pool not live: already destroyed" and 400. A
+ *   device's default pool is never destroyed (1) and never counted; a pool
+ *   set by cuDeviceSetMemPool (of that device, else 101) is what
+ *   cuMemAllocAsync takes from until it is destroyed.
+ * - Under stream capture, cuMemAllocAsync on a capturing stream becomes a node
+ *   and gives an address of its own (a graph allocation), never a live
+ *   allocation outside the graph: cuMemFreeAsync or cuMemFree of it there
+ *   answers 1 (measured), no misuse; it is not counted. cuMemFreeAsync on a
+ *   capturing stream becomes a node and frees nothing (model).
+ * - Orphaned work. Each live stream has pending work from the moment an
+ *   asynchronous call is queued on it (kernel launches, graph launches, the
+ *   Async copies and memsets, host functions, event records,
+ *   cuMemAllocAsync, cuMemFreeAsync) until something says it finished:
+ *   cuStreamSynchronize or cuStreamQuery of it answering 0, cuCtxSynchronize
+ *   of its context, cuEventSynchronize or cuEventQuery answering 0 of an
+ *   event recorded on it after that work. cuStreamDestroy of a stream with
+ *   pending work leaves that work running (measured with a 200 ms kernel):
+ *   the stream-ordered allocations made on it that are still alive wait on
+ *   that orphaned work until it is ordered before now - by cuCtxSynchronize
+ *   of its context, a synchronize (or query answering 0) of an event recorded
+ *   on the stream after the work, or the end of the context (its destroy, or
+ *   a primary context's release or reset: its orphaned work ends with it).
+ *   Freeing such an allocation before is the misuse "stream-ordered
+ *   allocation freed while unfinished work of its destroyed blocking stream
+ *   may still use it ..." ("... non-blocking stream ...") and answers 401,
+ *   nothing freed (the real driver answers 0 and hands the address out again
+ *   while the kernel still writes it) - except cuMemFreeAsync(p, NULL or
+ *   CU_STREAM_LEGACY) with the stream's context current when the stream was
+ *   blocking (created without CU_STREAM_NON_BLOCKING): the legacy stream
+ *   waits for it (measured safe). Measured unsafe, so misuses: cuMemFree (a
+ *   context current or not), cuMemFreeAsync on another live stream or on
+ *   CU_STREAM_PER_THREAD (so the _ptsz form with NULL), and on the legacy
+ *   stream when the destroyed stream was non-blocking or another context is
+ *   current. Stricter: a synchronize of the legacy stream does not order it.
+ *   cusim_orphaned_work counts destroyed streams with such unfinished work.
+ * Counts: cusim_live(CUSIM_MEM) counts stream-ordered allocations with the
+ * others (cusim_async_allocs_live those alone), cusim_live(CUSIM_POOL) the
+ * pools made and not destroyed; both are in CUSIM_ALL, so a test that checks
+ * for leaks sees an allocation no free reached. cusim_pool_usage and
+ * cusim_default_pool read the figures without a call.
  *
  * PTX images, JIT logs, module globals and libraries.
  *
