@@ -88,12 +88,12 @@ static float sentinel(int lane, int batch)
     return -1000.0f * (float)(lane + 1) - (float)batch;
 }
 
-/* One batch on s, in the buffer at x (2 * N floats: x, then y): x copied
- * in, y set to the sentinel, y = 2x + 1 by `launches` kernels, y copied
- * out. With launch 0 it stops after the memset. */
-static CUresult queue_batch(cuctx_stream s, CUdeviceptr x, const float *in, float *out, float fill, int launches)
+/* One batch on s: x copied in, y set to the sentinel, y = 2x + 1 by
+ * `launches` kernels, y copied out. With launches 0 it stops after the
+ * memset. */
+static CUresult queue_batch(cuctx_stream s, CUdeviceptr x, CUdeviceptr y, const float *in, float *out, float fill,
+                            int launches)
 {
-    CUdeviceptr y = x + N * sizeof(float);
     unsigned n = N, bits;
     memcpy(&bits, &fill, sizeof bits);
     void *args[] = {&x, &y, &n};
@@ -125,8 +125,9 @@ static int run_lane(const struct lane *l)
         if (rc != CUDA_SUCCESS)
             return fail("a batch's buffer"), -1;
         int stop = b == l->stop_at;
-        if (queue_batch(l->stream, cuctx_mem_ptr(tmp), l->in + (size_t)b * N, l->out + (size_t)b * N,
-                        sentinel(l->lane, b), stop ? 0 : 1) != CUDA_SUCCESS)
+        CUdeviceptr x = cuctx_mem_ptr(tmp), y = x + N * sizeof(float);     /* one buffer, two halves */
+        if (queue_batch(l->stream, x, y, l->in + (size_t)b * N, l->out + (size_t)b * N, sentinel(l->lane, b),
+                        stop ? 0 : 1) != CUDA_SUCCESS)
             return fail("queueing a batch"), -1;
         if (stop)
             return -2;      /* tmp freed here, on l->stream, after its copy and memset */
@@ -157,7 +158,8 @@ static int batch_untouched(const float *out)
  * new memory taken at once on another stream and written (what a free that
  * handed the memory on under the running work would corrupt). Returns 1
  * when the results are right and every step succeeded. */
-static int stream_destroyed_first(cuctx_ctx ctx, cuctx_stream other, unsigned flags, const float *in, float *out, float fill)
+static int stream_destroyed_first(cuctx_ctx ctx, cuctx_stream other, unsigned flags, const float *in, float *out,
+                                  float fill)
 {
     /* Declared before the stream: a return from here on would end the
      * stream first too (cleanup runs in reverse), with the same outcome. */
@@ -169,21 +171,7 @@ static int stream_destroyed_first(cuctx_ctx ctx, cuctx_stream other, unsigned fl
         || cuctx_mem_alloc_async(&x, s, N * sizeof(float)) != CUDA_SUCCESS
         || cuctx_mem_alloc_async(&y, s, N * sizeof(float)) != CUDA_SUCCESS)
         return fail("the stream and its memory"), 0;
-    /* queue_batch's buffer is one piece; here x and y are two allocations */
-    CUdeviceptr px = cuctx_mem_ptr(x), py = cuctx_mem_ptr(y);
-    unsigned n = N, bits;
-    memcpy(&bits, &fill, sizeof bits);
-    void *args[] = {&px, &py, &n};
-    CUstream raw = cuctx_stream_raw(s);
-    CUresult rc = CUCTX_CALL(cuMemcpyHtoDAsync, px, in, N * sizeof(float), raw);
-    if (rc == CUDA_SUCCESS)
-        rc = CUCTX_CALL(cuMemsetD32Async, py, bits, N, raw);
-    for (int k = 0; k < KERNELS && rc == CUDA_SUCCESS; k++)
-        rc = cuctx_launch(affine, s, (cuctx_dim3){(N + BLOCK - 1) / BLOCK, 1, 1}, (cuctx_dim3){BLOCK, 1, 1}, 0,
-                          args);
-    if (rc == CUDA_SUCCESS)
-        rc = CUCTX_CALL(cuMemcpyDtoHAsync, out, py, N * sizeof(float), raw);
-    if (rc != CUDA_SUCCESS)
+    if (queue_batch(s, cuctx_mem_ptr(x), cuctx_mem_ptr(y), in, out, fill, KERNELS) != CUDA_SUCCESS)
         return fail("queueing the work"), 0;
 
     CUresult destroyed = cuctx_stream_destroy(&s);      /* the work is still queued */
@@ -201,7 +189,7 @@ static int stream_destroyed_first(cuctx_ctx ctx, cuctx_stream other, unsigned fl
            kind, KERNELS, cuctx_result_name(destroyed), cuctx_result_name(freed_x), cuctx_result_name(freed_y),
            cuctx_result_name(reused), right ? "right" : "WRONG");
     if (unfinished >= 0)
-        printf("async_memory: the simulated driver had %ld destroyed stream's work unfinished at the frees\n",
+        printf("async_memory: the simulated driver: work of %ld destroyed stream unfinished at the frees\n",
                unfinished);
     return right && destroyed == CUDA_SUCCESS && freed_x == CUDA_SUCCESS && freed_y == CUDA_SUCCESS
         && reused == CUDA_SUCCESS && unfinished != 0;
@@ -216,7 +204,8 @@ static int pool_outlived(cuctx_mem_pool *pool, cuctx_stream s, const float *in, 
         return fail("the pool's last allocation"), 0;
     CUresult destroyed = cuctx_mem_pool_destroy(pool);
     struct cuctx_stats st = stats();
-    CUresult used = queue_batch(s, cuctx_mem_ptr(last), in, out, fill, 1);
+    CUdeviceptr x = cuctx_mem_ptr(last);
+    CUresult used = queue_batch(s, x, x + N * sizeof(float), in, out, fill, 1);
     CUresult freed = cuctx_mem_destroy(&last);
     if (cuctx_stream_synchronize(s) != CUDA_SUCCESS)
         return fail("synchronizing"), 0;

@@ -126,7 +126,7 @@ run async_memory; rc=$?
 if [ -n "${CUCTX_DRIVER:-}" ] && [ "${CUCTX_DRIVER#*libcudasim}" != "$CUCTX_DRIVER" ]; then
   y="y kept the memset's value"
   sim_line="async_memory: the simulated driver recorded 0 misuses"
-  orphan_line="async_memory: the simulated driver had 1 destroyed stream's work unfinished at the frees"
+  orphan_line="async_memory: the simulated driver: work of 1 destroyed stream unfinished at the frees"
 else
   y="y = 2x + 1"
   sim_line="async_memory: at the end: "
