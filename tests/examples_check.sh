@@ -35,7 +35,7 @@ verdict() {
   fi
 }
 
-echo "1..8"
+echo "1..9"
 
 run quickstart; verdict "quickstart: a scope, four objects, none current again after it" $? \
   "inside CUCTX_SCOPED: current context is ours" \
@@ -119,5 +119,31 @@ run library; verdict "library: one library's kernel in two contexts, a broken PT
   "library: a PTX that does not assemble: load CUDA_SUCCESS, kernel lookup CUDA_ERROR_INVALID_PTX" \
   "library: the lookup's message: cuctx_library_kernel: cuLibraryGetKernel(\"broken\") failed: CUDA_ERROR_INVALID_PTX; the JIT log of the library's load: " \
   "library: every check passed"
+
+# On the simulator the program also reports what the simulated driver saw:
+# the destroyed stream's work unfinished at the frees, and no misuse.
+run async_memory; rc=$?
+if [ -n "${CUCTX_DRIVER:-}" ] && [ "${CUCTX_DRIVER#*libcudasim}" != "$CUCTX_DRIVER" ]; then
+  y="y kept the memset's value"
+  sim_line="async_memory: the simulated driver recorded 0 misuses"
+  orphan_line="async_memory: the simulated driver: work of 1 destroyed stream unfinished at the frees"
+else
+  y="y = 2x + 1"
+  sim_line="async_memory: at the end: "
+  orphan_line="async_memory: a non-blocking stream destroyed"
+fi
+verdict "async_memory: buffers allocated and freed on three streams, an early return, a pool destroyed under its memory, streams destroyed before their memory" $rc \
+  "async_memory: lane B (non-blocking stream, the device's pool): left by return at batch 4 of 8, as an error path; async_mems after it: 0" \
+  "async_memory: lane A: $y in 8 of 8 batches" \
+  "async_memory: lane B: $y in 4 of 4 batches; the 4 batches from the return on never ran: 4 untouched" \
+  "async_memory: lane C: $y in 8 of 8 batches" \
+  "async_memory: lane C's pool destroyed with an allocation from it alive: CUDA_SUCCESS, then mem_pools 0, async_mems 1; the allocation used after it: CUDA_SUCCESS, y right, freed CUDA_SUCCESS" \
+  "async_memory: a blocking stream destroyed with 50 kernels queued, before its 2 allocations: stream destroy CUDA_SUCCESS, frees CUDA_SUCCESS and CUDA_SUCCESS, new memory written at once on another stream CUDA_SUCCESS; y right" \
+  "async_memory: a non-blocking stream destroyed with 50 kernels queued, before its 2 allocations: stream destroy CUDA_SUCCESS, frees CUDA_SUCCESS and CUDA_SUCCESS, new memory written at once on another stream CUDA_SUCCESS; y right" \
+  "async_memory: 2000 allocations of 4096 bytes and their frees: stream-ordered " \
+  "async_memory: at the end: mems 0, async_mems 0, mem_pools 0; 0 failed destroys" \
+  "$orphan_line" \
+  "$sim_line" \
+  "async_memory: every check passed"
 
 exit $failed
