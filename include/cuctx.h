@@ -482,11 +482,15 @@ CUCTX_API CUlibrary cuctx_library_raw(cuctx_library lib);
  * CUCTX_STREAM_PER_THREAD) is the current context's at the allocation,
  * and its memory is freed on that context's legacy stream. */
 CUCTX_API CUresult cuctx_mem_alloc_async(cuctx_mem *out, cuctx_stream s, size_t bytes);
-/* From an explicit pool (cuMemAllocFromPoolAsync); {0} is refused. */
+/* From an explicit pool (cuMemAllocFromPoolAsync); pool {0} is the
+ * device's current pool, as cuctx_mem_alloc_async. */
 CUCTX_API CUresult cuctx_mem_alloc_from_pool(cuctx_mem *out, cuctx_mem_pool pool, cuctx_stream s, size_t bytes);
 /* Frees m ordered on s (any live stream of the device; {0}: the stream it
- * was allocated on, as cuctx_mem_destroy) and resets the handle. Memory of
- * cuctx_mem_alloc is refused (CUDA_ERROR_INVALID_VALUE, m kept). */
+ * was allocated on, as cuctx_mem_destroy) and resets the handle. The free
+ * is ordered after s's work alone, as cuMemFreeAsync's: work elsewhere
+ * that may still use m must be ordered before it (an event), even when
+ * m's own stream is gone - only the {0} form makes the waits above. Memory
+ * of cuctx_mem_alloc is refused (CUDA_ERROR_INVALID_VALUE, m kept). */
 CUCTX_API CUresult cuctx_mem_free_async(cuctx_mem *m, cuctx_stream s);
 
 /* A pool (cuMemPoolCreate). props NULL: device-local pinned memory of dev.

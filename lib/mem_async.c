@@ -153,7 +153,7 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
     return CUDA_SUCCESS;
 }
 
-/* Both allocations: pool_id 0 is the device's current pool. */
+/* Both allocations: pool_id 0 ({0}) is the device's current pool. */
 static CUresult alloc(cuctx_mem *out, uint64_t pool_id, cuctx_stream s, size_t bytes, const char *fn,
                       const struct cuctx_site *site)
 {
@@ -208,15 +208,8 @@ CUCTX_API CUresult (cuctx_mem_alloc_async)(cuctx_mem *out, cuctx_stream s, size_
 CUCTX_API CUresult cuctx_mem_alloc_from_pool_at(cuctx_mem *out, cuctx_mem_pool pool, cuctx_stream s, size_t bytes,
                                                 const char *file, int line, const char *func)
 {
-    static const char fn[] = "cuctx_mem_alloc_from_pool";
     struct cuctx_site site = {.file = file, .func = func, .line = line};
-    if (pool.id == 0) {
-        CUresult rc;
-        if (out && (rc = cuctx__claim(&out->id, KIND_MEM_ASYNC, fn)) != CUDA_SUCCESS)
-            return rc;
-        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: the pool is {0}; cuctx_mem_alloc_async takes the device's", fn);
-    }
-    return alloc(out, pool.id, s, bytes, fn, &site);
+    return alloc(out, pool.id, s, bytes, "cuctx_mem_alloc_from_pool", &site);
 }
 
 CUCTX_API CUresult (cuctx_mem_alloc_from_pool)(cuctx_mem *out, cuctx_mem_pool pool, cuctx_stream s, size_t bytes)
