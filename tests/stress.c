@@ -3174,13 +3174,14 @@ int main(int argc, char **argv)
         printf("stress: stream-ordered memory: %lu ops; %lu allocated (%lu on own streams, %lu on shared ones, %lu on "
                "default streams in scopes; %lu from the workers' pools, %lu through default pools' handles), %lu "
                "refused (context dead), %lu raced a shared stream's destroy; %lu freed (%lu after their context "
-               "died, %lu of them at the end after every context; %lu of non-blocking streams' memory, marked as "
-               "synchronizes; %lu by cuctx_mem_free_async on another stream, %lu of those refused with its context "
+               "died, %lu of them at the end after every context; %lu of non-blocking streams' memory, %s; %lu by cuctx_mem_free_async on another stream, %lu of those refused with its context "
                "dead), none a stale skip; %lu uses (%lu cuctx_mem_ctx refused); free_async refused: %lu of plain "
                "memory, %lu on a default stream with no context\n",
                tot.async_ops, tot.creates[C_MEM_ASYNC], tot.async_own, tot.async_shared, tot.async_named,
                tot.async_from_pool, tot.async_from_default, tot.async_refused, tot.async_raced, tot.async_destroys,
-               tot.async_after_ctx, async_last, tot.async_synced, tot.async_free_other, tot.async_free_other_refused,
+               tot.async_after_ctx, async_last, tot.async_synced,
+               opt_async_beside_capture ? "beside captures, marked as synchronizes" : "kept apart from captures",
+               tot.async_free_other, tot.async_free_other_refused,
                tot.async_uses, tot.async_ctx_refused, tot.async_plain_refused, tot.async_no_ctx_refused);
     if (opt_async)
         printf("stress: pools: %lu made, %lu destroyed in the run (%lu with allocations alive), %lu at the end (%lu "
