@@ -78,6 +78,7 @@ static CUresult free_in_context(CUdeviceptr p, struct cuctx_held *o, int apart, 
             if (apart) {
                 /* a capture's begin or end beside it crashes the driver (context.h) */
                 struct cuctx_sync_guard g CUCTX__SYNC_GUARD = cuctx__sync_shared(o->id);
+                (void)g;
                 rc = DRV(cuCtxSynchronize)();
             }
             if (rc == CUDA_SUCCESS)

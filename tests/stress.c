@@ -20,7 +20,11 @@
  * default, 0 to turn it off: STRESS_RESETS (primary resets in the churn),
  * STRESS_OUTSIDE (the outside's primary retains, simulator only),
  * STRESS_SCOPES (scopes in the workers), STRESS_NESTED (nested scopes),
- * STRESS_CAPTURE (stream captures in the workers).
+ * STRESS_CAPTURE (stream captures in the workers), STRESS_ASYNC
+ * (stream-ordered memory and memory pools in the workers); and
+ * STRESS_ASYNC_BESIDE_CAPTURE (default 0; 1: destroys of stream-ordered
+ * memory that may wait for their context run beside captures in it, see
+ * child_destroy).
  *
  * The pool holds owned contexts (cuctx_ctx_create), primary ones
  * (cuctx_ctx_primary), borrows of an owned context's raw handle, and
@@ -89,6 +93,42 @@
  * create_graph_exec's graphs (see shared_graph: the real driver crashed
  * with several execs of one graph in contexts later destroyed).
  *
+ * Stream-ordered memory (op_async, issue 20). Workers allocate with
+ * cuctx_mem_alloc_async on their own streams and on shared streams of pool
+ * contexts that churn destroys, now and then from a pool of their own
+ * (cuctx_mem_pool_create, one per device, cuctx_mem_alloc_from_pool) or
+ * through a handle of the device's default pool (cuctx_mem_pool_default,
+ * its destroy ending the handle alone), and in scopes on a default stream
+ * by name ({0}, CUCTX_STREAM_LEGACY, CUCTX_STREAM_PER_THREAD: the current
+ * context's). The allocation is checked as a create in the stream's
+ * context (refused once that is dead; a shared stream destroyed meanwhile:
+ * CUDA_ERROR_INVALID_HANDLE). The memory goes into the arrays as a child of
+ * kind async mem, which belongs to no context (untethered, as a graph):
+ * its uses (cuctx_mem_ptr, cuctx_mem_size; cuctx_mem_ctx refuses it) work
+ * whatever became of its stream and context, and its destroy - by any
+ * thread, often after its stream or context died - must succeed and reach
+ * the driver, never be a stale skip; those left at the end are destroyed,
+ * some before the pool's teardown and the rest after every context died
+ * (then with cuMemFree and no context). Some are freed with
+ * cuctx_mem_free_async on another stream of the worker's, on the same
+ * device, while the stream they were allocated on lives (a free ordered on
+ * that other stream is the caller's promise that the work on the first is
+ * done, so never once it is destroyed); cuctx_mem_free_async of
+ * cuctx_mem_alloc memory must be refused (CUDA_ERROR_INVALID_VALUE, the
+ * handle kept), and one on a default stream with no context current
+ * (CUDA_ERROR_INVALID_CONTEXT, kept). A destroy after a non-blocking stream
+ * died waits for its context (cuCtxSynchronize), which the driver refuses
+ * beside a capture in that context (invalidating it); cuctx's destroy then
+ * fails and loses the memory, so by default such destroys and the
+ * captures in the context exclude each other (STRESS_ASYNC_BESIDE_CAPTURE=1
+ * lets them meet, each destroy marked as a synchronize of the context for
+ * op_capture's checks). Pools are trimmed, and destroyed now and then, often with
+ * allocations alive; stale copies of pools (and of freed memory, as for
+ * other kinds) must give CUDA_ERROR_INVALID_HANDLE to every call. At the
+ * end: stats.async_mems and stats.mem_pools 0, and with the simulator no
+ * live stream-ordered allocation (cusim_async_allocs_live), no pool, and
+ * every destroy of the memory a driver call (cuMemFreeAsync or cuMemFree).
+ *
  * A raw context is ended behind cuctx's back (cuCtxDestroy), which rule 9
  * says no check can exclude racing a child call; so, as an application
  * must, its children's calls hold the read side of their pool slot's lock
@@ -103,7 +143,8 @@
  * work (a destroy: reach the driver).
  *
  * Checked at the end: every handle destroyed, cuctx_stats_get shows no live
- * object of any kind (graphs and libraries too), no failed or
+ * object of any kind (graphs, libraries, stream-ordered memory and pools
+ * too), no failed or
  * shutdown-skipped destroys, and
  *     sure_stale <= stale_skips <= child_destroys - sure_live;
  * (child destroys of the tethered kinds: a graph's is never skipped) with
@@ -111,8 +152,11 @@
  * (each successful child destroy either reached the driver or was
  * skipped; tethered kinds, so a skipped graph destroy would break it),
  * driver create calls == successful child creates, no misuse, no live
- * simulated object (graphs and libraries among them) and no capture
- * left. Exit status 0 only if all of that holds.
+ * simulated object (graphs, libraries, pools and stream-ordered memory
+ * among them) and no capture left; for stream-ordered memory, driver
+ * allocation calls == its creates, and the driver's frees of it
+ * (cuMemFreeAsync, and the cuMemFree calls beyond the tethered kinds')
+ * == its destroys. Exit status 0 only if all of that holds.
  */
 #include <cuctx.h>
 #include <cudaTypedefs.h>
@@ -315,6 +359,10 @@ struct life {
      * other in flight or begun meanwhile (overlaps). */
     _Atomic long captures, syncs;
     _Atomic unsigned long captures_begun, syncs_begun;
+    /* Read: a capture on a stream of this context (op_capture); write: a
+     * destroy of stream-ordered memory that may wait for the context
+     * (child_destroy), unless STRESS_ASYNC_BESIDE_CAPTURE=1. */
+    pthread_rwlock_t capture_lock;
     struct life *all_next;
 };
 
@@ -406,6 +454,7 @@ static struct life *life_new(void)
     atomic_init(&l->syncs, 0);
     atomic_init(&l->captures_begun, 0);
     atomic_init(&l->syncs_begun, 0);
+    pthread_rwlock_init(&l->capture_lock, NULL);
     pthread_mutex_lock(&all_mu);
     l->all_next = all_lives;
     all_lives = l;
@@ -793,10 +842,11 @@ static void raw_unlock(struct raw_hold *h)
  *  Children
  * ------------------------------------------------------------------------ */
 
-/* C_GRAPH: graphs kept by captures (op_capture), the one kind of no
- * context here (untethered: never skipped, whatever became of the context
- * of the stream it was captured on); op_create makes the kinds before it. */
-enum child_kind { C_EVENT, C_STREAM, C_MEM, C_HOST_MEM, C_GRAPH_EXEC, C_GRAPH, C_COUNT };
+/* C_GRAPH: graphs kept by captures (op_capture), and C_MEM_ASYNC:
+ * stream-ordered memory (op_async), the kinds of no context here
+ * (untethered: never skipped, whatever became of the context of the stream
+ * it was captured or allocated on); op_create makes the kinds before them. */
+enum child_kind { C_EVENT, C_STREAM, C_MEM, C_HOST_MEM, C_GRAPH_EXEC, C_GRAPH, C_MEM_ASYNC, C_COUNT };
 static int have_graphs;
 /* The context current while graphs are created and destroyed: an owned one
  * outside the pool, alive for the whole run. (With the real driver, graphs
@@ -843,14 +893,38 @@ static void graph_free(CUgraph g)
         fail("cuGraphDestroy: %s", RC(rc));
 }
 
+/* A pool of a worker's (op_async): one per pool made, freed at exit; the
+ * allocations from it not destroyed yet, counted by whichever thread makes
+ * or destroys one (so that a destroy of the pool knows whether some live). */
+struct pool_gen {
+    _Atomic long live;
+    struct pool_gen *all_next;
+};
+
 struct child {
     enum child_kind kind;
     uint64_t id;
-    struct rec *rec;            /* the pool generation it was made in */
+    struct rec *rec;            /* the pool generation it was made in (async mem: its stream's) */
     size_t size;                /* memory: its bytes; a graph: its nodes */
     int scoped;                 /* made with {0} in a scope over rec's handle */
-    unsigned flags;             /* a stream: its creation flags */
+    unsigned flags;             /* a stream: its creation flags; async mem: its stream's, and AF_* */
+    uint64_t stream;            /* async mem: the stream handle it was allocated on (0: a default one) */
+    struct pool_gen *pg;        /* async mem from a worker's pool: that pool's */
 };
+/* STRESS_ASYNC, and the driver has stream-ordered memory (op_async). */
+static int opt_async = 1;
+/* STRESS_ASYNC_BESIDE_CAPTURE: 0 (the default) keeps the destroys of
+ * stream-ordered memory that may wait for their context away from the
+ * captures in it (struct life's capture_lock); 1 lets them meet, where
+ * cuctx's destroy answers the driver's CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+ * and loses the memory (a known library issue; see child_destroy). */
+static int opt_async_beside_capture;
+struct worker;
+static CUresult async_alloc_named(struct worker *w, struct child *c);
+/* async mem flags, beside its stream's CU_STREAM_NON_BLOCKING */
+#define AF_POOL 0x100u          /* from a worker's pool (cuctx_mem_alloc_from_pool) */
+#define AF_DEFAULT_POOL 0x200u  /* from a handle of the device's default pool */
+#define AF_NAMED 0x400u         /* on a default stream by name, in a scope */
 
 #define OWN_MAX 48
 #define STALE_MAX 32
@@ -877,6 +951,11 @@ struct counts {
     unsigned long captures, cap_kept, cap_abandoned, cap_refused, cap_ctx_ended, cap_invalidated,
         cap_stream_gone, cap_by_hand, cap_in_home, cap_nested, cap_instantiated, cap_into_held, cap_launches,
         cap_records, cap_stale, cap_paused, syncs_in_capture;
+    /* stream-ordered memory and pools (op_async; async_destroys in destroys too) */
+    unsigned long async_ops, async_own, async_shared, async_named, async_from_pool, async_from_default,
+        async_refused, async_raced, async_destroys, async_after_ctx, async_synced, async_free_other,
+        async_free_other_refused, async_plain_refused, async_no_ctx_refused, async_uses, async_ctx_refused,
+        pools_made, pools_destroyed, pools_destroyed_alive, pool_trims, pool_stale, default_pools;
 };
 
 struct worker {
@@ -892,6 +971,10 @@ struct worker {
     cuctx_library lib;          /* loaded at the worker's start, destroyed at the end of the run */
     CUkernel kernel;            /* its kernel; NULL without libraries (a driver older than 12.0) */
     struct rec *cached;         /* a pool generation kept for a while: it may die meanwhile */
+    cuctx_mem_pool pools[DEV_MAX];      /* its memory pools, made when first needed ({0}: none) */
+    struct pool_gen *pool_gens[DEV_MAX];
+    uint64_t stale_pools[8];    /* copies of its destroyed pools */
+    int n_stale_pools;
     struct counts c;
 };
 
@@ -973,8 +1056,11 @@ DESTROY_BY_ID(graph, cuctx_graph, 0)
 #undef DESTROY_BY_ID
 
 /* Graphs are not in kinds.h's list (it has the tethered kinds); no create
- * function: they come from captures. */
+ * function: they come from captures. Nor is stream-ordered memory: made by
+ * op_async and scoped_create, destroyed as a cuctx_mem (whose destroy
+ * frees either kind). */
 static const struct kind_info kind_info_graph = {"graph", "cuStreamEndCapture", "cuGraphDestroy"};
+static const struct kind_info kind_info_mem_async = {"async mem", "cuMemAllocAsync", "cuMemFreeAsync"};
 
 /* The kinds of child stress makes (no modules), by enum child_kind: the
  * kind's name (plural in the summary: the name and an s) and the driver
@@ -994,6 +1080,7 @@ static const struct child_ops {
     [C_HOST_MEM] = {&kind_info_host_mem, create_host_mem, destroy_host_mem, 0},
     [C_GRAPH_EXEC] = {&kind_info_graph_exec, create_graph_exec, destroy_graph_exec, 0},
     [C_GRAPH] = {&kind_info_graph, NULL, destroy_graph, 1},
+    [C_MEM_ASYNC] = {&kind_info_mem_async, NULL, destroy_mem, 1},
 };
 
 /* The simulator's count of calls of every kind's driver create (destroys: 0)
@@ -1030,9 +1117,38 @@ static void child_destroy(struct worker *w, struct child *c, int keep_stale_copy
 {
     struct raw_hold rh;
     uint64_t id = c->id;
+    /* Stream-ordered memory of a non-blocking stream: if that stream is
+     * gone, the free first waits for the context (cuCtxSynchronize). The
+     * driver refuses that beside a capture in the context (and invalidates
+     * the capture), and cuctx's destroy then fails with
+     * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, the memory never freed (a
+     * library issue, reported with seed 7: 10 such failures in 20000
+     * operations on 8 threads). So by default such a destroy waits for the
+     * captures in the context and holds them off; with
+     * STRESS_ASYNC_BESIDE_CAPTURE=1 it runs beside them, marked as a
+     * synchronize of the context for op_capture's checks. */
+    struct life *synced = c->kind == C_MEM_ASYNC && c->stream && (c->flags & CU_STREAM_NON_BLOCKING) ? c->rec->life
+                                                                                                     : NULL;
     raw_lock(&rh, c->rec, NULL);
+    if (synced && !opt_async_beside_capture) {
+        pthread_rwlock_wrlock(&synced->capture_lock);
+    } else if (synced) {
+        atomic_fetch_add(&synced->syncs_begun, 1);
+        atomic_fetch_add(&synced->syncs, 1);
+    }
     int dead_before = life_is(c->rec, DEAD);
-    CUresult rc = child_destroy_id(w, c->kind, &id);
+    CUresult rc;
+    if (c->kind == C_MEM_ASYNC && rnd(&w->rng, 4) == 0) {
+        cuctx_mem m = {id};
+        rc = cuctx_mem_free_async(&m, (cuctx_stream){0});   /* {0}: as a destroy */
+        id = m.id;
+    } else {
+        rc = child_destroy_id(w, c->kind, &id);
+    }
+    if (synced && !opt_async_beside_capture)
+        pthread_rwlock_unlock(&synced->capture_lock);
+    else if (synced)
+        atomic_fetch_sub(&synced->syncs, 1);
     int alive_after = life_is(c->rec, ALIVE);
     raw_unlock(&rh);
     if (rc != CUDA_SUCCESS)
@@ -1042,7 +1158,16 @@ static void child_destroy(struct worker *w, struct child *c, int keep_stale_copy
     if (id != 0)
         fail("destroy of a %s left the handle set", child_kinds[c->kind].info->name);
     w->c.destroys++;
-    if (child_kinds[c->kind].untethered) {
+    if (c->kind == C_MEM_ASYNC) {
+        /* reaches the driver whatever became of its stream and context
+         * (the simulator's counts of frees and live allocations say so at
+         * the end) */
+        w->c.async_destroys++;
+        w->c.async_after_ctx += dead_before;
+        w->c.async_synced += synced != NULL;
+        if (c->pg && rc == CUDA_SUCCESS)
+            atomic_fetch_sub(&c->pg->live, 1);
+    } else if (child_kinds[c->kind].untethered) {
         /* reaches the driver whatever became of the context: not a stale
          * skip (the simulator's count of skips says so at the end) */
         w->c.untethered_destroys++;
@@ -1166,6 +1291,37 @@ static void child_use(struct worker *w, const struct child *c, const struct chil
         }
         break;
     }
+    case C_MEM_ASYNC: {
+        /* untethered: works whatever became of its stream and context */
+        cuctx_mem m = {c->id};
+        untethered = 1;
+        w->c.async_uses++;
+        if (rnd(&w->rng, 4) == 0) {
+            /* belongs to no context: refused, the output left {0} */
+            cuctx_ctx cx = {0};
+            what = "cuctx_mem_ctx";
+            rc = cuctx_mem_ctx(m, &cx);
+            if (rc == CUDA_ERROR_INVALID_VALUE && cx.id == 0)
+                rc = CUDA_SUCCESS;
+            else if (rc != CUDA_ERROR_INVALID_HANDLE)
+                fail("cuctx_mem_ctx of stream-ordered memory: %s, handle %#" PRIx64
+                     ", expected CUDA_ERROR_INVALID_VALUE and {0}", RC(rc), cx.id);
+            w->c.async_ctx_refused += rc == CUDA_SUCCESS;
+            if (cx.id)
+                cuctx_ctx_destroy(&cx);
+            break;
+        }
+        what = "cuctx_mem_ptr/size of stream-ordered memory";
+        CUdeviceptr p = cuctx_mem_ptr(m);
+        rc = p ? CUDA_SUCCESS : cuctx_last_error();
+        if (rc == CUDA_SUCCESS) {
+            size_t n = cuctx_mem_size(m);
+            rc = n ? CUDA_SUCCESS : cuctx_last_error();
+            if (n && n != c->size)
+                fail("cuctx_mem_size of stream-ordered memory: %zu, allocated %zu", n, c->size);
+        }
+        break;
+    }
     case C_GRAPH: {
         /* untethered: works whatever became of the context of its capture */
         what = "cuctx_graph_raw";
@@ -1269,6 +1425,17 @@ static void stale_use(struct worker *w)
         case C_HOST_MEM: rc = cuctx_host_mem_ptr((cuctx_host_mem){id}) ? CUDA_SUCCESS : cuctx_last_error(); break;
         case C_GRAPH_EXEC: rc = cuctx_graph_exec_launch((cuctx_graph_exec){id}, (cuctx_stream){0}); break;
         case C_GRAPH: rc = cuctx_graph_raw((cuctx_graph){id}) ? CUDA_SUCCESS : cuctx_last_error(); break;
+        case C_MEM_ASYNC:
+            if (rnd(&w->rng, 2)) {
+                rc = cuctx_mem_ptr((cuctx_mem){id}) ? CUDA_SUCCESS : cuctx_last_error();
+            } else {
+                cuctx_mem m = {id};
+                what = "cuctx_mem_free_async";
+                rc = cuctx_mem_free_async(&m, (cuctx_stream){0});
+                if (m.id != 0)
+                    fail("cuctx_mem_free_async of a stale copy left the handle set (as a destroy, it resets it)");
+            }
+            break;
         default: rc = CUDA_ERROR_INVALID_VALUE; break;
         }
         break;
@@ -1375,7 +1542,7 @@ static void ctx_use(struct worker *w)
 static void op_create(struct worker *w)
 {
     struct rec *r = worker_rec(w);
-    struct child c = {(enum child_kind)rnd(&w->rng, have_graphs ? C_GRAPH : C_GRAPH_EXEC), 0, r, 0, 0, 0};
+    struct child c = {(enum child_kind)rnd(&w->rng, have_graphs ? C_GRAPH : C_GRAPH_EXEC), 0, r, 0, 0, 0, 0, NULL};
     struct raw_hold rh;
     raw_lock(&rh, r, NULL);
     int handle_dead = atomic_load(&r->hstate) == DEAD;
@@ -1510,9 +1677,17 @@ static int scope_result_ok(struct worker *w, const struct rec *r, int handle_dea
  * in neither bound of the stale skips (the caller holds every raw lock). */
 static void scoped_create(struct worker *w, struct rec *r)
 {
-    struct child c = {(enum child_kind)rnd(&w->rng, C_GRAPH_EXEC), 0, r, 0, 1, 0};
+    struct child c = {(enum child_kind)rnd(&w->rng, C_GRAPH_EXEC), 0, r, 0, 1, 0, 0, NULL};
     int dead_before = life_is(r, DEAD);
-    CUresult rc = child_create(w, &c, (cuctx_ctx){0});
+    CUresult rc;
+    if (opt_async && rnd(&w->rng, 5) == 0) {
+        /* stream-ordered memory on a default stream by name: the current
+         * context's, freed on its legacy stream */
+        c.kind = C_MEM_ASYNC;
+        rc = async_alloc_named(w, &c);
+    } else {
+        rc = child_create(w, &c, (cuctx_ctx){0});
+    }
     int alive_after = life_is(r, ALIVE);
     int unknown = !alive_after && life_maybe_reused(r->life);
     int ok;
@@ -1539,6 +1714,7 @@ static void scoped_create(struct worker *w, struct rec *r)
             fail("destroy of a %s made with {0} in a scope over a dead context: %s: %s",
                  child_kinds[c.kind].info->name, RC(rc), cuctx_last_error_message());
         w->c.destroys++;
+        w->c.async_destroys += c.kind == C_MEM_ASYNC;
         w->c.scoped_unknown++;
         return;
     }
@@ -1909,12 +2085,12 @@ static void cap_outcome(struct worker *w, struct cap *cp, int dead_before, int a
  * instantiated once in the stream's context and destroyed at once. */
 static void cap_keep(struct worker *w, struct cap *cp)
 {
-    struct child gc = {C_GRAPH, cp->g.id, cp->r, cp->nodes, 0, 0};
+    struct child gc = {C_GRAPH, cp->g.id, cp->r, cp->nodes, 0, 0, 0, NULL};
     cp->g.id = 0;
     w->c.creates[C_GRAPH]++;
     if (rnd(&w->rng, 3) == 0) {
         struct rec *r = cp->r;
-        struct child ec = {C_GRAPH_EXEC, 0, r, 0, 0, 0};
+        struct child ec = {C_GRAPH_EXEC, 0, r, 0, 0, 0, 0, NULL};
         cuctx_graph_exec ge = {0};
         int handle_dead = atomic_load(&r->hstate) == DEAD;
         int dead_before = handle_dead || life_is(r, DEAD);
@@ -2001,7 +2177,7 @@ static void op_capture(struct worker *w)
     if (cp.how != HOW_INTO_HELD && rnd(&w->rng, 2)) {
         /* an event for the capture to record, made in the stream's context */
         struct rec *r = cp.r;
-        cp.ev = (struct child){C_EVENT, 0, r, 0, 0, 0};
+        cp.ev = (struct child){C_EVENT, 0, r, 0, 0, 0, 0, NULL};
         int handle_dead = atomic_load(&r->hstate) == DEAD;
         int dead_before = handle_dead || life_is(r, DEAD);
         CUresult rc = child_create(w, &cp.ev, r->h);
@@ -2018,6 +2194,8 @@ static void op_capture(struct worker *w)
         w->own[si] = w->own[--w->n_own];    /* the block destroys it */
 
     struct life *l = cp.r->life;
+    if (opt_async && !opt_async_beside_capture)
+        pthread_rwlock_rdlock(&l->capture_lock);
     w->c.captures++;
     cp.o = overlap_mark(&l->captures, &l->captures_begun, &l->syncs, &l->syncs_begun);
     int dead_before = life_is(cp.r, DEAD);
@@ -2034,6 +2212,8 @@ static void op_capture(struct worker *w)
     }
     int synced = overlaps(&cp.o, &l->syncs_begun);
     atomic_fetch_sub(&l->captures, 1);
+    if (opt_async && !opt_async_beside_capture)
+        pthread_rwlock_unlock(&l->capture_lock);
     int alive_after = life_is(cp.r, ALIVE);
     cap_outcome(w, &cp, dead_before, alive_after, synced);
 
@@ -2057,6 +2237,397 @@ static void op_capture(struct worker *w)
     raw_all = 0;
     for (int i = pool_n - 1; i >= 0; i--)
         pthread_rwlock_unlock(&pool[i].raw_lock);
+}
+
+/* ------------------------------------------------------------------------
+ *  Stream-ordered memory and memory pools (op_async)
+ * ------------------------------------------------------------------------ */
+
+static pthread_mutex_t pool_gens_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct pool_gen *all_pool_gens;
+
+static struct pool_gen *pool_gen_new(void)
+{
+    struct pool_gen *g = calloc(1, sizeof *g);
+    if (!g) {
+        perror("stress: calloc");
+        exit(2);
+    }
+    atomic_init(&g->live, 0);
+    pthread_mutex_lock(&pool_gens_mu);
+    g->all_next = all_pool_gens;
+    all_pool_gens = g;
+    pthread_mutex_unlock(&pool_gens_mu);
+    return g;
+}
+
+/* The worker's pool of device dev, made when it has none (no context is
+ * needed: a pool belongs to its device); {0} if the driver refused (a
+ * failure counted). */
+static cuctx_mem_pool worker_pool(struct worker *w, CUdevice dev, struct pool_gen **pg)
+{
+    if (!w->pools[dev].id) {
+        CUresult rc = cuctx_mem_pool_create(&w->pools[dev], dev, NULL);
+        if (rc != CUDA_SUCCESS || !w->pools[dev].id) {
+            fail("cuctx_mem_pool_create(%d): %s, handle %#" PRIx64 ": %s", (int)dev, RC(rc), w->pools[dev].id,
+                 cuctx_last_error_message());
+            w->pools[dev].id = 0;
+            return (cuctx_mem_pool){0};
+        }
+        w->pool_gens[dev] = pool_gen_new();
+        w->c.pools_made++;
+    }
+    *pg = w->pool_gens[dev];
+    return w->pools[dev];
+}
+
+/* A new child: into the shared array now and then, else this worker's
+ * (destroyed at once when that is full). */
+static void child_keep(struct worker *w, struct child *c)
+{
+    if (rnd(&w->rng, 5) == 0) {
+        pthread_mutex_lock(&shared_mu);
+        if (n_shared < SHARED_MAX) {
+            shared[n_shared++] = *c;
+            c->id = 0;
+        }
+        pthread_mutex_unlock(&shared_mu);
+        if (!c->id)
+            return;
+    }
+    if (w->n_own < OWN_MAX)
+        w->own[w->n_own++] = *c;
+    else
+        child_destroy(w, c, 0);
+}
+
+/* On a default stream by name, in a scope (scoped_create, which checks the
+ * result as other creates with {0}): the current context's. */
+static CUresult async_alloc_named(struct worker *w, struct child *c)
+{
+    cuctx_mem m = {0};
+    cuctx_stream s = {0};
+    unsigned which = rnd(&w->rng, 3);
+    if (which == 1)
+        s = CUCTX_STREAM_LEGACY;
+    else if (which == 2)
+        s = CUCTX_STREAM_PER_THREAD;
+    c->size = 256 + rnd(&w->rng, 64 << 10);
+    c->flags = AF_NAMED;
+    c->stream = 0;
+    c->pg = NULL;
+    CUresult rc = cuctx_mem_alloc_async(&m, s, c->size);
+    c->id = m.id;
+    if ((rc == CUDA_SUCCESS) != (m.id != 0))
+        fail("cuctx_mem_alloc_async on a default stream returned %s with handle %#" PRIx64, RC(rc), m.id);
+    w->c.async_ops++;
+    w->c.async_named += rc == CUDA_SUCCESS;
+    return rc;
+}
+
+/* An allocation on stream sc (this worker's, or a copy of a shared one
+ * that another thread may destroy meanwhile: raced), from the device's
+ * current pool, the worker's pool of the device, or a handle of the
+ * device's default pool (destroyed right after: the handle alone ends);
+ * checked as a create in the stream's context. */
+static void async_alloc_on(struct worker *w, const struct child *sc, int raced)
+{
+    struct rec *r = sc->rec;
+    struct child c = {C_MEM_ASYNC, 0, r, 256 + rnd(&w->rng, 64 << 10), 0, sc->flags & CU_STREAM_NON_BLOCKING, sc->id,
+                      NULL};
+    cuctx_mem m = {0};
+    cuctx_mem_pool mp = {0}, dflt = {0};
+    const char *what = "cuctx_mem_alloc_async";
+    CUresult rc;
+    unsigned how = rnd(&w->rng, 8);
+    if (how < 2) {
+        if (!(mp = worker_pool(w, r->dev, &c.pg)).id)
+            return;
+        c.flags |= AF_POOL;
+        what = "cuctx_mem_alloc_from_pool (the worker's pool)";
+    } else if (how == 2) {
+        if ((rc = cuctx_mem_pool_default(&dflt, r->dev)) != CUDA_SUCCESS || !dflt.id) {
+            fail("cuctx_mem_pool_default(%d): %s: %s", (int)r->dev, RC(rc), cuctx_last_error_message());
+            return;
+        }
+        mp = dflt;
+        c.flags |= AF_DEFAULT_POOL;
+        w->c.default_pools++;
+        what = "cuctx_mem_alloc_from_pool (a default pool's handle)";
+    }
+    if (c.pg)
+        atomic_fetch_add(&c.pg->live, 1);
+    struct raw_hold rh;
+    raw_lock(&rh, r, NULL);
+    int dead_before = life_is(r, DEAD);
+    if (mp.id)
+        rc = cuctx_mem_alloc_from_pool(&m, mp, (cuctx_stream){sc->id}, c.size);
+    else
+        rc = cuctx_mem_alloc_async(&m, (cuctx_stream){sc->id}, c.size);
+    int alive_after = life_is(r, ALIVE);
+    raw_unlock(&rh);
+    w->c.async_ops++;
+    if (dflt.id) {
+        CUresult drc = cuctx_mem_pool_destroy(&dflt);
+        if (drc != CUDA_SUCCESS || dflt.id)
+            fail("cuctx_mem_pool_destroy of a default pool's handle: %s: %s", RC(drc), cuctx_last_error_message());
+    }
+    if ((rc == CUDA_SUCCESS) != (m.id != 0))
+        fail("%s returned %s with handle %#" PRIx64, what, RC(rc), m.id);
+    int ok;
+    if (rc == CUDA_ERROR_INVALID_HANDLE)
+        ok = raced;
+    else if (dead_before)
+        ok = rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    else if (alive_after)
+        ok = rc == CUDA_SUCCESS;
+    else
+        ok = rc == CUDA_SUCCESS || rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    if (!ok)
+        fail("%s on a %s%s stream of a %s context (%s): %s: %s", what, raced ? "shared " : "",
+             sc->flags & CU_STREAM_NON_BLOCKING ? "non-blocking" : "blocking", ctx_kind_names[r->kind],
+             dead_before ? "dead" : alive_after ? "alive" : "dying", RC(rc), cuctx_last_error_message());
+    if (rc != CUDA_SUCCESS) {
+        if (c.pg)
+            atomic_fetch_sub(&c.pg->live, 1);
+        w->c.async_refused += rc == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+        w->c.async_raced += rc == CUDA_ERROR_INVALID_HANDLE;
+        if (m.id) {         /* reported above; not left behind */
+            cuctx_mem_destroy(&m);
+        }
+        return;
+    }
+    c.id = m.id;
+    w->c.creates[C_MEM_ASYNC]++;
+    w->c.async_own += !raced;
+    w->c.async_shared += raced;
+    w->c.async_from_pool += (c.flags & AF_POOL) != 0;
+    w->c.async_from_default += (c.flags & AF_DEFAULT_POOL) != 0;
+    child_keep(w, &c);
+}
+
+/* A stream of this worker's still (its handle not destroyed). */
+static int own_stream_alive(const struct worker *w, uint64_t id)
+{
+    for (int i = 0; i < w->n_own; i++)
+        if (w->own[i].kind == C_STREAM && w->own[i].id == id)
+            return 1;
+    return 0;
+}
+
+static void async_alloc_own(struct worker *w)
+{
+    struct child *sc = random_own(w, C_STREAM);
+    if (sc)
+        async_alloc_on(w, sc, 0);
+    else
+        op_create(w);
+}
+
+/* cuctx_mem_free_async of this worker's memory on another of its streams,
+ * of the same device, while the stream it was allocated on lives: the
+ * memory is freed (ordered on that stream) and the handle reset; with that
+ * stream's context dead, refused and the handle kept. */
+static void async_free_other(struct worker *w)
+{
+    int mi = -1;
+    for (int tries = 0; tries < 8 && w->n_own; tries++) {
+        int i = (int)rnd(&w->rng, (unsigned)w->n_own);
+        if (w->own[i].kind == C_MEM_ASYNC && w->own[i].stream && own_stream_alive(w, w->own[i].stream)) {
+            mi = i;
+            break;
+        }
+    }
+    if (mi < 0) {
+        async_alloc_own(w);
+        return;
+    }
+    struct child mc = w->own[mi];
+    const struct child *s2 = NULL;
+    for (int tries = 0; tries < 8; tries++) {
+        const struct child *c = &w->own[rnd(&w->rng, (unsigned)w->n_own)];
+        if (c->kind == C_STREAM && c->id != mc.stream && c->rec->dev == mc.rec->dev) {
+            s2 = c;
+            break;
+        }
+    }
+    if (!s2) {
+        async_alloc_own(w);
+        return;
+    }
+    struct rec *sr = s2->rec;
+    struct raw_hold rh;
+    raw_lock(&rh, mc.rec, sr);
+    int dead_before = life_is(sr, DEAD);
+    int mdead_before = life_is(mc.rec, DEAD);
+    cuctx_mem m = {mc.id};
+    CUresult rc = cuctx_mem_free_async(&m, (cuctx_stream){s2->id});
+    int alive_after = life_is(sr, ALIVE);
+    raw_unlock(&rh);
+    int freed = rc == CUDA_SUCCESS && m.id == 0, kept = rc == CUDA_ERROR_CONTEXT_IS_DESTROYED && m.id == mc.id;
+    int ok = dead_before ? kept : alive_after ? freed : freed || kept;
+    if (!ok)
+        fail("cuctx_mem_free_async on another stream (of a %s context, %s): %s, the handle %s: %s",
+             ctx_kind_names[sr->kind], dead_before ? "dead" : alive_after ? "alive" : "dying", RC(rc),
+             m.id == 0 ? "reset" : m.id == mc.id ? "kept" : "changed", cuctx_last_error_message());
+    if (m.id) {
+        w->c.async_free_other_refused++;
+        return;
+    }
+    /* freed: a destroy, as child_destroy counts one */
+    w->own[mi] = w->own[--w->n_own];
+    w->c.destroys++;
+    w->c.async_destroys++;
+    w->c.async_after_ctx += mdead_before;
+    w->c.async_free_other++;
+    if (mc.pg)
+        atomic_fetch_sub(&mc.pg->live, 1);
+    if (rnd(&w->rng, 3) == 0) {
+        w->stale[w->stale_next].kind = C_MEM_ASYNC;
+        w->stale[w->stale_next].id = mc.id;
+        w->stale_next = (w->stale_next + 1) % STALE_MAX;
+        if (w->n_stale < STALE_MAX)
+            w->n_stale++;
+    }
+    beat();
+}
+
+/* cuctx_mem_free_async refusing before the driver: memory of
+ * cuctx_mem_alloc (CUDA_ERROR_INVALID_VALUE), or a default stream by name
+ * with no context current (CUDA_ERROR_INVALID_CONTEXT); the handle kept. */
+static void async_free_refused(struct worker *w, int plain)
+{
+    struct child *c = random_own(w, plain ? C_MEM : C_MEM_ASYNC);
+    if (!c) {
+        if (plain)
+            op_create(w);
+        else
+            async_alloc_own(w);
+        return;
+    }
+    cuctx_mem m = {c->id};
+    CUresult want = plain ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_CONTEXT;
+    cuctx_stream s = plain ? (cuctx_stream){0} : rnd(&w->rng, 2) ? CUCTX_STREAM_LEGACY : CUCTX_STREAM_PER_THREAD;
+    if (plain && rnd(&w->rng, 2)) {
+        const struct child *sc = random_own(w, C_STREAM);
+        if (sc)
+            s.id = sc->id;
+    }
+    CUresult rc = cuctx_mem_free_async(&m, s);
+    if (rc != want || m.id != c->id)
+        fail("cuctx_mem_free_async of %s: %s, the handle %s; expected %s and the handle kept",
+             plain ? "cuctx_mem_alloc memory" : "stream-ordered memory on a default stream with no context current",
+             RC(rc), m.id == c->id ? "kept" : "changed", RC(want));
+    if (plain)
+        w->c.async_plain_refused++;
+    else
+        w->c.async_no_ctx_refused++;
+}
+
+/* The worker's pools: a trim, a destroy (often with allocations alive,
+ * which live on), or calls on a stale pool copy or {0}, refused before the
+ * driver. */
+static void async_pool_op(struct worker *w)
+{
+    CUdevice dev = (CUdevice)rnd(&w->rng, (unsigned)n_devices);
+    cuctx_mem_pool p = w->pools[dev];
+    CUresult rc;
+    switch (rnd(&w->rng, 4)) {
+    case 0:
+        if (!p.id)
+            break;
+        rc = cuctx_mem_pool_trim(p, rnd(&w->rng, 2) ? 0 : 4096);
+        if (rc != CUDA_SUCCESS || !cuctx_mem_pool_raw(p))
+            fail("cuctx_mem_pool_trim / _raw of a live pool: %s: %s", RC(rc), cuctx_last_error_message());
+        w->c.pool_trims++;
+        return;
+    case 1:
+        if (!p.id)
+            break;
+        w->c.pools_destroyed_alive += atomic_load(&w->pool_gens[dev]->live) > 0;
+        rc = cuctx_mem_pool_destroy(&w->pools[dev]);
+        if (rc != CUDA_SUCCESS || w->pools[dev].id)
+            fail("cuctx_mem_pool_destroy (%ld allocations alive): %s: %s", atomic_load(&w->pool_gens[dev]->live),
+                 RC(rc), cuctx_last_error_message());
+        w->pools[dev].id = 0;
+        w->pool_gens[dev] = NULL;
+        w->c.pools_destroyed++;
+        w->stale_pools[w->n_stale_pools++ % 8] = p.id;
+        return;
+    default:
+        break;
+    }
+    /* a stale copy (or {0}): every call refused, the driver not reached */
+    int nst = w->n_stale_pools < 8 ? w->n_stale_pools : 8;
+    cuctx_mem_pool st = {nst ? w->stale_pools[rnd(&w->rng, (unsigned)nst)] : 0};
+    CUresult want = st.id ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE;
+    const char *what;
+    switch (st.id ? rnd(&w->rng, 4) : 0) {
+    case 0: {
+        cuctx_mem m = {0};
+        what = "cuctx_mem_alloc_from_pool";
+        rc = cuctx_mem_alloc_from_pool(&m, st, (cuctx_stream){0}, 4096);
+        if (m.id) {
+            fail("cuctx_mem_alloc_from_pool from a %s pool made memory", st.id ? "stale" : "{0}");
+            cuctx_mem_destroy(&m);
+        }
+        break;
+    }
+    case 1:
+        what = "cuctx_mem_pool_trim";
+        rc = cuctx_mem_pool_trim(st, 0);
+        break;
+    case 2:
+        what = "cuctx_mem_pool_raw";
+        rc = cuctx_mem_pool_raw(st) ? CUDA_SUCCESS : cuctx_last_error();
+        break;
+    default:
+        what = "cuctx_mem_pool_destroy";
+        rc = cuctx_mem_pool_destroy(&st);
+        if (st.id)
+            fail("cuctx_mem_pool_destroy of a stale copy left the handle set");
+        break;
+    }
+    w->c.pool_stale++;
+    if (rc != want)
+        fail("%s of a %s pool: %s, expected %s", what, want == CUDA_ERROR_INVALID_HANDLE ? "stale" : "{0}", RC(rc),
+             RC(want));
+}
+
+/* An allocation on a shared stream (a copy: others destroy it). */
+static void async_alloc_shared(struct worker *w)
+{
+    struct child sc = {0};
+    pthread_mutex_lock(&shared_mu);
+    for (int tries = 0; tries < 6 && n_shared; tries++) {
+        const struct child *c = &shared[rnd(&w->rng, (unsigned)n_shared)];
+        if (c->kind == C_STREAM) {
+            sc = *c;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&shared_mu);
+    if (sc.id)
+        async_alloc_on(w, &sc, 1);
+    else
+        async_alloc_own(w);
+}
+
+static void op_async(struct worker *w)
+{
+    unsigned r = rnd(&w->rng, 100);
+    if (r < 40)
+        async_alloc_own(w);
+    else if (r < 55)
+        async_alloc_shared(w);
+    else if (r < 70)
+        async_free_other(w);
+    else if (r < 76)
+        async_free_refused(w, 1);
+    else if (r < 80)
+        async_free_refused(w, 0);
+    else
+        async_pool_op(w);
 }
 
 /* The worker's library: a PTX of one kernel that takes no arguments. */
@@ -2093,6 +2664,8 @@ static void *work(void *arg)
             op_scope(w);
         else if (opt_capture && rnd(&w->rng, 24) == 0)
             op_capture(w);
+        else if (opt_async && rnd(&w->rng, 8) == 0)
+            op_async(w);
         else if (r < 28)
             op_create(w);
         else if (r < 52)
@@ -2214,6 +2787,12 @@ static void add_counts(struct counts *to, const struct counts *c)
     STRESS_ADD(cap_ctx_ended) STRESS_ADD(cap_invalidated) STRESS_ADD(cap_stream_gone) STRESS_ADD(cap_by_hand)
     STRESS_ADD(cap_in_home) STRESS_ADD(cap_nested) STRESS_ADD(cap_instantiated) STRESS_ADD(cap_into_held)
     STRESS_ADD(cap_launches) STRESS_ADD(cap_records) STRESS_ADD(cap_stale) STRESS_ADD(cap_paused) STRESS_ADD(syncs_in_capture)
+    STRESS_ADD(async_ops) STRESS_ADD(async_own) STRESS_ADD(async_shared) STRESS_ADD(async_named)
+    STRESS_ADD(async_from_pool) STRESS_ADD(async_from_default) STRESS_ADD(async_refused) STRESS_ADD(async_raced)
+    STRESS_ADD(async_destroys) STRESS_ADD(async_after_ctx) STRESS_ADD(async_synced) STRESS_ADD(async_free_other)
+    STRESS_ADD(async_free_other_refused) STRESS_ADD(async_plain_refused) STRESS_ADD(async_no_ctx_refused)
+    STRESS_ADD(async_uses) STRESS_ADD(async_ctx_refused) STRESS_ADD(pools_made) STRESS_ADD(pools_destroyed)
+    STRESS_ADD(pools_destroyed_alive) STRESS_ADD(pool_trims) STRESS_ADD(pool_stale) STRESS_ADD(default_pools)
 #undef STRESS_ADD
 }
 
@@ -2235,7 +2814,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: stress [operations] [threads 1-1024] [seed] [churn-interval-us]\n"
                         "  environment: STRESS_SEED, STRESS_CHURN_US, STRESS_POOL (1-%d), STRESS_CHURNERS (0-8), "
                         "STRESS_WATCHDOG_S, STRESS_SHARED_GRAPH, STRESS_RESETS, STRESS_OUTSIDE, STRESS_SCOPES, "
-                        "STRESS_NESTED, STRESS_CAPTURE\n",
+                        "STRESS_NESTED, STRESS_CAPTURE, STRESS_ASYNC, STRESS_ASYNC_BESIDE_CAPTURE\n",
                 POOL_MAX);
         return 2;
     }
@@ -2250,6 +2829,8 @@ int main(int argc, char **argv)
     opt_outside = (int)env_or("STRESS_OUTSIDE", 1);
     opt_nested = (int)env_or("STRESS_NESTED", 1);
     opt_capture = (int)env_or("STRESS_CAPTURE", 1);
+    opt_async = (int)env_or("STRESS_ASYNC", 1);
+    opt_async_beside_capture = (int)env_or("STRESS_ASYNC_BESIDE_CAPTURE", 0);
     run_seed = seed;
     pthread_t dog;
     if (watchdog_s && pthread_create(&dog, NULL, watchdog, NULL) != 0) {
@@ -2266,6 +2847,9 @@ int main(int argc, char **argv)
     n_devices = count < DEV_MAX ? count : DEV_MAX;
     have_graphs = raw_graph_create && raw_graph_add_empty && raw_graph_destroy;
     opt_capture = opt_capture && have_graphs;
+    /* stream-ordered memory and pools: CUDA 11.2 */
+    int have_async = symbol("cuMemAllocAsync", 11020, 0) && symbol("cuMemPoolCreate", 11020, 0);
+    opt_async = opt_async && have_async;
     const char *drv = getenv("CUCTX_DRIVER");
     printf("stress: seed %" PRIu64 ", %lu operations, %d threads, %d churn threads every %lu us, pool %d, "
            "%d device%s, driver %s (%s)\n",
@@ -2277,6 +2861,12 @@ int main(int argc, char **argv)
         printf("stress: device 0 memory before: %zu MiB free of %zu MiB\n", free0 >> 20, total >> 20);
 
     unsigned long destroy_calls0 = sim_child_calls(1), create_calls0 = sim_child_calls(0);
+    unsigned long async_alloc_calls0 = 0, async_free_calls0 = 0, pool_creates0 = 0;
+    if (have_sim) {
+        async_alloc_calls0 = sim.calls("cuMemAllocAsync") + sim.calls("cuMemAllocFromPoolAsync");
+        async_free_calls0 = sim.calls("cuMemFreeAsync");
+        pool_creates0 = sim.calls("cuMemPoolCreate");
+    }
     struct cuctx_stats st0;
     cuctx_stats_get(&st0);
 
@@ -2353,21 +2943,30 @@ int main(int argc, char **argv)
         perror("stress: calloc");
         return 2;
     }
+    /* Stream-ordered memory too, about half of it (the rest goes now,
+     * after or before its stream, in contexts still alive or not). */
+    unsigned long async_last = 0;
     for (int i = 0; i < threads; i++) {
         for (int j = 0; j < ws[i].n_own; j++) {
-            if (ws[i].own[j].kind == C_GRAPH)
+            enum child_kind k = ws[i].own[j].kind;
+            if (k == C_GRAPH || (k == C_MEM_ASYNC && rnd(&setup_rng, 2))) {
                 kept[graphs_last++] = ws[i].own[j];
-            else
+                async_last += k == C_MEM_ASYNC;
+            } else {
                 child_destroy(mw, &ws[i].own[j], 0);
+            }
             left++;
         }
         ws[i].n_own = 0;
     }
     for (int j = 0; j < n_shared; j++) {
-        if (shared[j].kind == C_GRAPH)
+        enum child_kind k = shared[j].kind;
+        if (k == C_GRAPH || (k == C_MEM_ASYNC && rnd(&setup_rng, 2))) {
             kept[graphs_last++] = shared[j];
-        else
+            async_last += k == C_MEM_ASYNC;
+        } else {
             child_destroy(mw, &shared[j], 0);
+        }
         left++;
     }
     n_shared = 0;
@@ -2400,8 +2999,24 @@ int main(int argc, char **argv)
                 graph_free(ws[i].graph);
     }
     ctx_handle_destroy(home, "the home context");
-    /* No context left: the graphs and libraries go now, and each destroy
-     * must reach the driver (the simulator's live counts say so below). */
+    /* The workers' pools, many with allocations alive (kept above): those
+     * live on, and the driver ends each pool with its last. */
+    unsigned long pools_last = 0, pools_last_alive = 0;
+    for (int i = 0; i < threads; i++) {
+        for (int d = 0; d < DEV_MAX; d++) {
+            if (!ws[i].pools[d].id)
+                continue;
+            pools_last_alive += atomic_load(&ws[i].pool_gens[d]->live) > 0;
+            CUresult prc = cuctx_mem_pool_destroy(&ws[i].pools[d]);
+            if (prc != CUDA_SUCCESS || ws[i].pools[d].id)
+                fail("cuctx_mem_pool_destroy at the end: %s: %s", RC(prc), cuctx_last_error_message());
+            else
+                pools_last++;
+        }
+    }
+    /* No context left: the graphs, the stream-ordered memory kept and the
+     * libraries go now, and each destroy must reach the driver (the
+     * simulator's live counts say so below). */
     for (unsigned long j = 0; j < graphs_last; j++)
         child_destroy(mw, &kept[j], 0);
     free(kept);
@@ -2428,22 +3043,27 @@ int main(int argc, char **argv)
             tethered_creates += tot.creates[k];
     }
     /* the bounds and counts of stale skips are the tethered kinds' */
-    unsigned long tethered_destroys = tot.destroys - tot.untethered_destroys;
+    unsigned long tethered_destroys = tot.destroys - tot.untethered_destroys - tot.async_destroys;
     uint64_t skips = st.stale_skips - st0.stale_skips;
     CHECK(creates == tot.destroys, "children: %lu created, %lu destroyed", creates, tot.destroys);
     CHECK(tot.creates[C_GRAPH] == tot.untethered_destroys, "graphs: %lu kept, %lu destroyed", tot.creates[C_GRAPH],
           tot.untethered_destroys);
+    CHECK(tot.creates[C_MEM_ASYNC] == tot.async_destroys, "stream-ordered memory: %lu allocated, %lu freed",
+          tot.creates[C_MEM_ASYNC], tot.async_destroys);
+    CHECK(tot.pools_made == tot.pools_destroyed + pools_last, "pools: %lu made, %lu destroyed", tot.pools_made,
+          tot.pools_destroyed + pools_last);
     CHECK(libraries_destroyed == atomic_load(&libraries_loaded), "libraries: %lu loaded, %lu destroyed",
           atomic_load(&libraries_loaded), libraries_destroyed);
     CHECK(atomic_load(&ctx_handles_made) == atomic_load(&ctx_handles_destroyed),
           "context handles: %lu made, %lu destroyed", atomic_load(&ctx_handles_made),
           atomic_load(&ctx_handles_destroyed));
     CHECK(st.contexts == 0 && st.ctx_handles == 0 && st.events == 0 && st.streams == 0 && st.modules == 0
-              && st.mems == 0 && st.host_mems == 0 && st.graph_execs == 0 && st.graphs == 0 && st.libraries == 0,
+              && st.mems == 0 && st.host_mems == 0 && st.graph_execs == 0 && st.graphs == 0 && st.libraries == 0
+              && st.async_mems == 0 && st.mem_pools == 0,
           "cuctx_stats: live contexts %zu, context handles %zu, events %zu, streams %zu, modules %zu, mems %zu, "
-          "host_mems %zu, graph_execs %zu, graphs %zu, libraries %zu (all must be 0)",
+          "host_mems %zu, graph_execs %zu, graphs %zu, libraries %zu, async_mems %zu, mem_pools %zu (all must be 0)",
           st.contexts, st.ctx_handles, st.events, st.streams, st.modules, st.mems, st.host_mems, st.graph_execs,
-          st.graphs, st.libraries);
+          st.graphs, st.libraries, st.async_mems, st.mem_pools);
     CHECK(st.failed_destroys == st0.failed_destroys, "cuctx_stats: %" PRIu64 " failed destroys",
           st.failed_destroys - st0.failed_destroys);
     CHECK(st.shutdown_skips == st0.shutdown_skips, "cuctx_stats: %" PRIu64 " shutdown skips",
@@ -2463,18 +3083,40 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < misuses && i < 10; i++)
             fprintf(stderr, "stress: simulator misuse: %s\n", sim.misuse_text(i));
         CHECK(misuses == 0, "the simulator recorded %zu misuses", misuses);
-        /* tethered kinds: a graph destroy counted as a stale skip would
-         * make skips larger than this */
-        CHECK(skips == tethered_destroys - destroy_calls,
-              "stale skips %" PRIu64 " != child destroys %lu - driver destroy calls %lu (tethered kinds)", skips,
-              tethered_destroys, destroy_calls);
+        /* Each successful destroy either reached the driver once or was
+         * skipped; the driver destroy calls of the tethered kinds take in
+         * the cuMemFree calls of stream-ordered memory whose context had
+         * ended, so both kinds of memory are in one sum: tethered destroys
+         * + async mem destroys = stale skips + the tethered kinds' destroy
+         * calls + cuMemFreeAsync calls. A graph or async mem destroy
+         * counted as a stale skip would break it, with the simulator's
+         * live counts below (the memory would still be allocated). */
+        unsigned long async_free_calls = sim.calls("cuMemFreeAsync") - async_free_calls0;
+        unsigned long async_alloc_calls = sim.calls("cuMemAllocAsync") + sim.calls("cuMemAllocFromPoolAsync")
+                                          - async_alloc_calls0;
+        CHECK(skips + destroy_calls + async_free_calls == tethered_destroys + tot.async_destroys,
+              "stale skips %" PRIu64 " + driver destroy calls %lu (tethered kinds, cuMemFree of stream-ordered "
+              "memory among them) + cuMemFreeAsync calls %lu != child destroys %lu (tethered kinds) + stream-ordered "
+              "memory destroys %lu", skips, destroy_calls, async_free_calls, tethered_destroys, tot.async_destroys);
+        CHECK(async_alloc_calls == tot.creates[C_MEM_ASYNC],
+              "driver stream-ordered allocation calls %lu != successful allocations %lu", async_alloc_calls,
+              tot.creates[C_MEM_ASYNC]);
+        CHECK(sim.calls("cuMemPoolCreate") - pool_creates0 == tot.pools_made,
+              "driver cuMemPoolCreate calls %lu != pools made %lu", sim.calls("cuMemPoolCreate") - pool_creates0,
+              tot.pools_made);
+        size_t async_live = sim.async_allocs_live();
+        CHECK(async_live == 0, "the simulator has %zu live stream-ordered allocations (leaked in their pools)",
+              async_live);
+        CHECK(sim.orphaned_work() == 0, "the simulator has %zu destroyed streams' work still waited on",
+              sim.orphaned_work());
         CHECK(create_calls == tethered_creates, "driver create calls %lu != successful creates %lu (tethered kinds)",
               create_calls, tethered_creates);
         size_t live = sim.live(CUSIM_ALL);
         CHECK(live == 0, "the simulator has %zu live objects (context %zu, primary %zu, event %zu, stream %zu, "
-              "mem %zu, host_mem %zu, graph %zu, graph_exec %zu, library %zu)", live, sim.live(CUSIM_CONTEXT),
+              "mem %zu, host_mem %zu, graph %zu, graph_exec %zu, library %zu, pool %zu)", live, sim.live(CUSIM_CONTEXT),
               sim.live(CUSIM_PRIMARY), sim.live(CUSIM_EVENT), sim.live(CUSIM_STREAM), sim.live(CUSIM_MEM),
-              sim.live(CUSIM_HOST_MEM), sim.live(CUSIM_GRAPH), sim.live(CUSIM_GRAPH_EXEC), sim.live(CUSIM_LIBRARY));
+              sim.live(CUSIM_HOST_MEM), sim.live(CUSIM_GRAPH), sim.live(CUSIM_GRAPH_EXEC), sim.live(CUSIM_LIBRARY),
+              sim.live(CUSIM_POOL));
         CHECK(sim.live(CUSIM_CAPTURE) == 0, "the simulator has %zu stream captures begun and not ended",
               sim.live(CUSIM_CAPTURE));
     } else if (mem_info(0, &free1, &total) == 0) {
@@ -2526,13 +3168,33 @@ int main(int argc, char **argv)
         printf("stress: captures: off (STRESS_CAPTURE=0, or the driver has no graphs)\n");
     printf("stress: graphs (no context): %lu kept by captures, %lu destroyed (%lu after their context died, %lu of "
            "them at the end after every context), none a stale skip; %lu uses; %lu kept graphs instantiated once\n",
-           tot.creates[C_GRAPH], tot.untethered_destroys, tot.graphs_after_ctx, graphs_last, tot.graph_uses,
+           tot.creates[C_GRAPH], tot.untethered_destroys, tot.graphs_after_ctx, graphs_last - async_last, tot.graph_uses,
            tot.cap_instantiated);
+    if (opt_async)
+        printf("stress: stream-ordered memory: %lu ops; %lu allocated (%lu on own streams, %lu on shared ones, %lu on "
+               "default streams in scopes; %lu from the workers' pools, %lu through default pools' handles), %lu "
+               "refused (context dead), %lu raced a shared stream's destroy; %lu freed (%lu after their context "
+               "died, %lu of them at the end after every context; %lu of non-blocking streams' memory, %s; %lu by cuctx_mem_free_async on another stream, %lu of those refused with its context "
+               "dead), none a stale skip; %lu uses (%lu cuctx_mem_ctx refused); free_async refused: %lu of plain "
+               "memory, %lu on a default stream with no context\n",
+               tot.async_ops, tot.creates[C_MEM_ASYNC], tot.async_own, tot.async_shared, tot.async_named,
+               tot.async_from_pool, tot.async_from_default, tot.async_refused, tot.async_raced, tot.async_destroys,
+               tot.async_after_ctx, async_last, tot.async_synced,
+               opt_async_beside_capture ? "beside captures, marked as synchronizes" : "kept apart from captures",
+               tot.async_free_other, tot.async_free_other_refused,
+               tot.async_uses, tot.async_ctx_refused, tot.async_plain_refused, tot.async_no_ctx_refused);
+    if (opt_async)
+        printf("stress: pools: %lu made, %lu destroyed in the run (%lu with allocations alive), %lu at the end (%lu "
+               "with allocations alive); %lu trims, %lu stale or {0} pool calls refused\n",
+               tot.pools_made, tot.pools_destroyed, tot.pools_destroyed_alive, pools_last, pools_last_alive,
+               tot.pool_trims, tot.pool_stale);
+    else
+        printf("stress: stream-ordered memory: off (STRESS_ASYNC=0, or the driver has none)\n");
     printf("stress: %lu operations, %d threads, %.2f s, %.0f ops/s, %" PRIu64 " stale skips, %zu misuses%s, "
-           "resets %lu, scopes %lu, captures %lu (%lu kept), library launches %lu\n",
+           "resets %lu, scopes %lu, captures %lu (%lu kept), library launches %lu, async ops %lu (%lu allocations)\n",
            tot.ops, threads, seconds, seconds > 0 ? (double)tot.ops / seconds : 0.0, skips, misuses,
            have_sim ? "" : " (real driver: not counted)", atomic_load(&n_resets), tot.scopes, tot.captures,
-           tot.cap_kept, tot.launches + tot.cap_launches);
+           tot.cap_kept, tot.launches + tot.cap_launches, tot.async_ops, tot.creates[C_MEM_ASYNC]);
 
     while (all_recs) {
         struct rec *r = all_recs;
@@ -2542,7 +3204,13 @@ int main(int argc, char **argv)
     while (all_lives) {
         struct life *l = all_lives;
         all_lives = l->all_next;
+        pthread_rwlock_destroy(&l->capture_lock);
         free(l);
+    }
+    while (all_pool_gens) {
+        struct pool_gen *g = all_pool_gens;
+        all_pool_gens = g->all_next;
+        free(g);
     }
     free(ws);
     free(cs);

@@ -3,10 +3,11 @@
 # stress_check.sh - a short run of tests/stress as one TAP test (make check):
 # 20000 operations on 8 threads against whatever driver CUCTX_DRIVER names.
 # STRESS_OPS, STRESS_THREADS and STRESS_SEED override; the seed is printed.
-# Primary resets, the outside's primary retains, (nested) scopes and stream
-# captures are on by default; STRESS_RESETS, STRESS_OUTSIDE, STRESS_SCOPES,
-# STRESS_NESTED and STRESS_CAPTURE set to 0 turn them off (tests/stress
-# reads them from the environment).
+# Primary resets, the outside's primary retains, (nested) scopes, stream
+# captures and stream-ordered memory are on by default; STRESS_RESETS,
+# STRESS_OUTSIDE, STRESS_SCOPES, STRESS_NESTED, STRESS_CAPTURE and
+# STRESS_ASYNC set to 0 turn them off (tests/stress reads them from the
+# environment).
 set -u
 prog=${CUCTX_BUILDDIR:-.}/tests/stress
 out=$(mktemp "${TMPDIR:-/tmp}/cuctx-stress.XXXXXX") || { echo "1..0 # SKIP cannot make a temporary file"; exit 0; }

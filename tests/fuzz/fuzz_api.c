@@ -39,7 +39,7 @@
  *
  * The encoding, for writing seeds by hand: an optional first byte 0xff
  * turns the simulator's address recycling off for the input; then each
- * operation is three bytes, OP a b, OP taken modulo 27 (a capture reads
+ * operation is three bytes, OP a b, OP taken modulo 28 (a capture reads
  * more, see 26):
  *   0 ctx_create (slot a%4; b: bit 0 device, bits 1-3 flags, 0x80 bad flags,
  *     0x70 bad device)           1 ctx_primary (slot a%4; b bit 0 device)
@@ -82,8 +82,21 @@
  *     ((b>>2)&7)%6 the form (by hand kept, by hand abandoned, CUCTX_CAPTURE,
  *     CUCTX_CAPTURE_ELSE, CUCTX_CAPTURE left by break, CUCTX_CAPTURE_ELSE
  *     left by return), b>>5 steps of one more byte each (cap_step)
- * Child slots hold handles of any kind; ops 10, 11 and 13 take graphs and
- * libraries too (kind (b>>4)%8 where they pick one).
+ *   27 stream-ordered memory and pools (slot a%8, other slot (a>>3)%8; b%8:
+ *     0 cuctx_mem_alloc_async, 1 cuctx_mem_alloc_from_pool of the pool in
+ *     slot (other+1+((b>>6)&1))%8 ({0} or stale: refused), each on stream
+ *     operand b>>3 (%4: 0-1 other's stream, 2 {0}, 3 CUCTX_STREAM_LEGACY,
+ *     or _PER_THREAD with bit 2), into the slot itself with b&0x80, 0 bytes
+ *     with b&0x40 (op 0); 2 cuctx_mem_free_async of the slot on that stream
+ *     operand (plain memory, stale handles: refused); 3 the same with {0};
+ *     4 cuctx_mem_pool_create (device (b>>3)&1, b&0x40 a bad one, b&0x80
+ *     into the slot itself); 5 cuctx_mem_pool_default (device (b>>4)&1) or,
+ *     with (b>>3)&1, cuctx_mem_pool_adopt (owned 0) of the raw pool of the
+ *     default pool handle in other; 6 pool raw or trim (b>>3); 7 a NULL
+ *     output to one of the five ((b>>3)%5))
+ * Child slots hold handles of any kind; ops 10, 11 and 13 take graphs,
+ * libraries, stream-ordered memory and pools too (kind (b>>4)%10 where they
+ * pick one).
  * Bytes past the end read as 0. While a scope is open, raw operations keep
  * the stack's shape (raw pushes and pops inside a scope must balance).
  */
@@ -145,22 +158,26 @@ static struct {
 /* ---- the model ---------------------------------------------------------------- */
 
 /* The child kinds in the order of TEST_CHILD_KINDS (kinds.h), which names them
- * (the tethered kinds), then the kinds of no context, graph and library, in
- * the order of cuctx's id kinds (lib/ids.h). */
-enum okind { O_NONE, O_CTX, O_EVENT, O_STREAM, O_MODULE, O_MEM, O_HOST, O_GEXEC, O_GRAPH, O_LIB, O_KINDS };
+ * (the tethered kinds), then the kinds of no context, graph, library,
+ * stream-ordered memory and memory pool, in the order of cuctx's id kinds
+ * (lib/ids.h). */
+enum okind { O_NONE, O_CTX, O_EVENT, O_STREAM, O_MODULE, O_MEM, O_HOST, O_GEXEC, O_GRAPH, O_LIB, O_MASYNC, O_POOL,
+             O_KINDS };
 #define O_NAME(name, ...) #name,
 #define O_SIM(name, type, stat, sim, ...) sim,
 #define O_ONE(...) +1
 _Static_assert(O_GRAPH == O_EVENT TEST_CHILD_KINDS(O_ONE), "enum okind has one child kind per line of kinds.h");
 #define O_CHILD_KINDS (O_KINDS - O_EVENT)   /* child kinds, tethered or not */
-static const char *const okind_name[O_KINDS] = {"none", "ctx", TEST_CHILD_KINDS(O_NAME) "graph", "library"};
+static const char *const okind_name[O_KINDS] = {"none", "ctx", TEST_CHILD_KINDS(O_NAME) "graph", "library",
+                                                "mem_async", "mem_pool"};
 /* the simulator's kind for the driver's objects of each child kind */
 static const enum cusim_kind sim_kind[O_KINDS] = {CUSIM_ALL, CUSIM_ALL, TEST_CHILD_KINDS(O_SIM) CUSIM_GRAPH,
-                                                  CUSIM_LIBRARY};
-/* A graph or a library belongs to no context: no inst, never a stale skip. */
+                                                  CUSIM_LIBRARY, CUSIM_MEM, CUSIM_POOL};
+/* A graph, a library, stream-ordered memory or a pool belongs to no
+ * context: no inst, never a stale skip. */
 static int untethered(int k)
 {
-    return k == O_GRAPH || k == O_LIB;
+    return k == O_GRAPH || k == O_LIB || k == O_MASYNC || k == O_POOL;
 }
 enum role { R_OWNED = 1, R_PRIMARY, R_BORROWED };
 static const char *const role_name[] = {"?", "owned", "primary", "borrowed"};
@@ -185,6 +202,8 @@ struct obj {                    /* one cuctx handle's object */
     int recorded;               /* events */
     int cap_recorded;           /* events: last recorded in a capture (over now): waits answer 1 */
     int image;                  /* libraries: 0 kernels k and k2, 1 PTX that does not assemble, 2 not PTX */
+    int sobj;                   /* mem_async: the object of the stream it was allocated on, -1 a default one */
+    int borrowed;               /* mem_pool: a handle that does not own its pool (default, adopted with 0) */
     size_t size;                /* mem, host_mem; graphs: their nodes */
 };
 
@@ -498,7 +517,7 @@ static CUresult model_child_destroy(uint64_t id, int k)
 static int id_kind(uint64_t id)
 {
     unsigned k = (unsigned)(id >> 58);
-    return k >= O_CTX && k <= O_LIB ? (int)k : O_NONE;
+    return k >= O_CTX && k <= O_POOL ? (int)k : O_NONE;
 }
 
 static CUresult model_any_destroy(uint64_t id)
@@ -526,12 +545,16 @@ static void verify(const char *where)
         if (!M.obj[i].alive)
             continue;
         want[M.obj[i].kind]++;
-        if (M.obj[i].kind != O_CTX && (untethered(M.obj[i].kind) || M.inst[M.obj[i].inst].live))
+        if (M.obj[i].kind != O_CTX && (untethered(M.obj[i].kind) || M.inst[M.obj[i].inst].live)
+            && !M.obj[i].borrowed)
             drv[M.obj[i].kind]++;
     }
+    /* the driver counts stream-ordered allocations with the others */
+    drv[O_MEM] += drv[O_MASYNC];
     drv[O_GRAPH] += M.graph ? 1 : 0;    /* the raw one graph_exec instantiates */
     #define O_STAT(name, type, stat, ...) st.stat,
-    size_t got[O_KINDS] = {0, st.ctx_handles, TEST_CHILD_KINDS(O_STAT) st.graphs, st.libraries};
+    size_t got[O_KINDS] = {0, st.ctx_handles, TEST_CHILD_KINDS(O_STAT) st.graphs, st.libraries, st.async_mems,
+                           st.mem_pools};
 #undef O_STAT
     for (int k = O_CTX; k < O_KINDS; k++)
         if (got[k] != want[k])
@@ -567,10 +590,11 @@ static void verify(const char *where)
         fail("%s: the driver has %zu live contexts, the model %zu", where, sim.live(CUSIM_CONTEXT), live_ctx);
     if (sim.live(CUSIM_PRIMARY) != live_prim)
         fail("%s: the driver has %zu active primary contexts, the model %zu", where, sim.live(CUSIM_PRIMARY), live_prim);
-    for (int k = O_EVENT; k < O_KINDS; k++)
-        if (sim.live(sim_kind[k]) != drv[k])
-            fail("%s: the driver has %zu live %s objects, the model %zu", where, sim.live(sim_kind[k]), okind_name[k],
-                 drv[k]);
+    for (int k = O_EVENT; k < O_KINDS; k++) {
+        size_t n = k == O_MASYNC ? sim.async_allocs_live() : sim.live(sim_kind[k]);
+        if (n != drv[k])
+            fail("%s: the driver has %zu live %s objects, the model %zu", where, n, okind_name[k], drv[k]);
+    }
     if (sim.live(CUSIM_CAPTURE) != 0)
         fail("%s: the driver has %zu stream captures going on", where, sim.live(CUSIM_CAPTURE));
     for (int d = 0; d < NDEV; d++) {
@@ -608,7 +632,8 @@ enum op {
     OP_CTX_CREATE, OP_CTX_PRIMARY, OP_CTX_BORROW, OP_CTX_DESTROY, OP_CTX_SET_CURRENT, OP_POP_CURRENT,
     OP_CTX_QUERY, OP_PRIMARY_RESET, OP_CHILD_CREATE, OP_CHILD_CREATE_CUR, OP_CHILD_DESTROY, OP_CHILD_USE,
     OP_COPY, OP_STALE, OP_SCOPE_ENTER, OP_SCOPE_EXIT, OP_SCOPED, OP_RAW_CREATE, OP_RAW_DESTROY,
-    OP_RAW_PUSH, OP_RAW_POP, OP_RAW_PRIMARY, OP_AUTO, OP_GRAPH, OP_LIBRARY, OP_LAUNCH, OP_CAPTURE, OP_COUNT
+    OP_RAW_PUSH, OP_RAW_POP, OP_RAW_PRIMARY, OP_AUTO, OP_GRAPH, OP_LIBRARY, OP_LAUNCH, OP_CAPTURE, OP_ASYNC,
+    OP_COUNT
 };
 
 static void run_ops(int n);
@@ -1066,7 +1091,9 @@ static void op_child_destroy(uint8_t a, uint8_t b)
     case 1: {
         /* the kind's own destroy; with b & 2, another kind's (refused, left alive) */
         int dk = b % 4 == 1 ? O_EVENT + (k - O_EVENT + 1 + (b >> 4) % (O_CHILD_KINDS - 1)) % O_CHILD_KINDS : k;
-        want = model_child_destroy(id, dk);
+        /* cuctx_mem_destroy frees either kind of memory (one handle type) */
+        int mk = (dk == O_MEM || dk == O_MASYNC) && (id_kind(id) == O_MEM || id_kind(id) == O_MASYNC) ? id_kind(id) : dk;
+        want = model_child_destroy(id, mk);
         switch (dk) {
         case O_EVENT: rc = cuctx_event_destroy((cuctx_event *)&M.ch_slot[slot]); break;
         case O_STREAM: rc = cuctx_stream_destroy((cuctx_stream *)&M.ch_slot[slot]); break;
@@ -1075,6 +1102,8 @@ static void op_child_destroy(uint8_t a, uint8_t b)
         case O_HOST: rc = cuctx_host_mem_destroy((cuctx_host_mem *)&M.ch_slot[slot]); break;
         case O_GRAPH: rc = cuctx_graph_destroy((cuctx_graph *)&M.ch_slot[slot]); break;
         case O_LIB: rc = cuctx_library_destroy((cuctx_library *)&M.ch_slot[slot]); break;
+        case O_MASYNC: rc = cuctx_mem_destroy((cuctx_mem *)&M.ch_slot[slot]); break;
+        case O_POOL: rc = cuctx_mem_pool_destroy((cuctx_mem_pool *)&M.ch_slot[slot]); break;
         default: rc = cuctx_graph_exec_destroy((cuctx_graph_exec *)&M.ch_slot[slot]); break;
         }
         note("%s_destroy(slot %d %#llx) -> %s", okind_name[dk], slot, (unsigned long long)id, cuctx_result_name(rc));
@@ -1095,6 +1124,9 @@ static void op_child_destroy(uint8_t a, uint8_t b)
 static void child_use(int k, uint64_t id, uint64_t other, unsigned v)
 {
     int oi, o2;
+    /* the memory accessors take either kind of memory (one handle type) */
+    if ((k == O_MEM || k == O_MASYNC) && (id_kind(id) == O_MEM || id_kind(id) == O_MASYNC))
+        k = id_kind(id);
     CUresult want = want_child(id, k, &oi), rc;
     switch (k) {
     case O_EVENT:
@@ -1209,6 +1241,22 @@ static void child_use(int k, uint64_t id, uint64_t other, unsigned v)
             return;
         }
         }
+    case O_MASYNC:
+        if (v % 4 == 3) {
+            /* of no context: cuctx_mem_ctx refuses it, the output {0}; by
+             * the id's kind alone, so a stale handle of the kind too (not
+             * CUDA_ERROR_INVALID_HANDLE, as for the other kinds' stale
+             * handles: reported) */
+            cuctx_ctx cx = {0xdead};
+            rc = cuctx_mem_ctx((cuctx_mem){id}, &cx);
+            note("mem_ctx(%#llx) -> %s %#llx", (unsigned long long)id, cuctx_result_name(rc), (unsigned long long)cx.id);
+            expect_rc(rc, id_kind(id) == O_MASYNC ? CUDA_ERROR_INVALID_VALUE : want,
+                      "cuctx_mem_ctx of stream-ordered memory");
+            if (cx.id)
+                fail("a refused cuctx_mem_ctx left the handle %#llx", (unsigned long long)cx.id);
+            return;
+        }
+        /* fall through: the accessors of any memory */
     case O_MEM:
         if (v % 2 == 0) {
             size_t n = cuctx_mem_size((cuctx_mem){id});
@@ -1256,6 +1304,21 @@ static void child_use(int k, uint64_t id, uint64_t other, unsigned v)
             fail("the graph has %zu nodes, the model %zu", n, M.obj[oi].size);
         return;
     }
+    case O_POOL:
+        if (v % 2) {
+            CUmemoryPool p = cuctx_mem_pool_raw((cuctx_mem_pool){id});
+            note("mem_pool_raw(%#llx) -> %p", (unsigned long long)id, (void *)p);
+            if ((p != NULL) != (want == CUDA_SUCCESS))
+                fail("cuctx_mem_pool_raw is %p, the model says %s", (void *)p, cuctx_result_name(want));
+            if (!p && cuctx_last_error() != want)
+                fail("the last error is %s, the model says %s", cuctx_result_name(cuctx_last_error()),
+                     cuctx_result_name(want));
+        } else {
+            rc = cuctx_mem_pool_trim((cuctx_mem_pool){id}, (v >> 1) & 1 ? 4096 : 0);
+            note("mem_pool_trim(%#llx) -> %s", (unsigned long long)id, cuctx_result_name(rc));
+            expect_rc(rc, want, "cuctx_mem_pool_trim");
+        }
+        return;
     case O_LIB:
         if (v % 2) {
             CUlibrary l = cuctx_library_raw((cuctx_library){id});
@@ -2316,6 +2379,223 @@ static void op_capture(uint8_t a, uint8_t b)
     }
 }
 
+/* ---- stream-ordered memory and memory pools (op 27) ------------------------------------ */
+
+/* What a create into *out finds there (claim.c): a live object of the
+ * handle's type (either kind of memory for a cuctx_mem) is refused
+ * (CUDA_ERROR_INVALID_VALUE); a child whose context ended is released as
+ * a stale skip first, and the create goes on. */
+static CUresult model_claim(uint64_t id, int k1, int k2)
+{
+    int oi = obj_find(id);
+    if (oi < 0 || !M.obj[oi].alive || (M.obj[oi].kind != k1 && M.obj[oi].kind != k2))
+        return CUDA_SUCCESS;
+    if (untethered(M.obj[oi].kind) || M.inst[M.obj[oi].inst].live)
+        return CUDA_ERROR_INVALID_VALUE;
+    M.obj[oi].alive = 0;
+    M.stale_skips++;
+    return CUDA_SUCCESS;
+}
+
+/* The stream operand of op 27: sel%4 0-1 the stream handle in slot, 2 {0},
+ * 3 CUCTX_STREAM_LEGACY or (sel&4) CUCTX_STREAM_PER_THREAD. */
+static uint64_t async_stream(unsigned sel, int slot)
+{
+    switch (sel % 4) {
+    case 2: return 0;
+    case 3: return sel & 4 ? CUCTX_STREAM_PER_THREAD.id : CUCTX_STREAM_LEGACY.id;
+    default: return M.ch_slot[slot];
+    }
+}
+
+/* What a call taking stream sid expects of it; *inst its context, *sobj
+ * its object (-1 for a default stream, the current context's). */
+static CUresult want_stream(uint64_t sid, int *inst, int *sobj)
+{
+    *sobj = -1;
+    if (sid == 0 || sid == CUCTX_STREAM_LEGACY.id || sid == CUCTX_STREAM_PER_THREAD.id)
+        return want_owner(0, inst);
+    CUresult rc = want_child(sid, O_STREAM, sobj);
+    if (rc == CUDA_SUCCESS)
+        *inst = M.obj[*sobj].inst;
+    return rc;
+}
+
+/* cuctx_mem_alloc_async (pool_slot < 0) or cuctx_mem_alloc_from_pool into
+ * slot (into: the slot's handle itself, else a fresh one). */
+static void async_alloc(int slot, int into, int pool_slot, uint64_t sid, size_t bytes)
+{
+    uint64_t was = M.ch_slot[slot];
+    uint64_t pool = pool_slot >= 0 ? M.ch_slot[pool_slot] : 0;
+    cuctx_mem m = {into ? was : 0xdead};
+    int inst = -1, sobj = -1, oi;
+    CUresult want = into ? model_claim(was, O_MEM, O_MASYNC) : CUDA_SUCCESS;
+    int kept = want != CUDA_SUCCESS;    /* refused by the claim: the handle stays */
+    if (want == CUDA_SUCCESS && pool_slot >= 0)
+        want = pool == 0 ? CUDA_ERROR_INVALID_VALUE : want_child(pool, O_POOL, &oi);
+    if (want == CUDA_SUCCESS)
+        want = want_stream(sid, &inst, &sobj);
+    if (want == CUDA_SUCCESS && bytes == 0)
+        want = CUDA_ERROR_INVALID_VALUE;   /* the driver's answer */
+    CUresult rc;
+    if (pool_slot < 0)
+        rc = PLAIN ? (cuctx_mem_alloc_async)(&m, (cuctx_stream){sid}, bytes)
+                   : cuctx_mem_alloc_async(&m, (cuctx_stream){sid}, bytes);
+    else
+        rc = PLAIN ? (cuctx_mem_alloc_from_pool)(&m, (cuctx_mem_pool){pool}, (cuctx_stream){sid}, bytes)
+                   : cuctx_mem_alloc_from_pool(&m, (cuctx_mem_pool){pool}, (cuctx_stream){sid}, bytes);
+    note("mem_alloc_%s(%s slot %d, pool %#llx, stream %#llx, %zu) -> %s %#llx", pool_slot < 0 ? "async" : "from_pool",
+         into ? "into" : "for", slot, (unsigned long long)pool, (unsigned long long)sid, bytes, cuctx_result_name(rc),
+         (unsigned long long)m.id);
+    expect_rc(rc, want, pool_slot < 0 ? "cuctx_mem_alloc_async" : "cuctx_mem_alloc_from_pool");
+    if (rc != CUDA_SUCCESS) {
+        /* refused: a live handle kept; else {0} (a claimed one reset) */
+        if (m.id != (kept ? was : 0))
+            fail("a refused stream-ordered allocation left the handle %#llx", (unsigned long long)m.id);
+        if (into)
+            M.ch_slot[slot] = m.id;
+        return;
+    }
+    if (id_kind(m.id) != O_MASYNC)
+        fail("new stream-ordered memory %#llx is of kind %d", (unsigned long long)m.id, id_kind(m.id));
+    oi = obj_new(m.id, O_MASYNC, -1);
+    M.obj[oi].size = bytes;
+    M.obj[oi].sobj = sobj;
+    M.ch_slot[slot] = m.id;
+}
+
+/* cuctx_mem_free_async(&slot, stream sid). */
+static void async_free(int slot, uint64_t sid)
+{
+    uint64_t id = M.ch_slot[slot];
+    int oi = obj_find(id), inst = -1, sobj = -1;
+    CUresult want;
+    int reset = 1;
+    if (sid && oi >= 0 && M.obj[oi].kind == O_MASYNC && M.obj[oi].alive && M.obj[oi].sobj >= 0) {
+        /* On another stream than its own, a free is the caller's promise
+         * that the work on its own is done: never once that stream is
+         * destroyed and its work may run on (the driver would hand the
+         * memory on under it; the simulator records a misuse). */
+        const struct obj *so = &M.obj[M.obj[oi].sobj];
+        if (!so->alive && M.inst[so->inst].live) {
+            note("free_async(slot %d) on another stream: skipped, its stream destroyed", slot);
+            return;
+        }
+    }
+    if (!id) {
+        want = CUDA_SUCCESS;
+    } else if (id_kind(id) != O_MASYNC) {
+        want = CUDA_ERROR_INVALID_VALUE;    /* not stream-ordered memory: kept */
+        reset = 0;
+    } else if (sid && (want = want_stream(sid, &inst, &sobj)) != CUDA_SUCCESS) {
+        reset = 0;
+    } else {
+        want = model_child_destroy(id, O_MASYNC);
+    }
+    CUresult rc = cuctx_mem_free_async((cuctx_mem *)&M.ch_slot[slot], (cuctx_stream){sid});
+    note("mem_free_async(slot %d %#llx, stream %#llx) -> %s", slot, (unsigned long long)id, (unsigned long long)sid,
+         cuctx_result_name(rc));
+    expect_rc(rc, want, "cuctx_mem_free_async");
+    if (M.ch_slot[slot] != (reset ? 0 : id))
+        fail("cuctx_mem_free_async left the handle %#llx, the model expects %s", (unsigned long long)M.ch_slot[slot],
+             reset ? "{0}" : "it kept");
+}
+
+/* cuctx_mem_pool_create (how 0), _default (1) or _adopt of the pool of
+ * another slot, owned 0 (2), into slot. */
+static void pool_make(int slot, int into, int how, int dev, int src)
+{
+    uint64_t was = M.ch_slot[slot];
+    cuctx_mem_pool p = {into ? was : 0xdead};
+    CUresult want = into ? model_claim(was, O_POOL, O_POOL) : CUDA_SUCCESS;
+    int kept = want != CUDA_SUCCESS;
+    CUmemoryPool raw_pool = NULL;
+    CUresult rc;
+    if (how == 2) {
+        /* only a default pool's, which never ends: a borrowed handle of a
+         * pool that another handle destroys would name a dead pool */
+        int si;
+        if (want_child(M.ch_slot[src], O_POOL, &si) == CUDA_SUCCESS && M.obj[si].borrowed)
+            raw_pool = cuctx_mem_pool_raw((cuctx_mem_pool){M.ch_slot[src]});
+        if (want == CUDA_SUCCESS && !raw_pool)
+            want = CUDA_ERROR_INVALID_VALUE;
+    } else if (want == CUDA_SUCCESS && dev == BAD_DEV) {
+        want = how == 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_INVALID_DEVICE;
+    }
+    switch (how) {
+    case 0: rc = PLAIN ? (cuctx_mem_pool_create)(&p, dev, NULL) : cuctx_mem_pool_create(&p, dev, NULL); break;
+    case 1: rc = PLAIN ? (cuctx_mem_pool_default)(&p, dev) : cuctx_mem_pool_default(&p, dev); break;
+    default: rc = PLAIN ? (cuctx_mem_pool_adopt)(&p, raw_pool, 0) : cuctx_mem_pool_adopt(&p, raw_pool, 0); break;
+    }
+    static const char *const what[] = {"cuctx_mem_pool_create", "cuctx_mem_pool_default", "cuctx_mem_pool_adopt"};
+    note("%s(%s slot %d, dev %d, raw %p) -> %s %#llx", what[how], into ? "into" : "for", slot, dev, (void *)raw_pool,
+         cuctx_result_name(rc), (unsigned long long)p.id);
+    expect_rc(rc, want, what[how]);
+    if (rc != CUDA_SUCCESS) {
+        if (p.id != (kept ? was : 0))
+            fail("a refused %s left the handle %#llx", what[how], (unsigned long long)p.id);
+        if (into)
+            M.ch_slot[slot] = p.id;
+        return;
+    }
+    if (id_kind(p.id) != O_POOL)
+        fail("a new pool handle %#llx is of kind %d", (unsigned long long)p.id, id_kind(p.id));
+    int oi = obj_new(p.id, O_POOL, -1);
+    M.obj[oi].borrowed = how != 0;
+    M.obj[oi].dev = dev;
+    M.ch_slot[slot] = p.id;
+}
+
+/* NULL outputs: each refused (CUDA_ERROR_INVALID_VALUE), nothing made. */
+static void async_null_out(unsigned v)
+{
+    CUresult rc;
+    const char *what;
+    switch (v % 5) {
+    case 0: what = "cuctx_mem_alloc_async(NULL)"; rc = cuctx_mem_alloc_async(NULL, (cuctx_stream){0}, 4096); break;
+    case 1:
+        what = "cuctx_mem_alloc_from_pool(NULL, {0})";
+        rc = cuctx_mem_alloc_from_pool(NULL, (cuctx_mem_pool){0}, (cuctx_stream){0}, 4096);
+        break;
+    case 2: what = "cuctx_mem_free_async(NULL)"; rc = cuctx_mem_free_async(NULL, (cuctx_stream){0}); break;
+    case 3: what = "cuctx_mem_pool_create(NULL)"; rc = cuctx_mem_pool_create(NULL, 0, NULL); break;
+    default: what = "cuctx_mem_pool_default(NULL)"; rc = cuctx_mem_pool_default(NULL, 0); break;
+    }
+    note("%s -> %s", what, cuctx_result_name(rc));
+    expect_rc(rc, CUDA_ERROR_INVALID_VALUE, what);
+}
+
+static void op_async(uint8_t a, uint8_t b)
+{
+    int slot = a % NCH, other = (a >> 3) % NCH;
+    switch (b % 8) {
+    case 0:
+    case 1:
+        /* b%8 == 1: from the pool in slot (other + 1 + (b>>6)) % NCH ({0}: refused) */
+        async_alloc(slot, (b >> 7) & 1, b % 8 ? (other + 1 + ((b >> 6) & 1)) % NCH : -1, async_stream(b >> 3, other),
+                    (b & 0x40) && b % 8 == 0 ? 0 : 4096);
+        return;
+    case 2:
+        async_free(slot, async_stream(b >> 3, other));
+        return;
+    case 3:
+        async_free(slot, 0);
+        return;
+    case 4:
+        pool_make(slot, (b >> 7) & 1, 0, (b & 0x40) ? BAD_DEV : (b >> 3) & 1, 0);
+        return;
+    case 5:
+        pool_make(slot, (b >> 7) & 1, (b >> 3) & 1 ? 2 : 1, (b >> 4) & 1, other);
+        return;
+    case 6:
+        child_use(O_POOL, M.ch_slot[slot], 0, b >> 3);
+        return;
+    default:
+        async_null_out(b >> 3);
+        return;
+    }
+}
+
 /* ---- the interpreter -------------------------------------------------------------------- */
 
 static void run_op(void)
@@ -2349,6 +2629,7 @@ static void run_op(void)
     case OP_GRAPH: op_graph(a, b); break;
     case OP_LIBRARY: op_library(a, b); break;
     case OP_LAUNCH: op_launch(a, b); break;
+    case OP_ASYNC: op_async(a, b); break;
     default: op_capture(a, b); break;
     }
     verify("after the step");
@@ -2438,11 +2719,12 @@ static void teardown(void)
     struct cuctx_stats st;
     cuctx_stats_get(&st);
     if (st.contexts || st.ctx_handles || st.events || st.streams || st.modules || st.mems || st.host_mems
-        || st.graph_execs || st.graphs || st.libraries)
+        || st.graph_execs || st.graphs || st.libraries || st.async_mems || st.mem_pools)
         fail("teardown: cuctx still has objects: %zu contexts, %zu ctx handles, %zu events, %zu streams, "
-             "%zu modules, %zu mems, %zu host mems, %zu graph execs, %zu graphs, %zu libraries",
+             "%zu modules, %zu mems, %zu host mems, %zu graph execs, %zu graphs, %zu libraries, %zu async mems, "
+             "%zu mem pools",
              st.contexts, st.ctx_handles, st.events, st.streams, st.modules, st.mems, st.host_mems, st.graph_execs,
-             st.graphs, st.libraries);
+             st.graphs, st.libraries, st.async_mems, st.mem_pools);
     if (sim.live(CUSIM_ALL) != 0)
         fail("teardown: the driver still has %zu live objects", sim.live(CUSIM_ALL));
     if (sim.misuse_count() != 0)
