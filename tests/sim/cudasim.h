@@ -449,6 +449,11 @@ struct cusim_call {
  * - Address recycling: the CUgreenCtx and the CUcontext each take the most
  *   recently freed value of their kind (the CUcontext: of any context, and a
  *   new ordinary context may take a destroyed green context's CUcontext).
+ * Counts: cusim_live(CUSIM_GREEN) is the green contexts made and not
+ * destroyed (in CUSIM_ALL); their CUcontexts are not counted as CUSIM_CONTEXT,
+ * though cusim_is_live(CUSIM_CONTEXT, its CUcontext) is 1 while it lives;
+ * the primary context a green context holds is counted as CUSIM_PRIMARY;
+ * cusim_leaked_streams counts the streams that died with one.
  *
  * PTX images, JIT logs, module globals and libraries.
  *
