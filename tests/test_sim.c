@@ -3579,3 +3579,616 @@ Test(sim_orphans, an_event_recorded_before_the_work_does_not_order_it)
 	cr_assert_eq(D.misuse_count(), 1);
 	OK(D.CtxDestroy(sc.ctx));
 }
+
+/* --- green contexts (CUDA 12.4+) ---------------------------------------------------
+ *
+ * Measured on the H200, driver 580.159.04 (DRIVER-FACTS.md, the green-context
+ * rows): a green context retains the primary context and its destroy releases
+ * it; its CUcontext has its own value and id; of what is made while it is
+ * current only the streams die with it (709 after, leaked), everything else
+ * belongs to the primary underneath. Sequences the real driver was not seen to
+ * survive, and the simulator's counts, run against the simulator only. */
+
+static struct {
+	PFN_cuDeviceGetDevResource_v12040 GetDevResource;
+	PFN_cuDevSmResourceSplitByCount_v12040 Split;
+	PFN_cuDevResourceGenerateDesc_v12040 GenerateDesc;
+	PFN_cuGreenCtxCreate_v12040 Create;
+	PFN_cuGreenCtxDestroy_v12040 Destroy;
+	PFN_cuCtxFromGreenCtx_v12040 ToCtx;
+	PFN_cuGreenCtxGetId_v12090 GetId;
+	PFN_cuGreenCtxStreamCreate_v12050 StreamCreate;
+	PFN_cuGreenCtxRecordEvent_v12040 RecordEvent;
+	PFN_cuGreenCtxWaitEvent_v12040 WaitEvent;
+	PFN_cuGreenCtxGetDevResource_v12040 GreenResource;
+} G;
+
+static void setup_green(void)
+{
+	setup_pools();
+	lookup(&G.GetDevResource, "cuDeviceGetDevResource", 12040);
+	lookup(&G.Split, "cuDevSmResourceSplitByCount", 12040);
+	lookup(&G.GenerateDesc, "cuDevResourceGenerateDesc", 12040);
+	lookup(&G.Create, "cuGreenCtxCreate", 12040);
+	lookup(&G.Destroy, "cuGreenCtxDestroy", 12040);
+	lookup(&G.ToCtx, "cuCtxFromGreenCtx", 12040);
+	lookup(&G.GetId, "cuGreenCtxGetId", 12090);
+	lookup(&G.StreamCreate, "cuGreenCtxStreamCreate", 12050);
+	lookup(&G.RecordEvent, "cuGreenCtxRecordEvent", 12040);
+	lookup(&G.WaitEvent, "cuGreenCtxWaitEvent", 12040);
+	lookup(&G.GreenResource, "cuGreenCtxGetDevResource", 12040);
+}
+
+TestSuite(sim_green, .init = setup_green, .fini = teardown);
+
+/* A descriptor of one group of sms SMs of dev, as the facts programs make it. */
+static CUdevResourceDesc green_desc(CUdevice dev, unsigned sms)
+{
+	CUdevResource all, part[1], rest;
+	unsigned n = 1;
+	OK(G.GetDevResource(dev, &all, CU_DEV_RESOURCE_TYPE_SM));
+	OK(G.Split(part, &n, &all, &rest, 0, sms));
+	cr_assert_eq(n, 1);
+	CUdevResourceDesc desc = NULL;
+	OK(G.GenerateDesc(&desc, part, 1));
+	cr_assert_not_null(desc);
+	return desc;
+}
+
+/* A green context of 16 SMs on dev, and its CUcontext in *as_ctx. */
+static CUgreenCtx make_green(CUdevice dev, CUcontext *as_ctx)
+{
+	CUgreenCtx g = NULL;
+	OK(G.Create(&g, green_desc(dev, 16), dev, CU_GREEN_CTX_DEFAULT_STREAM));
+	cr_assert_not_null(g);
+	OK(G.ToCtx(as_ctx, g));
+	cr_assert_not_null(*as_ctx);
+	return g;
+}
+
+static int primary_active(CUdevice dev)
+{
+	unsigned int flags;
+	int active = -1;
+	OK(D.PrimaryGetState(dev, &flags, &active));
+	return active;
+}
+
+Test(sim_green, the_entry_points_resolve_at_their_versions_and_none_is_a_stub)
+{
+	static const struct { const char *name; int version; } eps[] = {
+		{ "cuDeviceGetDevResource", 12040 }, { "cuDevSmResourceSplitByCount", 12040 },
+		{ "cuDevResourceGenerateDesc", 12040 }, { "cuGreenCtxCreate", 12040 },
+		{ "cuGreenCtxDestroy", 12040 }, { "cuCtxFromGreenCtx", 12040 }, { "cuGreenCtxGetId", 12090 },
+		{ "cuGreenCtxStreamCreate", 12050 }, { "cuGreenCtxRecordEvent", 12040 },
+		{ "cuGreenCtxWaitEvent", 12040 }, { "cuGreenCtxGetDevResource", 12040 },
+	};
+	for (size_t i = 0; i < sizeof eps / sizeof eps[0]; i++) {
+		void *fn = NULL;
+		CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+		OK(D.GetProcAddress(eps[i].name, &fn, eps[i].version, CU_GET_PROC_ADDRESS_DEFAULT, &st));
+		cr_assert(fn && st == CU_GET_PROC_ADDRESS_SUCCESS, "%s", eps[i].name);
+		SIM_CHECK(cr_assert_eq(dlsym(D.lib, eps[i].name), fn, "%s under its ABI symbol", eps[i].name));
+		SIM_CHECK(WANT(D.GetProcAddress(eps[i].name, &fn, eps[i].version - 10, CU_GET_PROC_ADDRESS_DEFAULT, &st),
+			       CUDA_ERROR_NOT_FOUND);
+			  cr_assert_eq(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT, "%s", eps[i].name));
+	}
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
+}
+
+Test(sim_procaddress, hiding_green_contexts_hides_every_green_entry_point_until_reset)
+{
+	SIM_ONLY("cusim_hide_green hides the green-context entry points");
+	static const char *const hidden[] = {
+		"cuDeviceGetDevResource", "cuDevSmResourceSplitByCount", "cuDevResourceGenerateDesc",
+		"cuGreenCtxCreate", "cuGreenCtxDestroy", "cuCtxFromGreenCtx", "cuGreenCtxGetId",
+		"cuGreenCtxStreamCreate", "cuGreenCtxRecordEvent", "cuGreenCtxWaitEvent",
+		"cuGreenCtxGetDevResource", "cuCtxGetDevResource", "cuStreamGetGreenCtx",
+	};
+	void *fn;
+	CUdriverProcAddressQueryResult st;
+	D.hide_green(1);
+	for (size_t i = 0; i < sizeof hidden / sizeof hidden[0]; i++) {
+		fn = (void *)&fn;
+		st = CU_GET_PROC_ADDRESS_SUCCESS;
+		WANT(D.GetProcAddress(hidden[i], &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &st), CUDA_ERROR_NOT_FOUND);
+		cr_assert_null(fn, "%s", hidden[i]);
+		cr_assert_eq(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND, "%s: as for a symbol the driver lacks", hidden[i]);
+	}
+	OK(D.GetProcAddress("cuCtxGetId", &fn, 12000, CU_GET_PROC_ADDRESS_DEFAULT, &st));
+	OK(D.GetProcAddress("cuStreamCreate", &fn, 2000, CU_GET_PROC_ADDRESS_DEFAULT, &st));
+	D.hide_green(0);
+	OK(D.GetProcAddress("cuGreenCtxCreate", &fn, 12040, CU_GET_PROC_ADDRESS_DEFAULT, &st));
+	D.hide_green(1);
+	D.reset();
+	OK(D.GetProcAddress("cuGreenCtxCreate", &fn, 12040, CU_GET_PROC_ADDRESS_DEFAULT, &st));
+	cr_assert_eq(fn, dlsym(D.lib, "cuGreenCtxCreate"));
+	OK(D.GetProcAddress("cuCtxGetDevResource", &fn, 12040, CU_GET_PROC_ADDRESS_DEFAULT, &st));
+	cr_assert_not_null(fn, "still a stub, shown again");
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+Test(sim_green, the_device_has_132_sms_and_a_split_of_16_leaves_116)
+{
+	CUdevResource all, part[4], rest;
+	memset(&all, 0, sizeof all);
+	OK(G.GetDevResource(0, &all, CU_DEV_RESOURCE_TYPE_SM));
+	cr_assert_eq(all.type, CU_DEV_RESOURCE_TYPE_SM);
+	SIM_CHECK(cr_assert_eq(all.sm.smCount, 132, "an H200's SMs"); cr_assert_eq(all.sm.minSmPartitionSize, 8);
+		  cr_assert_eq(all.sm.smCoscheduledAlignment, 8));
+	unsigned n = 1;
+	OK(G.Split(part, &n, &all, &rest, 0, 16));
+	cr_assert_eq(n, 1);
+	cr_assert_eq(part[0].sm.smCount, 16);
+	cr_assert_eq(rest.sm.smCount, all.sm.smCount - 16, "measured: 116 of 132 left");
+	/* asked how many would be made */
+	n = 0;
+	OK(G.Split(NULL, &n, &all, NULL, 0, 16));
+	SIM_CHECK(cr_assert_eq(n, 132 / 16));
+	SIM_CHECK(
+		/* a count rounds up to the alignment; at most as many groups as asked */
+		n = 4; OK(G.Split(part, &n, &all, &rest, 0, 12)); cr_assert_eq(n, 4); cr_assert_eq(part[3].sm.smCount, 16);
+		cr_assert_eq(rest.sm.smCount, 132 - 64);
+		/* below the minimum: the minimum; loose coscheduling: 2 and 2 */
+		n = 1; OK(G.Split(part, &n, &all, NULL, 0, 0)); cr_assert_eq(part[0].sm.smCount, 8);
+		n = 1; OK(G.Split(part, &n, &all, NULL, CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING, 3));
+		cr_assert_eq(part[0].sm.smCount, 4);
+		/* documented: a split's output is not split again; the input must be SM */
+		n = 1; WANT(G.Split(part, &n, &rest, NULL, 0, 8), CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION);
+		all.type = CU_DEV_RESOURCE_TYPE_INVALID;
+		WANT(G.Split(part, &n, &all, NULL, 0, 8), CUDA_ERROR_INVALID_RESOURCE_TYPE);
+		all.type = CU_DEV_RESOURCE_TYPE_SM;
+		WANT(G.Split(part, &n, &all, NULL, 0, 133), CUDA_ERROR_INVALID_VALUE);
+		WANT(G.Split(part, NULL, &all, NULL, 0, 8), CUDA_ERROR_INVALID_VALUE);
+		WANT(G.GetDevResource(0, &all, (CUdevResourceType)2), CUDA_ERROR_INVALID_RESOURCE_TYPE);
+		WANT(G.GetDevResource(99, &all, CU_DEV_RESOURCE_TYPE_SM), CUDA_ERROR_INVALID_DEVICE);
+		cr_assert_eq(D.misuse_count(), 0));
+}
+
+Test(sim_green, a_descriptor_takes_resources_of_one_split)
+{
+	SIM_ONLY("documented answers, not measured");
+	CUdevResource all, a[2], b[1], rest;
+	unsigned n = 2;
+	CUdevResourceDesc d = NULL;
+	OK(G.GetDevResource(0, &all, CU_DEV_RESOURCE_TYPE_SM));
+	OK(G.Split(a, &n, &all, &rest, 0, 8));
+	OK(G.GenerateDesc(&d, a, 2));
+	CUdevResource mix[2] = { a[0], rest };
+	OK(G.GenerateDesc(&d, mix, 2));
+	n = 1;
+	OK(G.Split(b, &n, &all, NULL, 0, 8));
+	mix[1] = b[0];
+	WANT(G.GenerateDesc(&d, mix, 2), CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION);
+	WANT(G.GenerateDesc(&d, a, 0), CUDA_ERROR_INVALID_VALUE);
+	WANT(G.GenerateDesc(NULL, a, 1), CUDA_ERROR_INVALID_VALUE);
+	CUdevResource junk;
+	memset(&junk, 0, sizeof junk);
+	junk.type = CU_DEV_RESOURCE_TYPE_SM;
+	junk.sm.smCount = 8;
+	WANT(G.GenerateDesc(&d, &junk, 1), CUDA_ERROR_INVALID_VALUE);
+	cr_assert_eq(D.live(CUSIM_ALL), 0, "descriptors are not counted");
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
+Test(sim_green, create_retains_the_primary_and_destroy_releases_it)
+{
+	SIM_CHECK(cr_assert_eq(D.primary_refs(0), 0));
+	cr_assert_eq(primary_active(0), 0);
+	CUcontext gc;
+	CUgreenCtx g = make_green(0, &gc);
+	cr_assert_eq(primary_active(0), 1, "the create retained the primary");
+	cr_assert_null(current(), "the create sets nothing current");
+	SIM_CHECK(cr_assert_eq(D.primary_refs(0), 1); cr_assert_eq(D.live(CUSIM_GREEN), 1);
+		  cr_assert(D.is_live(CUSIM_GREEN, H(g))); cr_assert_eq(D.live(CUSIM_PRIMARY), 1);
+		  cr_assert_eq(D.live(CUSIM_CONTEXT), 0, "its CUcontext counts as the green context");
+		  cr_assert_eq(D.live(CUSIM_ALL), 2));
+	CUcontext prim;
+	OK(D.PrimaryRetain(&prim, 0));
+	cr_assert_neq(prim, gc, "its CUcontext is not the primary's value");
+	cr_assert_neq(ctx_id(prim), ctx_id(gc));
+	SIM_CHECK(cr_assert_eq(D.primary_refs(0), 2));
+	OK(G.Destroy(g));
+	SIM_CHECK(cr_assert_eq(D.primary_refs(0), 1); cr_assert_eq(D.live(CUSIM_GREEN), 0));
+	cr_assert_eq(primary_active(0), 1, "held elsewhere");
+	OK(D.PrimaryRelease(0));
+	cr_assert_eq(primary_active(0), 0);
+	/* the green context's retain was its last: its destroy ends the primary */
+	g = make_green(0, &gc);
+	OK(G.Destroy(g));
+	cr_assert_eq(primary_active(0), 0);
+	SIM_CHECK(cr_assert_eq(D.primary_refs(0), 0); cr_assert_eq(D.live(CUSIM_ALL), 0);
+		  cr_assert_eq(D.misuse_count(), 0); cr_assert_eq(D.calls("cuGreenCtxCreate"), 2));
+}
+
+Test(sim_green, its_cucontext_is_the_same_each_time_and_shares_the_id_space)
+{
+	CUcontext before = new_raw_ctx(0);
+	unsigned long long id0 = ctx_id(before);
+	OK(D.CtxPopCurrent(NULL));
+	CUcontext gc, gc2;
+	CUgreenCtx g = make_green(0, &gc);
+	OK(G.ToCtx(&gc2, g));
+	cr_assert_eq(gc, gc2, "the same CUcontext every time");
+	cr_assert_neq(H(gc), H(g), "two handles");
+	unsigned long long gid = 0;
+	OK(G.GetId(g, &gid));
+	cr_assert_eq(ctx_id(gc), gid, "cuGreenCtxGetId is cuCtxGetId of its CUcontext");
+	cr_assert_neq(gid, id0);
+	SIM_CHECK(cr_assert_gt(gid, id0, "one process-wide counter"));
+	CUcontext after = new_raw_ctx(0);
+	cr_assert_neq(ctx_id(after), gid);
+	SIM_CHECK(cr_assert_gt(ctx_id(after), gid));
+	OK(D.CtxSetCurrent(gc));
+	cr_assert_eq(ctx_id(NULL), gid, "current, it answers cuCtxGetId(NULL)");
+	CUdevice dev = -1;
+	OK(D.CtxGetDevice(&dev));
+	cr_assert_eq(dev, 0);
+	OK(D.CtxSetCurrent(NULL));
+	OK(G.Destroy(g));
+	unsigned long long id = 77;
+	WANT(D.CtxGetId(gc, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	OK(D.CtxDestroy(after));
+	OK(D.CtxDestroy(before));
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0, "asking a destroyed green context's id is safe"));
+}
+
+/* Everything the facts programs made while a green context was current. */
+struct green_kids {
+	CUstream s, gs;
+	CUevent e;
+	CUdeviceptr p, a;
+	CUmodule m;
+	CUfunction f;
+	void *h;
+	CUgraph gr;
+	CUgraphExec ge;
+};
+
+static struct green_kids green_kids(CUgreenCtx g, CUcontext gc)
+{
+	struct green_kids k;
+	OK(D.CtxSetCurrent(gc));
+	OK(D.StreamCreateWithPriority(&k.s, 0, 0));
+	OK(G.StreamCreate(&k.gs, g, CU_STREAM_NON_BLOCKING, 0));
+	OK(D.EventCreate(&k.e, 0));
+	OK(D.MemAlloc(&k.p, MIB));
+	OK(D.MemsetD8(k.p, 3, MIB));
+	OK(D.EventRecord(k.e, k.gs));
+	OK(D.EventSynchronize(k.e));
+	OK(D.ModuleLoadData(&k.m, kernel_ptx));
+	OK(D.ModuleGetFunction(&k.f, k.m, "k"));
+	OK(D.LaunchKernel(k.f, 1, 1, 1, 1, 1, 1, 0, k.gs, NULL, NULL));
+	OK(D.StreamSynchronize(k.gs));
+	OK(D.MemAllocHost(&k.h, MIB));
+	CUgraphNode nd;
+	OK(D.GraphCreate(&k.gr, 0));
+	OK(D.GraphAddEmptyNode(&nd, k.gr, NULL, 0));
+	OK(D.GraphInstantiateWithFlags(&k.ge, k.gr, 0));
+	CUstream as;
+	OK(D.StreamCreate(&as, CU_STREAM_NON_BLOCKING));
+	OK(P.AllocAsync(&k.a, MIB, as));
+	OK(D.StreamSynchronize(as));
+	OK(D.StreamDestroy(as));
+	OK(D.CtxSetCurrent(NULL));
+	return k;
+}
+
+Test(sim_green, after_its_destroy_its_streams_are_709_and_the_rest_lives_with_the_primary)
+{
+	CUcontext gc, prim;
+	CUgreenCtx g = make_green(0, &gc);
+	OK(D.PrimaryRetain(&prim, 0));
+	struct green_kids k = green_kids(g, gc);
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_STREAM), 2); cr_assert_eq(D.live(CUSIM_EVENT), 1));
+	OK(G.Destroy(g));
+	/* the streams died with it: documented and measured 709, no crash */
+	WANT(D.StreamQuery(k.gs), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.StreamSynchronize(k.s), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.StreamDestroy(k.gs), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.StreamDestroy(k.s), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_STREAM), 0); cr_assert_eq(D.leaked_streams(), 2);
+		  cr_assert_eq(D.misuse_count(), 0, "the documented answer, no misuse"));
+	/* the rest belongs to the primary, held here */
+	OK(D.EventQuery(k.e));
+	OK(D.EventDestroy(k.e));
+	OK(D.MemFree(k.p));
+	OK(D.ModuleGetFunction(&k.f, k.m, "k"));
+	OK(D.ModuleUnload(k.m));
+	OK(D.MemFreeHost(k.h));
+	OK(D.MemFree(k.a));
+	OK(D.GraphDestroy(k.gr));
+	OK(D.GraphExecDestroy(k.ge));
+	OK(D.PrimaryRelease(0));
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0); cr_assert_eq(D.live(CUSIM_ALL), 0));
+}
+
+Test(sim_green, with_nobody_else_holding_the_primary_its_children_die_with_it)
+{
+	CUcontext gc;
+	CUgreenCtx g = make_green(0, &gc);
+	struct green_kids k = green_kids(g, gc);
+	OK(G.Destroy(g));
+	cr_assert_eq(primary_active(0), 0, "its retain was the last");
+	SIM_CHECK(cr_assert_eq(D.live(CUSIM_ALL), 2, "everything went with the primary but the graph, which "
+				   "belongs to no context, and the stream-ordered allocation, its pool's");
+		  cr_assert_eq(D.async_allocs_live(), 1));
+	WANT(D.ModuleGetFunction(&k.f, k.m, "k"), CUDA_ERROR_INVALID_HANDLE);
+	WANT(D.ModuleUnload(k.m), CUDA_ERROR_INVALID_HANDLE);
+	WANT(D.MemFreeHost(k.h), CUDA_ERROR_INVALID_VALUE);
+	OK(D.MemFree(k.a));
+	OK(D.GraphDestroy(k.gr));
+	/* measured 0 in this case (a crash after an ordinary context's destroy): the simulator keeps its misuse */
+	CUresult rc = D.GraphExecDestroy(k.ge);
+	if (D.sim)
+		cr_assert_eq(rc, CUDA_ERROR_INVALID_HANDLE);
+	else
+		cr_assert_eq(rc, CUDA_SUCCESS);
+	WANT(D.StreamDestroy(k.gs), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 4); assert_misuse(0, "cuModuleGetFunction", "primary context was released");
+		  assert_misuse(1, "cuModuleUnload", "primary context was released");
+		  assert_misuse(2, "cuMemFreeHost", "primary context was released");
+		  assert_misuse(3, "cuGraphExecDestroy", "primary context was released");
+		  cr_assert_eq(D.live(CUSIM_ALL), 0));
+}
+
+Test(sim_green, the_event_and_memory_of_a_dead_primary_are_709_and_1)
+{
+	SIM_ONLY("a dead event's destroy may crash the real driver");
+	CUcontext gc;
+	CUgreenCtx g = make_green(0, &gc);
+	OK(D.CtxPushCurrent(gc));
+	CUevent e;
+	CUdeviceptr p;
+	OK(D.EventCreate(&e, 0));
+	OK(D.MemAlloc(&p, 4096));
+	OK(D.CtxPopCurrent(NULL));
+	OK(G.Destroy(g));
+	WANT(D.EventDestroy(e), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.MemFree(p), CUDA_ERROR_INVALID_VALUE);
+	cr_assert_eq(D.misuse_count(), 2);
+	assert_misuse(0, "cuEventDestroy", "primary context was released");
+	assert_misuse(1, "cuMemFree", "primary context was released");
+}
+
+Test(sim_green, destroyed_while_current_it_stays_current_and_stale)
+{
+	CUcontext gc, cur = NULL;
+	CUgreenCtx g = make_green(0, &gc);
+	OK(D.CtxPushCurrent(gc));
+	OK(G.Destroy(g));
+	cr_assert_eq(current(), gc, "still current, stale");
+	CUevent e;
+	WANT(D.EventCreate(&e, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	unsigned long long id;
+	WANT(D.CtxGetId(NULL, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	OK(D.CtxPopCurrent(&cur));
+	cr_assert_eq(cur, gc);
+	cr_assert_null(current());
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0); cr_assert_eq(D.live(CUSIM_ALL), 0));
+}
+
+Test(sim_green, a_kernel_of_its_module_launches_on_its_streams_and_the_primarys)
+{
+	CUcontext gc, prim;
+	CUgreenCtx g = make_green(0, &gc);
+	OK(D.PrimaryRetain(&prim, 0));
+	OK(D.CtxPushCurrent(prim));
+	CUstream ps;
+	OK(D.StreamCreate(&ps, CU_STREAM_NON_BLOCKING));
+	OK(D.CtxSetCurrent(gc));
+	CUmodule m;
+	CUfunction f;
+	CUstream gs;
+	OK(D.ModuleLoadData(&m, kernel_ptx));
+	OK(D.ModuleGetFunction(&f, m, "k"));
+	OK(G.StreamCreate(&gs, g, CU_STREAM_NON_BLOCKING, -1));
+	OK(D.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, gs, NULL, NULL));
+	OK(D.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+	OK(D.CtxSynchronize());
+	OK(D.CtxSetCurrent(prim));
+	OK(D.LaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, ps, NULL, NULL));
+	OK(D.StreamSynchronize(ps));
+	OK(D.StreamDestroy(gs));
+	OK(D.StreamDestroy(ps));
+	OK(D.ModuleUnload(m));
+	OK(D.CtxPopCurrent(NULL));
+	OK(G.Destroy(g));
+	OK(D.PrimaryRelease(0));
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0); cr_assert_eq(D.live(CUSIM_ALL), 0);
+		  cr_assert_eq(D.leaked_streams(), 0, "destroyed first, nothing leaked"));
+}
+
+Test(sim_green, its_resource_record_and_wait)
+{
+	CUcontext gc, prim;
+	CUgreenCtx g = make_green(0, &gc);
+	CUdevResource r;
+	OK(G.GreenResource(g, &r, CU_DEV_RESOURCE_TYPE_SM));
+	cr_assert_eq(r.sm.smCount, 16);
+	OK(D.PrimaryRetain(&prim, 0));
+	OK(D.CtxPushCurrent(prim));
+	CUevent e;
+	OK(D.EventCreate(&e, 0));
+	OK(G.RecordEvent(g, e));
+	OK(D.EventSynchronize(e));
+	OK(G.WaitEvent(g, e));
+	OK(D.EventDestroy(e));
+	OK(D.CtxPopCurrent(NULL));
+	OK(G.Destroy(g));
+	OK(D.PrimaryRelease(0));
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0); cr_assert_eq(D.live(CUSIM_ALL), 0));
+}
+
+Test(sim_green, record_and_wait_refuse_captures_and_other_primaries_events)
+{
+	SIM_ONLY("documented answers, not measured");
+	CUcontext gc, other;
+	CUgreenCtx g = make_green(0, &gc);
+	other = new_raw_ctx(0);
+	CUevent foreign, mine;
+	OK(D.EventCreate(&foreign, 0));
+	WANT(G.RecordEvent(g, foreign), CUDA_ERROR_INVALID_HANDLE);
+	OK(G.WaitEvent(g, foreign));
+	OK(D.CtxSetCurrent(gc));
+	OK(D.EventCreate(&mine, 0));
+	CUstream gs;
+	OK(G.StreamCreate(&gs, g, CU_STREAM_NON_BLOCKING, 0));
+	begin(gs, CU_STREAM_CAPTURE_MODE_RELAXED);
+	WANT(G.RecordEvent(g, mine), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	end_capture(gs, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	begin(gs, CU_STREAM_CAPTURE_MODE_RELAXED);
+	WANT(G.WaitEvent(g, foreign), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+	end_capture(gs, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+	WANT(G.RecordEvent(NULL, mine), CUDA_ERROR_INVALID_CONTEXT);
+	WANT(G.WaitEvent(g, NULL), CUDA_ERROR_INVALID_HANDLE);
+	OK(D.StreamDestroy(gs));
+	OK(D.EventDestroy(mine));
+	OK(D.CtxSetCurrent(other));
+	OK(D.EventDestroy(foreign));
+	OK(D.CtxDestroy(other));
+	OK(G.Destroy(g));
+	cr_assert_eq(D.misuse_count(), 0);
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+}
+
+Test(sim_green, bad_arguments_and_destroyed_green_contexts)
+{
+	SIM_ONLY("documented answers and misuses the real driver may crash on");
+	CUgreenCtx g = NULL;
+	CUdevResourceDesc d = green_desc(0, 8);
+	WANT(G.Create(&g, d, 0, 0), CUDA_ERROR_INVALID_VALUE);
+	cr_assert_eq(D.primary_refs(0), 0, "nothing retained");
+	WANT(G.Create(&g, d, 0, 3), CUDA_ERROR_INVALID_VALUE);
+	WANT(G.Create(NULL, d, 0, CU_GREEN_CTX_DEFAULT_STREAM), CUDA_ERROR_INVALID_VALUE);
+	WANT(G.Create(&g, d, 99, CU_GREEN_CTX_DEFAULT_STREAM), CUDA_ERROR_INVALID_DEVICE);
+	cr_assert_eq(D.misuse_count(), 0);
+	WANT(G.Create(&g, (CUdevResourceDesc)(uintptr_t)0x1234, 0, CU_GREEN_CTX_DEFAULT_STREAM), CUDA_ERROR_INVALID_VALUE);
+	assert_misuse(0, "cuGreenCtxCreate", "never created");
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+	CUcontext gc;
+	g = make_green(0, &gc);
+	CUstream s;
+	WANT(G.StreamCreate(&s, g, 0, 0), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.CtxDestroy(gc), CUDA_ERROR_INVALID_CONTEXT);
+	assert_misuse(1, "cuCtxDestroy", "cuGreenCtxDestroy");
+	OK(G.Destroy(g));
+	WANT(G.Destroy(g), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	assert_misuse(2, "cuGreenCtxDestroy", "already destroyed");
+	CUcontext x;
+	WANT(G.ToCtx(&x, g), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	unsigned long long id;
+	WANT(G.GetId(g, &id), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	WANT(D.CtxSetCurrent(gc), CUDA_ERROR_INVALID_CONTEXT);
+	assert_misuse(5, "cuCtxSetCurrent", "binding it poisons");
+	WANT(G.Destroy(NULL), CUDA_ERROR_INVALID_CONTEXT);
+	cr_assert_eq(D.misuse_count(), 6);
+	cr_assert_eq(D.primary_refs(0), 0);
+}
+
+Test(sim_green, its_values_are_recycled_as_the_simulators_contexts_are_but_leaked_streams_are_not)
+{
+	SIM_ONLY("the simulator's worst-case recycling");
+	CUcontext gc, gc2;
+	CUgreenCtx g = make_green(0, &gc);
+	OK(D.CtxSetCurrent(gc));
+	CUstream s;
+	OK(D.StreamCreate(&s, 0));
+	OK(D.CtxSetCurrent(NULL));
+	unsigned long long gid = ctx_id(gc);
+	OK(G.Destroy(g));
+	cr_assert_eq(D.leaked_streams(), 1);
+	CUcontext c = new_raw_ctx(0);
+	cr_assert_eq(c, gc, "an ordinary context takes the dead green context's CUcontext");
+	cr_assert_gt(ctx_id(c), gid, "with a new id");
+	CUstream s2;
+	OK(D.StreamCreate(&s2, 0));
+	cr_assert_neq(s2, s, "a leaked stream's value is never handed out again");
+	WANT(D.StreamQuery(s), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	OK(D.StreamDestroy(s2));
+	OK(D.CtxDestroy(c));
+	CUgreenCtx g2 = make_green(0, &gc2);
+	cr_assert_eq(g2, g, "a new green context takes the freed CUgreenCtx value");
+	cr_assert_eq(gc2, c, "and the most recently freed context value");
+	OK(G.Destroy(g2));
+	cr_assert_eq(D.misuse_count(), 0);
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+}
+
+Test(sim_green, a_primary_reset_under_it_leaves_it_709_until_a_retain)
+{
+	SIM_ONLY("the simulator's model: not measured");
+	CUcontext gc, prim;
+	CUgreenCtx g = make_green(0, &gc);
+	OK(D.CtxPushCurrent(gc));
+	CUevent e;
+	OK(D.EventCreate(&e, 0));
+	OK(D.PrimaryReset(0));
+	cr_assert_not(D.is_live(CUSIM_EVENT, H(e)), "the primary's children die as on any reset");
+	cr_assert(D.is_live(CUSIM_GREEN, H(g)));
+	cr_assert_eq(D.primary_refs(0), 1, "the retain is kept");
+	WANT(D.EventCreate(&e, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	CUstream s;
+	WANT(G.StreamCreate(&s, g, CU_STREAM_NON_BLOCKING, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	OK(D.PrimaryRetain(&prim, 0));
+	OK(D.EventCreate(&e, 0));
+	OK(D.EventDestroy(e));
+	OK(D.CtxPopCurrent(NULL));
+	OK(G.Destroy(g));
+	OK(D.PrimaryRelease(0));
+	cr_assert_eq(D.primary_refs(0), 0);
+	cr_assert_eq(D.misuse_count(), 0);
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+}
+
+Test(sim_green, calls_are_logged_and_fault_plans_apply)
+{
+	SIM_ONLY("reads the log and plans faults");
+	CUdevResourceDesc d = green_desc(0, 16);
+	struct cusim_call r = last_of("cuDevSmResourceSplitByCount");
+	cr_assert_eq(r.arg, 16);
+	cr_assert_eq(r.handle2, 1, "the groups given back");
+	r = last_call("cuDevResourceGenerateDesc");
+	cr_assert_eq(r.handle, H(d));
+	cr_assert_eq(r.arg, 1);
+	CUgreenCtx g = NULL;
+	D.fail_call("cuGreenCtxCreate", 1, CUDA_ERROR_OUT_OF_MEMORY);
+	WANT(G.Create(&g, d, 0, CU_GREEN_CTX_DEFAULT_STREAM), CUDA_ERROR_OUT_OF_MEMORY);
+	cr_assert_null(g);
+	cr_assert_eq(D.primary_refs(0), 0);
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+	OK(G.Create(&g, d, 0, CU_GREEN_CTX_DEFAULT_STREAM));
+	r = last_call("cuGreenCtxCreate");
+	cr_assert_eq(r.handle, H(g));
+	cr_assert_eq(r.flags, CU_GREEN_CTX_DEFAULT_STREAM);
+	cr_assert_eq(r.arg, 0);
+	cr_assert_eq(r.handle2, H(d));
+	CUcontext gc;
+	OK(G.ToCtx(&gc, g));
+	r = last_call("cuCtxFromGreenCtx");
+	cr_assert_eq(r.handle, H(g));
+	cr_assert_eq(r.handle2, H(gc));
+	unsigned long long id;
+	OK(G.GetId(g, &id));
+	cr_assert_eq(last_call("cuGreenCtxGetId").arg, (long long)id);
+	CUstream s;
+	OK(G.StreamCreate(&s, g, CU_STREAM_NON_BLOCKING, -3));
+	r = last_call("cuGreenCtxStreamCreate");
+	cr_assert_eq(r.handle, H(s));
+	cr_assert_eq(r.handle2, H(g));
+	cr_assert_eq(r.arg, -3);
+	OK(D.StreamDestroy(s));
+	D.fail_call("cuGreenCtxDestroy", 1, CUDA_ERROR_UNKNOWN);
+	WANT(G.Destroy(g), CUDA_ERROR_UNKNOWN);
+	cr_assert_eq(D.live(CUSIM_GREEN), 1);
+	D.fail_all(CUDA_ERROR_DEINITIALIZED);
+	WANT(G.Destroy(g), CUDA_ERROR_DEINITIALIZED);
+	D.fail_all(CUDA_SUCCESS);
+	OK(G.Destroy(g));
+	r = last_call("cuGreenCtxDestroy");
+	cr_assert_eq(r.handle, H(g));
+	cr_assert_eq(r.handle2, H(gc));
+	cr_assert_eq(D.calls("cuGreenCtxDestroy"), 3);
+	cr_assert_eq(D.misuse_count(), 0);
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+}

@@ -162,6 +162,19 @@ CUresult capture_ctx_sync(struct obj *ctx)
 	return rc;
 }
 
+CUresult capture_green(struct obj *ctx, struct obj *ev)
+{
+	CUresult rc = CUDA_SUCCESS;
+	struct capture *theirs = ev && ev->cap_id ? capture_by_id(ev->cap_id) : NULL;
+	for (struct capture *cap = S.captures; cap; cap = cap->next) {
+		if (has_stream_of(cap, ctx) || cap == theirs) {
+			cap->invalidated = true;
+			rc = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+		}
+	}
+	return rc;
+}
+
 CUresult capture_stream_sync(CUstream s, struct obj *ctx)
 {
 	struct obj *so = stream_obj(s);

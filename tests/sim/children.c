@@ -18,7 +18,7 @@ CUresult sim_cuEventCreate(CUevent *ev, unsigned int flags)
 	CUresult rc = need_current(&cur);
 	if (rc)
 		return leave(&c, rc);
-	struct obj *o = obj_new(K_EVENT, cur, 0);
+	struct obj *o = obj_new(K_EVENT, ctx_home(cur), 0);
 	o->flags = flags;
 	*ev = (CUevent)(uintptr_t)o->value;
 	c.handle = o->value;
@@ -65,9 +65,12 @@ CUresult sim_cuEventRecord(CUevent ev, CUstream s)
 	CUresult rc = need_live(&c, K_EVENT, H(ev), &o);
 	if (rc)
 		return leave(&c, rc);
+	struct obj *sctx = NULL;
 	rc = need_stream_of(&c, o, s, "event recorded");
 	if (rc == CUDA_SUCCESS)
-		rc = capture_work(&c, s, o->owner, W_MARK);
+		rc = stream_context(&c, s, &sctx);
+	if (rc == CUDA_SUCCESS)
+		rc = capture_work(&c, s, sctx, W_MARK);
 	if (rc)
 		return leave(&c, rc);
 	if (c.captured) {
@@ -265,7 +268,7 @@ CUresult sim_cuModuleLoad(CUmodule *pmod, const char *fname)
 	rc = read_file(fname, &text, &n);
 	if (rc)
 		return leave(&c, rc);
-	rc = module_load_text(&c, cur, text, n, pmod, 0, NULL, NULL);
+	rc = module_load_text(&c, ctx_home(cur), text, n, pmod, 0, NULL, NULL);
 	free(text);
 	return leave(&c, rc);
 }
@@ -282,7 +285,7 @@ CUresult sim_cuModuleLoadData(CUmodule *pmod, const void *image)
 	if (rc)
 		return leave(&c, rc);
 	const char *text = image;
-	return leave(&c, module_load_text(&c, cur, text, strnlen(text, SIM_MAX_IMAGE), pmod, 0, NULL, NULL));
+	return leave(&c, module_load_text(&c, ctx_home(cur), text, strnlen(text, SIM_MAX_IMAGE), pmod, 0, NULL, NULL));
 }
 
 CUresult sim_cuModuleLoadDataEx(CUmodule *pmod, const void *image, unsigned int nopts, CUjit_option *opts, void **vals)
@@ -297,7 +300,7 @@ CUresult sim_cuModuleLoadDataEx(CUmodule *pmod, const void *image, unsigned int 
 	if (rc)
 		return leave(&c, rc);
 	const char *text = image;
-	return leave(&c, module_load_text(&c, cur, text, strnlen(text, SIM_MAX_IMAGE), pmod, nopts, opts, vals));
+	return leave(&c, module_load_text(&c, ctx_home(cur), text, strnlen(text, SIM_MAX_IMAGE), pmod, nopts, opts, vals));
 }
 
 CUresult sim_cuModuleUnload(CUmodule mod)
@@ -364,14 +367,14 @@ static CUresult launch(enum fn fn, CUfunction f, unsigned int gx, unsigned int g
 	rc = need_current(&cur);
 	if (rc)
 		return leave(&c, rc);
-	if (!kernel && fo->owner->owner != cur) {
+	if (!kernel && fo->owner->owner != ctx_home(cur)) {
 		misuse(&c, fo->value, "function's module belongs to another context than the current one");
 		return leave(&c, CUDA_ERROR_INVALID_HANDLE);
 	}
 	rc = stream_context(&c, s, &sctx);
 	if (rc)
 		return leave(&c, rc);
-	if (sctx != cur) {
+	if (ctx_home(sctx) != ctx_home(cur)) {
 		misuse(&c, H(s), "kernel launched on a stream of another context");
 		return leave(&c, CUDA_ERROR_INVALID_HANDLE);
 	}
@@ -562,7 +565,7 @@ CUresult sim_cuGraphInstantiateWithFlags(CUgraphExec *pe, CUgraph g, unsigned lo
 	}
 	if ((rc = capture_unsafe()))
 		return leave(&c, rc);
-	struct obj *e = obj_new(K_EXEC, cur, 0);
+	struct obj *e = obj_new(K_EXEC, ctx_home(cur), 0);
 	*pe = (CUgraphExec)(uintptr_t)e->value;
 	c.handle = e->value;
 	return leave(&c, CUDA_SUCCESS);
@@ -578,11 +581,13 @@ CUresult sim_cuGraphLaunch(CUgraphExec e, CUstream s)
 	struct call c;
 	if (enter_with(&c, F_cuGraphLaunch, H(e), ARGS(.handle2 = H(s))))
 		return leave(&c, c.rc);
-	struct obj *o;
+	struct obj *o, *sctx = NULL;
 	CUresult rc = need_live(&c, K_EXEC, H(e), &o);
 	if (rc == CUDA_SUCCESS)
 		rc = need_stream_of(&c, o, s, "graph exec launched");
 	if (rc == CUDA_SUCCESS)
-		rc = capture_work(&c, s, o->owner, W_NODE);
+		rc = stream_context(&c, s, &sctx);
+	if (rc == CUDA_SUCCESS)
+		rc = capture_work(&c, s, sctx, W_NODE);
 	return leave(&c, rc);
 }

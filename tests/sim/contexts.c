@@ -44,6 +44,11 @@ CUresult sim_cuCtxDestroy(CUcontext ctx)
 		misuse(&c, o->value, "context is a primary context: release it, never destroy it");
 		return leave(&c, CUDA_ERROR_INVALID_CONTEXT);
 	}
+	/* the documentation calls it a primary context with a green context's resources: 201 as for one */
+	if (o->green) {
+		misuse(&c, o->value, "context is a green context's: destroy it with cuGreenCtxDestroy");
+		return leave(&c, CUDA_ERROR_INVALID_CONTEXT);
+	}
 	obj_kill(o, "already destroyed");
 	/* Destroying this thread's current context pops it; anywhere else it stays, stale. */
 	if (stack_top() == H(ctx))

@@ -49,6 +49,8 @@ SIM_VISIBLE void cusim_reset(void)
 	S.nplans = 0;
 	S.recycling = true;
 	S.hide_ctx_id = false;
+	S.hide_green = false;
+	S.leaked_streams = 0;
 	S.stale_levels = false;
 	S.sync_us = 0;
 	S.fail_all = CUDA_SUCCESS;
@@ -134,7 +136,7 @@ static bool kind_of(enum cusim_kind ck, enum kind *k, bool *primary)
 		[CUSIM_MODULE] = { K_MODULE, false }, [CUSIM_MEM] = { K_MEM, false },
 		[CUSIM_HOST_MEM] = { K_HOST, false }, [CUSIM_GRAPH] = { K_GRAPH, false },
 		[CUSIM_GRAPH_EXEC] = { K_EXEC, false }, [CUSIM_LIBRARY] = { K_LIBRARY, false },
-		[CUSIM_POOL] = { K_POOL, false },
+		[CUSIM_POOL] = { K_POOL, false }, [CUSIM_GREEN] = { K_GREEN, false },
 	};
 	if ((unsigned)ck >= CUSIM_ALL || ck == CUSIM_CAPTURE)
 		return false;
@@ -151,7 +153,7 @@ SIM_VISIBLE size_t cusim_live(enum cusim_kind kind)
 	pthread_mutex_lock(&S.lock);
 	if (kind == CUSIM_ALL) {
 		static const enum kind all[] = { K_CTX, K_EVENT, K_STREAM, K_MODULE, K_MEM, K_HOST, K_GRAPH, K_EXEC,
-						 K_LIBRARY, K_POOL };
+						 K_LIBRARY, K_POOL, K_GREEN };
 		for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 			n += S.live[all[i]];
 		n += S.live_primary;
@@ -202,6 +204,21 @@ SIM_VISIBLE void cusim_hide_ctx_id(int hide)
 	pthread_mutex_lock(&S.lock);
 	S.hide_ctx_id = hide != 0;
 	pthread_mutex_unlock(&S.lock);
+}
+
+SIM_VISIBLE void cusim_hide_green(int hide)
+{
+	pthread_mutex_lock(&S.lock);
+	S.hide_green = hide != 0;
+	pthread_mutex_unlock(&S.lock);
+}
+
+SIM_VISIBLE size_t cusim_leaked_streams(void)
+{
+	pthread_mutex_lock(&S.lock);
+	size_t n = S.leaked_streams;
+	pthread_mutex_unlock(&S.lock);
+	return n;
 }
 
 SIM_VISIBLE int cusim_primary_outside_retain(int dev)

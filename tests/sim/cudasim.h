@@ -110,6 +110,19 @@ extern "C" {
  *     cuMemPoolSetAttribute                         back / asked
  *   cuDeviceGetDefaultMemPool,        -             device          -
  *     cuDeviceGetMemPool, cuDeviceSetMemPool
+ *   cuDeviceGetDevResource            type          device          -
+ *   cuDevSmResourceSplitByCount       useFlags      minCount        *nbGroups as the
+ *                                                                   call left it (the
+ *                                                                   groups given back)
+ *   cuDevResourceGenerateDesc         -             nbResources     -
+ *   cuGreenCtxCreate                  flags         device          the descriptor
+ *   cuGreenCtxDestroy,                -             -               its CUcontext
+ *     cuCtxFromGreenCtx
+ *   cuGreenCtxGetId                   -             the id given    -
+ *   cuGreenCtxStreamCreate            flags         priority        the green context
+ *   cuGreenCtxRecordEvent,            -             -               the event
+ *     cuGreenCtxWaitEvent
+ *   cuGreenCtxGetDevResource          type          -               -
  *
  * The main handle of the capture calls is the stream; of cuGraphGetNodes the
  * graph; of cuLibrary* the library (cuLibraryLoad*: the library made); of
@@ -118,6 +131,10 @@ extern "C" {
  * allocation too); of cuMemFreeAsync the pointer; of cuMemPool* and
  * cuDevice*MemPool the pool (named, made or given back). The stream of
  * cuMemAllocAsync, -FromPoolAsync and cuMemFreeAsync is in the stream column.
+ * The main handle of cuDevResourceGenerateDesc is the descriptor made; of
+ * cuGreenCtxCreate the green context made; of cuGreenCtxStreamCreate the
+ * stream made; of the other cuGreenCtx* calls and cuCtxFromGreenCtx the green
+ * context named.
  *
  * cuLaunchKernel packs its sizes: arg = grid x | y << 32 | z << 48, flags =
  * block x | y << 16 | z << 32 (exact for every size the driver accepts).
@@ -329,6 +346,115 @@ struct cusim_call {
  * for leaks sees an allocation no free reached. cusim_pool_usage and
  * cusim_default_pool read the figures without a call.
  *
+ * Green contexts (CUDA 12.4+; measured on the H200, driver 580.159.04 - the
+ * green-context rows of DRIVER-FACTS.md - unless marked "documented" (what
+ * cuda.h says, not measured), "stricter" or "model").
+ *
+ * - Entry points (ABI version 12040, cuGreenCtxStreamCreate 12050,
+ *   cuGreenCtxGetId 12090): cuDeviceGetDevResource,
+ *   cuDevSmResourceSplitByCount, cuDevResourceGenerateDesc, cuGreenCtxCreate,
+ *   cuGreenCtxDestroy, cuCtxFromGreenCtx, cuGreenCtxGetId,
+ *   cuGreenCtxStreamCreate, cuGreenCtxRecordEvent, cuGreenCtxWaitEvent,
+ *   cuGreenCtxGetDevResource. Fault plans, delays and fail_all reach them as
+ *   any; cusim_hide_green hides them all (a driver older than 12.4).
+ *   cuCtxGetDevResource, cuStreamGetGreenCtx and cuStreamGetCtx_v2 stay stubs.
+ * - SM resources (model): every device has 132 SMs, as the H200 does
+ *   (measured), with minSmPartitionSize 8 and smCoscheduledAlignment 8 (the
+ *   documentation's guideline for compute capability 9.0+). Only
+ *   CU_DEV_RESOURCE_TYPE_SM (else 914); a NULL resource 1; a bad device 101.
+ *   The simulator marks each resource it fills in (in the structure's
+ *   internal padding); another one is 1.
+ * - cuDevSmResourceSplitByCount(result, &n, input, remaining, flags, min):
+ *   groups of max(min, 8) SMs rounded up to a multiple of 8 (with
+ *   CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING: 2 and 2; the other flag
+ *   changes nothing), as many as fit, at most n; remaining (may be NULL)
+ *   gets what is left; n is set to the groups made (measured: 16 of 132 ->
+ *   one group of 16, 116 left). result NULL: n is set to the groups that
+ *   would be made. n NULL, result with n 0, min above the input's SMs, an
+ *   unknown flag: 1. A split's output (group or remaining) split again: 915
+ *   (documented; a green context's resource, cuGreenCtxGetDevResource,
+ *   splits).
+ * - cuDevResourceGenerateDesc(&d, res, k): k of 0 or NULLs 1; several
+ *   resources must come from one split of one device (documented), else
+ *   915, as is a total of 0 SMs (model). A descriptor is never freed (there
+ *   is no call to) and not counted.
+ * - cuGreenCtxCreate(&g, d, dev, flags): flags must be exactly
+ *   CU_GREEN_CTX_DEFAULT_STREAM (documented as required), else 1; a bad device
+ *   101; a descriptor of another device 1 (model); a value never given out by
+ *   cuDevResourceGenerateDesc: a misuse and 1. It retains dev's primary
+ *   context (measured: cusim_primary_refs counts it; an inactive primary
+ *   becomes active, with a new id), makes a green context (CUSIM_GREEN) and
+ *   its CUcontext, and sets nothing current (documented). It takes 100-113 ms
+ *   on the H200; here no time at all (model).
+ * - cuGreenCtxDestroy(g): 0; its CUcontext dies with it, and the primary's
+ *   retain is released: when it was the last, the primary context ends as at
+ *   its last cuDevicePrimaryCtxRelease, with everything that belongs to it
+ *   (see below). A destroyed green context named again (destroy, convert,
+ *   ids, streams, events, resources): a misuse and 709 (stricter: not
+ *   measured); NULL 201.
+ * - cuCtxFromGreenCtx gives the same CUcontext each time (measured), a value
+ *   of its own: neither the primary context's nor the CUgreenCtx's (model:
+ *   the two are separate handles, each recycled with its kind). cuCtxGetId
+ *   of it equals cuGreenCtxGetId (measured), from the one process-wide id
+ *   counter of contexts; after cuGreenCtxDestroy cuCtxGetId of it answers
+ *   709, no misuse (measured), and cuCtxGetApiVersion 201, like any
+ *   destroyed context. cuCtxDestroy of it: a misuse and 201 (stricter; the
+ *   documentation calls it a primary context, and a primary's destroy is
+ *   201, measured).
+ * - The CUcontext is made current with cuCtxSetCurrent or cuCtxPushCurrent
+ *   and works as a context (measured): cuCtxGetId(NULL) gives its id,
+ *   cuCtxGetDevice its device, cuCtxSynchronize synchronizes its streams.
+ *   Of what is made while it is current, only STREAMS are its own
+ *   (cuStreamCreate, cuStreamCreateWithPriority, and cuGreenCtxStreamCreate,
+ *   which needs no current context and takes CU_STREAM_NON_BLOCKING only,
+ *   documented; else 1). Events, device memory (cuMemAlloc, -Pitch),
+ *   modules (and a library's module, cuKernelGetFunction), page-locked host
+ *   memory and graph execs belong to the device's primary context underneath
+ *   (measured): they live while the primary does, whoever holds it, and are
+ *   used from either (a kernel of such a module launches on a stream of
+ *   either: model). Stream-ordered memory belongs to its pool, as anywhere.
+ * - After cuGreenCtxDestroy its streams are dead and leaked (documented, and
+ *   measured for query and destroy): every call naming one answers 709 and
+ *   records no misuse, cuStreamDestroy too and as often as asked (stricter
+ *   than nothing: the real driver was not seen to crash on them); their
+ *   values are never handed out again (the real driver leaks them);
+ *   cusim_leaked_streams counts them. Things of the primary live on while
+ *   someone else holds it: cuEventDestroy 0, cuMemFree 0,
+ *   cuModuleGetFunction 0, cuModuleUnload 0, cuMemFreeHost 0,
+ *   cuGraphExecDestroy 0 (measured). When the green context held the last
+ *   retain they die with the primary, as a primary context's children do:
+ *   cuModuleGetFunction and cuModuleUnload 400 and cuMemFreeHost 1
+ *   (measured, and a misuse each, as for any dead handle), cuEventDestroy
+ *   709; cuGraphExecDestroy measured 0 without a crash in this case (but a
+ *   SIGSEGV after an ordinary context's destroy), here a misuse and 400 as
+ *   for every graph exec of a dead context (stricter).
+ * - A green context current on a thread when destroyed stays current there,
+ *   stale (measured): creates in it answer 709 (cuEventCreate measured),
+ *   cuCtxGetId(NULL) 709, cuCtxPopCurrent 0. Binding it again
+ *   (cuCtxSetCurrent, -PushCurrent): a misuse and 201, as for any destroyed
+ *   context.
+ * - cuDevicePrimaryCtxReset while a green context lives (model, not
+ *   measured): the primary's children die as on any reset; the green context
+ *   and its streams live on, its retain kept, but while the primary is
+ *   inactive anything made in its CUcontext (cuEventCreate, cuStreamCreate,
+ *   cuMemAlloc, ...) and cuGreenCtxStreamCreate answer 709; a retain
+ *   makes the primary active again and them work.
+ * - cuGreenCtxRecordEvent(g, ev): ev must belong to g's primary context
+ *   (documented 400 else); records ev now. cuGreenCtxWaitEvent(g, ev): ev of
+ *   any context; nothing to wait for. Both answer 900 and invalidate the
+ *   captures with a stream of g, and WaitEvent also the capture ev was
+ *   recorded in if it goes on (documented). NULL g 201, NULL ev 400.
+ * - cuGreenCtxGetDevResource(g, &r, SM): g's SMs (the descriptor's total),
+ *   minSmPartitionSize and alignment 8.
+ * - Address recycling: the CUgreenCtx and the CUcontext each take the most
+ *   recently freed value of their kind (the CUcontext: of any context, and a
+ *   new ordinary context may take a destroyed green context's CUcontext).
+ * Counts: cusim_live(CUSIM_GREEN) is the green contexts made and not
+ * destroyed (in CUSIM_ALL); their CUcontexts are not counted as CUSIM_CONTEXT,
+ * though cusim_is_live(CUSIM_CONTEXT, its CUcontext) is 1 while it lives;
+ * the primary context a green context holds is counted as CUSIM_PRIMARY;
+ * cusim_leaked_streams counts the streams that died with one.
+ *
  * PTX images, JIT logs, module globals and libraries.
  *
  * - A text image is PTX when it has a ".entry NAME" or a ".global"
@@ -378,7 +504,8 @@ struct cusim_call {
  */
 
 /* Destroys every object, clears logs, counters, fault plans, misuses,
- * delays, fail_all, outside primary retains and the cuCtxGetId hiding,
+ * delays, fail_all, outside primary retains, the cuCtxGetId and green-context
+ * hiding and the leaked-stream count,
  * turns recycling back on and empties every thread's context stack.
  * cuInit's state, the device count and the context id counter survive. */
 void cusim_reset(void);
@@ -410,12 +537,15 @@ const char *cusim_misuse_text(size_t i);
  * CUSIM_LIBRARY loaded libraries, CUSIM_CAPTURE stream captures begun and not
  * ended (see "Stream capture"; cusim_is_live with a stream), CUSIM_POOL
  * memory pools made by cuMemPoolCreate and not destroyed (a device's default
- * pool is not counted), CUSIM_ALL every kind together but CUSIM_CAPTURE (a
- * capture's graph counts as CUSIM_GRAPH). */
+ * pool is not counted), CUSIM_GREEN green contexts made by cuGreenCtxCreate
+ * and not destroyed (cusim_is_live takes the CUgreenCtx; its CUcontext is not
+ * counted as CUSIM_CONTEXT, the primary context it retains is counted as
+ * CUSIM_PRIMARY), CUSIM_ALL every kind together but CUSIM_CAPTURE (a
+ * capture's graph counts as CUSIM_GRAPH). New kinds go before CUSIM_ALL. */
 enum cusim_kind {
 	CUSIM_CONTEXT, CUSIM_PRIMARY, CUSIM_EVENT, CUSIM_STREAM, CUSIM_MODULE,
 	CUSIM_MEM, CUSIM_HOST_MEM, CUSIM_GRAPH, CUSIM_GRAPH_EXEC, CUSIM_LIBRARY, CUSIM_CAPTURE,
-	CUSIM_POOL, CUSIM_ALL
+	CUSIM_POOL, CUSIM_GREEN, CUSIM_ALL
 };
 
 /* Live objects of a kind. */
@@ -431,6 +561,18 @@ void cusim_fail_call(const char *fn, unsigned long nth, CUresult rc);
 /* Non-zero: cuGetProcAddress(_v2) answers for "cuCtxGetId" as for a symbol
  * the driver lacks (a pre-12.0 driver); zero shows it again. */
 void cusim_hide_ctx_id(int hide);
+
+/* Non-zero: cuGetProcAddress(_v2) answers for every green-context entry point
+ * (cuGreenCtx*, cuCtxFromGreenCtx, cuDeviceGetDevResource, cuCtxGetDevResource,
+ * cuDevSmResourceSplitByCount, cuDevSmResourceSplit, cuDevResourceGenerateDesc,
+ * cuStreamGetGreenCtx) as for a symbol the driver lacks (a driver older than
+ * CUDA 12.4); zero shows them again. Off after cusim_reset. */
+void cusim_hide_green(int hide);
+
+/* Streams that died with their green context (cuGreenCtxDestroy while they
+ * were alive; the real driver leaks them) since the last reset: a test sees a
+ * program that did not destroy its streams first, which no misuse records. */
+size_t cusim_leaked_streams(void);
 
 /* A retain of dev's primary context by an outside holder (as the CUDA
  * runtime is): same count as cuDevicePrimaryCtxRetain, but neither logged
@@ -522,7 +664,9 @@ size_t cusim_orphaned_work(void);
 	X(async_allocs_live)            \
 	X(default_pool)                 \
 	X(pool_usage)                   \
-	X(orphaned_work)
+	X(orphaned_work)                \
+	X(hide_green)                   \
+	X(leaked_streams)
 
 #define CUSIM_CONTROL_TYPE(name) typedef __typeof__(&cusim_##name) cusim_##name##_fn;
 CUSIM_CONTROLS(CUSIM_CONTROL_TYPE)

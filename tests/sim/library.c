@@ -639,7 +639,7 @@ static CUresult library_here(struct call *c, uint64_t lib, struct obj **mod)
 		rc = need_current(&cur);
 	if (rc)
 		return rc;
-	*mod = library_module(o, cur);
+	*mod = library_module(o, ctx_home(cur));
 	return *mod ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 

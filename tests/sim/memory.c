@@ -17,7 +17,7 @@ CUresult sim_cuMemAlloc(CUdeviceptr *dptr, size_t size)
 		rc = capture_unsafe();
 	if (rc)
 		return leave(&c, rc);
-	struct obj *o = obj_new(K_MEM, cur, size);
+	struct obj *o = obj_new(K_MEM, ctx_home(cur), size);
 	if (!o)
 		return leave(&c, CUDA_ERROR_OUT_OF_MEMORY);
 	*dptr = o->value;
@@ -46,7 +46,7 @@ CUresult sim_cuMemAllocPitch(CUdeviceptr *dptr, size_t *pitch, size_t width, siz
 		rc = capture_unsafe();
 	if (rc)
 		return leave(&c, rc);
-	struct obj *o = obj_new(K_MEM, cur, p * height);
+	struct obj *o = obj_new(K_MEM, ctx_home(cur), p * height);
 	if (!o)
 		return leave(&c, CUDA_ERROR_OUT_OF_MEMORY);
 	*dptr = o->value;
@@ -93,7 +93,7 @@ CUresult sim_cuMemFree(CUdeviceptr dptr)
 static CUresult device_range(const struct call *c, CUdeviceptr p, size_t n, unsigned char **where)
 {
 	struct obj *o = mem_containing(p, n), *cur;
-	if (o && o->global && (need_current(&cur) != CUDA_SUCCESS || cur != o->owner->owner))
+	if (o && o->global && (need_current(&cur) != CUDA_SUCCESS || ctx_home(cur) != o->owner->owner))
 		return CUDA_ERROR_INVALID_VALUE;
 	if (o) {
 		*where = o->buf + (p - o->value);
@@ -496,7 +496,7 @@ static CUresult host_alloc(enum fn fn, void **pp, size_t size, unsigned int flag
 		rc = capture_unsafe();
 	if (rc)
 		return leave(&c, rc);
-	struct obj *o = obj_new(K_HOST, cur, size);
+	struct obj *o = obj_new(K_HOST, ctx_home(cur), size);
 	if (!o)
 		return leave(&c, CUDA_ERROR_OUT_OF_MEMORY);
 	o->flags = flags;

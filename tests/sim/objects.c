@@ -13,6 +13,7 @@
 const char *const kind_names[K_COUNT] = {
 	"none", "context", "event", "stream", "module", "function", "mem",
 	"host_mem", "graph", "graph node", "graph_exec", "library", "kernel", "pool",
+	"green context", "resource descriptor",
 };
 
 /* Error for a handle that was once live (the real driver's answer where it has one). */
@@ -30,6 +31,8 @@ const CUresult dead_rc[K_COUNT] = {
 	[K_LIBRARY] = CUDA_ERROR_INVALID_HANDLE,
 	[K_KERNEL] = CUDA_ERROR_INVALID_HANDLE,
 	[K_POOL] = CUDA_ERROR_INVALID_HANDLE,
+	[K_GREEN] = CUDA_ERROR_CONTEXT_IS_DESTROYED,
+	[K_DESC] = CUDA_ERROR_INVALID_VALUE,
 };
 
 /* Error for a value the simulator never gave out. */
@@ -47,16 +50,20 @@ const CUresult garbage_rc[K_COUNT] = {
 	[K_LIBRARY] = CUDA_ERROR_INVALID_HANDLE,
 	[K_KERNEL] = CUDA_ERROR_INVALID_HANDLE,
 	[K_POOL] = CUDA_ERROR_INVALID_HANDLE,
+	[K_GREEN] = CUDA_ERROR_INVALID_CONTEXT,
+	[K_DESC] = CUDA_ERROR_INVALID_VALUE,
 };
 
 /* Kinds whose freed values new objects take back; graphs are not context-bound, so their reuse proves nothing.
  * Libraries and their kernels belong to no context either, but a stale one names another's (a stale unload
  * unloads a new library, a stale kernel launches a new one's), which only reuse shows. Pools too: a stale
- * pool handle names the next pool made. */
+ * pool handle names the next pool made. Green contexts too (their CUcontext is a K_CTX, recycled with
+ * the others); resource descriptors are never freed. A stream leaked by its green context's destroy is
+ * never reused either (the real driver leaks it: see obj_kill). */
 static const bool recyclable[K_COUNT] = {
 	[K_CTX] = true, [K_EVENT] = true, [K_STREAM] = true, [K_MODULE] = true,
 	[K_MEM] = true, [K_HOST] = true, [K_EXEC] = true, [K_LIBRARY] = true, [K_KERNEL] = true,
-	[K_POOL] = true,
+	[K_POOL] = true, [K_GREEN] = true,
 };
 
 
@@ -309,6 +316,9 @@ struct obj *obj_new(enum kind k, struct obj *owner, size_t want)
 	o->cap_id = 0;
 	o->cap_stream = NULL;
 	memset(&o->so, 0, sizeof o->so);
+	o->green = NULL;
+	o->leaked = false;
+	o->sms = 0;
 	o->kid_first = o->kid_last = NULL;
 	kid_attach(owner, o);
 	count_live(o, +1);
@@ -320,6 +330,8 @@ static const char *orphan_reason(const struct obj *owner)
 {
 	switch (owner->kind) {
 	case K_CTX:
+		if (owner->green)
+			return "its green context was destroyed (the real driver leaks it)";
 		return owner->primary ? "its primary context was released or reset"
 				      : "its context was destroyed";
 	case K_MODULE:
@@ -355,7 +367,7 @@ void obj_kill(struct obj *o, const char *why)
 	free(o->name);
 	o->name = NULL;
 	/* Host blocks stay allocated (recycled, or quarantined) so malloc cannot hand their address out again. */
-	if (recyclable[o->kind] && S.recycling && !o->primary)
+	if (recyclable[o->kind] && S.recycling && !o->primary && !o->leaked)
 		vs_push(&S.freed[o->kind], o->value);
 }
 

@@ -162,6 +162,17 @@ static const struct proc procs[] = {
 	SIM_PROC(cuDeviceGetDefaultMemPool, 11020, sim_cuDeviceGetDefaultMemPool)
 	SIM_PROC(cuDeviceGetMemPool, 11020, sim_cuDeviceGetMemPool)
 	SIM_PROC(cuDeviceSetMemPool, 11020, sim_cuDeviceSetMemPool)
+	SIM_PROC(cuDeviceGetDevResource, 12040, sim_cuDeviceGetDevResource)
+	SIM_PROC(cuDevSmResourceSplitByCount, 12040, sim_cuDevSmResourceSplitByCount)
+	SIM_PROC(cuDevResourceGenerateDesc, 12040, sim_cuDevResourceGenerateDesc)
+	SIM_PROC(cuGreenCtxCreate, 12040, sim_cuGreenCtxCreate)
+	SIM_PROC(cuGreenCtxDestroy, 12040, sim_cuGreenCtxDestroy)
+	SIM_PROC(cuCtxFromGreenCtx, 12040, sim_cuCtxFromGreenCtx)
+	SIM_PROC(cuGreenCtxGetId, 12090, sim_cuGreenCtxGetId)
+	SIM_PROC(cuGreenCtxStreamCreate, 12050, sim_cuGreenCtxStreamCreate)
+	SIM_PROC(cuGreenCtxRecordEvent, 12040, sim_cuGreenCtxRecordEvent)
+	SIM_PROC(cuGreenCtxWaitEvent, 12040, sim_cuGreenCtxWaitEvent)
+	SIM_PROC(cuGreenCtxGetDevResource, 12040, sim_cuGreenCtxGetDevResource)
 	SIM_MARKERS(SIM_MARKER_PROC)
 };
 
@@ -185,8 +196,9 @@ static CUresult proc_lookup(const char *symbol, void **pfn, int version, cuuint6
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
 	const struct proc *best = NULL;
 	bool named = false;
-	/* A hidden cuCtxGetId matches no entry: the answer of a driver older than CUDA 12.0. */
-	bool hidden = S.hide_ctx_id && strcmp(symbol, "cuCtxGetId") == 0;
+	/* A hidden cuCtxGetId matches no entry: the answer of a driver older than CUDA 12.0;
+	 * hidden green-context entry points, of one older than CUDA 12.4 (green.c). */
+	bool hidden = (S.hide_ctx_id && strcmp(symbol, "cuCtxGetId") == 0) || green_hidden(symbol);
 	for (size_t i = 0; !hidden && i < sizeof procs / sizeof procs[0]; i++) {
 		if (strcmp(procs[i].name, symbol) != 0)
 			continue;

@@ -30,7 +30,8 @@
  * contexts.c, children.c, memory.c (the entry points by area), procs.c
  * (cuGetProcAddress), controls.c (the cusim_* control API), capture.c
  * (stream capture), library.c (PTX images, module globals, the JIT logs
- * and cuLibrary) and pools.c (stream-ordered memory and memory pools).
+ * and cuLibrary), pools.c (stream-ordered memory and memory pools) and
+ * green.c (SM resources and green contexts).
  */
 #ifndef CUCTX_TESTS_SIM_H
 #define CUCTX_TESTS_SIM_H
@@ -108,7 +109,10 @@
 	X(cuKernelGetFunction) X(cuKernelGetName) X(cuKernelGetLibrary) \
 	X(cuMemAllocAsync) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync) X(cuMemPoolCreate) \
 	X(cuMemPoolDestroy) X(cuMemPoolTrimTo) X(cuMemPoolGetAttribute) X(cuMemPoolSetAttribute) \
-	X(cuDeviceGetDefaultMemPool) X(cuDeviceGetMemPool) X(cuDeviceSetMemPool)
+	X(cuDeviceGetDefaultMemPool) X(cuDeviceGetMemPool) X(cuDeviceSetMemPool) \
+	X(cuDeviceGetDevResource) X(cuDevSmResourceSplitByCount) X(cuDevResourceGenerateDesc) \
+	X(cuGreenCtxCreate) X(cuGreenCtxDestroy) X(cuCtxFromGreenCtx) X(cuGreenCtxGetId) \
+	X(cuGreenCtxStreamCreate) X(cuGreenCtxRecordEvent) X(cuGreenCtxWaitEvent) X(cuGreenCtxGetDevResource)
 
 /* Only # and ## touch the names, so cuda.h's renames (cuCtxCreate -> _v4) never expand here. */
 #define SIM_ENUM(n) F_##n,
@@ -122,7 +126,7 @@ extern const char *const fn_names[F_COUNT];
 
 enum kind {
 	K_NONE, K_CTX, K_EVENT, K_STREAM, K_MODULE, K_FUNC, K_MEM, K_HOST,
-	K_GRAPH, K_NODE, K_EXEC, K_LIBRARY, K_KERNEL, K_POOL, K_COUNT
+	K_GRAPH, K_NODE, K_EXEC, K_LIBRARY, K_KERNEL, K_POOL, K_GREEN, K_DESC, K_COUNT
 };
 
 struct capture;
@@ -203,6 +207,10 @@ struct obj {
 	unsigned long cap_seq;       /* ... that stream's cap_work then */
 	CUgraphNode cap_node;        /* ... that stream's last node then */
 	struct so_state so;          /* stream-ordered memory (pools.c) */
+	/* green contexts (green.c) */
+	struct obj *green;           /* a green context's CUcontext: its CUgreenCtx; a CUgreenCtx: its CUcontext */
+	bool leaked;                 /* a stream that died with its green context: every call naming it is 709, no misuse */
+	unsigned sms;                /* a green context (both records) or a resource descriptor: its SMs */
 };
 
 /* A stream capture: from cuStreamBeginCapture to its end (cuStreamEndCapture,
@@ -273,6 +281,10 @@ struct sim_state {
 	struct orphan *orphans;
 	size_t async_live;              /* live stream-ordered allocations */
 	unsigned long long last_stream_gen; /* never restarted, like last_ctx_id */
+	/* green contexts (green.c) */
+	bool hide_green;                /* cusim_hide_green */
+	unsigned long long last_split;  /* cuDevSmResourceSplitByCount calls that split, never restarted */
+	size_t leaked_streams;          /* streams that died with their green context since the reset */
 };
 
 extern struct sim_state S;
@@ -335,6 +347,9 @@ bool enter_with(struct call *c, enum fn fn, uint64_t handle, struct args a);
 CUresult leave(struct call *c, CUresult rc);
 CUresult need_live(const struct call *c, enum kind k, uint64_t v, struct obj **out);
 CUresult need_current(struct obj **out);
+/* The context that owns what is made while ctx is current: the device's
+ * primary context for a green context's CUcontext (green.c), else ctx. */
+struct obj *ctx_home(struct obj *ctx);
 bool is_default_stream(CUstream s);
 CUresult stream_context(const struct call *c, CUstream s, struct obj **ctx);
 CUresult need_stream_of(const struct call *c, const struct obj *o, CUstream s, const char *what);
@@ -358,6 +373,10 @@ void *stub_for(const char *base);
 /* ---- contexts.c ---- */
 struct obj *primary_retain(CUdevice dev);
 bool primary_release(CUdevice dev);
+
+/* ---- green.c: green contexts ---- */
+/* cuGetProcAddress: whether symbol is a green-context entry point that cusim_hide_green hides now. */
+bool green_hidden(const char *symbol);
 
 /* ---- capture.c: stream capture ---- */
 uint64_t thread_id(void);
@@ -394,6 +413,9 @@ void capture_clear_event(struct obj *ev);
 CUresult capture_wait(struct call *c, CUstream s, struct obj *ctx, struct obj *ev, unsigned int flags);
 /* A stream dies (destroyed, or with its context): it leaves its capture, which ends if it began there. */
 void capture_stream_dies(struct obj *s);
+/* cuGreenCtxRecordEvent / -WaitEvent: 900 with every capture that has a stream of ctx invalidated,
+ * and ev's capture too when it is active (ev may be NULL); else CUDA_SUCCESS. */
+CUresult capture_green(struct obj *ctx, struct obj *ev);
 /* cusim_reset: every capture forgotten (their objects are freed by the reset). */
 void capture_reset(void);
 
@@ -539,6 +561,17 @@ CUresult sim_cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, 
 CUresult sim_cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev) SIM_ABI("cuDeviceGetDefaultMemPool");
 CUresult sim_cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev) SIM_ABI("cuDeviceGetMemPool");
 CUresult sim_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) SIM_ABI("cuDeviceSetMemPool");
+CUresult sim_cuDeviceGetDevResource(CUdevice dev, CUdevResource *res, CUdevResourceType type) SIM_ABI("cuDeviceGetDevResource");
+CUresult sim_cuDevSmResourceSplitByCount(CUdevResource *result, unsigned int *nb, const CUdevResource *input, CUdevResource *remaining, unsigned int flags, unsigned int min_count) SIM_ABI("cuDevSmResourceSplitByCount");
+CUresult sim_cuDevResourceGenerateDesc(CUdevResourceDesc *pdesc, CUdevResource *res, unsigned int n) SIM_ABI("cuDevResourceGenerateDesc");
+CUresult sim_cuGreenCtxCreate(CUgreenCtx *pg, CUdevResourceDesc desc, CUdevice dev, unsigned int flags) SIM_ABI("cuGreenCtxCreate");
+CUresult sim_cuGreenCtxDestroy(CUgreenCtx g) SIM_ABI("cuGreenCtxDestroy");
+CUresult sim_cuCtxFromGreenCtx(CUcontext *pctx, CUgreenCtx g) SIM_ABI("cuCtxFromGreenCtx");
+CUresult sim_cuGreenCtxGetId(CUgreenCtx g, unsigned long long *id) SIM_ABI("cuGreenCtxGetId");
+CUresult sim_cuGreenCtxStreamCreate(CUstream *ps, CUgreenCtx g, unsigned int flags, int priority) SIM_ABI("cuGreenCtxStreamCreate");
+CUresult sim_cuGreenCtxRecordEvent(CUgreenCtx g, CUevent ev) SIM_ABI("cuGreenCtxRecordEvent");
+CUresult sim_cuGreenCtxWaitEvent(CUgreenCtx g, CUevent ev) SIM_ABI("cuGreenCtxWaitEvent");
+CUresult sim_cuGreenCtxGetDevResource(CUgreenCtx g, CUdevResource *res, CUdevResourceType type) SIM_ABI("cuGreenCtxGetDevResource");
 
 /* The per-thread default stream forms (_ptsz: a NULL stream is CU_STREAM_PER_THREAD; _ptds:
  * the synchronous calls, which behave the same here), as a program built with
