@@ -348,6 +348,9 @@ CUCTX_API CUresult cuctx_event_elapsed_ms(cuctx_event start, cuctx_event end, fl
 CUCTX_API CUevent cuctx_event_raw(cuctx_event ev);
 
 CUCTX_API CUresult cuctx_stream_create(cuctx_stream *out, cuctx_ctx ctx, unsigned flags, int priority);
+/* cuStreamDestroy; a non-blocking (or adopted) stream on which
+ * stream-ordered memory was allocated first waits for its work, so that
+ * memory freed after it is safe (cuctx_mem_alloc_async). */
 CUCTX_API CUresult cuctx_stream_destroy(cuctx_stream *s);
 CUCTX_API CUresult cuctx_stream_synchronize(cuctx_stream s);
 /* The event may belong to another context or device, as in the driver. */
@@ -472,9 +475,15 @@ CUCTX_API CUlibrary cuctx_library_raw(cuctx_library lib);
  *     adopted stream's, whose flags cuctx does not know) does not run in
  *     that order, and a free beside it hands the memory on while a kernel
  *     queued there may still write it (measured: the next allocation got
- *     the address and the kernel's write), so for those the free first
- *     waits for the context (cuCtxSynchronize): this, the one free that
- *     waits, happens only when the stream was destroyed before the memory;
+ *     the address and the kernel's write). So cuctx_stream_destroy of such
+ *     a stream that carried stream-ordered memory first waits for its
+ *     work (cuStreamSynchronize): the one wait this adds, and only where a
+ *     stream is destroyed with its memory's frees possibly still to come.
+ *     (A stream handle that only tracks its stream, adopted with owned 0,
+ *     ends without it: order the raw stream's work before such frees.)
+ *     The legacy stream takes part in captures of blocking streams: a free
+ *     there while another thread captures a blocking stream of the same
+ *     context is refused (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
  *   - once its context has ended, with cuMemFree and no context (its work
  *     ended with it). The driver returns the memory then, but its pool's
  *     CU_MEMPOOL_ATTR_USED_MEM_CURRENT goes on counting it (measured).

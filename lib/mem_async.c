@@ -15,22 +15,29 @@
  *     the next allocation), and so does cuMemFreeAsync on another stream
  *     or the per-thread stream. What is safe: cuMemFreeAsync on the
  *     context's legacy stream when s was a blocking stream (the legacy
- *     stream waits for those, destroyed or not), and after a
- *     cuCtxSynchronize of the context otherwise;
- *   - once the context has ended no work of it runs: cuMemFree with no
- *     context current returns the memory (0), though the pool's
- *     used-memory attribute keeps counting it.
+ *     stream waits for those, destroyed or not), and anything once s's
+ *     work is done;
+ *   - cuCtxDestroy waits for the work queued in the context (a 200 ms
+ *     kernel: the destroy took 275 ms); then cuMemFree with no context
+ *     current returns the memory (0), though the pool's used-memory
+ *     attribute keeps counting it.
  *
  * So each allocation records, in its slot's aux record, the stream it was
- * made on (a handle, or a default stream by name), the entry of that
- * stream's context, and whether that stream may run apart from the legacy
- * stream (non-blocking, or adopted with flags unknown). Its destroy frees:
+ * made on (a handle, or a default stream by name) and the entry of that
+ * stream's context, and marks the stream as one that carried
+ * stream-ordered memory: the destroy of such a stream, non-blocking or of
+ * flags unknown, first waits for its work (stream.c), so that once a
+ * stream is gone the legacy stream is a safe order for its memory. (A
+ * synchronize of the context at the free instead would be refused, and
+ * would end the capture, while any stream of the context captures.) The
+ * memory's destroy frees:
  *   1. on its stream, pinned so that no destroy of it can come between,
  *      while that stream lives (no context switch: the call takes the
  *      stream alone, measured);
- *   2. else, while its context lives, on that context's legacy stream,
- *      after a cuCtxSynchronize if the stream may have run apart (the
- *      only case that waits: its stream was destroyed first);
+ *   2. else, while its context lives, on that context's legacy stream
+ *      (after a cuCtxSynchronize where the stream was destroyed while it
+ *      captured, which cannot be waited for: rare, and refused beside
+ *      another capture in the context);
  *   3. else with cuMemFree and no context: the context and its work are
  *      gone (the hold waits out a destroy under way).
  * A free is never skipped, except in a forked child (the parent's memory)
@@ -46,9 +53,6 @@
 #include "init.h"
 #include "registry.h"
 #include "tether.h"
-
-/* aux flags */
-#define APART 1u    /* the stream may run apart from the legacy stream */
 
 /* The stream of a cuctx_mem_free_async call, which the destroy below uses
  * in place of the allocation's own (one thread's call, so per thread). */
@@ -68,14 +72,15 @@ static CUresult need_async(const char *fn)
                        "%s: the driver has no stream-ordered memory (CUDA 11.2 or newer needed)", fn);
 }
 
-/* Case 2 above: on the legacy stream of the held context o. */
-static CUresult free_in_context(CUdeviceptr p, struct cuctx_held *o, int apart, const char *fn)
+/* Case 2 above: on the legacy stream of the held context o, after a
+ * synchronize of it where the stream's destroy could not wait (unwaited). */
+static CUresult free_in_context(CUdeviceptr p, struct cuctx_held *o, int unwaited, const char *fn)
 {
     struct cuctx_switch sw;
     CUresult rc;
     CUCTX__UNWOUND_LETS_GO(&sw)
         if ((rc = cuctx__switch_to(o->raw, fn, &sw)) == CUDA_SUCCESS) {
-            if (apart) {
+            if (unwaited) {
                 /* a capture's begin or end beside it crashes the driver (context.h) */
                 struct cuctx_sync_guard g CUCTX__SYNC_GUARD = cuctx__sync_shared(o->id);
                 (void)g;
@@ -118,9 +123,7 @@ static CUresult destroy_slot(struct cuctx_slot *s, const char *fn)
     }
     rc = cuctx__entry_hold_quiet(a->id[1], &o);
     if (rc == CUDA_SUCCESS) {   /* 2 */
-        /* a handle's stream that is gone may have run apart; a default one never */
-        int apart = !cuctx__stream_default(stream, &named) && (a->flags & APART);
-        rc = free_in_context(p, &o, apart, fn);
+        rc = free_in_context(p, &o, !cuctx__stream_default(stream, &named) && cuctx__stream_unwaited(stream), fn);
         cuctx__entry_release(&o);
         return rc;
     }
@@ -180,9 +183,8 @@ static CUresult alloc(cuctx_mem *out, uint64_t pool_id, cuctx_stream s, size_t b
     if ((rc = cuctx__stream_take(s, 1, fn, &sa)) == CUDA_SUCCESS) {
         struct cuctx_aux aux = {{s.id, 0}, 0};
         if (sa.use.obj) {
-            uint64_t flags = sa.use.obj->u.child.size;
             aux.id[1] = sa.use.entry.id;
-            aux.flags = !(flags & CUCTX__STREAM_FLAGS_KNOWN) || (flags & CU_STREAM_NON_BLOCKING) ? APART : 0;
+            cuctx__stream_carries(sa.use.obj);
         } else {
             aux.id[1] = sa.current.id;
         }

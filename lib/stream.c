@@ -12,8 +12,77 @@
 #include "registry.h"
 #include "tether.h"
 
+#include <pthread.h>
+#include <stdlib.h>
+
 static CUresult destroy(uint64_t raw) { return DRV(cuStreamDestroy)((CUstream)(uintptr_t)raw); }
-const struct cuctx_child_kind cuctx__stream_kind = {0, destroy, NULL};
+
+/* A stream that carried stream-ordered memory and may run apart from the
+ * legacy stream (non-blocking, or adopted with flags unknown) waits for its
+ * work before its destroy: its memory freed after it is freed on the
+ * legacy stream (mem_async.c), which would not wait for that work, and the
+ * real driver hands such memory on while a kernel queued there still
+ * writes it (measured). A capturing stream has no work to wait for: the
+ * synchronize ends its capture (900), and the destroy goes on. */
+static pthread_mutex_t unwaited_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t *unwaited;  /* ids of streams destroyed with work not waited for */
+static size_t n_unwaited, cap_unwaited;
+
+int cuctx__stream_unwaited(uint64_t id)
+{
+    int found = 0;
+    pthread_mutex_lock(&unwaited_lock);
+    for (size_t i = 0; i < n_unwaited && !found; i++)
+        found = unwaited[i] == id;
+    pthread_mutex_unlock(&unwaited_lock);
+    return found;
+}
+
+/* Remembers id; 0 when it cannot. */
+static int unwaited_add(uint64_t id)
+{
+    int ok = 1;
+    pthread_mutex_lock(&unwaited_lock);
+    if (n_unwaited == cap_unwaited) {
+        size_t cap = cap_unwaited ? 2 * cap_unwaited : 16;
+        uint64_t *more = realloc(unwaited, cap * sizeof *more);
+        if (more) {
+            unwaited = more;
+            cap_unwaited = cap;
+        }
+    }
+    if (n_unwaited < cap_unwaited)
+        unwaited[n_unwaited++] = id;
+    else
+        ok = 0;
+    pthread_mutex_unlock(&unwaited_lock);
+    return ok;
+}
+
+static CUresult destroy_slot(struct cuctx_slot *s, const char *fn)
+{
+    (void)fn;
+    CUstream raw = (CUstream)(uintptr_t)s->u.child.raw;
+    uint64_t flags = __atomic_load_n(&s->u.child.size, __ATOMIC_RELAXED);
+    int capturing = 0;
+    if ((flags & CUCTX__STREAM_CARRIED)
+        && (!(flags & CUCTX__STREAM_FLAGS_KNOWN) || (flags & CU_STREAM_NON_BLOCKING))) {
+        CUresult rc = DRV(cuStreamSynchronize)(raw);
+        capturing = rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+        if (rc != CUDA_SUCCESS && !capturing)
+            return rc;
+        /* A capturing stream cannot be waited for, and work queued before
+         * its capture may still run: its memory's frees wait for the
+         * context instead (mem_async.c), or, where it cannot be
+         * remembered, the destroy is refused. */
+        if (capturing
+            && !unwaited_add(cuctx__id_make(KIND_STREAM, s->index,
+                                            cuctx__word_gen(atomic_load_explicit(&s->word, memory_order_relaxed)))))
+            return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return DRV(cuStreamDestroy)(raw);
+}
+const struct cuctx_child_kind cuctx__stream_kind = {0, destroy, destroy_slot};
 
 struct stream_args { unsigned flags; int priority; };
 

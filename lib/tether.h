@@ -21,9 +21,10 @@
 struct cuctx_child_kind {
     int destroy_needs_current;      /* the owner must be current for destroy */
     CUresult (*destroy)(uint64_t raw);
-    /* An untethered kind whose destroy needs more than the driver value
-     * (the slot's aux record): called in place of destroy, with the slot
-     * closed and drained. */
+    /* A kind whose destroy needs more than the driver value (its slot's
+     * fields or aux record): called in place of destroy, with the slot
+     * closed and drained, and for a tethered kind its owner held (and
+     * current where destroy_needs_current). */
     CUresult (*destroy_slot)(struct cuctx_slot *s, const char *fn);
 };
 #define CUCTX__KIND_DECL(K, name, field, display, tethered) extern const struct cuctx_child_kind cuctx__##name##_kind;
@@ -165,7 +166,7 @@ cuctx__child_destroy_held(struct cuctx_slot *s, struct cuctx_held *o, struct cuc
         rc = cuctx__switch_to(o->raw, fn, u->sw);
     if (__builtin_expect(rc == CUDA_SUCCESS, 1)) {
         u->called = 1;
-        rc = k->destroy(s->u.child.raw);
+        rc = k->destroy_slot ? k->destroy_slot(s, fn) : k->destroy(s->u.child.raw);
         if (k->destroy_needs_current)
             cuctx__switch_back(u->sw, fn);
     }
@@ -342,8 +343,20 @@ struct cuctx_stream_arg {
 };
 CUresult cuctx__stream_take(cuctx_stream s, int null_ok, const char *fn, struct cuctx_stream_arg *a);
 void cuctx__stream_done(struct cuctx_stream_arg *a);
+/* Whether the stream of id was destroyed, with stream-ordered memory made
+ * on it, while it captured, so that its work was not waited for
+ * (stream.c). */
+int cuctx__stream_unwaited(uint64_t id);
 /* A stream slot's size holds its flags as cuctx made it: known, and
- * whether CU_STREAM_NON_BLOCKING (an adopted stream's are not known). */
+ * whether CU_STREAM_NON_BLOCKING (an adopted stream's are not known); and
+ * whether stream-ordered memory was allocated on it (mem_async.c), set
+ * once, by the allocations, which pin the stream. */
 #define CUCTX__STREAM_FLAGS_KNOWN (UINT64_C(1) << 32)
+#define CUCTX__STREAM_CARRIED (UINT64_C(1) << 33)
+static inline void cuctx__stream_carries(struct cuctx_slot *s)
+{
+    if (!(__atomic_load_n(&s->u.child.size, __ATOMIC_RELAXED) & CUCTX__STREAM_CARRIED))
+        __atomic_fetch_or(&s->u.child.size, CUCTX__STREAM_CARRIED, __ATOMIC_RELAXED);
+}
 
 #endif

@@ -213,6 +213,7 @@ static void stream_gone(unsigned flags, int work)
     uint64_t p = cuctx_mem_ptr(m);
     if (work)
         queue_work(m, s);
+    size_t at_destroy = log_mark();
     CHECK_OK(cuctx_stream_destroy(&s));
     size_t mark = log_mark();
     unsigned long syncs = calls("cuCtxSynchronize");
@@ -226,18 +227,20 @@ static void stream_gone(unsigned flags, int work)
         cr_assert_eq(f.handle, p);
         cr_assert_eq(f.stream, (uint64_t)(uintptr_t)CU_STREAM_LEGACY, "not freed on the legacy stream");
         cr_assert_eq(f.ctx, (uint64_t)(uintptr_t)craw, "not in the stream's context");
-        cr_assert_eq(calls("cuCtxSynchronize") - syncs, flags & CU_STREAM_NON_BLOCKING ? 1u : 0u,
-                     "a non-blocking stream's work must be waited for, a blocking one's need not");
+        cr_assert_eq(calls_on("cuStreamSynchronize", sraw, at_destroy), flags & CU_STREAM_NON_BLOCKING ? 1u : 0u,
+                     "a non-blocking stream's work must be waited for at its destroy, a blocking one's need not");
+        cr_assert_eq(calls("cuCtxSynchronize"), syncs, "the free synchronized its context");
         ASSERT_NO_MISUSE();
     }
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
 
 /* Bug caught: a free naming the destroyed stream (SIGSEGV on the real
- * driver), or a needless synchronize for a blocking stream. */
+ * driver), or a needless wait for a blocking stream. */
 Test(async_mem, stream_destroyed_first_blocking) { stream_gone(0, 1); }
 /* Bug caught: a free beside a non-blocking stream's unfinished work (the
- * real driver hands the address on under a running kernel). */
+ * real driver hands the address on under a running kernel): its destroy
+ * must wait for that work. */
 Test(async_mem, stream_destroyed_first_non_blocking) { stream_gone(CU_STREAM_NON_BLOCKING, 1); }
 /* The same with nothing queued: the rule does not depend on it. */
 Test(async_mem, stream_destroyed_first_idle) { stream_gone(CU_STREAM_NON_BLOCKING, 0); }
@@ -258,10 +261,10 @@ Test(async_mem, an_adopted_stream_gone_is_waited_for)
     CHECK_OK(cuctx_stream_adopt(&s, c, raw, 1));
     CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
     queue_work(m, s);
+    size_t mark = log_mark();
     CHECK_OK(cuctx_stream_destroy(&s));
-    unsigned long syncs = calls("cuCtxSynchronize");
+    cr_assert_eq(calls_on("cuStreamSynchronize", (uint64_t)(uintptr_t)raw, mark), 1);
     CHECK_OK(cuctx_mem_destroy(&m));
-    cr_assert_eq(calls("cuCtxSynchronize") - syncs, 1);
     ASSERT_NO_MISUSE();
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
@@ -617,5 +620,67 @@ Test(async_mem, the_leak_report_names_the_kind)
     CHECK_OK(cuctx_mem_destroy(&m));
     CHECK_OK(cuctx_mem_pool_destroy(&pool));
     CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* Bug caught: the free of memory whose non-blocking stream is gone
+ * synchronizing the context, which the driver refuses (900) while another
+ * stream of it captures, ending that capture and losing the memory. */
+Test(async_mem, a_free_after_its_stream_leaves_a_capture_beside_it_alone)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s1 = {0}, s2 = {0};
+    cuctx_mem m = {0};
+    cuctx_graph g = {0};
+    cuctx_capture cap;
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&s1, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_stream_create(&s2, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s1, BYTES));
+    queue_work(m, s1);
+    CHECK_OK(cuctx_stream_destroy(&s1));
+    CHECK_OK(cuctx_capture_begin(&cap, s2, &g, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_capture_end(&cap, 1));
+    cr_assert_neq(g.id, 0, "the capture beside the free was lost");
+    cr_assert_eq(stats().failed_destroys, 0);
+    if (sim()) {
+        cr_assert_eq(sim()->async_allocs_live(), 0);
+        ASSERT_NO_MISUSE();
+    }
+    CHECK_OK(cuctx_graph_destroy(&g));
+    CHECK_OK(cuctx_stream_destroy(&s2));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* Bug caught: a stream destroyed while it captured taken as waited for -
+ * its synchronize is refused then (900), and work queued before the
+ * capture may still run: its memory's free must wait for the context. */
+Test(async_mem, a_stream_destroyed_while_capturing_is_waited_for_at_the_free)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    cuctx_capture cap;
+    cuctx_graph g = {0};
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    queue_work(m, s);
+    CHECK_OK(cuctx_capture_begin(&cap, s, &g, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    cr_assert_eq(cuctx_capture_end(&cap, 1), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(g.id, 0);
+    unsigned long syncs = calls("cuCtxSynchronize");
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_mem_destroy(&m));
+    if (sim()) {
+        cr_assert_eq(calls("cuCtxSynchronize") - syncs, 1, "the free did not wait for the context");
+        cr_assert_eq(last_call("cuMemFreeAsync", mark).stream, (uint64_t)(uintptr_t)CU_STREAM_LEGACY);
+        cr_assert_eq(sim()->async_allocs_live(), 0);
+        ASSERT_NO_MISUSE();
+    }
     CHECK_OK(cuctx_ctx_destroy(&c));
 }

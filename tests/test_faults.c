@@ -1202,11 +1202,20 @@ static int is_destroy_fn(const char *fn, enum cusim_kind *kind, const char **nam
 }
 
 /* A stream-ordered free whose steps before the driver's free failed -
- * the switch to its context, the check of it, the synchronize - leaves
- * the memory to the driver as a refused free does (mem_async.c). */
-static int async_free_step(const char *fn, const char *what)
+ * the switch to its context, the check of it - leaves the memory to the
+ * driver as a refused free does (mem_async.c); so does a stream destroy
+ * whose wait for its work failed (stream.c). */
+static int async_free_step(const char *fn, const char *what, enum cusim_kind *kind, const char **name)
 {
-    static const char *const steps[] = {"cuCtxPushCurrent", "cuCtxGetCurrent", "cuCtxSynchronize", "cuCtxGetId"};
+    static const char *const steps[] = {"cuCtxPushCurrent", "cuCtxGetCurrent", "cuCtxGetId"};
+    /* the wait of a stream that carried stream-ordered memory (stream.c) */
+    if (strncmp(what, "cuctx_stream_destroy(", 21) == 0 && strcmp(fn, "cuStreamSynchronize") == 0) {
+        *kind = CUSIM_STREAM;
+        *name = "stream";
+        return 1;
+    }
+    *kind = CUSIM_MEM;
+    *name = "stream-ordered memory";
     if (strncmp(what, "cuctx_mem_destroy(", 18) != 0 && strncmp(what, "cuctx_mem_free_async(", 21) != 0)
         return 0;
     for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
@@ -1225,11 +1234,8 @@ static void final_checks(void)
     int refused = R.fault >= 0 && R.out->hit >= 0 && is_destroy_fn(fn_name((size_t)R.fault), &dkind, &dname)
                   && (R.out->how == HOW_RETURNED || R.out->how == HOW_REPORTED);
     if (!refused && R.fault >= 0 && R.out->hit >= 0 && R.out->how == HOW_RETURNED
-        && async_free_step(fn_name((size_t)R.fault), R.out->regions[R.out->hit].what)) {
+        && async_free_step(fn_name((size_t)R.fault), R.out->regions[R.out->hit].what, &dkind, &dname))
         refused = 1;
-        dkind = CUSIM_MEM;
-        dname = "stream-ordered memory";
-    }
     int refused_primary = refused && dkind == CUSIM_PRIMARY;
 
     cuctx_stats_get(&st);

@@ -2431,8 +2431,8 @@ static void async_alloc(int slot, int into, int pool_slot, uint64_t sid, size_t 
     int inst = -1, sobj = -1, oi;
     CUresult want = into ? model_claim(was, O_MEM, O_MASYNC) : CUDA_SUCCESS;
     int kept = want != CUDA_SUCCESS;    /* refused by the claim: the handle stays */
-    if (want == CUDA_SUCCESS && pool_slot >= 0)
-        want = pool == 0 ? CUDA_ERROR_INVALID_VALUE : want_child(pool, O_POOL, &oi);
+    if (want == CUDA_SUCCESS && pool_slot >= 0 && pool != 0)     /* {0}: the device's current pool */
+        want = want_child(pool, O_POOL, &oi);
     if (want == CUDA_SUCCESS)
         want = want_stream(sid, &inst, &sobj);
     if (want == CUDA_SUCCESS && bytes == 0)
@@ -2571,7 +2571,7 @@ static void op_async(uint8_t a, uint8_t b)
     switch (b % 8) {
     case 0:
     case 1:
-        /* b%8 == 1: from the pool in slot (other + 1 + (b>>6)) % NCH ({0}: refused) */
+        /* b%8 == 1: from the pool in slot (other + 1 + (b>>6)) % NCH ({0}: the device's) */
         async_alloc(slot, (b >> 7) & 1, b % 8 ? (other + 1 + ((b >> 6) & 1)) % NCH : -1, async_stream(b >> 3, other),
                     (b & 0x40) && b % 8 == 0 ? 0 : 4096);
         return;
