@@ -126,11 +126,13 @@ run async_memory; rc=$?
 if [ -n "${CUCTX_DRIVER:-}" ] && [ "${CUCTX_DRIVER#*libcudasim}" != "$CUCTX_DRIVER" ]; then
   y="y kept the memset's value"
   sim_line="async_memory: the simulated driver recorded 0 misuses"
-  orphan_line="async_memory: the simulated driver: work of 1 destroyed stream unfinished at the frees"
+  orphan_line="async_memory: the simulated driver: work of 1 destroyed blocking stream unfinished at the frees"
+  orphan_line2="async_memory: the simulated driver: work of 0 destroyed non-blocking stream unfinished at the frees"
 else
   y="y = 2x + 1"
   sim_line="async_memory: at the end: "
   orphan_line="async_memory: a non-blocking stream destroyed"
+  orphan_line2="async_memory: a blocking stream destroyed"
 fi
 verdict "async_memory: buffers allocated and freed on three streams, an early return, a pool destroyed under its memory, streams destroyed before their memory" $rc \
   "async_memory: lane B (non-blocking stream, the device's pool): left by return at batch 4 of 8, as an error path; async_mems after it: 0" \
@@ -143,6 +145,7 @@ verdict "async_memory: buffers allocated and freed on three streams, an early re
   "async_memory: 2000 allocations of 4096 bytes and their frees: stream-ordered " \
   "async_memory: at the end: mems 0, async_mems 0, mem_pools 0; 0 failed destroys" \
   "$orphan_line" \
+  "$orphan_line2" \
   "$sim_line" \
   "async_memory: every check passed"
 
