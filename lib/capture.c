@@ -29,10 +29,14 @@
 
 static CUresult need_capture(const char *fn)
 {
-    if (DRV(cuStreamBeginCapture) && DRV(cuStreamEndCapture) && DRV(cuGraphDestroy))
-        return CUDA_SUCCESS;
-    return cuctx__fail(CUDA_ERROR_NOT_SUPPORTED, "%s: the driver has no stream capture (CUDA 10.1 or newer needed)", fn);
+    return CUCTX__DRIVER_NEEDS(fn, "stream capture", "CUDA 10.1 or newer needed", CUCTX__DRV_AT(cuStreamBeginCapture),
+                               CUCTX__DRV_AT(cuStreamEndCapture), CUCTX__DRV_AT(cuGraphDestroy));
 }
+
+/* The statement after it: a begin's or an end's driver call on the stream
+ * of st (a struct cuctx_use), covered for a cancel (tether.h), with the
+ * synchronizes of its context kept out (context.h). */
+#define CAPTURE_CALL(st) CUCTX__UNWOUND_LETS_GO(NULL) CUCTX__SYNC_ALONE((st).entry.id)
 
 /* The begin behind both forms; the site is the graph's. */
 static CUresult begin(cuctx_capture *c, cuctx_stream s, cuctx_graph *out, CUstreamCaptureMode mode, const char *fn)
@@ -56,11 +60,8 @@ static CUresult begin(cuctx_capture *c, cuctx_stream s, cuctx_graph *out, CUstre
         return rc;
     if ((rc = cuctx__child_use(s.id, KIND_STREAM, fn, &st)) != CUDA_SUCCESS)
         return rc;
-    CUCTX__UNWOUND_LETS_GO(NULL) {
-        struct cuctx_sync_guard no_synchronize CUCTX__SYNC_GUARD = cuctx__sync_alone(st.entry.id);
-        (void)no_synchronize;
+    CAPTURE_CALL(st)
         rc = DRV(cuStreamBeginCapture)((CUstream)(uintptr_t)st.raw, mode);
-    }
     if (rc != CUDA_SUCCESS)
         cuctx__fail(rc, "%s: cuStreamBeginCapture failed: %s%s", fn, cuctx_result_name(rc),
                     rc == CUDA_ERROR_ILLEGAL_STATE ? " (the stream is capturing already)" : "");
@@ -100,11 +101,8 @@ static CUresult end(cuctx_capture *c, int keep, const char *fn)
     if ((rc = cuctx__child_use(c->stream, KIND_STREAM, fn, &st)) != CUDA_SUCCESS)
         return cuctx__fail(rc, "%s: no graph: the capturing stream was destroyed, or its context ended, inside the "
                                "capture (%s)", fn, cuctx_result_name(rc));
-    CUCTX__UNWOUND_LETS_GO(NULL) {
-        struct cuctx_sync_guard no_synchronize CUCTX__SYNC_GUARD = cuctx__sync_alone(st.entry.id);
-        (void)no_synchronize;
+    CAPTURE_CALL(st)
         rc = DRV(cuStreamEndCapture)((CUstream)(uintptr_t)st.raw, &g);
-    }
     if (rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
         cuctx__fail(rc, "%s: no graph: the driver invalidated the capture (a call it forbids during a capture "
                         "was made inside: an allocation, a synchronize, a query of the stream)", fn);

@@ -464,7 +464,6 @@ CUCTX_API CUresult cuctx_ctx_synchronize(cuctx_ctx ctx)
         return rc;
     CUCTX__UNWOUND_LETS_GO(&sw) {
         struct cuctx_sync_guard beside_captures CUCTX__SYNC_GUARD = cuctx__sync_shared(o.id);
-        (void)beside_captures;
         if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
             rc = DRV(cuCtxSynchronize)();
             cuctx__switch_back(&sw, fn);

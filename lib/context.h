@@ -31,7 +31,8 @@ static inline void cuctx__sync_guard_end(struct cuctx_sync_guard *g)
 {
     pthread_rwlock_unlock(g->lock);
 }
-#define CUCTX__SYNC_GUARD __attribute__((cleanup(cuctx__sync_guard_end)))
+/* (unused: a guard is held for its block, never read) */
+#define CUCTX__SYNC_GUARD __attribute__((cleanup(cuctx__sync_guard_end), unused))
 /* struct cuctx_sync_guard g CUCTX__SYNC_GUARD = cuctx__sync_shared(entry); */
 static inline struct cuctx_sync_guard cuctx__sync_shared(uint64_t entry)
 {
@@ -45,5 +46,11 @@ static inline struct cuctx_sync_guard cuctx__sync_alone(uint64_t entry)
     pthread_rwlock_wrlock(g.lock);
     return g;
 }
+/* The statement after it runs with the lock of entry alone: a run-once for
+ * with the guard in its init clause (its pointer, set, is the loop's flag). */
+#define CUCTX__SYNC_ALONE(entry)                                                                    \
+    for (struct cuctx_sync_guard cuctx__alone_ CUCTX__SYNC_GUARD = cuctx__sync_alone(entry),        \
+                                 *cuctx__alone_once_ = &cuctx__alone_;                               \
+         cuctx__alone_once_; cuctx__alone_once_ = NULL)
 
 #endif

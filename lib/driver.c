@@ -157,6 +157,14 @@ static void load(void)
     init_rc = CUDA_SUCCESS;
 }
 
+CUresult cuctx__driver_needs(const char *fn, const size_t *at, size_t n, const char *what, const char *needed)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!*(void **)(void *)((char *)&cuctx__drv + at[i]))
+            return cuctx__fail(CUDA_ERROR_NOT_SUPPORTED, "%s: the driver has no %s (%s)", fn, what, needed);
+    return CUDA_SUCCESS;
+}
+
 CUresult cuctx__driver_load(const char **msg)
 {
     load();

@@ -90,6 +90,19 @@ extern const size_t cuctx__drv_entry_count;
 /* The call: DRV(cuEventCreate)(&ev, flags). */
 #define DRV(name) (cuctx__drv.f_##name)
 
+/* Whether the driver has every entry point a feature calls (optional ones:
+ * required 0 above): CUDA_SUCCESS, else CUDA_ERROR_NOT_SUPPORTED and the
+ * message "fn: the driver has no WHAT (NEEDED)". The entry points are
+ * named by their place in the table:
+ *   CUCTX__DRIVER_NEEDS(fn, "graph support", "CUDA 10.0 or newer needed",
+ *                       CUCTX__DRV_AT(cuGraphCreate), CUCTX__DRV_AT(cuGraphDestroy)) */
+#define CUCTX__DRV_AT(name) offsetof(struct cuctx_driver, f_##name)
+CUresult cuctx__driver_needs(const char *fn, const size_t *at, size_t n, const char *what, const char *needed);
+/* (the list twice: once as the array, once for its length) */
+#define CUCTX__DRIVER_NEEDS(fn, what, needed, ...)                                                       \
+    cuctx__driver_needs((fn), (const size_t[]){__VA_ARGS__},                                             \
+                        sizeof((const size_t[]){__VA_ARGS__}) / sizeof(size_t), (what), (needed))
+
 /* Opens the driver (CUCTX_DRIVER, else libcuda.so.1), runs cuInit and
  * resolves the table; once, by init (init.c). On failure the return is
  * the error and *msg says why, a sentence starting "cuctx_init: ". */

@@ -17,9 +17,8 @@ const struct cuctx_child_kind cuctx__graph_kind = {0, destroy, NULL};
 
 static CUresult need_graphs(const char *fn)
 {
-    if (DRV(cuGraphCreate) && DRV(cuGraphDestroy))
-        return CUDA_SUCCESS;
-    return cuctx__fail(CUDA_ERROR_NOT_SUPPORTED, "%s: the driver has no graph support (CUDA 10.0 or newer needed)", fn);
+    return CUCTX__DRIVER_NEEDS(fn, "graph support", "CUDA 10.0 or newer needed", CUCTX__DRV_AT(cuGraphCreate),
+                               CUCTX__DRV_AT(cuGraphDestroy));
 }
 
 static CUresult make(void *arg, uint64_t *raw, size_t *size)

@@ -32,9 +32,9 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
 
 static CUresult need_graphs(const char *fn)
 {
-    if (DRV(cuGraphInstantiateWithFlags) && DRV(cuGraphExecDestroy) && DRV(cuGraphLaunch))
-        return CUDA_SUCCESS;
-    return cuctx__fail(CUDA_ERROR_NOT_SUPPORTED, "%s: the driver has no graph support (CUDA 11.4 or newer needed)", fn);
+    return CUCTX__DRIVER_NEEDS(fn, "graph support", "CUDA 11.4 or newer needed",
+                               CUCTX__DRV_AT(cuGraphInstantiateWithFlags), CUCTX__DRV_AT(cuGraphExecDestroy),
+                               CUCTX__DRV_AT(cuGraphLaunch));
 }
 
 CUCTX_API CUresult cuctx_graph_exec_instantiate_at(cuctx_graph_exec *out, cuctx_ctx ctx, CUgraph graph, unsigned long long flags,

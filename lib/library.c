@@ -81,10 +81,9 @@ const struct cuctx_child_kind cuctx__library_kind = {0, destroy, NULL};
 
 static CUresult need_libraries(const char *fn)
 {
-    if (DRV(cuLibraryLoadData) && DRV(cuLibraryLoadFromFile) && DRV(cuLibraryUnload) && DRV(cuLibraryGetKernel))
-        return CUDA_SUCCESS;
-    return cuctx__fail(CUDA_ERROR_NOT_SUPPORTED,
-                       "%s: the driver has no cuLibrary entry points (a CUDA 12.0 driver or newer is needed)", fn);
+    return CUCTX__DRIVER_NEEDS(fn, "cuLibrary entry points", "a CUDA 12.0 driver or newer is needed",
+                               CUCTX__DRV_AT(cuLibraryLoadData), CUCTX__DRV_AT(cuLibraryLoadFromFile),
+                               CUCTX__DRV_AT(cuLibraryUnload), CUCTX__DRV_AT(cuLibraryGetKernel));
 }
 
 struct library_args { const char *path; const void *image; const char *fn, *what; };

@@ -66,10 +66,8 @@ static void free_on_reset(int *armed)
 
 static CUresult need_async(const char *fn)
 {
-    if (DRV(cuMemAllocAsync) && DRV(cuMemFreeAsync))
-        return CUDA_SUCCESS;
-    return cuctx__fail(CUDA_ERROR_NOT_SUPPORTED,
-                       "%s: the driver has no stream-ordered memory (CUDA 11.2 or newer needed)", fn);
+    return CUCTX__DRIVER_NEEDS(fn, "stream-ordered memory", "CUDA 11.2 or newer needed", CUCTX__DRV_AT(cuMemAllocAsync),
+                               CUCTX__DRV_AT(cuMemFreeAsync));
 }
 
 /* Case 2 above: on the legacy stream of the held context o, after a
@@ -173,9 +171,9 @@ static CUresult alloc(cuctx_mem *out, uint64_t pool_id, cuctx_stream s, size_t b
     if ((rc = need_async(fn)) != CUDA_SUCCESS)
         return rc;
     if (pool_id) {
-        if (!DRV(cuMemAllocFromPoolAsync))
-            return cuctx__fail(CUDA_ERROR_NOT_SUPPORTED,
-                               "%s: the driver has no memory pools (CUDA 11.2 or newer needed)", fn);
+        if ((rc = CUCTX__DRIVER_NEEDS(fn, "memory pools", "CUDA 11.2 or newer needed",
+                                      CUCTX__DRV_AT(cuMemAllocFromPoolAsync))) != CUDA_SUCCESS)
+            return rc;
         if ((rc = cuctx__child_use(pool_id, KIND_MEM_POOL, fn, &pool)) != CUDA_SUCCESS)
             return rc;
         m.pool = (CUmemoryPool)(uintptr_t)pool.raw;

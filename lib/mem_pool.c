@@ -22,10 +22,10 @@ const struct cuctx_child_kind cuctx__mem_pool_kind = {0, destroy, NULL};
 static CUresult need_pools(const char *fn)
 {
     CUCTX_INIT_OR_RETURN(fn);
-    if (DRV(cuMemPoolCreate) && DRV(cuMemPoolDestroy) && DRV(cuMemPoolTrimTo) && DRV(cuDeviceGetDefaultMemPool)
-        && DRV(cuMemAllocFromPoolAsync) && DRV(cuMemFreeAsync))
-        return CUDA_SUCCESS;
-    return cuctx__fail(CUDA_ERROR_NOT_SUPPORTED, "%s: the driver has no memory pools (CUDA 11.2 or newer needed)", fn);
+    return CUCTX__DRIVER_NEEDS(fn, "memory pools", "CUDA 11.2 or newer needed", CUCTX__DRV_AT(cuMemPoolCreate),
+                               CUCTX__DRV_AT(cuMemPoolDestroy), CUCTX__DRV_AT(cuMemPoolTrimTo),
+                               CUCTX__DRV_AT(cuDeviceGetDefaultMemPool), CUCTX__DRV_AT(cuMemAllocFromPoolAsync),
+                               CUCTX__DRV_AT(cuMemFreeAsync));
 }
 
 struct make_args { CUdevice dev; const CUmemPoolProps *props; };

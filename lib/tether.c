@@ -128,22 +128,14 @@ CUresult cuctx__loose_create_aux(uint64_t *out, enum cuctx_kind kind, const char
     }
     if (aux)
         *cuctx__slot_aux(s) = *aux;
-    __atomic_store_n(&s->u.child.entry, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->u.child.raw, raw, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->u.child.size, size, __ATOMIC_RELAXED);
-    cuctx__site_store(&s->u.child.site, site);
-    *out = cuctx__slot_publish(s, kind);
+    cuctx__child_publish(out, s, kind, 0, raw, size, site);
     return CUDA_SUCCESS;
 }
 
 CUresult cuctx__loose_destroy(struct cuctx_slot *s, const char *fn, enum cuctx_kind kind,
                               const struct cuctx_child_kind *k)
 {
-    CUresult rc = k->destroy_slot ? k->destroy_slot(s, fn) : k->destroy(s->u.child.raw);
-    if (rc != CUDA_SUCCESS)
-        return cuctx__child_refused(s, rc, fn, kind);
-    cuctx__slot_free(s);
-    return CUDA_SUCCESS;
+    return cuctx__child_destroyed(s, k->destroy_slot ? k->destroy_slot(s, fn) : k->destroy(s->u.child.raw), fn, kind);
 }
 
 /* A destroy that took the last name of a borrow's entry: the handle ends as
@@ -151,10 +143,7 @@ CUresult cuctx__loose_destroy(struct cuctx_slot *s, const char *fn, enum cuctx_k
 CUresult cuctx__child_last_name(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind)
 {
     uint64_t entry = s->u.child.entry;
-    if (rc == CUDA_SUCCESS)
-        cuctx__slot_free(s);
-    else
-        rc = cuctx__child_refused(s, rc, fn, kind);
+    rc = cuctx__child_destroyed(s, rc, fn, kind);
     cuctx__entry_unname(entry);
     return rc;
 }

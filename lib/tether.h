@@ -97,6 +97,31 @@ CUresult cuctx__loose_create_aux(uint64_t *out, enum cuctx_kind kind, const char
 CUresult cuctx__loose_destroy(struct cuctx_slot *s, const char *fn, enum cuctx_kind kind,
                               const struct cuctx_child_kind *k);
 
+/* The end of every create, tethered or not (entry 0): the object's fields
+ * stored in its slot, then the slot published as *out. */
+static inline __attribute__((always_inline)) void
+cuctx__child_publish(uint64_t *out, struct cuctx_slot *s, enum cuctx_kind kind, uint64_t entry, uint64_t raw,
+                     size_t size, const struct cuctx_site *site)
+{
+    /* atomic: peekers with stale ids may read the reused slot (cuctx__slot_alloc) */
+    __atomic_store_n(&s->u.child.entry, entry, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.child.raw, raw, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.child.size, size, __ATOMIC_RELAXED);
+    cuctx__site_store(&s->u.child.site, site);
+    *out = cuctx__slot_publish(s, kind);
+}
+
+/* The end of every destroy once the driver's destroy answered rc: the
+ * handle's end, or the refusal (tether.c). */
+static inline __attribute__((always_inline)) CUresult
+cuctx__child_destroyed(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind)
+{
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0))
+        return cuctx__child_refused(s, rc, fn, kind);
+    cuctx__slot_free(s);
+    return CUDA_SUCCESS;
+}
+
 /* Creates a child: claims *out (claim.h: not while it holds a live
  * object), resolves the owner, runs make with it current, and registers
  * the result tethered to the owner's generation. make NULL is an adoption:
@@ -141,12 +166,7 @@ cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const ch
         cuctx__entry_release(&o);
         return rc;
     }
-    /* atomic: peekers with stale ids may read the reused slot (cuctx__slot_alloc) */
-    __atomic_store_n(&s->u.child.entry, o.id, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->u.child.raw, raw, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->u.child.size, size, __ATOMIC_RELAXED);
-    cuctx__site_store(&s->u.child.site, site);
-    *out = cuctx__slot_publish(s, kind);
+    cuctx__child_publish(out, s, kind, o.id, raw, size, site);
     if (cuctx__entry_counted(o.slot))   /* a borrow's entry: the child names it (entry.h) */
         cuctx__entry_named(o.slot);
     cuctx__entry_release(&o);
@@ -175,10 +195,7 @@ cuctx__child_destroy_held(struct cuctx_slot *s, struct cuctx_held *o, struct cuc
     u->armed = 0;
     if (__builtin_expect(last, 0))
         return cuctx__child_last_name(s, rc, fn, kind);
-    if (__builtin_expect(rc != CUDA_SUCCESS, 0))
-        return cuctx__child_refused(s, rc, fn, kind);
-    cuctx__slot_free(s);
-    return CUDA_SUCCESS;
+    return cuctx__child_destroyed(s, rc, fn, kind);
 }
 /* The same out of line, for a child of a borrow's entry. */
 CUresult cuctx__child_destroy_counted(struct cuctx_slot *s, struct cuctx_held *o, const char *fn, enum cuctx_kind kind,

@@ -170,6 +170,21 @@ static void *synchronize(void *p)
     return NULL;
 }
 
+/* Runs fn(arg) on a thread, slowed in the driver's entry point (a delay
+ * of the simulator's), and cancels it there: the thread ends cancelled. */
+static void cancel_in_driver_call(const char *entry, void *(*fn)(void *), void *arg)
+{
+    pthread_t t;
+    void *res = NULL;
+    sim()->set_delay(entry, 300000);
+    cr_assert_eq(pthread_create(&t, NULL, fn, arg), 0);
+    wait_sleeping();
+    cr_assert_eq(pthread_cancel(t), 0);
+    cr_assert_eq(pthread_join(t, &res), 0);
+    cr_assert_eq(res, PTHREAD_CANCELED);
+    sim()->set_delay(entry, 0);
+}
+
 /* After the cancelled destroy the context is gone for good: its child's
  * destroy is skipped (no hang on a context left closing), and the driver's
  * context was destroyed (no leak). */
@@ -193,15 +208,7 @@ Test(lifetimes, a_thread_cancelled_in_the_drivers_context_destroy_still_ends_the
     CUcontext raw = cuctx_ctx_raw(a.c);
     cuctx_event ev = {0};
     CHECK_OK(cuctx_event_create(&ev, a.c, 0));
-    sim()->set_delay("cuCtxDestroy", 300000);
-    pthread_t t;
-    void *res = NULL;
-    cr_assert_eq(pthread_create(&t, NULL, destroy_ctx, &a), 0);
-    wait_sleeping();
-    cr_assert_eq(pthread_cancel(t), 0);
-    cr_assert_eq(pthread_join(t, &res), 0);
-    cr_assert_eq(res, PTHREAD_CANCELED);
-    sim()->set_delay("cuCtxDestroy", 0);
+    cancel_in_driver_call("cuCtxDestroy", destroy_ctx, &a);
     context_ended(&ev, raw);
 }
 
@@ -265,15 +272,7 @@ Test(lifetimes, a_thread_cancelled_in_the_drivers_stream_destroy_still_ends_the_
     CHECK_OK(cuctx_stream_create(&a.s, c, 0, 0));
     cuctx_stream copy = a.s;
     cr_assert_eq(stats().streams, 1);
-    sim()->set_delay("cuStreamDestroy", 300000);
-    pthread_t t;
-    void *res = NULL;
-    cr_assert_eq(pthread_create(&t, NULL, destroy_stream, &a), 0);
-    wait_sleeping();
-    cr_assert_eq(pthread_cancel(t), 0);
-    cr_assert_eq(pthread_join(t, &res), 0);
-    cr_assert_eq(res, PTHREAD_CANCELED);
-    sim()->set_delay("cuStreamDestroy", 0);
+    cancel_in_driver_call("cuStreamDestroy", destroy_stream, &a);
     int named = 1;
     cr_assert_eq(stats().streams, 0, "the cancelled destroy left its stream counted");
     cr_assert_eq(leak_count("stream", &named), 1, "the report counts the context alone");
@@ -307,30 +306,6 @@ static void *destroy_mem_cancellable(void *p)
     return NULL;
 }
 
-Test(lifetimes, a_thread_cancelled_in_the_drivers_mem_free_leaves_its_current_context_and_holds_nothing)
-{
-    NEED_DRIVER();
-    NEED_SIM();
-    alarm(10);
-    struct mem_cancel a = {{0}, {0}, (CUcontext)1, CUDA_ERROR_UNKNOWN, 99};
-    new_ctx(&a.c, 0, "c", POPPED);
-    CHECK_OK(cuctx_mem_alloc(&a.m, a.c, 4096));
-    sim()->set_delay("cuMemFree", 300000);
-    pthread_t t;
-    void *res = NULL;
-    cr_assert_eq(pthread_create(&t, NULL, destroy_mem_cancellable, &a), 0);
-    wait_sleeping();
-    cr_assert_eq(pthread_cancel(t), 0);
-    cr_assert_eq(pthread_join(t, &res), 0);
-    cr_assert_eq(res, PTHREAD_CANCELED);
-    sim()->set_delay("cuMemFree", 0);
-    cr_assert_null(a.cur, "the cancelled free left its context current");
-    cr_assert_eq(a.mems, 0, "the cancelled free left its allocation counted");
-    CHECK_OK(a.rc);
-    cr_assert_eq(stats().contexts, 0);
-    cr_assert_eq(misuses(), 0);
-}
-
 /* A create cancelled in its driver call: its thread's cleanup handler
  * finds nothing held, its current context as it was, and no object
  * counted (the driver may have made one, which nobody can name). */
@@ -343,28 +318,42 @@ static void *alloc_cancellable(void *p)
     return NULL;
 }
 
+/* The two above, one a test: the call cancelled (a free of an allocation
+ * made first, or the alloc), and what its thread's cleanup handler found. */
+struct mem_case { const char *entry, *what; void *(*call)(void *); int allocated; };
+static const struct mem_case mem_free = {"cuMemFree", "free", destroy_mem_cancellable, 1};
+static const struct mem_case mem_alloc = {"cuMemAlloc", "alloc", alloc_cancellable, 0};
+
+static void cancel_a_mem_call(const struct mem_case *k)
+{
+    struct mem_cancel a = {{0}, {0}, (CUcontext)1, CUDA_ERROR_UNKNOWN, 99};
+    new_ctx(&a.c, 0, "c", POPPED);
+    if (k->allocated)
+        CHECK_OK(cuctx_mem_alloc(&a.m, a.c, 4096));
+    cancel_in_driver_call(k->entry, k->call, &a);
+    cr_assert_null(a.cur, "the cancelled %s left its context current", k->what);
+    cr_assert_eq(a.mems, 0, "the cancelled %s left its allocation counted", k->what);
+    if (!k->allocated)
+        cr_assert_eq(a.m.id, 0, "the handle was filled");
+    CHECK_OK(a.rc);
+    cr_assert_eq(stats().contexts, 0);
+    cr_assert_eq(misuses(), 0);
+}
+
+Test(lifetimes, a_thread_cancelled_in_the_drivers_mem_free_leaves_its_current_context_and_holds_nothing)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    cancel_a_mem_call(&mem_free);
+}
+
 Test(lifetimes, a_thread_cancelled_in_the_drivers_alloc_leaves_its_current_context_and_holds_nothing)
 {
     NEED_DRIVER();
     NEED_SIM();
     alarm(10);
-    struct mem_cancel a = {{0}, {0}, (CUcontext)1, CUDA_ERROR_UNKNOWN, 99};
-    new_ctx(&a.c, 0, "c", POPPED);
-    sim()->set_delay("cuMemAlloc", 300000);
-    pthread_t t;
-    void *res = NULL;
-    cr_assert_eq(pthread_create(&t, NULL, alloc_cancellable, &a), 0);
-    wait_sleeping();
-    cr_assert_eq(pthread_cancel(t), 0);
-    cr_assert_eq(pthread_join(t, &res), 0);
-    cr_assert_eq(res, PTHREAD_CANCELED);
-    sim()->set_delay("cuMemAlloc", 0);
-    cr_assert_null(a.cur, "the cancelled alloc left its context current");
-    cr_assert_eq(a.mems, 0);
-    cr_assert_eq(a.m.id, 0, "the handle was filled");
-    CHECK_OK(a.rc);
-    cr_assert_eq(stats().contexts, 0);
-    cr_assert_eq(misuses(), 0);
+    cancel_a_mem_call(&mem_alloc);
 }
 
 /* A child call cancelled in its driver call (here cuEventSynchronize),
@@ -399,15 +388,7 @@ static void cancel_a_use(int sync_ctx, const char *slowed)
     struct use_cancel a = {{0}, {0}, sync_ctx, (CUcontext)1, CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNKNOWN};
     new_ctx(&a.c, 0, "c", POPPED);
     CHECK_OK(cuctx_event_create(&a.ev, a.c, 0));
-    sim()->set_delay(slowed, 300000);
-    pthread_t t;
-    void *res = NULL;
-    cr_assert_eq(pthread_create(&t, NULL, use_cancellable, &a), 0);
-    wait_sleeping();
-    cr_assert_eq(pthread_cancel(t), 0);
-    cr_assert_eq(pthread_join(t, &res), 0);
-    cr_assert_eq(res, PTHREAD_CANCELED);
-    sim()->set_delay(slowed, 0);
+    cancel_in_driver_call(slowed, use_cancellable, &a);
     cr_assert_null(a.cur, "the cancelled %s left its context current", slowed);
     CHECK_OK(a.ev_rc);
     CHECK_OK(a.ctx_rc);
@@ -466,15 +447,7 @@ Test(lifetimes, a_thread_cancelled_while_a_child_call_checks_its_contexts_id_hol
     CHECK_OK(pop(&popped));
     CHECK_OK(cuctx_ctx_borrow(&b, a.raw));
     CHECK_OK(cuctx_event_create(&a.ev, b, 0));
-    sim()->set_delay("cuCtxGetId", 300000);
-    pthread_t t;
-    void *res = NULL;
-    cr_assert_eq(pthread_create(&t, NULL, query_cancellable, &a), 0);
-    wait_sleeping();
-    cr_assert_eq(pthread_cancel(t), 0);
-    cr_assert_eq(pthread_join(t, &res), 0);
-    cr_assert_eq(res, PTHREAD_CANCELED);
-    sim()->set_delay("cuCtxGetId", 0);
+    cancel_in_driver_call("cuCtxGetId", query_cancellable, &a);
     CHECK_OK(a.rc);
     cr_assert_eq(stats().events, 0);
     CHECK_OK(cuctx_ctx_destroy(&b));

@@ -339,6 +339,19 @@ static void beside_synchronize(struct call *c, struct obj *ctx, CUstream s)
 				"thread: a crash of the real driver");
 }
 
+/* The stream a begin or an end names: its object (NULL for a default
+ * stream), its context checked live and for a synchronize beside it. */
+static CUresult capture_stream(struct call *c, CUstream s, struct obj **so)
+{
+	struct obj *ctx;
+	CUresult rc = stream_context(c, s, &ctx);
+	if (rc)
+		return rc;
+	beside_synchronize(c, ctx, s);
+	*so = stream_obj(s);
+	return CUDA_SUCCESS;
+}
+
 static CUresult begin_capture(CUstream s, CUstreamCaptureMode mode)
 {
 	struct call c;
@@ -346,15 +359,13 @@ static CUresult begin_capture(CUstream s, CUstreamCaptureMode mode)
 		return leave(&c, c.rc);
 	if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
-	struct obj *ctx;
-	CUresult rc = stream_context(&c, s, &ctx);
+	struct obj *so;
+	CUresult rc = capture_stream(&c, s, &so);
 	if (rc)
 		return leave(&c, rc);
-	beside_synchronize(&c, ctx, s);
 	/* The legacy stream is refused (measured); the per-thread one too, stricter than the real driver. */
 	if (is_default_stream(s))
 		return leave(&c, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
-	struct obj *so = stream_obj(s);
 	if (so->cap)
 		return leave(&c, CUDA_ERROR_ILLEGAL_STATE);
 	struct capture *cap = xrealloc(NULL, sizeof *cap);
@@ -397,12 +408,10 @@ static CUresult end_capture(CUstream s, CUgraph *pg)
 	if (!pg)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
 	*pg = NULL;
-	struct obj *ctx;
-	CUresult rc = stream_context(&c, s, &ctx);
+	struct obj *so;
+	CUresult rc = capture_stream(&c, s, &so);
 	if (rc)
 		return leave(&c, rc);
-	beside_synchronize(&c, ctx, s);
-	struct obj *so = stream_obj(s);
 	if (!so || !so->cap)
 		return leave(&c, CUDA_ERROR_ILLEGAL_STATE);
 	struct capture *cap = so->cap;
