@@ -3810,7 +3810,9 @@ Test(sim_green, its_cucontext_is_the_same_each_time_and_shares_the_id_space)
 	CUgreenCtx g = make_green(0, &gc);
 	OK(G.ToCtx(&gc2, g));
 	cr_assert_eq(gc, gc2, "the same CUcontext every time");
-	cr_assert_neq(H(gc), H(g), "two handles");
+	/* two handles in the simulator (stricter: it catches one taken for the
+	 * other); on the H200 the two are the same value */
+	SIM_CHECK(cr_assert_neq(H(gc), H(g), "two handles"));
 	unsigned long long gid = 0;
 	OK(G.GetId(g, &gid));
 	cr_assert_eq(ctx_id(gc), gid, "cuGreenCtxGetId is cuCtxGetId of its CUcontext");
@@ -3913,8 +3915,15 @@ Test(sim_green, with_nobody_else_holding_the_primary_its_children_die_with_it)
 	SIM_CHECK(cr_assert_eq(D.live(CUSIM_ALL), 2, "everything went with the primary but the graph, which "
 				   "belongs to no context, and the stream-ordered allocation, its pool's");
 		  cr_assert_eq(D.async_allocs_live(), 1));
-	WANT(D.ModuleGetFunction(&k.f, k.m, "k"), CUDA_ERROR_INVALID_HANDLE);
-	WANT(D.ModuleUnload(k.m), CUDA_ERROR_INVALID_HANDLE);
+	/* the simulator 400; the H200 answered 400 in facts10.c, 709 here (a
+	 * module loaded while the green context was current, then the primary
+	 * ended by its destroy): either is "gone" */
+	CUresult mrc = D.ModuleGetFunction(&k.f, k.m, "k");
+	cr_assert(mrc == CUDA_ERROR_INVALID_HANDLE || (!D.sim && mrc == CUDA_ERROR_CONTEXT_IS_DESTROYED),
+		  "cuModuleGetFunction of a module of an ended primary: %d", (int)mrc);
+	mrc = D.ModuleUnload(k.m);
+	cr_assert(mrc == CUDA_ERROR_INVALID_HANDLE || (!D.sim && mrc == CUDA_ERROR_CONTEXT_IS_DESTROYED),
+		  "cuModuleUnload of a module of an ended primary: %d", (int)mrc);
 	WANT(D.MemFreeHost(k.h), CUDA_ERROR_INVALID_VALUE);
 	OK(D.MemFree(k.a));
 	OK(D.GraphDestroy(k.gr));
