@@ -9,6 +9,7 @@
  *       event-noncur    the same with the context not current
  *       stream          stream create+destroy, context current
  *       mem             4 KiB cuctx_mem_alloc + destroy, context current
+ *       async           4 KiB stream-ordered alloc+free on a non-blocking stream
  *       lookup          cuctx_event_raw of a live event
  *       scoped-noncur   CUCTX_SCOPED enter+exit, target not current
  *       scoped-cur      CUCTX_SCOPED enter+exit, target current already */
@@ -56,6 +57,16 @@ int main(int argc, char **argv)
             failed |= cuctx_mem_alloc(&m, base, 4096) != CUDA_SUCCESS;
             failed |= cuctx_mem_destroy(&m) != CUDA_SUCCESS;
         }
+    } else if (!strcmp(what, "async")) {
+        cuctx_stream s = {0};
+        if (cuctx_stream_create(&s, base, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS)
+            return fail("stream create");
+        for (long i = 0; i < n; i++) {
+            cuctx_mem m = {0};
+            failed |= cuctx_mem_alloc_async(&m, s, 4096) != CUDA_SUCCESS;
+            failed |= cuctx_mem_destroy(&m) != CUDA_SUCCESS;
+        }
+        cuctx_stream_destroy(&s);
     } else if (!strcmp(what, "lookup")) {
         cuctx_event ev = {0};
         if (cuctx_event_create(&ev, base, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
