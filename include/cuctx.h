@@ -504,8 +504,13 @@ CUCTX_API CUresult cuctx_mem_free_async(cuctx_mem *m, cuctx_stream s);
 
 /* A pool (cuMemPoolCreate). props NULL: device-local pinned memory of dev.
  * A pool belongs to its device, not to a context (measured), so it has no
- * tether; destroying it with allocations alive is allowed (the driver
- * keeps it until the last is freed, measured). stats.mem_pools. */
+ * tether. Destroying it with cuctx memory from it alive ends the handle at
+ * once, and the driver's pool with the free of the last of that memory:
+ * the driver allows the destroy then, but crashed when several threads
+ * did it (measured). A failure of that later cuMemPoolDestroy goes to the
+ * error handler. Memory allocated from a pool by other means (a pool made
+ * current with cuDeviceSetMemPool and cuctx_mem_alloc_async) is not
+ * counted: allocate with cuctx_mem_alloc_from_pool. stats.mem_pools. */
 CUCTX_API CUresult cuctx_mem_pool_create(cuctx_mem_pool *out, CUdevice dev, const CUmemPoolProps *props);
 /* The device's default pool, or a pool made elsewhere, as a handle: owned
  * 0 (the default pool always) tracks it only, and its destroy ends the

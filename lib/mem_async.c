@@ -51,6 +51,7 @@
 #include "error.h"
 #include "ids.h"
 #include "init.h"
+#include "mem_pool.h"
 #include "registry.h"
 #include "tether.h"
 
@@ -91,7 +92,7 @@ static CUresult free_in_context(CUdeviceptr p, struct cuctx_held *o, int unwaite
     return rc;
 }
 
-static CUresult destroy_slot(struct cuctx_slot *s, const char *fn)
+static CUresult free_slot(struct cuctx_slot *s, const char *fn)
 {
     const struct cuctx_aux *a = cuctx__slot_aux(s);
     CUdeviceptr p = (CUdeviceptr)s->u.child.raw;
@@ -131,8 +132,17 @@ static CUresult destroy_slot(struct cuctx_slot *s, const char *fn)
         rc = DRV(cuMemFree)(p);
     return rc;
 }
-static CUresult destroy(uint64_t raw) { return DRV(cuMemFree)((CUdeviceptr)raw); }
-const struct cuctx_child_kind cuctx__mem_async_kind = {0, destroy, destroy_slot};
+/* The free, then its pool's reference given back (the last destroys a
+ * pool whose handle went first, mem_pool.c). A free refused keeps it: the
+ * memory may live, and a pool destroyed under live memory can crash. */
+static CUresult destroy_slot(struct cuctx_slot *s, const char *fn)
+{
+    CUresult rc = free_slot(s, fn);
+    if (rc == CUDA_SUCCESS)
+        cuctx__pool_unref(cuctx__slot_aux(s)->ptr, fn);
+    return rc;
+}
+const struct cuctx_child_kind cuctx__mem_async_kind = {0, NULL, destroy_slot};
 
 struct make_args {
     size_t bytes;
@@ -155,6 +165,13 @@ static CUresult make(void *arg, uint64_t *raw, size_t *size)
     return CUDA_SUCCESS;
 }
 
+/* (the last reference where the pool's handle was destroyed meanwhile: it
+ * destroys the pool) */
+static void pool_ref_drop(struct cuctx_pool_life **l)
+{
+    cuctx__pool_unref(*l, "cuctx_mem_alloc_from_pool");
+}
+
 /* Both allocations: pool_id 0 ({0}) is the device's current pool. */
 static CUresult alloc(cuctx_mem *out, uint64_t pool_id, cuctx_stream s, size_t bytes, const char *fn,
                       const struct cuctx_site *site)
@@ -162,6 +179,8 @@ static CUresult alloc(cuctx_mem *out, uint64_t pool_id, cuctx_stream s, size_t b
     struct make_args m = {bytes, NULL, NULL, fn};
     struct cuctx_use pool = {0};
     struct cuctx_stream_arg sa;
+    /* the pool's reference, given back unless the memory took it (a cancel too) */
+    struct cuctx_pool_life *life __attribute__((cleanup(pool_ref_drop))) = NULL;
     CUresult rc;
     if (!out)
         return cuctx__child_null(fn);
@@ -177,9 +196,14 @@ static CUresult alloc(cuctx_mem *out, uint64_t pool_id, cuctx_stream s, size_t b
         if ((rc = cuctx__child_use(pool_id, KIND_MEM_POOL, fn, &pool)) != CUDA_SUCCESS)
             return rc;
         m.pool = (CUmemoryPool)(uintptr_t)pool.raw;
+        int no_memory;
+        if (!(life = cuctx__pool_ref(pool.obj, &no_memory)) && no_memory) {
+            cuctx__child_done(&pool);
+            return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: no memory for the pool's record", fn);
+        }
     }
     if ((rc = cuctx__stream_take(s, 1, fn, &sa)) == CUDA_SUCCESS) {
-        struct cuctx_aux aux = {{s.id, 0}, 0};
+        struct cuctx_aux aux = {{s.id, 0}, life};
         if (sa.use.obj) {
             aux.id[1] = sa.use.entry.id;
             cuctx__stream_carries(sa.use.obj);
@@ -187,7 +211,8 @@ static CUresult alloc(cuctx_mem *out, uint64_t pool_id, cuctx_stream s, size_t b
             aux.id[1] = sa.current.id;
         }
         m.stream = sa.raw;
-        rc = cuctx__loose_create_aux(&out->id, KIND_MEM_ASYNC, fn, make, &m, site, &aux);
+        if ((rc = cuctx__loose_create_aux(&out->id, KIND_MEM_ASYNC, fn, make, &m, site, &aux)) == CUDA_SUCCESS)
+            life = NULL;
         cuctx__stream_done(&sa);
     }
     cuctx__child_done(&pool);

@@ -2,11 +2,22 @@
 /* mem_pool.c - cuctx_mem_pool: a CUmemoryPool, a kind of no context
  * (ids.h). A pool belongs to its device - measured: made while one context
  * was current, it serves allocations in a context made after that one was
- * destroyed - and its destroy with allocations alive succeeds and leaves
- * them usable (the driver ends the pool with the last of them), so it
- * needs no tether and no order against its memory. */
+ * destroyed - so it needs no tether.
+ *
+ * Its destroy must wait for its memory, though. Measured on the H200
+ * (tools/facts/pool_destroy.c): one thread that destroys a pool with
+ * allocations alive and frees them afterwards is fine, but eight threads
+ * doing the same, each with a pool of its own, crash the driver within
+ * seconds (SIGSEGV, SIGFPE); with every pool destroyed only once its
+ * allocations were freed, they run clean. So an owned pool that cuctx
+ * memory was allocated from gets a record (struct cuctx_pool_life, in its
+ * slot's aux record), counting its handle and each such allocation; the
+ * handle's destroy ends the handle at once, and the driver's pool is
+ * destroyed by whichever goes last - the handle, or the free of its last
+ * allocation (mem_async.c). */
 #include "config.h"
 
+#include "mem_pool.h"
 #include "cuctx.h"
 #include "driver.h"
 #include "error.h"
@@ -14,10 +25,79 @@
 #include "init.h"
 #include "tether.h"
 
+#include <stdlib.h>
 #include <string.h>
 
-static CUresult destroy(uint64_t raw) { return DRV(cuMemPoolDestroy)((CUmemoryPool)(uintptr_t)raw); }
-const struct cuctx_child_kind cuctx__mem_pool_kind = {0, destroy, NULL};
+struct cuctx_pool_life {
+    _Atomic uint64_t refs;      /* the handle (until its destroy), plus one per allocation alive */
+    CUmemoryPool raw;
+};
+
+struct cuctx_pool_life *cuctx__pool_ref(struct cuctx_slot *s, int *no_memory)
+{
+    void **at = &cuctx__slot_aux(s)->ptr;
+    struct cuctx_pool_life *l = __atomic_load_n(at, __ATOMIC_ACQUIRE);
+    *no_memory = 0;
+    if (s->u.child.site.unowned)    /* borrowed: never destroyed by cuctx */
+        return NULL;
+    if (!l) {   /* the first allocation: the record made, or another thread's taken */
+        struct cuctx_pool_life *mine = malloc(sizeof *mine);
+        if (!mine) {
+            *no_memory = 1;
+            return NULL;
+        }
+        atomic_init(&mine->refs, 1);
+        mine->raw = (CUmemoryPool)(uintptr_t)s->u.child.raw;
+        if (__atomic_compare_exchange_n(at, &l, mine, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            l = mine;
+        else
+            free(mine);
+    }
+    atomic_fetch_add_explicit(&l->refs, 1, memory_order_relaxed);
+    return l;
+}
+
+/* The reference's end; the last destroys the pool and says how that went. */
+static CUresult unref(struct cuctx_pool_life *l)
+{
+    if (atomic_fetch_sub_explicit(&l->refs, 1, memory_order_acq_rel) != 1)
+        return CUDA_SUCCESS;
+    CUmemoryPool raw = l->raw;
+    free(l);
+    if (atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed))
+        return CUDA_SUCCESS;    /* the driver is gone, and its pools with it */
+    CUresult rc;
+    CUCTX__UNWOUND_LETS_GO(NULL)
+        rc = DRV(cuMemPoolDestroy)(raw);
+    return rc;
+}
+
+void cuctx__pool_unref(struct cuctx_pool_life *l, const char *fn)
+{
+    if (!l)
+        return;
+    CUresult rc = unref(l);
+    if (rc != CUDA_SUCCESS) {
+        atomic_fetch_add_explicit(&cuctx__failed_destroys, 1, memory_order_relaxed);
+        cuctx__report(rc, "%s: the pool whose handle was destroyed before its last allocation: cuMemPoolDestroy "
+                          "at that allocation's free failed: %s", fn, cuctx_result_name(rc));
+    }
+}
+
+/* The handle's end: the driver's pool destroyed now, unless cuctx memory
+ * from it lives (then by the last one's free). */
+static CUresult destroy_slot(struct cuctx_slot *s, const char *fn)
+{
+    (void)fn;
+    struct cuctx_pool_life *l = __atomic_load_n(&cuctx__slot_aux(s)->ptr, __ATOMIC_ACQUIRE);
+    if (l)
+        return unref(l);
+    CUresult rc;
+    CUCTX__UNWOUND_LETS_GO(NULL)
+        rc = DRV(cuMemPoolDestroy)((CUmemoryPool)(uintptr_t)s->u.child.raw);
+    return rc;
+}
+const struct cuctx_child_kind cuctx__mem_pool_kind = {0, NULL, destroy_slot};
 
 static CUresult need_pools(const char *fn)
 {

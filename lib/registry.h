@@ -105,13 +105,15 @@ _Static_assert(sizeof(struct cuctx_slot) == CUCTX_CACHE_LINE, "a slot is one cac
 #define CUCTX_W_PINS ((UINT64_C(1) << 25) - 1)
 
 /* What a child kind keeps beside its slot when one line has no room: two
- * ids and flags (a stream-ordered allocation's stream and the context it
- * was made in, mem_async.c). Written before the slot is published and read
- * by its one closer, as the payload is; in each segment after its slots,
- * touched only where a kind uses it. */
+ * ids and a pointer (a stream-ordered allocation's stream, the context it
+ * was made in and its pool's record, mem_async.c; a pool's record,
+ * mem_pool.c). Written before the slot is published and read by its one
+ * closer, as the payload is (a pool's pointer: set once, atomically, by
+ * whoever pins it first); in each segment after its slots, zeroed by every
+ * create of an untethered kind, touched only where a kind uses it. */
 struct cuctx_aux {
     uint64_t id[2];
-    uint64_t flags;
+    void *ptr;
 };
 
 /* The table is CUCTX_SEG_COUNT segments of 2^CUCTX_SEG_BITS slots each

@@ -126,8 +126,8 @@ CUresult cuctx__loose_create_aux(uint64_t *out, enum cuctx_kind kind, const char
         cuctx__slot_discard(s);
         return rc;
     }
-    if (aux)
-        *cuctx__slot_aux(s) = *aux;
+    static const struct cuctx_aux none;
+    *cuctx__slot_aux(s) = aux ? *aux : none;
     cuctx__child_publish(out, s, kind, 0, raw, size, site);
     return CUDA_SUCCESS;
 }

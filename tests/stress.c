@@ -165,7 +165,12 @@
 #include <cuctx.h>
 #include <cudaTypedefs.h>
 
+#include <dirent.h>
 #include <dlfcn.h>
+#include <execinfo.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -225,6 +230,38 @@ static void beat(void)
     atomic_fetch_add_explicit(&heartbeat, 1, memory_order_relaxed);
 }
 
+/* On a deadlock, each thread's stack, to stderr (module and offset where
+ * the symbol is hidden: addr2line reads those). Not async-signal-safe in
+ * the letter (backtrace), which a process about to abort can afford. */
+static void stack_dump(int sig)
+{
+    void *frames[48];
+    char head[64];
+    (void)sig;
+    int n = snprintf(head, sizeof head, "stress: thread %ld:\n", (long)syscall(SYS_gettid));
+    if (write(2, head, (size_t)n) < 0)
+        return;
+    backtrace_symbols_fd(frames, backtrace(frames, 48), 2);
+}
+
+static void dump_all_stacks(void)
+{
+    void *warm[1];
+    backtrace(warm, 1);     /* loads what backtrace needs, outside the handler */
+    signal(SIGURG, stack_dump);
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL) {
+        long tid = atol(e->d_name);
+        if (tid <= 0 || tid == (long)syscall(SYS_gettid))
+            continue;
+        syscall(SYS_tgkill, (long)getpid(), tid, SIGURG);
+        sleep_us(50000);
+    }
+    if (d)
+        closedir(d);
+}
+
 static void *watchdog(void *arg)
 {
     unsigned long last = atomic_load(&heartbeat), still = 0;
@@ -239,6 +276,7 @@ static void *watchdog(void *arg)
             fprintf(stderr, "stress: FAIL: no progress for %lu s: deadlocked? (seed %" PRIu64 "); aborting\n",
                     watchdog_s, run_seed);
             fflush(NULL);
+            dump_all_stacks();
             abort();
         }
     }
@@ -922,6 +960,14 @@ static int opt_async = 1;
  * their context (struct life's capture_lock); 1 lets them meet, where a
  * free on a capturing stream is taken into the capture. */
 static int opt_async_beside_capture;
+/* STRESS_ASYNC_OPS: which parts of the stream-ordered workload run, a mask
+ * (default all), to find which one a driver's failure needs: 1 shared
+ * streams, 2 frees on another stream, 4 pool trims and destroys, 8
+ * allocations from pools (the workers' and default pools' handles), 16 on
+ * default streams by name in scopes, 32 the refused frees. With a part
+ * off, its share of the operations allocates on the worker's own streams. */
+enum { AO_SHARED = 1, AO_FREE_OTHER = 2, AO_POOL_OPS = 4, AO_FROM_POOL = 8, AO_NAMED = 16, AO_REFUSED = 32 };
+static int opt_async_ops = 63;
 struct worker;
 static CUresult async_alloc_named(struct worker *w, struct child *c);
 /* async mem flags, beside its stream's CU_STREAM_NON_BLOCKING */
@@ -1679,7 +1725,7 @@ static void scoped_create(struct worker *w, struct rec *r)
     struct child c = {(enum child_kind)rnd(&w->rng, C_GRAPH_EXEC), 0, r, 0, 1, 0, 0, NULL};
     int dead_before = life_is(r, DEAD);
     CUresult rc;
-    if (opt_async && rnd(&w->rng, 5) == 0) {
+    if (opt_async && (opt_async_ops & AO_NAMED) && rnd(&w->rng, 5) == 0) {
         /* stream-ordered memory on a default stream by name: the current
          * context's, freed on its legacy stream */
         c.kind = C_MEM_ASYNC;
@@ -2338,7 +2384,7 @@ static void async_alloc_on(struct worker *w, const struct child *sc, int raced)
     cuctx_mem_pool mp = {0}, dflt = {0};
     const char *what = "cuctx_mem_alloc_async";
     CUresult rc;
-    unsigned how = rnd(&w->rng, 8);
+    unsigned how = opt_async_ops & AO_FROM_POOL ? rnd(&w->rng, 8) : 7;
     if (how < 2) {
         if (!(mp = worker_pool(w, r->dev, &c.pg)).id)
             return;
@@ -2617,16 +2663,18 @@ static void op_async(struct worker *w)
     unsigned r = rnd(&w->rng, 100);
     if (r < 40)
         async_alloc_own(w);
-    else if (r < 55)
+    else if (r < 55 && (opt_async_ops & AO_SHARED))
         async_alloc_shared(w);
-    else if (r < 70)
+    else if (r >= 55 && r < 70 && (opt_async_ops & AO_FREE_OTHER))
         async_free_other(w);
-    else if (r < 76)
+    else if (r >= 70 && r < 76 && (opt_async_ops & AO_REFUSED))
         async_free_refused(w, 1);
-    else if (r < 80)
+    else if (r >= 76 && r < 80 && (opt_async_ops & AO_REFUSED))
         async_free_refused(w, 0);
-    else
+    else if (r >= 80 && (opt_async_ops & AO_POOL_OPS))
         async_pool_op(w);
+    else
+        async_alloc_own(w);
 }
 
 /* The worker's library: a PTX of one kernel that takes no arguments. */
@@ -2813,7 +2861,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: stress [operations] [threads 1-1024] [seed] [churn-interval-us]\n"
                         "  environment: STRESS_SEED, STRESS_CHURN_US, STRESS_POOL (1-%d), STRESS_CHURNERS (0-8), "
                         "STRESS_WATCHDOG_S, STRESS_SHARED_GRAPH, STRESS_RESETS, STRESS_OUTSIDE, STRESS_SCOPES, "
-                        "STRESS_NESTED, STRESS_CAPTURE, STRESS_ASYNC, STRESS_ASYNC_BESIDE_CAPTURE\n",
+                        "STRESS_NESTED, STRESS_CAPTURE, STRESS_ASYNC, STRESS_ASYNC_BESIDE_CAPTURE, STRESS_ASYNC_OPS\n",
                 POOL_MAX);
         return 2;
     }
@@ -2830,6 +2878,7 @@ int main(int argc, char **argv)
     opt_capture = (int)env_or("STRESS_CAPTURE", 1);
     opt_async = (int)env_or("STRESS_ASYNC", 1);
     opt_async_beside_capture = (int)env_or("STRESS_ASYNC_BESIDE_CAPTURE", 0);
+    opt_async_ops = (int)env_or("STRESS_ASYNC_OPS", 63);
     run_seed = seed;
     pthread_t dog;
     if (watchdog_s && pthread_create(&dog, NULL, watchdog, NULL) != 0) {

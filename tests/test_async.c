@@ -406,9 +406,86 @@ Test(async_mem, a_default_stream_is_the_current_contexts)
 
 /* ---- pools ---------------------------------------------------------------- */
 
-/* Bug caught: a pool tethered to a context, or its destroy refused or
- * deferred by cuctx while allocations live (the driver allows it). */
-Test(mem_pool, destroyed_with_allocations_alive)
+/* The log position of the first call of fn naming h from mark on (-1: none). */
+static long call_at(const char *fn, uint64_t h, size_t mark)
+{
+    size_t n = sim()->log_count();
+    for (size_t i = mark; i < n; i++) {
+        struct cusim_call c;
+        sim()->log_get(i, &c);
+        if (strcmp(c.fn, fn) == 0 && c.handle == h)
+            return (long)i;
+    }
+    return -1;
+}
+
+/* A context C with a stream, an owned pool and n allocations from it on
+ * that stream; the pool's handle then destroyed. */
+struct pool_scene {
+    cuctx_ctx c;
+    cuctx_stream s;
+    cuctx_mem_pool pool;
+    CUmemoryPool raw;
+    cuctx_mem m[2];
+    size_t mark;    /* the log just before the pool's handle was destroyed */
+};
+
+static void pool_scene(struct pool_scene *ps, int n)
+{
+    memset(ps, 0, sizeof *ps);
+    new_ctx(&ps->c, 0, "C", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&ps->s, ps->c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_pool_create(&ps->pool, 0, NULL));
+    cr_assert_eq(stats().mem_pools, 1);
+    ps->raw = cuctx_mem_pool_raw(ps->pool);
+    cr_assert_neq(ps->raw, NULL);
+    for (int i = 0; i < n; i++)
+        CHECK_OK(cuctx_mem_alloc_from_pool(&ps->m[i], ps->pool, ps->s, BYTES));
+    cr_assert_eq(pool_used(ps->raw), (size_t)n * BYTES);
+    ps->mark = log_mark();
+    CHECK_OK(cuctx_mem_pool_destroy(&ps->pool));
+    cr_assert_eq(ps->pool.id, 0);
+    cr_assert_eq(stats().mem_pools, 0, "the handle ends at once");
+}
+
+/* Bug caught: the driver's pool destroyed while cuctx memory from it lives
+ * (measured: eight threads doing so crashed the H200's driver within
+ * seconds, tools/facts/pool_destroy.c; the simulator records a misuse), or
+ * never destroyed once its last allocation is freed (a leak), or the
+ * memory gone with its pool's handle. */
+Test(mem_pool, destroyed_with_allocations_alive_ends_with_the_last_free)
+{
+    NEED_DRIVER();
+    struct pool_scene ps;
+    pool_scene(&ps, 2);
+    uint64_t p0 = cuctx_mem_ptr(ps.m[0]), p1 = cuctx_mem_ptr(ps.m[1]);
+    cr_assert_neq(p0, 0, "the allocation went with its pool's handle");
+    if (sim())
+        cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)ps.raw, ps.mark), 0,
+                     "the pool was destroyed with memory alive");
+    CHECK_OK(cuctx_mem_destroy(&ps.m[0]));
+    if (sim())
+        cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)ps.raw, ps.mark), 0,
+                     "the pool was destroyed with its second allocation alive");
+    CHECK_OK(cuctx_mem_destroy(&ps.m[1]));
+    if (sim()) {
+        long freed = call_at("cuMemFreeAsync", p1, ps.mark), ended = call_at("cuMemPoolDestroy",
+                                                                             (uint64_t)(uintptr_t)ps.raw, ps.mark);
+        cr_assert(freed >= 0 && ended > freed, "the pool's destroy (log %ld) did not follow the last free (log %ld)",
+                  ended, freed);
+        cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)ps.raw, ps.mark), 1);
+        cr_assert_eq(sim()->live(CUSIM_POOL), 0, "the pool leaked");
+        ASSERT_NO_MISUSE();
+    }
+    cr_assert_eq(stats().failed_destroys, 0);
+    CHECK_OK(cuctx_stream_destroy(&ps.s));
+    CHECK_OK(cuctx_ctx_destroy(&ps.c));
+}
+
+/* Bug caught: a pool with no cuctx memory alive kept past its handle's
+ * destroy, or its memory's reference never given back (the pool then
+ * outlives everything). */
+Test(mem_pool, with_its_memory_freed_first_it_ends_with_its_handle)
 {
     NEED_DRIVER();
     cuctx_ctx c = {0};
@@ -418,22 +495,88 @@ Test(mem_pool, destroyed_with_allocations_alive)
     new_ctx(&c, 0, "C", LEFT_CURRENT);
     CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
     CHECK_OK(cuctx_mem_pool_create(&pool, 0, NULL));
-    cr_assert_eq(stats().mem_pools, 1);
     CUmemoryPool raw = cuctx_mem_pool_raw(pool);
-    cr_assert_neq(raw, NULL);
     CHECK_OK(cuctx_mem_alloc_from_pool(&m, pool, s, BYTES));
-    cr_assert_eq(pool_used(raw), BYTES);
-    uint64_t p = cuctx_mem_ptr(m);
+    CHECK_OK(cuctx_mem_destroy(&m));
     size_t mark = log_mark();
     CHECK_OK(cuctx_mem_pool_destroy(&pool));
-    cr_assert_eq(stats().mem_pools, 0);
-    cr_assert_eq(cuctx_mem_ptr(m), p, "the allocation went with its pool's handle");
-    CHECK_OK(cuctx_mem_destroy(&m));
     if (sim()) {
         cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)raw, mark), 1);
-        cr_assert_eq(last_call("cuMemFreeAsync", mark).handle, p);
         ASSERT_NO_MISUSE();
     }
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* Bug caught: the last allocation's free after its context ended (a
+ * cuMemFree with no context current) or by cuctx_mem_free_async on
+ * another stream not ending a pool whose handle went first. */
+Test(mem_pool, the_last_free_ends_it_whichever_way_it_frees)
+{
+    NEED_DRIVER();
+    struct pool_scene ps;
+    pool_scene(&ps, 2);
+    cuctx_stream s2 = {0};
+    uint64_t p1 = cuctx_mem_ptr(ps.m[1]);
+    CHECK_OK(cuctx_stream_create(&s2, ps.c, 0, 0));
+    CHECK_OK(cuctx_mem_free_async(&ps.m[0], s2));
+    cr_assert_eq(ps.m[0].id, 0);
+    CHECK_OK(cuctx_stream_destroy(&s2));
+    CHECK_OK(cuctx_stream_destroy(&ps.s));
+    CHECK_OK(cuctx_ctx_destroy(&ps.c));
+    if (sim())
+        cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)ps.raw, ps.mark), 0,
+                     "the pool was destroyed with memory alive");
+    CHECK_OK(cuctx_mem_destroy(&ps.m[1]));     /* its context gone: cuMemFree */
+    if (sim()) {
+        long freed = call_at("cuMemFree", p1, ps.mark), ended = call_at("cuMemPoolDestroy",
+                                                                        (uint64_t)(uintptr_t)ps.raw, ps.mark);
+        cr_assert(freed >= 0 && ended > freed, "the pool's destroy (log %ld) did not follow the free (log %ld)",
+                  ended, freed);
+        cr_assert_eq(sim()->live(CUSIM_POOL), 0, "the pool leaked");
+        ASSERT_NO_MISUSE();
+    }
+}
+
+/* Bug caught: a refused allocation keeping its reference to the pool (the
+ * pool then never destroyed), or a borrowed pool destroyed by cuctx when
+ * its last cuctx allocation goes. */
+Test(mem_pool, a_refused_allocation_and_a_borrowed_pool_hold_nothing)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem_pool pool = {0}, theirs = {0};
+    cuctx_mem m = {0}, n = {0};
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    CHECK_OK(cuctx_mem_pool_create(&pool, 0, NULL));
+    CUmemoryPool raw = cuctx_mem_pool_raw(pool);
+    sim()->fail_call("cuMemAllocFromPoolAsync", 1, CUDA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(cuctx_mem_alloc_from_pool(&m, pool, s, BYTES), CUDA_ERROR_OUT_OF_MEMORY);
+    cr_assert_eq(m.id, 0);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_mem_pool_destroy(&pool));
+    cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)raw, mark), 1,
+                 "the refused allocation kept the pool alive");
+    /* a pool made elsewhere, borrowed: its owner destroys it */
+    PFN_cuMemPoolCreate_v11020 create = (PFN_cuMemPoolCreate_v11020)drv_sym("cuMemPoolCreate", 11020);
+    PFN_cuMemPoolDestroy_v11020 destroy = (PFN_cuMemPoolDestroy_v11020)drv_sym("cuMemPoolDestroy", 11020);
+    CUmemPoolProps pp;
+    memset(&pp, 0, sizeof pp);
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUmemoryPool mine = NULL;
+    CHECK_OK(create(&mine, &pp));
+    CHECK_OK(cuctx_mem_pool_adopt(&theirs, mine, 0));
+    CHECK_OK(cuctx_mem_alloc_from_pool(&n, theirs, s, BYTES));
+    CHECK_OK(cuctx_mem_pool_destroy(&theirs));
+    mark = log_mark();
+    CHECK_OK(cuctx_mem_destroy(&n));
+    cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)mine, mark), 0, "cuctx destroyed a borrowed pool");
+    CHECK_OK(destroy(mine));
+    ASSERT_NO_MISUSE();
     CHECK_OK(cuctx_stream_destroy(&s));
     CHECK_OK(cuctx_ctx_destroy(&c));
 }

@@ -408,7 +408,8 @@ CUresult sim_cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 	return leave(&c, CUDA_SUCCESS);
 }
 
-/* With allocations alive the pool lives on, dead to callers, until the last is freed (measured: they stay usable). */
+/* With allocations alive the pool lives on, dead to callers, until the last is freed (measured: they stay usable,
+ * with one thread; a misuse here, as several threads crashed). */
 CUresult sim_cuMemPoolDestroy(CUmemoryPool pool)
 {
 	struct call c;
@@ -424,6 +425,10 @@ CUresult sim_cuMemPoolDestroy(CUmemoryPool pool)
 		if (S.mem_pool[d] == p)
 			S.mem_pool[d] = NULL;
 	if (p->so.allocs) {
+		/* the real driver ends the pool with its last allocation when one thread does this, and crashed
+		 * when several threads did, each with a pool of its own (tools/facts/pool_destroy.c): a misuse */
+		misuse(&c, H(pool), "pool destroyed with %llu allocation(s) alive (the real driver crashed so "
+		       "when other threads used pools meanwhile)", (unsigned long long)p->so.allocs);
 		obj_hide(p);
 		p->so.gone = true;
 		return leave(&c, CUDA_SUCCESS);

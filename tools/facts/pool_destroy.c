@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/* pool_destroy: which destroy of a memory pool with allocations alive
+ * crashes the real driver? pool_threads' way 1 (pools destroyed by their
+ * makers while other threads free from them, and allocate from them: a
+ * race of the program's own) crashed the H200's driver in both rounds.
+ * Each way runs in a forked child, in one context, and says how many calls
+ * answered 0 and how many did not; a crash is counted, not fatal:
+ *   A  one thread: a pool made, 16 allocations from it, the pool destroyed,
+ *      then they are freed with cuMemFreeAsync on the stream (2000 rounds)
+ *   B  one thread: the frees queued, the pool destroyed before they ran
+ *   C  one thread: as A, the frees by cuMemFree with no context current
+ *   D  8 threads, each with a pool of its own, each doing A (no thread
+ *      touches another's pool or memory)
+ *   E  8 threads; allocations from any thread's pool (a lock keeps them
+ *      apart from the pool's destroy), handed between threads and freed
+ *      by any; each thread now and then destroys its pool with
+ *      allocations alive and makes a new one
+ *   F  as E, but a pool's destroy waits until no allocation of it lives
+ *      (each pool counts its live allocations; the last free, once its
+ *      stream was synchronized, destroys it)
+ *   G  as F, the last free destroying the pool right after its
+ *      cuMemFreeAsync is queued, with no synchronize
+ *   H  8 threads, each with a pool of its own, each doing B (the frees
+ *      queued, then the pool destroyed)
+ *   gcc -O2 -I/usr/local/cuda/include pool_destroy.c \
+ *       -L/usr/local/cuda/lib64/stubs -lcuda -lpthread && ./a.out [seconds] */
+#include <cuda.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define THREADS 8
+#define SLOTS 64
+static CUcontext ctx;
+static CUdevice dev;
+static char way;
+static int seconds = 3;
+static atomic_int stop;
+static atomic_ulong ok, bad;
+
+static void count(CUresult rc)
+{
+    atomic_fetch_add(rc == CUDA_SUCCESS ? &ok : &bad, 1);
+}
+
+static CUmemoryPool new_pool(void)
+{
+    CUmemPoolProps pp;
+    CUmemoryPool p = NULL;
+    memset(&pp, 0, sizeof pp);
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    pp.location.id = dev;
+    count(cuMemPoolCreate(&p, &pp));
+    return p;
+}
+
+/* A, B, C, D: one thread's rounds on a pool of its own */
+static void serial(char how)
+{
+    CUstream s;
+    CUdeviceptr p[16];
+    cuCtxSetCurrent(ctx);
+    cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+    for (int round = 0; round < 2000 && !atomic_load(&stop); round++) {
+        CUmemoryPool pool = new_pool();
+        for (int i = 0; i < 16; i++)
+            count(cuMemAllocFromPoolAsync(&p[i], 4096u << (i % 6), pool, s));
+        if (how == 'B') {
+            for (int i = 0; i < 16; i++)
+                count(cuMemFreeAsync(p[i], s));
+            count(cuMemPoolDestroy(pool));
+            count(cuStreamSynchronize(s));
+            continue;
+        }
+        count(cuStreamSynchronize(s));
+        count(cuMemPoolDestroy(pool));
+        if (how == 'C') {
+            CUcontext popped;
+            cuCtxPopCurrent(&popped);
+            for (int i = 0; i < 16; i++)
+                count(cuMemFree(p[i]));
+            cuCtxPushCurrent(popped);
+        } else {
+            for (int i = 0; i < 16; i++)
+                count(cuMemFreeAsync(p[i], s));
+        }
+        count(cuStreamSynchronize(s));
+    }
+    cuStreamDestroy(s);
+}
+
+/* E, F */
+struct pool {
+    CUmemoryPool raw;
+    atomic_long live;       /* allocations alive, plus one while its maker keeps it */
+};
+static pthread_rwlock_t pools_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct pool *pools[THREADS];
+struct alloc {
+    CUdeviceptr p;
+    struct pool *pool;
+};
+static _Atomic(struct alloc *) slots[SLOTS];
+
+static void pool_unref(struct pool *pl)
+{
+    if (atomic_fetch_sub(&pl->live, 1) == 1) {
+        count(cuMemPoolDestroy(pl->raw));
+        free(pl);
+    }
+}
+
+static struct pool *pool_new(void)
+{
+    struct pool *pl = malloc(sizeof *pl);
+    pl->raw = new_pool();
+    atomic_init(&pl->live, 1);
+    return pl;
+}
+
+static void *worker(void *arg)
+{
+    int me = (int)(intptr_t)arg;
+    unsigned r = (unsigned)me * 2654435761u + 1;
+    CUstream s;
+    if (way <= 'D' || way == 'H') {
+        serial(way == 'D' ? 'A' : way == 'H' ? 'B' : way);
+        return NULL;
+    }
+    cuCtxSetCurrent(ctx);
+    cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+    pthread_rwlock_wrlock(&pools_lock);
+    pools[me] = pool_new();
+    pthread_rwlock_unlock(&pools_lock);
+    while (!atomic_load(&stop)) {
+        r = r * 1103515245u + 12345u;
+        struct alloc *a = malloc(sizeof *a);
+        pthread_rwlock_rdlock(&pools_lock);
+        a->pool = pools[(r >> 4) % THREADS];
+        CUresult rc = CUDA_ERROR_INVALID_VALUE;
+        if (a->pool) {
+            atomic_fetch_add(&a->pool->live, 1);
+            rc = cuMemAllocFromPoolAsync(&a->p, 256 + (r >> 8) % 65536, a->pool->raw, s);
+            count(rc);
+        }
+        pthread_rwlock_unlock(&pools_lock);
+        if (rc != CUDA_SUCCESS) {
+            if (a->pool)
+                pool_unref(a->pool);
+            free(a);
+            continue;
+        }
+        cuStreamSynchronize(s);
+        struct alloc *old = atomic_exchange(&slots[(r >> 12) % SLOTS], a);
+        if (old) {
+            count(cuMemFreeAsync(old->p, s));
+            if (way == 'F' || way == 'G') {
+                if (way == 'F')
+                    cuStreamSynchronize(s);
+                pool_unref(old->pool);
+            } else if (atomic_fetch_sub(&old->pool->live, 1) == 1) {
+                free(old->pool);
+            }
+            free(old);
+        }
+        if ((r & 63) == 0) {        /* my pool ended with allocations alive, a new one made */
+            pthread_rwlock_wrlock(&pools_lock);
+            struct pool *mine = pools[me];
+            pools[me] = pool_new();
+            pthread_rwlock_unlock(&pools_lock);
+            if (way == 'F' || way == 'G') {
+                pool_unref(mine);
+            } else {
+                count(cuMemPoolDestroy(mine->raw));
+                if (atomic_fetch_sub(&mine->live, 1) == 1)
+                    free(mine);
+            }
+        }
+    }
+    cuStreamSynchronize(s);
+    cuStreamDestroy(s);
+    return NULL;
+}
+
+static int run(void)
+{
+    pthread_t t[THREADS];
+    int n = way <= 'C' ? 1 : THREADS;
+    if (cuInit(0) || cuDeviceGet(&dev, 0) || cuCtxCreate(&ctx, NULL, 0, dev))
+        return 10;
+    for (int i = 0; i < n; i++)
+        pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
+    sleep((unsigned)seconds);
+    atomic_store(&stop, 1);
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    CUresult sync = cuCtxSynchronize();
+    CUdeviceptr probe;
+    CUresult alloc = cuMemAlloc(&probe, 4096);
+    printf("    %lu calls answered 0, %lu did not; then cuCtxSynchronize %d, cuMemAlloc %d\n", atomic_load(&ok),
+           atomic_load(&bad), (int)sync, (int)alloc);
+    fflush(stdout);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *ways = argc > 2 ? argv[2] : "ABCDEFGH";
+    if (argc > 1)
+        seconds = atoi(argv[1]);
+    for (const char *w = ways; *w; w++) {
+        way = *w;
+        for (int round = 0; round < 2; round++) {
+            printf("%c, round %d\n", way, round);
+            fflush(NULL);
+            pid_t pid = fork();
+            if (pid == 0) {
+                int rc = run();
+                fflush(NULL);
+                _exit(rc);
+            }
+            int st = 0;
+            waitpid(pid, &st, 0);
+            if (WIFSIGNALED(st))
+                printf("    CRASHED (signal %d)\n", WTERMSIG(st));
+            else if (WEXITSTATUS(st))
+                printf("    setup failed (%d)\n", WEXITSTATUS(st));
+        }
+    }
+    return 0;
+}
