@@ -59,6 +59,9 @@ CUCTX_API CUresult cuctx_mem_ctx(cuctx_mem m, cuctx_ctx *out)
         CUresult rc;
         if (out && (rc = cuctx__claim(&out->id, KIND_CTX_HANDLE, fn)) != CUDA_SUCCESS)
             return rc;
+        CUCTX_INIT_OR_RETURN(fn);
+        if (!cuctx__alive(m.id, KIND_MEM_ASYNC))
+            return cuctx__child_bad_handle(m.id, KIND_MEM_ASYNC, fn);
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE,
                            "%s: stream-ordered memory belongs to its pool, not to a context (handle %#llx)", fn,
                            (unsigned long long)m.id);

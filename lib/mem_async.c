@@ -72,8 +72,9 @@ static CUresult need_async(const char *fn)
 }
 
 /* Case 2 above: on the legacy stream of the held context o, after a
- * synchronize of it where the stream's destroy could not wait (unwaited). */
-static CUresult free_in_context(CUdeviceptr p, struct cuctx_held *o, int unwaited, const char *fn)
+ * synchronize of it where the stream's destroy could not wait (unwaited:
+ * that stream's id, else 0). */
+static CUresult free_in_context(CUdeviceptr p, struct cuctx_held *o, uint64_t unwaited, const char *fn)
 {
     struct cuctx_switch sw;
     CUresult rc;
@@ -84,6 +85,8 @@ static CUresult free_in_context(CUdeviceptr p, struct cuctx_held *o, int unwaite
                 struct cuctx_sync_guard g CUCTX__SYNC_GUARD = cuctx__sync_shared(o->id);
                 (void)g;
                 rc = DRV(cuCtxSynchronize)();
+                if (rc == CUDA_SUCCESS)     /* its work is done: its other frees need not wait */
+                    cuctx__stream_waited(unwaited);
             }
             if (rc == CUDA_SUCCESS)
                 rc = DRV(cuMemFreeAsync)(p, CU_STREAM_LEGACY);
@@ -122,7 +125,8 @@ static CUresult free_slot(struct cuctx_slot *s, const char *fn)
     }
     rc = cuctx__entry_hold_quiet(a->id[1], &o);
     if (rc == CUDA_SUCCESS) {   /* 2 */
-        rc = free_in_context(p, &o, !cuctx__stream_default(stream, &named) && cuctx__stream_unwaited(stream), fn);
+        rc = free_in_context(p, &o, !cuctx__stream_default(stream, &named) && cuctx__stream_unwaited(stream) ? stream : 0,
+                             fn);
         cuctx__entry_release(&o);
         return rc;
     }

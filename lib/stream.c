@@ -38,6 +38,17 @@ int cuctx__stream_unwaited(uint64_t id)
     return found;
 }
 
+void cuctx__stream_waited(uint64_t id)
+{
+    pthread_mutex_lock(&unwaited_lock);
+    for (size_t i = 0; i < n_unwaited; i++)
+        if (unwaited[i] == id) {
+            unwaited[i] = unwaited[--n_unwaited];
+            break;
+        }
+    pthread_mutex_unlock(&unwaited_lock);
+}
+
 /* Remembers id; 0 when it cannot. */
 static int unwaited_add(uint64_t id)
 {

@@ -364,6 +364,9 @@ void cuctx__stream_done(struct cuctx_stream_arg *a);
  * on it, while it captured, so that its work was not waited for
  * (stream.c). */
 int cuctx__stream_unwaited(uint64_t id);
+/* Its work is known done (a synchronize of its context returned): it is
+ * forgotten, and its memory's later frees need no wait. */
+void cuctx__stream_waited(uint64_t id);
 /* A stream slot's size holds its flags as cuctx made it: known, and
  * whether CU_STREAM_NON_BLOCKING (an adopted stream's are not known); and
  * whether stream-ordered memory was allocated on it (mem_async.c), set

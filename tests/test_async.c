@@ -688,10 +688,12 @@ Test(async_mem, a_handle_holding_either_kind_is_not_overwritten)
     cuctx_ctx owner = {0};
     cr_assert_eq(cuctx_mem_ctx(m, &owner), CUDA_ERROR_INVALID_VALUE);
     cr_assert(strstr(cuctx_last_error_message(), "belongs to its pool"), "%s", cuctx_last_error_message());
-    cuctx_mem copy = m;
+    cuctx_mem copy = m, stale = m;
     CHECK_OK(cuctx_destroy(&m));    /* by its kind */
     cr_assert_eq(cuctx_mem_destroy(&copy), CUDA_ERROR_INVALID_HANDLE);
     cr_assert_eq(cuctx_mem_ptr(copy), 0);
+    cr_assert_eq(cuctx_mem_ctx(stale, &owner), CUDA_ERROR_INVALID_HANDLE, "a stale handle is a bad handle first");
+    cr_assert(strstr(cuctx_last_error_message(), "stale"), "%s", cuctx_last_error_message());
     CHECK_OK(cuctx_stream_destroy(&s));
     CHECK_OK(cuctx_ctx_destroy(&c));
     if (sim())
@@ -805,12 +807,13 @@ Test(async_mem, a_stream_destroyed_while_capturing_is_waited_for_at_the_free)
     NEED_DRIVER();
     cuctx_ctx c = {0};
     cuctx_stream s = {0};
-    cuctx_mem m = {0};
+    cuctx_mem m = {0}, m2 = {0};
     cuctx_capture cap;
     cuctx_graph g = {0};
     new_ctx(&c, 0, "C", LEFT_CURRENT);
     CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
     CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    CHECK_OK(cuctx_mem_alloc_async(&m2, s, BYTES));
     queue_work(m, s);
     CHECK_OK(cuctx_capture_begin(&cap, s, &g, CU_STREAM_CAPTURE_MODE_RELAXED));
     CHECK_OK(cuctx_stream_destroy(&s));
@@ -822,6 +825,15 @@ Test(async_mem, a_stream_destroyed_while_capturing_is_waited_for_at_the_free)
     if (sim()) {
         cr_assert_eq(calls("cuCtxSynchronize") - syncs, 1, "the free did not wait for the context");
         cr_assert_eq(last_call("cuMemFreeAsync", mark).stream, (uint64_t)(uintptr_t)CU_STREAM_LEGACY);
+        cr_assert_eq(sim()->async_allocs_live(), 1);
+    }
+    /* Bug caught: the stream remembered after its work was waited for
+     * (every later free synchronizing the context again, the list
+     * growing for good). */
+    syncs = calls("cuCtxSynchronize");
+    CHECK_OK(cuctx_mem_destroy(&m2));
+    if (sim()) {
+        cr_assert_eq(calls("cuCtxSynchronize") - syncs, 0, "the second free waited again");
         cr_assert_eq(sim()->async_allocs_live(), 0);
         ASSERT_NO_MISUSE();
     }
