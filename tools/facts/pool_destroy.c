@@ -22,6 +22,10 @@
  *      cuMemFreeAsync is queued, with no synchronize
  *   H  8 threads, each with a pool of its own, each doing B (the frees
  *      queued, then the pool destroyed)
+ *   I  8 threads, each with a pool of its own, each doing C but with the
+ *      pool destroyed after the frees (cuMemFree with no context current,
+ *      which leaves the pool counting the memory as used: cuctx's free of
+ *      stream-ordered memory whose context is gone)
  *   gcc -O2 -I/usr/local/cuda/include pool_destroy.c \
  *       -L/usr/local/cuda/lib64/stubs -lcuda -lpthread && ./a.out [seconds] */
 #include <cuda.h>
@@ -79,13 +83,16 @@ static void serial(char how)
             continue;
         }
         count(cuStreamSynchronize(s));
-        count(cuMemPoolDestroy(pool));
-        if (how == 'C') {
+        if (how != 'I')
+            count(cuMemPoolDestroy(pool));
+        if (how == 'C' || how == 'I') {
             CUcontext popped;
             cuCtxPopCurrent(&popped);
             for (int i = 0; i < 16; i++)
                 count(cuMemFree(p[i]));
             cuCtxPushCurrent(popped);
+            if (how == 'I')
+                count(cuMemPoolDestroy(pool));
         } else {
             for (int i = 0; i < 16; i++)
                 count(cuMemFreeAsync(p[i], s));
@@ -129,8 +136,8 @@ static void *worker(void *arg)
     int me = (int)(intptr_t)arg;
     unsigned r = (unsigned)me * 2654435761u + 1;
     CUstream s;
-    if (way <= 'D' || way == 'H') {
-        serial(way == 'D' ? 'A' : way == 'H' ? 'B' : way);
+    if (way <= 'D' || way == 'H' || way == 'I') {
+        serial(way == 'D' ? 'A' : way == 'H' ? 'B' : way);     /* (I: 8 threads of I) */
         return NULL;
     }
     cuCtxSetCurrent(ctx);
@@ -211,7 +218,7 @@ static int run(void)
 
 int main(int argc, char **argv)
 {
-    const char *ways = argc > 2 ? argv[2] : "ABCDEFGH";
+    const char *ways = argc > 2 ? argv[2] : "ABCDEFGHI";
     if (argc > 1)
         seconds = atoi(argv[1]);
     for (const char *w = ways; *w; w++) {
