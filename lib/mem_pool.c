@@ -48,10 +48,13 @@ struct cuctx_pool_life *cuctx__pool_ref(struct cuctx_slot *s, int *no_memory)
         }
         atomic_init(&mine->refs, 1);
         mine->raw = (CUmemoryPool)(uintptr_t)s->u.child.raw;
-        if (__atomic_compare_exchange_n(at, &l, mine, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        void *seen = NULL;
+        if (__atomic_compare_exchange_n(at, &seen, mine, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
             l = mine;
-        else
+        } else {
             free(mine);
+            l = seen;
+        }
     }
     atomic_fetch_add_explicit(&l->refs, 1, memory_order_relaxed);
     return l;
