@@ -317,6 +317,75 @@ CUCTX_API CUresult cuctx_current_raw(CUcontext *out);
 CUCTX_API CUresult cuctx_pop_current(void);
 
 /* ------------------------------------------------------------------------
+ *  Green contexts (CUDA 12.4+): a part of a device's SMs as a context
+ * ------------------------------------------------------------------------ */
+
+/* A green context runs its work on some of the device's SMs only, so that
+ * one workload cannot starve another (an inference server's models each in
+ * a partition). It is a cuctx_ctx like any other: CUCTX_SCOPED, CUCTX_GUARD,
+ * cuctx_ctx_set_current, every create, cuctx_ctx_raw (the CUcontext of
+ * cuCtxFromGreenCtx, which the driver's own context calls take; on the
+ * H200 it is the same value as the CUgreenCtx, but that is not promised),
+ * cuctx_ctx_device, cuctx_ctx_synchronize (its streams' work), the borrow
+ * rules (cuctx_stream_ctx of its stream borrows it), the stats
+ * (stats.green_contexts) and the leak report ("green"). Unlike
+ * cuctx_ctx_create, the create makes nothing current.
+ *
+ * The driver treats its children two ways (measured on the H200):
+ *   - its STREAMS are its own: they die with it and, not destroyed first,
+ *     are leaked. So cuctx_ctx_destroy of a green context first destroys
+ *     every live stream made in it (cuStreamDestroy; after a
+ *     cuStreamSynchronize where stream-ordered memory was allocated on it),
+ *     then the green context (cuGreenCtxDestroy). Their handles stay, as a
+ *     destroyed context's children's do: their destroy is then a skipped
+ *     stale destroy, and their uses CUDA_ERROR_CONTEXT_IS_DESTROYED;
+ *   - everything else made in it - events, device and page-locked memory,
+ *     modules, graph execs - belongs to the device's primary context
+ *     underneath, made with the green context current but tethered to the
+ *     primary context's generation: after the green context is destroyed
+ *     they work and are freed through the driver while the primary lives
+ *     (held by cuctx, by the CUDA runtime, by another green context), and
+ *     are skipped once it has ended (the green context held its last
+ *     retain, or a reset). cuctx_event_ctx and its kin give the primary
+ *     context for them; cuctx_event_record and cuctx_graph_exec_launch take
+ *     a stream of the green context (or of another green context over the
+ *     same primary) for them, and {0} there is the primary's default
+ *     stream. Stream-ordered memory belongs to its pool, as everywhere.
+ * The green context holds a retain of the primary (cuGreenCtxCreate takes
+ * it, cuGreenCtxDestroy gives it back); stats.contexts counts the primary
+ * too while children of it live.
+ *
+ * A green context current on the calling thread when destroyed is popped,
+ * as cuCtxDestroy pops an ordinary one (the driver would leave it current,
+ * stale: creates would answer 709); on other threads it stays current,
+ * stale, as any context destroyed there does. A create in a green context
+ * whose destroy is under way on another thread gives
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED. A driver older than 12.4 (no
+ * cuGreenCtxCreate) or a device without the support gives
+ * CUDA_ERROR_NOT_SUPPORTED and a message naming what is missing, as does a
+ * cuctx built with CUDA headers older than 12.4. Manual:
+ * cuctx_ctx_green(3). */
+
+/* A green context of at least sm_count of dev's SMs: one partition of the
+ * device's SM resource (cuDeviceGetDevResource, cuDevSmResourceSplitByCount,
+ * which rounds up to the driver's minimum and alignment, e.g. 8 on an H200),
+ * its descriptor (cuDevResourceGenerateDesc) and the green context
+ * (cuGreenCtxCreate, with CU_GREEN_CTX_DEFAULT_STREAM). Each call splits the
+ * whole device afresh: two green contexts made so may share SMs; for
+ * partitions apart, split once and use cuctx_ctx_green_desc. More SMs than
+ * the device has, or a count no partition fits: CUDA_ERROR_INVALID_VALUE. */
+CUCTX_API CUresult cuctx_ctx_green(cuctx_ctx *out, CUdevice dev, unsigned sm_count);
+/* The same from a descriptor the caller built (CUDA_ERROR_INVALID_VALUE
+ * for NULL), e.g. one of the groups and one of the remaining SMs of one
+ * split, each a green context. */
+#if CUDA_VERSION >= 12040
+CUCTX_API CUresult cuctx_ctx_green_desc(cuctx_ctx *out, CUdevice dev, CUdevResourceDesc desc);
+#else
+/* (the same type: headers before CUDA 12.4 have no CUdevResourceDesc) */
+CUCTX_API CUresult cuctx_ctx_green_desc(cuctx_ctx *out, CUdevice dev, struct CUdevResourceDesc_st *desc);
+#endif
+
+/* ------------------------------------------------------------------------
  *  Child resources. ctx may be {0}: the calling thread's current context.
  *  Each create runs with the owner current and leaves the thread's current
  *  context as it found it; each destroy reaches the driver only while the
@@ -629,6 +698,10 @@ CUCTX_API CUresult cuctx_ctx_create_at(cuctx_ctx *out, CUdevice dev, unsigned fl
                                        const char *file, int line, const char *func);
 CUCTX_API CUresult cuctx_ctx_primary_at(cuctx_ctx *out, CUdevice dev, const char *file, int line, const char *func);
 CUCTX_API CUresult cuctx_ctx_borrow_at(cuctx_ctx *out, CUcontext raw, const char *file, int line, const char *func);
+CUCTX_API CUresult cuctx_ctx_green_at(cuctx_ctx *out, CUdevice dev, unsigned sm_count, const char *file, int line,
+                                      const char *func);
+CUCTX_API CUresult cuctx_ctx_green_desc_at(cuctx_ctx *out, CUdevice dev, struct CUdevResourceDesc_st *desc,
+                                           const char *file, int line, const char *func);
 CUCTX_API CUresult cuctx_event_create_at(cuctx_event *out, cuctx_ctx ctx, unsigned flags,
                                          const char *file, int line, const char *func);
 CUCTX_API CUresult cuctx_stream_create_at(cuctx_stream *out, cuctx_ctx ctx, unsigned flags, int priority,
@@ -681,6 +754,8 @@ CUCTX_API CUresult cuctx_mem_pool_adopt_at(cuctx_mem_pool *out, CUmemoryPool raw
 #  define cuctx_ctx_create(out, dev, flags) cuctx_ctx_create_at(out, dev, flags, CUCTX__SITE)
 #  define cuctx_ctx_primary(out, dev) cuctx_ctx_primary_at(out, dev, CUCTX__SITE)
 #  define cuctx_ctx_borrow(out, raw) cuctx_ctx_borrow_at(out, raw, CUCTX__SITE)
+#  define cuctx_ctx_green(out, dev, sm_count) cuctx_ctx_green_at(out, dev, sm_count, CUCTX__SITE)
+#  define cuctx_ctx_green_desc(out, dev, desc) cuctx_ctx_green_desc_at(out, dev, desc, CUCTX__SITE)
 #  define cuctx_event_create(out, ctx, flags) cuctx_event_create_at(out, ctx, flags, CUCTX__SITE)
 #  define cuctx_stream_create(out, ctx, flags, priority) \
        cuctx_stream_create_at(out, ctx, flags, priority, CUCTX__SITE)
@@ -804,7 +879,7 @@ CUCTX_API CUresult cuctx_driver_symbol_flags(const char *name, int version, unsi
  * ------------------------------------------------------------------------ */
 
 struct cuctx_stats {
-    size_t contexts;            /* live contexts in use through cuctx (owned, primary, borrowed):
+    size_t contexts;            /* live contexts in use through cuctx (owned, primary, borrowed, green):
                                    named by a live cuctx_ctx handle or a live child */
     size_t ctx_handles;         /* live cuctx_ctx handles */
     size_t events, streams, modules, mems, host_mems, graph_execs;
@@ -815,6 +890,7 @@ struct cuctx_stats {
                                    (process exit): they succeed quietly */
     size_t graphs, libraries;   /* live objects of no context (appended after the 0.1.0 fields) */
     size_t async_mems, mem_pools;   /* stream-ordered allocations (not in mems) and memory pools */
+    size_t green_contexts;      /* live green contexts made through cuctx (in contexts and ctx_handles too) */
 };
 /* cuctx_stats_get(&st) fills st. The object counts are cheap at any number
  * of objects (each thread keeps its own); contexts walks the handle table,

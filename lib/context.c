@@ -21,6 +21,7 @@
 #include "driver.h"
 #include "entry.h"
 #include "error.h"
+#include "green.h"
 #include "ids.h"
 #include "init.h"
 #include "registry.h"
@@ -29,26 +30,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-static CUresult handle_new(cuctx_ctx *out, uint64_t entry, enum cuctx_life life, CUdevice dev, const char *fn,
-                           const struct cuctx_site *site)
-{
-    struct cuctx_slot *h = cuctx__slot_alloc();
-    if (!h)
-        return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
-    /* atomic: peekers with stale ids may read the reused slot (cuctx__slot_alloc) */
-    __atomic_store_n(&h->u.ctx.entry, entry, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->u.ctx.life, (int)life, __ATOMIC_RELAXED);
-    __atomic_store_n(&h->u.ctx.dev, dev, __ATOMIC_RELAXED);
-    cuctx__site_store(&h->u.ctx.site, site);
-    out->id = cuctx__slot_publish(h, KIND_CTX_HANDLE);
-    struct cuctx_slot *e = cuctx__slot_own(cuctx__id_index(entry));
-    if (life == LIFE_OWNED)    /* the entry, made just now under the lock, names its owner */
-        __atomic_store_n(&e->u.entry.owner_handle, out->id, __ATOMIC_RELAXED);
-    else if (cuctx__entry_counted(e))   /* (held, or under the lock, by the caller) */
-        cuctx__entry_named(e);
-    return CUDA_SUCCESS;
-}
 
 static int flags_valid(unsigned flags)
 {
@@ -82,21 +63,13 @@ CUCTX_API CUresult cuctx_ctx_create_at(cuctx_ctx *out, CUdevice dev, unsigned fl
     } else {
         cuctx__ctx_lock();
         rc = cuctx__entry_new(raw, ctx_id, dev, LIFE_OWNED, fn, &entry);
-        if (rc == CUDA_SUCCESS && (rc = handle_new(out, entry, LIFE_OWNED, dev, fn, &site)) != CUDA_SUCCESS)
+        if (rc == CUDA_SUCCESS && (rc = cuctx__handle_new(out, entry, LIFE_OWNED, dev, fn, &site)) != CUDA_SUCCESS)
             cuctx__entry_end_locked(entry);
         cuctx__ctx_unlock();
     }
     if (rc != CUDA_SUCCESS)
         cuctx__destroy_pushed(raw);
     return rc;
-}
-
-/* Under the lock: whether the entry at id still names the context the
- * driver now gives ctx_id (without ids: whether it lives at all). */
-static struct cuctx_slot *same_context(uint64_t id, unsigned long long ctx_id)
-{
-    struct cuctx_slot *e = id ? cuctx__peek(id, KIND_ENTRY) : NULL;
-    return e && e->u.entry.ctx_id == ctx_id ? e : NULL;
 }
 
 CUCTX_API CUresult cuctx_ctx_primary_at(cuctx_ctx *out, CUdevice dev, const char *file, int line, const char *func)
@@ -126,13 +99,13 @@ CUCTX_API CUresult cuctx_ctx_primary_at(cuctx_ctx *out, CUdevice dev, const char
         cuctx__fail(rc, "%s: cuCtxGetId of the primary context of device %d failed: %s", fn, (int)dev,
                     cuctx_result_name(rc));
     } else {
-        struct cuctx_slot *e = same_context(cuctx__map_find(raw), ctx_id);
+        struct cuctx_slot *e = cuctx__entry_same(raw, ctx_id);
         if (e) {
             entry = cuctx__map_find(raw);   /* (met as borrowed before: retained now, still checked by id) */
         } else {
             rc = cuctx__entry_new(raw, ctx_id, dev, LIFE_PRIMARY, fn, &entry);
         }
-        if (rc == CUDA_SUCCESS && (rc = handle_new(out, entry, LIFE_PRIMARY, dev, fn, &site)) == CUDA_SUCCESS) {
+        if (rc == CUDA_SUCCESS && (rc = cuctx__handle_new(out, entry, LIFE_PRIMARY, dev, fn, &site)) == CUDA_SUCCESS) {
             p->raw = raw;
             p->retains++;
         }
@@ -146,77 +119,26 @@ CUCTX_API CUresult cuctx_ctx_primary_at(cuctx_ctx *out, CUdevice dev, const char
 /* Releases one primary retain of cuctx's. A reset does not release retains
  * (measured), so this runs whether the handle's entry lives or not. On
  * cuctx's last retain of the device (counted per device: the handle's own
- * entry may have ended in a reset while its retain lived on) no child call
- * may run across the release (it may end the context), so the live entry
- * of the primary context now - found by its address, whatever cuctx knows
- * it as - is closed and drained first; if the context lives on in someone
- * else's retain (the runtime's), the entry is reopened and its children
- * keep working. Without context ids the entry ends with cuctx's last
- * retain. */
+ * entry may have ended in a reset while its retain lived on), unless a green
+ * context of cuctx's holds one too, no child call may run across the
+ * release (it may end the context): the primary's entry is closed around it
+ * (cuctx__primary_close_locked) and ends only if the context did. */
 static CUresult primary_release(CUdevice dev, uint64_t handle_entry, const char *fn)
 {
-    unsigned long long now = 0;
     int gone = atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed);
     uint64_t entry = 0;
     struct cuctx_slot *e = NULL;
     cuctx__ctx_lock();
     struct cuctx_primary *p = cuctx__primary_of(dev, 0);
-    if (p && p->retains > 0 && --p->retains == 0 && (entry = cuctx__map_find(p->raw)) != 0) {
-        struct cuctx_slot *live = cuctx__peek(entry, KIND_ENTRY);
-        if (live && live->u.entry.dev == dev && (e = cuctx__close(entry, KIND_ENTRY)) != NULL)
-            cuctx__drain(e);
-    }
+    if (p && p->retains > 0 && --p->retains == 0 && p->greens == 0)
+        e = cuctx__primary_close_locked(dev, &entry);
     CUresult rc = gone ? CUDA_SUCCESS : DRV(cuDevicePrimaryCtxRelease)(dev);
-    if (e) {
-        CUresult idrc = gone ? CUDA_ERROR_DEINITIALIZED : cuctx__ctx_id(e->u.entry.raw, &now);
-        /* Ends only when the driver says the context is gone (or has no ids):
-         * a failed check proves nothing, and every later hold checks again. */
-        int ended = !DRV(cuCtxGetId) || gone || cuctx__gone(idrc) || (idrc == CUDA_SUCCESS && now != e->u.entry.ctx_id);
-        if (!ended) {
-            cuctx__reopen(e);
-        } else {
-            cuctx__map_remove(e->u.entry.raw, entry);
-            cuctx__slot_free(e);
-        }
-    }
+    if (e)
+        cuctx__primary_settle_locked(e, entry);
     cuctx__entry_unname_locked(handle_entry);   /* (a borrow's entry retained since) */
     cuctx__ctx_unlock();
     return rc == CUDA_SUCCESS ? rc
                               : cuctx__fail(rc, "%s: cuDevicePrimaryCtxRelease failed: %s", fn, cuctx_result_name(rc));
-}
-
-/* Under the lock: the address of dev's primary context, NULL when it is
- * not active (no child of it can be under way). Known once cuctx retained
- * it (the driver keeps one address per device); else asked of the driver,
- * which takes a retain and its release - only while the context is active,
- * so neither makes nor ends one. Without cuDevicePrimaryCtxGetState (a
- * driver older than CUDA 7.0, which cuctx cannot load: it needs
- * cuGetProcAddress, CUDA 11.3), only an address cuctx retained is known. */
-static CUresult primary_address(CUdevice dev, const char *fn, CUcontext *raw)
-{
-    struct cuctx_primary *p = cuctx__primary_of(dev, 0);
-    unsigned flags = 0;
-    int active = 0;
-    *raw = p ? p->raw : NULL;
-    if (*raw || !DRV(cuDevicePrimaryCtxGetState))
-        return CUDA_SUCCESS;
-    CUresult rc = DRV(cuDevicePrimaryCtxGetState)(dev, &flags, &active);
-    if (rc != CUDA_SUCCESS)
-        return cuctx__fail(rc, "%s: cuDevicePrimaryCtxGetState on device %d failed: %s", fn, (int)dev,
-                           cuctx_result_name(rc));
-    if (!active)
-        return CUDA_SUCCESS;
-    if ((rc = DRV(cuDevicePrimaryCtxRetain)(raw, dev)) != CUDA_SUCCESS) {
-        *raw = NULL;
-        return cuctx__fail(rc, "%s: cuDevicePrimaryCtxRetain on device %d failed: %s", fn, (int)dev,
-                           cuctx_result_name(rc));
-    }
-    if ((rc = DRV(cuDevicePrimaryCtxRelease)(dev)) != CUDA_SUCCESS)
-        return cuctx__fail(rc, "%s: cuDevicePrimaryCtxRelease on device %d failed: %s", fn, (int)dev,
-                           cuctx_result_name(rc));
-    if ((p = cuctx__primary_of(dev, 1)) != NULL)
-        p->raw = *raw;
-    return CUDA_SUCCESS;
 }
 
 /* The reset ends dev's primary context, so it waits out the child calls
@@ -231,7 +153,7 @@ CUCTX_API CUresult cuctx_ctx_primary_reset(CUdevice dev)
     CUcontext raw = NULL;
     CUCTX_INIT_OR_RETURN(fn);
     cuctx__ctx_lock();
-    CUresult rc = primary_address(dev, fn, &raw);
+    CUresult rc = cuctx__primary_address(dev, fn, &raw);
     if (rc != CUDA_SUCCESS) {
         cuctx__ctx_unlock();
         return rc;
@@ -274,7 +196,7 @@ CUCTX_API CUresult cuctx_ctx_borrow_at(cuctx_ctx *out, CUcontext raw, const char
     if (rc != CUDA_SUCCESS)
         return rc;
     CUdevice dev = o.slot->u.entry.dev;
-    rc = handle_new(out, o.id, LIFE_BORROWED, dev, fn, &site);
+    rc = cuctx__handle_new(out, o.id, LIFE_BORROWED, dev, fn, &site);
     cuctx__entry_release(&o);
     return rc;
 }
@@ -291,7 +213,7 @@ CUresult cuctx__child_ctx(uint64_t id, enum cuctx_kind kind, const char *fn, cuc
         return rc;
     if ((rc = cuctx__child_use(id, kind, fn, &u)) != CUDA_SUCCESS)
         return rc;
-    rc = handle_new(out, u.entry.id, LIFE_BORROWED, u.entry.slot->u.entry.dev, fn, &site);
+    rc = cuctx__handle_new(out, u.entry.id, LIFE_BORROWED, u.entry.slot->u.entry.dev, fn, &site);
     cuctx__child_done(&u);
     return rc;
 }
@@ -371,8 +293,9 @@ static CUresult handle_destroy(uint64_t id, const char *fn)
     uint64_t entry = h->u.ctx.entry;
     int life = h->u.ctx.life;
     CUdevice dev = h->u.ctx.dev;
-    /* An owned handle's entry closes right after this, with no call between:
-     * cuctx__ctx_hold_last (entry.h) counts on it. */
+    void *green = h->u.ctx.green;
+    /* An owned (or green) handle's entry closes right after this, with no
+     * call between: cuctx__ctx_hold_last (entry.h) counts on it. */
     cuctx__slot_free(h);
     if (life == LIFE_BORROWED) {
         cuctx__ctx_lock();
@@ -381,7 +304,9 @@ static CUresult handle_destroy(uint64_t id, const char *fn)
         return CUDA_SUCCESS;
     }
     int gone = atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed);
-    CUresult rc = life == LIFE_PRIMARY ? primary_release(dev, entry, fn) : owned_destroy(entry, fn);
+    CUresult rc = life == LIFE_PRIMARY ? primary_release(dev, entry, fn)
+                : life == LIFE_GREEN   ? cuctx__green_end(entry, green, dev, fn)
+                                       : owned_destroy(entry, fn);
     if (gone || cuctx__driver_gone(rc)) {
         atomic_fetch_add_explicit(&cuctx__shutdown_skips, 1, memory_order_relaxed);
         return CUDA_SUCCESS;

@@ -19,7 +19,7 @@
  * owners ended are ended first (a sweep by id, under the context lock), so
  * the count is exact while no other thread creates or destroys. It walks
  * the handle table: a diagnostic, not a hot path. */
-struct entry_ids { uint64_t *ids; size_t n, cap; int failed; };
+struct entry_ids { uint64_t *ids; size_t n, cap; int failed; size_t greens; };
 
 static void collect_entry(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
 {
@@ -30,6 +30,8 @@ static void collect_entry(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
     if (!cuctx__pin(id, kind))
         return;
     uint64_t entry = kind == KIND_CTX_HANDLE ? s->u.ctx.entry : s->u.child.entry;
+    if (kind == KIND_CTX_HANDLE && s->u.ctx.life == LIFE_GREEN)
+        e->greens++;    /* (one handle per green context; borrowed in a forked child) */
     cuctx__unpin(s);
     if (e->n == e->cap) {
         size_t cap = e->cap ? 2 * e->cap : 64;
@@ -50,16 +52,18 @@ static int cmp_ids(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* -1 when it cannot be counted (no memory): the caller keeps the entry count. */
-static long contexts_handed_out(void)
+/* -1 when it cannot be counted (no memory): the caller keeps the entry
+ * count. *greens: the live green contexts' handles. */
+static long contexts_handed_out(size_t *greens)
 {
-    struct entry_ids e = {NULL, 0, 0, 0};
+    struct entry_ids e = {NULL, 0, 0, 0, 0};
     long n = 0;
     cuctx__ctx_lock();
     if (!atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed))  /* (no entry before the driver loaded) */
         cuctx__sweep_locked();
     cuctx__slot_foreach(collect_entry, &e);
     cuctx__ctx_unlock();
+    *greens = e.greens;
     if (e.failed) {
         free(e.ids);
         return -1;
@@ -84,7 +88,7 @@ CUCTX_API size_t cuctx_stats_get_sized(struct cuctx_stats *out, size_t size)
         return 0;
     memset(&st, 0, sizeof st);
     cuctx__live_counts(n);
-    long handed_out = contexts_handed_out();
+    long handed_out = contexts_handed_out(&st.green_contexts);
     st.contexts = handed_out >= 0 ? (size_t)handed_out : (size_t)n[KIND_ENTRY];
     st.ctx_handles = (size_t)n[KIND_CTX_HANDLE];
 #define CUCTX__KIND_COUNT(K, name, field, display, tethered) st.field = (size_t)n[KIND_##K];
@@ -104,7 +108,8 @@ CUCTX_API size_t cuctx_stats_get_sized(struct cuctx_stats *out, size_t size)
 
 struct report { FILE *out; size_t n; };
 
-static const char *const lives[] = {[LIFE_OWNED] = "owned", [LIFE_PRIMARY] = "primary", [LIFE_BORROWED] = "borrowed"};
+static const char *const lives[] = {[LIFE_OWNED] = "owned", [LIFE_PRIMARY] = "primary", [LIFE_BORROWED] = "borrowed",
+                                     [LIFE_GREEN] = "green"};
 
 /* The driver's address of a context entry, NULL once it has ended. */
 static CUcontext entry_raw(uint64_t entry)
@@ -136,7 +141,7 @@ static void report_one(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
         CUcontext raw = entry_raw(s->u.ctx.entry);
         int life = s->u.ctx.life;
         fprintf(r->out, "cuctx: leak: context %p (%s, handle %#llx)", (void *)raw,
-                life >= LIFE_OWNED && life <= LIFE_BORROWED ? lives[life] : "?", (unsigned long long)id);
+                life >= LIFE_OWNED && life <= LIFE_GREEN ? lives[life] : "?", (unsigned long long)id);
         site_line(r->out, &s->u.ctx.site);
     } else {
         CUcontext owner = s->u.child.entry ? entry_raw(s->u.child.entry) : NULL;

@@ -66,7 +66,22 @@
     X(cuMemPoolCreate, 11020, 0)                \
     X(cuMemPoolDestroy, 11020, 0)               \
     X(cuMemPoolTrimTo, 11020, 0)                \
-    X(cuDeviceGetDefaultMemPool, 11020, 0)
+    X(cuDeviceGetDefaultMemPool, 11020, 0)      \
+    CUCTX__DRIVER_ENTRIES_GREEN(X)
+
+/* Green contexts (CUDA 12.4+): in the table where the toolkit's headers
+ * have them (their types and typedefs came with 12.4). */
+#if CUDA_VERSION >= 12040
+#  define CUCTX__DRIVER_ENTRIES_GREEN(X)        \
+    X(cuDeviceGetDevResource, 12040, 0)         \
+    X(cuDevSmResourceSplitByCount, 12040, 0)    \
+    X(cuDevResourceGenerateDesc, 12040, 0)      \
+    X(cuGreenCtxCreate, 12040, 0)               \
+    X(cuGreenCtxDestroy, 12040, 0)              \
+    X(cuCtxFromGreenCtx, 12040, 0)
+#else
+#  define CUCTX__DRIVER_ENTRIES_GREEN(X)
+#endif
 
 /* Members are named f_<name>: token pasting keeps cuda.h's renaming macros
  * (cuCtxCreate -> cuCtxCreate_v4) away from them. */

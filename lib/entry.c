@@ -81,7 +81,7 @@ struct cuctx_primary *cuctx__primary_of(CUdevice dev, int grow)
 static void primaries_after_fork(void)
 {
     for (size_t i = 0; i < n_primaries; i++)
-        primaries[i].retains = 0;
+        primaries[i].retains = primaries[i].greens = 0;
 }
 
 /* In a forked child: the contexts are the parent's, and CUDA objects do not
@@ -220,10 +220,13 @@ CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev
     __atomic_store_n(&s->u.entry.raw, raw, __ATOMIC_RELAXED);
     __atomic_store_n(&s->u.entry.ctx_id, ctx_id, __ATOMIC_RELAXED);
     __atomic_store_n(&s->u.entry.dev, dev, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->u.entry.by_id, (unsigned char)(life != LIFE_OWNED && ctx_id != 0), __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.entry.by_id, (unsigned char)(life != LIFE_OWNED && life != LIFE_GREEN && ctx_id != 0),
+                     __ATOMIC_RELAXED);
     __atomic_store_n(&s->u.entry.owner_handle, (uint64_t)0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->u.entry.counted, (unsigned char)0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.entry.ending, (unsigned char)0, __ATOMIC_RELAXED);
     __atomic_store_n(&s->u.entry.names, (uint32_t)0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.entry.home, (CUcontext)NULL, __ATOMIC_RELAXED);
     uint64_t id = cuctx__slot_publish(s, KIND_ENTRY);
     if (cuctx__map_put(raw, id) != 0) {
         cuctx__entry_end_locked(id);
@@ -258,6 +261,93 @@ static CUresult entry_register(CUcontext raw, const char *fn, int counted, uint6
     if ((rc = cuctx__entry_new(raw, ctx_id, dev, LIFE_BORROWED, fn, out)) == CUDA_SUCCESS && counted && ctx_id)
         __atomic_store_n(&cuctx__slot_own(cuctx__id_index(*out))->u.entry.counted, (unsigned char)1, __ATOMIC_RELAXED);
     return rc;
+}
+
+CUresult cuctx__handle_new(cuctx_ctx *out, uint64_t entry, enum cuctx_life life, CUdevice dev, const char *fn,
+                           const struct cuctx_site *site)
+{
+    struct cuctx_slot *h = cuctx__slot_alloc();
+    if (!h)
+        return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
+    /* atomic: peekers with stale ids may read the reused slot (cuctx__slot_alloc) */
+    __atomic_store_n(&h->u.ctx.entry, entry, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->u.ctx.life, (int)life, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->u.ctx.dev, dev, __ATOMIC_RELAXED);
+    __atomic_store_n(&h->u.ctx.green, (void *)NULL, __ATOMIC_RELAXED);
+    cuctx__site_store(&h->u.ctx.site, site);
+    out->id = cuctx__slot_publish(h, KIND_CTX_HANDLE);
+    struct cuctx_slot *e = cuctx__slot_own(cuctx__id_index(entry));
+    if (life == LIFE_OWNED || life == LIFE_GREEN)   /* the entry, made just now under the lock, names its owner */
+        __atomic_store_n(&e->u.entry.owner_handle, out->id, __ATOMIC_RELAXED);
+    else if (cuctx__entry_counted(e))   /* (held, or under the lock, by the caller) */
+        cuctx__entry_named(e);
+    return CUDA_SUCCESS;
+}
+
+struct cuctx_slot *cuctx__primary_close_locked(CUdevice dev, uint64_t *id)
+{
+    struct cuctx_primary *p = cuctx__primary_of(dev, 0);
+    struct cuctx_slot *e = NULL;
+    *id = p && p->raw ? cuctx__map_find(p->raw) : 0;
+    if (*id) {
+        struct cuctx_slot *live = cuctx__peek(*id, KIND_ENTRY);
+        if (live && live->u.entry.dev == dev && (e = cuctx__close(*id, KIND_ENTRY)) != NULL)
+            cuctx__drain(e);
+    }
+    return e;
+}
+
+void cuctx__primary_settle_locked(struct cuctx_slot *e, uint64_t id)
+{
+    unsigned long long now = 0;
+    int gone = atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed);
+    CUresult idrc = gone ? CUDA_ERROR_DEINITIALIZED : cuctx__ctx_id(e->u.entry.raw, &now);
+    /* Ends only when the driver says the context is gone (or has no ids):
+     * a failed check proves nothing, and every later hold checks again. */
+    int ended = !DRV(cuCtxGetId) || gone || cuctx__gone(idrc) || (idrc == CUDA_SUCCESS && now != e->u.entry.ctx_id);
+    if (!ended) {
+        cuctx__reopen(e);
+    } else {
+        cuctx__map_remove(e->u.entry.raw, id);
+        cuctx__slot_free(e);
+    }
+}
+
+struct cuctx_slot *cuctx__entry_same(CUcontext raw, unsigned long long ctx_id)
+{
+    uint64_t id = cuctx__map_find(raw);
+    struct cuctx_slot *e = id ? cuctx__peek(id, KIND_ENTRY) : NULL;
+    return e && e->u.entry.ctx_id == ctx_id ? e : NULL;
+}
+
+/* Without cuDevicePrimaryCtxGetState (a driver older than CUDA 7.0, which
+ * cuctx cannot load: it needs cuGetProcAddress, CUDA 11.3), only an address
+ * cuctx retained is known. */
+CUresult cuctx__primary_address(CUdevice dev, const char *fn, CUcontext *raw)
+{
+    struct cuctx_primary *p = cuctx__primary_of(dev, 0);
+    unsigned flags = 0;
+    int active = 0;
+    *raw = p ? p->raw : NULL;
+    if (*raw || !DRV(cuDevicePrimaryCtxGetState))
+        return CUDA_SUCCESS;
+    CUresult rc = DRV(cuDevicePrimaryCtxGetState)(dev, &flags, &active);
+    if (rc != CUDA_SUCCESS)
+        return cuctx__fail(rc, "%s: cuDevicePrimaryCtxGetState on device %d failed: %s", fn, (int)dev,
+                           cuctx_result_name(rc));
+    if (!active)
+        return CUDA_SUCCESS;
+    if ((rc = DRV(cuDevicePrimaryCtxRetain)(raw, dev)) != CUDA_SUCCESS) {
+        *raw = NULL;
+        return cuctx__fail(rc, "%s: cuDevicePrimaryCtxRetain on device %d failed: %s", fn, (int)dev,
+                           cuctx_result_name(rc));
+    }
+    if ((rc = DRV(cuDevicePrimaryCtxRelease)(dev)) != CUDA_SUCCESS)
+        return cuctx__fail(rc, "%s: cuDevicePrimaryCtxRelease on device %d failed: %s", fn, (int)dev,
+                           cuctx_result_name(rc));
+    if ((p = cuctx__primary_of(dev, 1)) != NULL)
+        p->raw = *raw;
+    return CUDA_SUCCESS;
 }
 
 /* ---- finding and holding ---------------------------------------------------- */

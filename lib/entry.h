@@ -175,6 +175,16 @@ static inline __attribute__((always_inline)) int cuctx__ctx_read_last(cuctx_ctx 
     return 1;
 }
 
+/* Whether held entry g is a green context's over held entry p's context,
+ * its primary (green.c): g's children but streams belong to p, and the
+ * driver takes work of p's objects on g's streams as on p's own. While g
+ * lives it holds a retain of the primary at that address, so p, held (its
+ * id checked), is that primary. */
+static inline int cuctx__entry_green_over(const struct cuctx_held *g, const struct cuctx_held *p)
+{
+    return g->slot && __atomic_load_n(&g->slot->u.entry.home, __ATOMIC_RELAXED) == p->raw;
+}
+
 /* The held entry of a raw context, registering it as borrowed when cuctx
  * has not met it (its id and device asked of the driver). */
 CUresult cuctx__entry_hold_raw(CUcontext raw, const char *fn, struct cuctx_held *out);
@@ -226,9 +236,37 @@ void cuctx__sweep_locked(void);
  * but keeps the retains (measured), so retains taken before a reset are
  * released through handles whose entry is dead, and the entry of the
  * context that lives now is found by the address. */
-struct cuctx_primary { CUcontext raw; int retains; };
+struct cuctx_primary {
+    CUcontext raw;
+    int retains;
+    int greens;     /* live green contexts of cuctx's on the device, each holding a retain (green.c) */
+};
 /* dev's record, grown on demand when grow; NULL for a bad device or no memory. */
 struct cuctx_primary *cuctx__primary_of(CUdevice dev, int grow);
+/* Under the lock, around a release of a primary retain that may end the
+ * context (cuctx's last, or a green context's destroy): no child call may
+ * run across it. The close takes the live entry of dev's primary context -
+ * found by its address, whatever cuctx knows it as - and drains it (NULL
+ * when there is none; *id its id). The settle, after the release, ends it
+ * when the driver says the context is gone (or has no ids, or has shut
+ * down), and otherwise reopens it: the context lives on in someone else's
+ * retain (the runtime's), and its children keep working. */
+struct cuctx_slot *cuctx__primary_close_locked(CUdevice dev, uint64_t *id);
+void cuctx__primary_settle_locked(struct cuctx_slot *e, uint64_t id);
+/* Under the lock: the address of dev's primary context, NULL when it is
+ * not active (no child of it can be under way). Known once cuctx retained
+ * it (the driver keeps one address per device); else asked of the driver,
+ * which takes a retain and its release - only while the context is active,
+ * so neither makes nor ends one. */
+CUresult cuctx__primary_address(CUdevice dev, const char *fn, CUcontext *raw);
+/* Under the lock: the live entry at raw if it names the context the driver
+ * now gives ctx_id (without ids: whether it lives at all), else NULL. */
+struct cuctx_slot *cuctx__entry_same(CUcontext raw, unsigned long long ctx_id);
+/* Under the lock, or holding entry: a new context handle of life naming
+ * entry, in *out (the caller claimed it). An owned or green context's entry
+ * names its one handle; a borrow's counted entry gets a name more. */
+CUresult cuctx__handle_new(cuctx_ctx *out, uint64_t entry, enum cuctx_life life, CUdevice dev, const char *fn,
+                           const struct cuctx_site *site);
 /* Ends an entry that was closed by its caller (without the lock). */
 void cuctx__entry_finish(struct cuctx_slot *s, uint64_t id);
 

@@ -99,9 +99,9 @@ CUCTX_API CUresult cuctx_event_record(cuctx_event ev, cuctx_stream s)
     if (rc != CUDA_SUCCESS)
         return rc;
     if (!by_default) {
-        if (st.entry.id != e.entry.id) {
+        if (st.entry.id != e.entry.id && !cuctx__entry_green_over(&st.entry, &e.entry)) {
             rc = cuctx__fail(CUDA_ERROR_INVALID_CONTEXT,
-                             "%s: the event and the stream belong to different contexts; the driver records an event only on a stream of its own context",
+                             "%s: the event and the stream belong to different contexts; the driver records an event only on a stream of its own context (or of a green context over it)",
                              fn);
             goto out;
         }

@@ -80,7 +80,7 @@ CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s)
     if (rc != CUDA_SUCCESS)
         return rc;
     if (!by_default) {
-        if (st.entry.id != g.entry.id) {
+        if (st.entry.id != g.entry.id && !cuctx__entry_green_over(&st.entry, &g.entry)) {
             rc = cuctx__fail(CUDA_ERROR_INVALID_CONTEXT,
                              "%s: the graph exec and the stream belong to different contexts", fn);
             goto out;

@@ -89,12 +89,13 @@ static inline enum cuctx_kind cuctx__kind_in_type(enum cuctx_kind kind, uint64_t
 #define CUCTX__ENTRY_NEVER ((uint64_t)KIND_ENTRY << CUCTX_ID_KIND_SHIFT)
 
 /* Who decides a context's life. An owned context was created by cuctx and
- * ends only through it, so the registry alone says whether it lives. A
- * primary context (retained through cuctx) and a borrowed one (handed in,
- * or met as some thread's current context) can be ended by anyone - the
- * CUDA runtime, other libraries, a reset - so the driver's context id says.
- * An entry's life and a handle's life are the same word: for a handle,
- * what destroying it undoes. */
-enum cuctx_life { LIFE_OWNED = 1, LIFE_PRIMARY, LIFE_BORROWED };
+ * ends only through it, so the registry alone says whether it lives; so
+ * does a green context cuctx made (green.c), whose entry also names the
+ * primary context underneath. A primary context (retained through cuctx)
+ * and a borrowed one (handed in, or met as some thread's current context)
+ * can be ended by anyone - the CUDA runtime, other libraries, a reset - so
+ * the driver's context id says. An entry's life and a handle's life are
+ * the same word: for a handle, what destroying it undoes. */
+enum cuctx_life { LIFE_OWNED = 1, LIFE_PRIMARY, LIFE_BORROWED, LIFE_GREEN };
 
 #endif

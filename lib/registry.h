@@ -77,14 +77,18 @@ struct cuctx_slot {
             CUdevice dev;
             unsigned char by_id;    /* life decided by the driver's id: every hold checks it */
             unsigned char counted;  /* by_id, registered by a borrow: ends with its last name (entry.h) */
+            unsigned char ending;   /* a green context being destroyed: creates refused (atomic; green.c) */
             uint64_t owner_handle;  /* an owned context's handle, set once after publishing (atomic) */
             uint32_t names;         /* counted: the handles and children naming it (atomic) */
+            CUcontext home;         /* a green context's: the device's primary context under it, whose
+                                       generation its children but streams are tethered to; else NULL */
         } entry;
         struct {                    /* KIND_CTX_HANDLE */
             uint64_t entry;
             int life;               /* enum cuctx_life; borrowed in a forked child */
             CUdevice dev;           /* a primary handle's device, for its release */
             struct cuctx_site site;
+            void *green;            /* a green context's handle: its CUgreenCtx, for its destroy */
         } ctx;
         struct {                    /* children */
             uint64_t entry;         /* the owning context's entry id */

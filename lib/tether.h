@@ -122,6 +122,57 @@ cuctx__child_destroyed(struct cuctx_slot *s, CUresult rc, const char *fn, enum c
     return CUDA_SUCCESS;
 }
 
+/* The second half of every create: with the entry `in` held, runs make
+ * with in's context current and registers the result tethered to the held
+ * entry `to` - in itself but for a green context's children (green.c). A
+ * counted entry (a borrow's) gets the child's name. Both are let go. */
+static inline __attribute__((always_inline)) CUresult
+cuctx__child_make(uint64_t *out, enum cuctx_kind kind, const char *fn, cuctx_make_fn make, void *arg,
+                  const struct cuctx_site *site, struct cuctx_held *in, struct cuctx_held *to)
+{
+    struct cuctx_switch sw;     /* (switch_to clears it before its first call: a cancel finds it set) */
+    uint64_t raw = 0;
+    size_t size = 0;
+    CUresult rc = CUDA_SUCCESS;
+    struct cuctx_slot *s = cuctx__slot_alloc();
+    if (__builtin_expect(!s, 0)) {
+        if (to != in)
+            cuctx__entry_release(to);
+        return cuctx__child_table_full(in, fn);
+    }
+    if (__builtin_expect(!make, 0)) {
+        raw = ((const struct cuctx_adopted *)arg)->raw;
+        size = ((const struct cuctx_adopted *)arg)->size;
+    } else {
+        struct cuctx_unwind u CUCTX__UNWIND = {1, 0, s, &sw};
+        if ((rc = cuctx__switch_to(in->raw, fn, &sw)) == CUDA_SUCCESS) {
+            rc = make(arg, &raw, &size);
+            cuctx__switch_back(&sw, fn);
+        }
+        u.armed = 0;
+    }
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0)) {
+        cuctx__slot_discard(s);
+        if (to != in)
+            cuctx__entry_release(to);
+        cuctx__entry_release(in);
+        return rc;
+    }
+    cuctx__child_publish(out, s, kind, to->id, raw, size, site);
+    if (cuctx__entry_counted(to->slot))     /* a borrow's entry: the child names it (entry.h) */
+        cuctx__entry_named(to->slot);
+    if (to != in)
+        cuctx__entry_release(to);
+    cuctx__entry_release(in);
+    return CUDA_SUCCESS;
+}
+
+/* A create in a green context, its entry held (o), out of line (green.c):
+ * refused while it is being destroyed; a stream is tethered to it, any
+ * other child to the primary context underneath. */
+CUresult cuctx__child_create_green(uint64_t *out, enum cuctx_kind kind, const char *fn, cuctx_make_fn make,
+                                   void *arg, const struct cuctx_site *site, struct cuctx_held *o);
+
 /* Creates a child: claims *out (claim.h: not while it holds a live
  * object), resolves the owner, runs make with it current, and registers
  * the result tethered to the owner's generation. make NULL is an adoption:
@@ -133,9 +184,6 @@ cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const ch
                     void *arg, const struct cuctx_site *site)
 {
     struct cuctx_held o;
-    struct cuctx_switch sw;     /* (switch_to clears it before its first call: a cancel finds it set) */
-    uint64_t raw = 0;
-    size_t size = 0;
     if (__builtin_expect(!out, 0))
         return cuctx__child_null(fn);
     CUresult rc = cuctx__claim(out, kind, fn);
@@ -147,30 +195,10 @@ cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const ch
     rc = cuctx__ctx_hold(ctx, fn, &o);
     if (__builtin_expect(rc != CUDA_SUCCESS, 0))
         return rc;
-    struct cuctx_slot *s = cuctx__slot_alloc();
-    if (__builtin_expect(!s, 0))
-        return cuctx__child_table_full(&o, fn);
-    if (__builtin_expect(!make, 0)) {
-        raw = ((const struct cuctx_adopted *)arg)->raw;
-        size = ((const struct cuctx_adopted *)arg)->size;
-    } else {
-        struct cuctx_unwind u CUCTX__UNWIND = {1, 0, s, &sw};
-        if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
-            rc = make(arg, &raw, &size);
-            cuctx__switch_back(&sw, fn);
-        }
-        u.armed = 0;
-    }
-    if (__builtin_expect(rc != CUDA_SUCCESS, 0)) {
-        cuctx__slot_discard(s);
-        cuctx__entry_release(&o);
-        return rc;
-    }
-    cuctx__child_publish(out, s, kind, o.id, raw, size, site);
-    if (cuctx__entry_counted(o.slot))   /* a borrow's entry: the child names it (entry.h) */
-        cuctx__entry_named(o.slot);
-    cuctx__entry_release(&o);
-    return CUDA_SUCCESS;
+    /* (the held entry's line, which the hold has just read) */
+    if (__builtin_expect(__atomic_load_n(&o.slot->u.entry.home, __ATOMIC_RELAXED) != NULL, 0))
+        return cuctx__child_create_green(out, kind, fn, make, arg, site, &o);
+    return cuctx__child_make(out, kind, fn, make, arg, site, &o, &o);
 }
 
 /* The end of a child's destroy, its context's entry held (o), under the

@@ -278,6 +278,9 @@ static struct {
     PFN_cuGraphCreate_v10000 graph_create;
     PFN_cuGraphAddEmptyNode_v10000 graph_add_empty;
     PFN_cuGraphDestroy_v10000 graph_destroy;
+    PFN_cuDeviceGetDevResource_v12040 dev_resource;
+    PFN_cuDevSmResourceSplitByCount_v12040 sm_split;
+    PFN_cuDevResourceGenerateDesc_v12040 resource_desc;
 } raw;
 
 static char ptx_path[4096];
@@ -286,8 +289,8 @@ static char *ptx_image;
 static const cuctx_ctx NO_CTX = {0};
 static const cuctx_stream NO_STREAM = {0};
 
-enum owner { OWNED, PRIMARY };
-static const char *const owner_names[] = {"owned", "primary"};
+enum owner { OWNED, PRIMARY, GREEN };
+static const char *const owner_names[] = {"owned", "primary", "green"};
 
 struct workload {
     const char *name;
@@ -296,12 +299,15 @@ struct workload {
     int ids_only;       /* meaningful only with cuCtxGetId */
 };
 
-/* The context children are made in: owned (created, then popped) or the
- * primary context of device 0. */
+/* The context children are made in: owned (created, then popped), the
+ * primary context of device 0, or a green context of 16 of its SMs (whose
+ * children but streams are the primary's, which it holds the last retain of). */
 static CUresult owner_open(int kind, cuctx_ctx *c)
 {
     if (kind == PRIMARY)
         return CREATE(cuctx_ctx_primary(c, 0), *c);
+    if (kind == GREEN)
+        return CREATE(cuctx_ctx_green(c, 0, 16), *c);
     CUresult rc = CREATE(cuctx_ctx_create(c, 0, CUCTX_SCHED_AUTO), *c);
     if (rc == CUDA_SUCCESS)
         CALL(cuctx_pop_current());
@@ -1011,6 +1017,71 @@ static void wl_sweep(const struct workload *w)
     RAW(raw.ctx_destroy(last));
 }
 
+/* Green contexts: one made from a descriptor, the other by a count; the
+ * first's children but streams outlive it in the primary the second holds;
+ * its streams, one of them with stream-ordered memory, end with it; one
+ * destroyed while current in a scope, one while set current. */
+static void wl_green(const struct workload *w)
+{
+    cuctx_ctx g = {0}, g2 = {0}, g3 = {0};
+    cuctx_stream s = {0}, s2 = {0};
+    cuctx_event e = {0};
+    cuctx_mem m = {0}, am = {0};
+    cuctx_module mod = {0};
+    CUdevResource all, part;
+    CUdevResourceDesc desc = NULL;
+    unsigned n = 1;
+    (void)w;
+    if (CALL(cuctx_init()) != CUDA_SUCCESS)
+        return;
+    if (RAW(raw.dev_resource(0, &all, CU_DEV_RESOURCE_TYPE_SM)) != CUDA_SUCCESS
+        || RAW(raw.sm_split(&part, &n, &all, NULL, 0, 24)) != CUDA_SUCCESS
+        || RAW(raw.resource_desc(&desc, &part, 1)) != CUDA_SUCCESS)
+        return;
+    if (CREATE(cuctx_ctx_green_desc(&g, 0, desc), g) != CUDA_SUCCESS)
+        goto out;
+    CREATE(cuctx_stream_create(&s, g, CU_STREAM_NON_BLOCKING, 0), s);
+    CREATE(cuctx_stream_create(&s2, g, 0, 0), s2);
+    CREATE(cuctx_event_create(&e, g, 0), e);
+    CREATE(cuctx_mem_alloc(&m, g, 4096), m);
+    CREATE(cuctx_module_load_data(&mod, g, ptx_image), mod);
+    if (s.id) {
+        CREATE(cuctx_mem_alloc_async(&am, s, 4096), am);
+        if (e.id)
+            CALL(cuctx_event_record(e, s));
+        CALL(cuctx_stream_synchronize(s));
+    }
+    VAL(cuctx_ctx_raw(g), v_ == NULL);
+    CREATE(cuctx_ctx_green(&g2, 0, 16), g2);       /* holds the primary from here on */
+    CALL(cuctx_ctx_destroy(&g));                    /* s and s2 first */
+    CALL(cuctx_event_destroy(&e));                  /* in the primary, which g2 holds */
+    CALL(cuctx_mem_destroy(&m));
+    CALL(cuctx_module_destroy(&mod));
+    CALL(cuctx_mem_destroy(&am));
+    CALL(cuctx_stream_destroy(&s));                 /* skipped: ended with g */
+    CALL(cuctx_stream_destroy(&s2));
+    if (g2.id) {
+        CUCTX_SCOPED(g2) {
+            MARK("CUCTX_SCOPED(g2) enter");
+            CREATE(cuctx_stream_create(&s, NO_CTX, 0, 0), s);
+            CALL(cuctx_ctx_destroy(&g2));           /* current: popped */
+        }
+        MARK("CUCTX_SCOPED(g2) exit");
+    }
+    if (CREATE(cuctx_ctx_green(&g3, 0, 8), g3) == CUDA_SUCCESS && CALL(cuctx_ctx_set_current(g3)) == CUDA_SUCCESS)
+        CALL(cuctx_ctx_destroy(&g3));               /* current: popped */
+out:
+    CALL(cuctx_stream_destroy(&s));
+    CALL(cuctx_stream_destroy(&s2));
+    CALL(cuctx_mem_destroy(&am));
+    CALL(cuctx_module_destroy(&mod));
+    CALL(cuctx_mem_destroy(&m));
+    CALL(cuctx_event_destroy(&e));
+    CALL(cuctx_ctx_destroy(&g3));
+    CALL(cuctx_ctx_destroy(&g2));
+    CALL(cuctx_ctx_destroy(&g));
+}
+
 static const struct workload workloads[] = {
     {"driver", wl_driver, OWNED, 0},
     {"ctx owned: create/is_current/raw/device/synchronize/pop/set_current/destroy", wl_ctx_owned, OWNED, 0},
@@ -1023,18 +1094,24 @@ static const struct workload workloads[] = {
     {"ctx borrow", wl_borrow, OWNED, 0},
     {"ctx destroyed before its children", wl_wrong_order, OWNED, 0},
     {"ctx destroyed before its children", wl_wrong_order, PRIMARY, 0},
+    {"ctx destroyed before its children", wl_wrong_order, GREEN, 0},
+    {"green contexts", wl_green, GREEN, 0},
     {"scopes: CUCTX_SCOPED/SCOPED_ELSE/GUARD/scope_enter+exit", wl_scope, OWNED, 0},
     {"scopes: previous context replaced at its address", wl_scope_replaced, OWNED, 1},
     /* each child kind (kinds.h) in an owned and in a primary context */
-#define KIND_WORKLOADS(name, ...) {#name, wl_##name, OWNED, 0}, {#name, wl_##name, PRIMARY, 0},
+#define KIND_WORKLOADS(name, ...) {#name, wl_##name, OWNED, 0}, {#name, wl_##name, PRIMARY, 0}, \
+                                  {#name, wl_##name, GREEN, 0},
     TEST_CHILD_KINDS(KIND_WORKLOADS)
 #undef KIND_WORKLOADS
     {"launch", wl_launch, OWNED, 0},
     {"launch", wl_launch, PRIMARY, 0},
+    {"launch", wl_launch, GREEN, 0},
     {"graphs, capture, libraries", wl_capture, OWNED, 0},
     {"graphs, capture, libraries", wl_capture, PRIMARY, 0},
+    {"graphs, capture, libraries", wl_capture, GREEN, 0},
     {"stream-ordered memory and pools", wl_async, OWNED, 0},
     {"stream-ordered memory and pools", wl_async, PRIMARY, 0},
+    {"stream-ordered memory and pools", wl_async, GREEN, 0},
     {"automatic cleanup (CUCTX_AUTO)", wl_auto, OWNED, 0},
     {"cuctx_destroy", wl_destroy_any, OWNED, 0},
     {"cuctx_destroy", wl_destroy_any, PRIMARY, 0},
@@ -1198,6 +1275,7 @@ static int is_destroy_fn(const char *fn, enum cusim_kind *kind, const char **nam
         {"cuCtxDestroy", CUSIM_CONTEXT, "context"}, {"cuDevicePrimaryCtxRelease", CUSIM_PRIMARY, "primary"},
         {"cuGraphDestroy", CUSIM_GRAPH, "graph"}, {"cuLibraryUnload", CUSIM_LIBRARY, "library"},
         {"cuMemFreeAsync", CUSIM_MEM, "stream-ordered memory"}, {"cuMemPoolDestroy", CUSIM_POOL, "memory pool"},
+        {"cuGreenCtxDestroy", CUSIM_GREEN, "green context"},
         TEST_CHILD_KINDS(DESTROY_ROW)
     };
 #undef DESTROY_ROW
@@ -1245,7 +1323,8 @@ static void final_checks(void)
     if (!refused && R.fault >= 0 && R.out->hit >= 0 && R.out->how == HOW_RETURNED
         && async_free_step(fn_name((size_t)R.fault), R.out->regions[R.out->hit].what, &dkind, &dname))
         refused = 1;
-    int refused_primary = refused && dkind == CUSIM_PRIMARY;
+    /* (a green context the driver refused to destroy holds a retain of the primary) */
+    int refused_primary = refused && (dkind == CUSIM_PRIMARY || dkind == CUSIM_GREEN);
 
     cuctx_stats_get(&st);
     if (st.ctx_handles || st.events || st.streams || st.modules || st.mems || st.host_mems || st.graph_execs
@@ -1269,6 +1348,16 @@ static void final_checks(void)
         if (sim()->live(CUSIM_CONTEXT) > 1 || sim()->live(CUSIM_PRIMARY) != 0)
             violation("driver objects alive after the refused cuCtxDestroy: %zu contexts, %zu primary",
                       sim()->live(CUSIM_CONTEXT), sim()->live(CUSIM_PRIMARY));
+    } else if (refused && dkind == CUSIM_GREEN) {
+        /* The same for a refused cuGreenCtxDestroy: the green context, and
+         * the primary its retain holds; its streams were destroyed first.
+         * With ids the primary's children destroyed after it are freed (it
+         * lives); without, cuctx cannot tell, and ends the primary's
+         * generation with what it takes for its last retain: they stay. */
+        if (sim()->live(CUSIM_GREEN) > 1 || sim()->live(CUSIM_PRIMARY) > 1 || (!R.no_ids && all > 2)
+            || sim()->live(CUSIM_STREAM) != 0)
+            violation("driver objects alive after the refused cuGreenCtxDestroy: %zu green, %zu primary, %zu in all",
+                      sim()->live(CUSIM_GREEN), sim()->live(CUSIM_PRIMARY), all);
     } else if (refused_primary) {
         /* The same for a refused release of cuctx's last retain. */
         if (sim()->live(CUSIM_PRIMARY) > 1 || sim()->live(CUSIM_CONTEXT) != 0)
@@ -1464,8 +1553,12 @@ static void load_raw(void)
     raw.graph_create = (PFN_cuGraphCreate_v10000)dlsym(h, "cuGraphCreate");
     raw.graph_add_empty = (PFN_cuGraphAddEmptyNode_v10000)dlsym(h, "cuGraphAddEmptyNode");
     raw.graph_destroy = (PFN_cuGraphDestroy_v10000)dlsym(h, "cuGraphDestroy");
+    raw.dev_resource = (PFN_cuDeviceGetDevResource_v12040)dlsym(h, "cuDeviceGetDevResource");
+    raw.sm_split = (PFN_cuDevSmResourceSplitByCount_v12040)dlsym(h, "cuDevSmResourceSplitByCount");
+    raw.resource_desc = (PFN_cuDevResourceGenerateDesc_v12040)dlsym(h, "cuDevResourceGenerateDesc");
     cr_assert(raw.ctx_create && raw.ctx_destroy && raw.ctx_pop && raw.graph_create && raw.graph_add_empty
-              && raw.graph_destroy, "the simulator lacks a raw entry point");
+              && raw.graph_destroy && raw.dev_resource && raw.sm_split && raw.resource_desc,
+              "the simulator lacks a raw entry point");
 
     snprintf(ptx_path, sizeof ptx_path, "%s", test_data_path("vadd.ptx"));
     FILE *f = fopen(ptx_path, "rb");

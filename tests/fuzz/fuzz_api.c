@@ -39,7 +39,7 @@
  *
  * The encoding, for writing seeds by hand: an optional first byte 0xff
  * turns the simulator's address recycling off for the input; then each
- * operation is three bytes, OP a b, OP taken modulo 28 (a capture reads
+ * operation is three bytes, OP a b, OP taken modulo 29 (a capture reads
  * more, see 26):
  *   0 ctx_create (slot a%4; b: bit 0 device, bits 1-3 flags, 0x80 bad flags,
  *     0x70 bad device)           1 ctx_primary (slot a%4; b bit 0 device)
@@ -94,6 +94,11 @@
  *     with (b>>3)&1, cuctx_mem_pool_adopt (owned 0) of the raw pool of the
  *     default pool handle in other; 6 pool raw or trim (b>>3); 7 a NULL
  *     output to one of the five ((b>>3)%5))
+ *   28 a green context into ctx slot a%4 (op_green): b%4 0-1
+ *     cuctx_ctx_green of (b>>2)%4 -> 16, 8, 0 or 200 SMs on device (b>>4)&1
+ *     (a bad device with (b & 0xe0) == 0xe0), 2 cuctx_ctx_green_desc of a
+ *     split of 24 SMs, 3 of a NULL descriptor. Its children but streams are
+ *     the primary context's; primary resets are not run while one lives
  * Child slots hold handles of any kind; ops 10, 11 and 13 take graphs,
  * libraries, stream-ordered memory and pools too (kind (b>>4)%10 where they
  * pick one).
@@ -136,6 +141,9 @@ static struct {
     PFN_cuGraphCreate_v10000 graph_create;
     PFN_cuGraphDestroy_v10000 graph_destroy;
     PFN_cuGraphGetNodes_v10000 graph_nodes;
+    PFN_cuDeviceGetDevResource_v12040 dev_resource;
+    PFN_cuDevSmResourceSplitByCount_v12040 sm_split;
+    PFN_cuDevResourceGenerateDesc_v12040 gen_desc;
 } raw;
 
 #define H(p) ((uint64_t)(uintptr_t)(p))
@@ -179,10 +187,13 @@ static int untethered(int k)
 {
     return k == O_GRAPH || k == O_LIB || k == O_MASYNC || k == O_POOL;
 }
-enum role { R_OWNED = 1, R_PRIMARY, R_BORROWED };
-static const char *const role_name[] = {"?", "owned", "primary", "borrowed"};
-enum ikind { I_OWNED = 1, I_RAW, I_PRIMARY };
-static const char *const ikind_name[] = {"?", "owned", "raw", "primary"};
+enum role { R_OWNED = 1, R_PRIMARY, R_BORROWED, R_GREEN };
+static const char *const role_name[] = {"?", "owned", "primary", "borrowed", "green"};
+/* A green context (cuctx_ctx_green) holds a retain of its device's primary
+ * context; of what is made in it only streams are its own, the rest is the
+ * primary's (tether_inst). */
+enum ikind { I_OWNED = 1, I_RAW, I_PRIMARY, I_GREEN };
+static const char *const ikind_name[] = {"?", "owned", "raw", "primary", "green"};
 
 struct inst {                   /* one driver context, from its creation to its end */
     uint64_t addr;
@@ -455,10 +466,44 @@ static unsigned prim_handles(int dev)
     return n;
 }
 
+/* Live green contexts of dev: each holds a retain of its primary context. */
+static unsigned greens_on(int dev)
+{
+    unsigned n = 0;
+    for (int i = 0; i < M.ninst; i++)
+        if (M.inst[i].live && M.inst[i].kind == I_GREEN && M.inst[i].dev == dev)
+            n++;
+    return n;
+}
+
+/* The retains of dev's primary context. */
+static unsigned prim_holds(int dev)
+{
+    return prim_handles(dev) + M.prim_raw_refs[dev] + greens_on(dev);
+}
+
 static void prim_maybe_end(int dev)
 {
-    if (prim_handles(dev) + M.prim_raw_refs[dev] == 0 && M.prim[dev] >= 0)
+    if (prim_holds(dev) == 0 && M.prim[dev] >= 0)
         M.inst[M.prim[dev]].live = 0;
+}
+
+/* The context a child of kind k made in context inst belongs to: a green
+ * context's children but streams are its primary's, live while a green
+ * context lives (resets are not run then: op_primary_reset). */
+static int tether_inst(int inst, int k)
+{
+    if (inst < 0 || M.inst[inst].kind != I_GREEN || k == O_STREAM)
+        return inst;
+    return M.prim[M.inst[inst].dev];
+}
+
+/* Whether a stream of context s takes the work of an object of context o
+ * (an event record, a graph launch): the same context, or s a green context
+ * over o, its live primary. */
+static int stream_takes(int s, int o)
+{
+    return s == o || (M.inst[s].kind == I_GREEN && M.inst[o].kind == I_PRIMARY && M.inst[s].dev == M.inst[o].dev);
 }
 
 static void prim_retain_model(int dev)
@@ -493,6 +538,12 @@ static CUresult model_ctx_destroy(uint64_t id)
         if (ctx_end_model(o->inst) && M.pushes)
             M.pushes--;
     } else if (o->role == R_PRIMARY) {
+        prim_maybe_end(o->dev);
+    } else if (o->role == R_GREEN) {
+        /* its streams end with it (destroyed first); cuctx pops it where it
+         * is this thread's current context, as the driver pops an owned one */
+        if (ctx_end_model(o->inst) && M.pushes)
+            M.pushes--;
         prim_maybe_end(o->dev);
     }
     return CUDA_SUCCESS;
@@ -583,9 +634,19 @@ static void verify(const char *where)
     if (st.shutdown_skips != 0)
         fail("%s: shutdown_skips is %llu", where, (unsigned long long)st.shutdown_skips);
 
+    size_t live_green = 0, green_handles = 0;
     for (int i = 0; i < M.ninst; i++)
         if (M.inst[i].live)
-            *(M.inst[i].kind == I_PRIMARY ? &live_prim : &live_ctx) += 1;
+            *(M.inst[i].kind == I_PRIMARY ? &live_prim : M.inst[i].kind == I_GREEN ? &live_green : &live_ctx) += 1;
+    for (int i = 0; i < M.nobj; i++)
+        green_handles += M.obj[i].kind == O_CTX && M.obj[i].alive && M.obj[i].role == R_GREEN;
+    if (st.green_contexts != green_handles)
+        fail("%s: cuctx_stats_get says %zu green contexts, the model %zu", where, st.green_contexts, green_handles);
+    if (sim.live(CUSIM_GREEN) != live_green)
+        fail("%s: the driver has %zu live green contexts, the model %zu", where, sim.live(CUSIM_GREEN), live_green);
+    if (sim.leaked_streams() != 0)
+        fail("%s: the driver saw %zu streams die with their green context (not destroyed first)", where,
+             sim.leaked_streams());
     if (sim.live(CUSIM_CONTEXT) != live_ctx)
         fail("%s: the driver has %zu live contexts, the model %zu", where, sim.live(CUSIM_CONTEXT), live_ctx);
     if (sim.live(CUSIM_PRIMARY) != live_prim)
@@ -598,7 +659,7 @@ static void verify(const char *where)
     if (sim.live(CUSIM_CAPTURE) != 0)
         fail("%s: the driver has %zu stream captures going on", where, sim.live(CUSIM_CAPTURE));
     for (int d = 0; d < NDEV; d++) {
-        unsigned refs = M.prim_raw_refs[d] + prim_handles(d);
+        unsigned refs = prim_holds(d);
         if (sim.primary_refs(d) != refs)
             fail("%s: device %d's primary context has %u retains, the model %u", where, d, sim.primary_refs(d), refs);
     }
@@ -633,7 +694,7 @@ enum op {
     OP_CTX_QUERY, OP_PRIMARY_RESET, OP_CHILD_CREATE, OP_CHILD_CREATE_CUR, OP_CHILD_DESTROY, OP_CHILD_USE,
     OP_COPY, OP_STALE, OP_SCOPE_ENTER, OP_SCOPE_EXIT, OP_SCOPED, OP_RAW_CREATE, OP_RAW_DESTROY,
     OP_RAW_PUSH, OP_RAW_POP, OP_RAW_PRIMARY, OP_AUTO, OP_GRAPH, OP_LIBRARY, OP_LAUNCH, OP_CAPTURE, OP_ASYNC,
-    OP_COUNT
+    OP_GREEN, OP_COUNT
 };
 
 static void run_ops(int n);
@@ -706,6 +767,56 @@ static void op_ctx_primary(int slot, uint8_t b)
     if (H(cuctx_ctx_raw(c)) != prim_addr[dev])
         fail("cuctx_ctx_raw of device %d's primary context is %p, not %#llx", dev, (void *)cuctx_ctx_raw(c),
              (unsigned long long)prim_addr[dev]);
+}
+
+/* A green context into ctx slot `slot`: b%4 0-1 cuctx_ctx_green of
+ * (b>>2)%4 -> 16, 8, 0 or 200 SMs (200: more than the device has), 2
+ * cuctx_ctx_green_desc of a split of 24 SMs, 3 of a NULL descriptor; device
+ * (b>>4)&1, BAD_DEV with (b & 0xe0) == 0xe0 for the first two. */
+static void op_green(int slot, uint8_t b)
+{
+    static const unsigned sms[] = {16, 8, 0, 200};
+    int dev = (b >> 4) & 1, form = b % 4;
+    unsigned n = sms[(b >> 2) % 4];
+    CUresult want = CUDA_SUCCESS, rc;
+    cuctx_ctx c = {0xdead};
+    if (form < 2 && (b & 0xe0) == 0xe0)
+        dev = BAD_DEV, want = CUDA_ERROR_INVALID_DEVICE;
+    else if (form < 2 && n > 132)
+        want = CUDA_ERROR_INVALID_VALUE;
+    else if (form == 3)
+        want = CUDA_ERROR_INVALID_VALUE;
+    if (form < 2) {
+        rc = PLAIN ? (cuctx_ctx_green)(&c, dev, n) : cuctx_ctx_green(&c, dev, n);
+    } else {
+        CUdevResourceDesc d = NULL;
+        if (form == 2) {
+            CUdevResource all, part;
+            unsigned groups = 1;
+            if (raw.dev_resource(dev, &all, CU_DEV_RESOURCE_TYPE_SM) != CUDA_SUCCESS
+                || raw.sm_split(&part, &groups, &all, NULL, 0, 24) != CUDA_SUCCESS
+                || raw.gen_desc(&d, &part, 1) != CUDA_SUCCESS)
+                fail("raw split of device %d's SMs", dev);
+        }
+        rc = PLAIN ? (cuctx_ctx_green_desc)(&c, dev, d) : cuctx_ctx_green_desc(&c, dev, d);
+    }
+    note("ctx_green(slot %d, dev %d, %s %u) -> %s %#llx", slot, dev, form < 2 ? "SMs" : form == 2 ? "a descriptor of" : "NULL",
+         form < 2 ? n : form == 2 ? 24 : 0, cuctx_result_name(rc), (unsigned long long)c.id);
+    expect_rc(rc, want, form < 2 ? "cuctx_ctx_green" : "cuctx_ctx_green_desc");
+    if (rc != CUDA_SUCCESS) {
+        if (c.id)
+            fail("a failed green create left the handle %#llx", (unsigned long long)c.id);
+        return;
+    }
+    prim_retain_model(dev);
+    CUcontext raw_ctx = cuctx_ctx_raw(c);
+    int k = inst_new(H(raw_ctx), I_GREEN, dev);
+    int oi = obj_new(c.id, O_CTX, k);
+    M.obj[oi].role = R_GREEN;
+    M.obj[oi].dev = dev;
+    M.ctx_slot[slot] = c.id;
+    if (cuctx_ctx_device(c) != dev)
+        fail("cuctx_ctx_device of a green context on device %d is %d", dev, cuctx_ctx_device(c));
 }
 
 /* An address to borrow; 0 for NULL. Only addresses the driver has met. */
@@ -905,6 +1016,12 @@ static void op_primary_reset(uint8_t a, uint8_t b)
     int dev = (b & 0x70) == 0x70 ? BAD_DEV : b & 1;
     CUresult want = dev == BAD_DEV ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
     CUresult rc;
+    /* A reset under a live green context is the simulator's model, not
+     * measured: not fuzzed (tests/test_green has it). */
+    if (dev != BAD_DEV && greens_on(dev)) {
+        note("primary reset of device %d: not while a green context lives on it", dev);
+        return;
+    }
     if (a & 1) {
         rc = cuctx_ctx_primary_reset(dev);
         note("ctx_primary_reset(%d) -> %s", dev, cuctx_result_name(rc));
@@ -1050,7 +1167,7 @@ static void do_child_create(int slot, uint64_t ctx, const char *ctxdesc, uint8_t
     }
     if (id_kind(id) != k)
         fail("a new %s handle %#llx is of kind %d", okind_name[k], (unsigned long long)id, id_kind(id));
-    int oi = obj_new(id, k, inst);
+    int oi = obj_new(id, k, tether_inst(inst, k));
     M.obj[oi].flags = flags;
     M.obj[oi].size = size;
     M.ch_slot[slot] = id;
@@ -1141,7 +1258,7 @@ static void child_use(int k, uint64_t id, uint64_t other, unsigned v)
         case 1:
             if (want == CUDA_SUCCESS && other) {
                 want = want_child(other, O_STREAM, &o2);
-                if (want == CUDA_SUCCESS && M.obj[o2].inst != M.obj[oi].inst)
+                if (want == CUDA_SUCCESS && !stream_takes(M.obj[o2].inst, M.obj[oi].inst))
                     want = CUDA_ERROR_INVALID_CONTEXT;
             }
             rc = cuctx_event_record((cuctx_event){id}, (cuctx_stream){other});
@@ -1342,7 +1459,7 @@ static void child_use(int k, uint64_t id, uint64_t other, unsigned v)
         case 1:
             if (want == CUDA_SUCCESS && other) {
                 want = want_child(other, O_STREAM, &o2);
-                if (want == CUDA_SUCCESS && M.obj[o2].inst != M.obj[oi].inst)
+                if (want == CUDA_SUCCESS && !stream_takes(M.obj[o2].inst, M.obj[oi].inst))
                     want = CUDA_ERROR_INVALID_CONTEXT;
             }
             rc = cuctx_graph_exec_launch((cuctx_graph_exec){id}, (cuctx_stream){other});
@@ -1758,7 +1875,7 @@ static void op_raw_primary(uint8_t a, uint8_t b)
              cuctx_result_name(rc), move ? ", moved out" : "");                                \
         expect_rc(rc, want, desc);                                                             \
         if (rc == CUDA_SUCCESS) {                                                              \
-            oi = obj_new(h.id, k, inst);                                                       \
+            oi = obj_new(h.id, k, tether_inst(inst, k));                                       \
             M.obj[oi].flags = flags;                                                           \
             M.obj[oi].size = size;                                                             \
             if (move) {                                                                        \
@@ -1873,7 +1990,7 @@ static void op_graph(uint8_t a, uint8_t b)
              (unsigned long long)ctx, dest, cuctx_result_name(rc), (unsigned long long)ge.id);
         expect_rc(rc, want, "cuctx_graph_exec_instantiate of a cuctx_graph");
         if (rc == CUDA_SUCCESS) {
-            obj_new(ge.id, O_GEXEC, inst);
+            obj_new(ge.id, O_GEXEC, tether_inst(inst, O_GEXEC));
             M.ch_slot[dest] = ge.id;
         } else if (ge.id) {
             fail("a failed instantiate left the handle %#llx", (unsigned long long)ge.id);
@@ -2102,7 +2219,7 @@ static void cap_step(struct mcap *mc, uint8_t st)
         want = want_child(e, O_EVENT, &oi);
         if (want == CUDA_SUCCESS) {
             want = want_child(mc->s, O_STREAM, &o2);
-            if (want == CUDA_SUCCESS && M.obj[o2].inst != M.obj[oi].inst)
+            if (want == CUDA_SUCCESS && !stream_takes(M.obj[o2].inst, M.obj[oi].inst))
                 want = CUDA_ERROR_INVALID_CONTEXT;
             else if (want == CUDA_SUCCESS && mc->invalid)
                 want = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
@@ -2143,7 +2260,7 @@ static void cap_step(struct mcap *mc, uint8_t st)
         expect_rc(rc, refuse ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS, "cuctx_mem_alloc in a capture");
         mc->invalid |= refuse;
         if (rc == CUDA_SUCCESS) {
-            int mi = obj_new(m.id, O_MEM, M.obj[obj_find(h)].inst);
+            int mi = obj_new(m.id, O_MEM, tether_inst(M.obj[obj_find(h)].inst, O_MEM));
             M.obj[mi].size = 4096;
             M.ch_slot[slot] = m.id;
         }
@@ -2630,6 +2747,7 @@ static void run_op(void)
     case OP_LIBRARY: op_library(a, b); break;
     case OP_LAUNCH: op_launch(a, b); break;
     case OP_ASYNC: op_async(a, b); break;
+    case OP_GREEN: op_green(a % NCTX, b); break;
     default: op_capture(a, b); break;
     }
     verify("after the step");
@@ -2833,6 +2951,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     raw.graph_create = (PFN_cuGraphCreate_v10000)drv_sym("cuGraphCreate", 10000);
     raw.graph_destroy = (PFN_cuGraphDestroy_v10000)drv_sym("cuGraphDestroy", 10000);
     raw.graph_nodes = (PFN_cuGraphGetNodes_v10000)drv_sym("cuGraphGetNodes", 10000);
+    raw.dev_resource = (PFN_cuDeviceGetDevResource_v12040)drv_sym("cuDeviceGetDevResource", 12040);
+    raw.sm_split = (PFN_cuDevSmResourceSplitByCount_v12040)drv_sym("cuDevSmResourceSplitByCount", 12040);
+    raw.gen_desc = (PFN_cuDevResourceGenerateDesc_v12040)drv_sym("cuDevResourceGenerateDesc", 12040);
     cuctx_set_error_handler(on_report, NULL);
 
     /* a device's primary context keeps its address for the process */

@@ -1,0 +1,1087 @@
+/* SPDX-License-Identifier: MIT */
+/* test_green.c - green contexts (issue 21): cuctx_ctx_green and
+ * cuctx_ctx_green_desc, a cuctx_ctx like any other whose children the
+ * driver treats two ways. Measured on the H200 (DRIVER-FACTS.md):
+ * cuGreenCtxCreate retains the primary context and its destroy releases
+ * it; its CUcontext has an id of its own (the same value as the CUgreenCtx
+ * there; the simulator makes them differ, and cuctx must not assume
+ * either); only its streams die with it (leaked unless destroyed first);
+ * events, device and host memory, modules and graph execs belong to the
+ * primary context underneath and live while it does; a green context
+ * current when destroyed stays current, stale.
+ *
+ * Each test says in a line which bug it catches. They assert on the
+ * simulated driver's call log (which call, on which value, with which
+ * context current), its misuse log (empty), its live counts and its count
+ * of leaked streams; those that need none of that run on a GPU too. */
+#include "testlib.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cudaTypedefs.h>
+
+#define ASSERT_NO_MISUSE() cr_assert_eq(misuses(), 0, "the simulated driver recorded misuses (listed above)")
+
+#if CUDA_VERSION >= 12040
+
+/* ---- helpers -------------------------------------------------------------- */
+
+/* A green context of sms SMs of device 0, named for traces; its CUcontext. */
+static CUcontext green(cuctx_ctx *g, unsigned sms, const char *name)
+{
+    CHECK_OK(cuctx_ctx_green(g, 0, sms));
+    CUcontext raw = cuctx_ctx_raw(*g);
+    cr_assert_not_null(raw);
+    if (name)
+        name_handle('c', (uint64_t)(uintptr_t)raw, name);
+    return raw;
+}
+
+/* The driver's value of device 0's primary context, through cuctx (a retain
+ * and its release: a no-op for the primary's life while another holds it). */
+static CUcontext primary_raw(void)
+{
+    cuctx_ctx p = {0};
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CUcontext raw = cuctx_ctx_raw(p);
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    return raw;
+}
+
+/* The calls of the named entry points from mark on, as "fn(h),fn(h)",
+ * each handle by the name name_handle gave it ('s' streams, 'c' contexts). */
+static const char *calls_of(size_t mark, const char *const *fns, char *buf, size_t n)
+{
+    struct cusim_call c;
+    size_t len = 0;
+    buf[0] = 0;
+    for (size_t i = mark; sim() && sim()->log_get(i, &c) == 0; i++)
+        for (const char *const *f = fns; *f; f++)
+            if (strcmp(c.fn, *f) == 0 && len < n) {
+                char kind = strncmp(c.fn, "cuStream", 8) == 0 ? 's' : 'c';
+                uint64_t h = strcmp(c.fn, "cuGreenCtxDestroy") == 0 ? c.handle2 : c.handle;
+                len += (size_t)snprintf(buf + len, n - len, "%s%s(%s)", len ? "," : "", c.fn, name_of(kind, h));
+            }
+    return buf;
+}
+#define CALLS_OF(mark, ...) calls_of((mark), (const char *const[]){__VA_ARGS__, NULL}, (char[1024]){0}, 1024)
+
+/* The child kinds but streams, one row each (kinds.h). */
+struct kind {
+    const char *name;
+    enum cusim_kind sim;
+    const char *create_fn, *destroy_fn;
+    int needs_current;
+    CUresult (*create)(uint64_t *id, cuctx_ctx c);
+    CUresult (*ctx_of)(uint64_t id, cuctx_ctx *out);
+    uint64_t (*raw)(uint64_t id);
+};
+#define KIND_ROW(name, type, stat, simk, letter, create_fn, destroy_fn, use_fn, needs_current, create, args, raw) \
+    static CUresult name##_create(uint64_t *id, cuctx_ctx c) { return kind_create_##name((type *)id, c); }      \
+    static CUresult name##_ctx_of(uint64_t id, cuctx_ctx *out) { return cuctx_##name##_ctx((type){id}, out); }  \
+    static uint64_t name##_raw(uint64_t id) { return kind_raw_##name((type){id}); }                          \
+    static const struct kind K_##name __attribute__((unused)) = {#name, simk, create_fn, destroy_fn,         \
+                                                                 needs_current, name##_create,             \
+                                                                 name##_ctx_of, name##_raw};
+TEST_CHILD_KINDS(KIND_ROW)
+#undef KIND_ROW
+static const struct kind *const others[] = {&K_event, &K_module, &K_mem, &K_host_mem, &K_graph_exec};
+#define N_OTHERS (sizeof others / sizeof others[0])
+
+/* One child of every kind but streams, made in g; their raw values. */
+static void make_others(cuctx_ctx g, CUcontext graw, uint64_t id[N_OTHERS], uint64_t raw[N_OTHERS])
+{
+    for (size_t k = 0; k < N_OTHERS; k++) {
+        size_t mark = log_mark();
+        id[k] = 0;
+        CUresult rc = others[k]->create(&id[k], g);
+        cr_assert_eq(rc, CUDA_SUCCESS, "%s in a green context: %s", others[k]->name, cuctx_last_error_message());
+        raw[k] = others[k]->raw(id[k]);
+        cr_assert_neq(raw[k], 0, "%s", others[k]->name);
+        if (sim())
+            cr_assert_eq(last_call(others[k]->create_fn, mark).ctx, (uint64_t)(uintptr_t)graw,
+                         "%s not made with the green context current", others[k]->name);
+    }
+}
+
+/* ---- the create -------------------------------------------------------------- */
+
+TestSuite(green);
+
+/* Bug caught: the split not asked for the count given, the green context
+ * made without its default stream, or the create leaving it (or anything)
+ * current, as cuctx_ctx_create would. */
+Test(green, create_splits_the_sms_asked_and_makes_nothing_current)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0};
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_ctx_green(&g, 0, 16));
+    cr_assert_neq(g.id, 0);
+    struct cusim_call split = last_call("cuDevSmResourceSplitByCount", mark);
+    cr_assert_eq(split.arg, 16, "the SMs asked");
+    cr_assert_eq(split.handle2, 1, "one group");
+    struct cusim_call desc = last_call("cuDevResourceGenerateDesc", mark);
+    struct cusim_call create = last_call("cuGreenCtxCreate", mark);
+    cr_assert_eq(create.rc, CUDA_SUCCESS);
+    cr_assert_eq(create.flags, CU_GREEN_CTX_DEFAULT_STREAM);
+    cr_assert_eq(create.arg, 0, "on device 0");
+    cr_assert_eq(create.handle2, desc.handle, "from the descriptor of that split");
+    cr_assert_null(current(), "the create made a context current");
+    cr_assert_eq(calls("cuCtxPushCurrent"), calls("cuCtxPopCurrent"), "a push left behind");
+    cr_assert_eq(sim()->live(CUSIM_GREEN), 1);
+    cr_assert_eq(sim()->primary_refs(0), 1, "the green context's own retain of the primary, and no other");
+    cr_assert_eq(cuctx_ctx_device(g), 0);
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    cr_assert_eq(g.id, 0);
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: cuctx_ctx_raw giving the CUgreenCtx instead of its CUcontext
+ * (one value on the H200, two in the simulator): every raw context call on
+ * it would name a green context handle. */
+Test(green, raw_is_the_cucontext_of_cuCtxFromGreenCtx)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0};
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_ctx_green(&g, 0, 16));
+    struct cusim_call conv = last_call("cuCtxFromGreenCtx", mark);
+    cr_assert_eq(conv.handle, last_call("cuGreenCtxCreate", mark).handle);
+    CUcontext raw = cuctx_ctx_raw(g);
+    cr_assert_eq((uint64_t)(uintptr_t)raw, conv.handle2, "cuctx_ctx_raw is not the CUcontext");
+    cr_assert_neq((uint64_t)(uintptr_t)raw, conv.handle, "cuctx_ctx_raw is the CUgreenCtx");
+    cr_assert(sim()->is_live(CUSIM_CONTEXT, (uint64_t)(uintptr_t)raw));
+    int is = 1;
+    CHECK_OK(cuctx_ctx_is_current(g, &is));
+    cr_assert_eq(is, 0);
+    CHECK_OK(cuctx_ctx_set_current(g));
+    CHECK_OK(cuctx_ctx_is_current(g, &is));
+    cr_assert_eq(is, 1);
+    cr_assert_eq(current(), raw);
+    CHECK_OK(cuctx_ctx_synchronize(g));
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: a green context counted as no context, or as two (its entry
+ * and the primary's) while nothing of the primary's is alive; the primary
+ * not counted while a child of it lives. */
+Test(green, stats_count_it_and_the_primary_under_its_children)
+{
+    NEED_DRIVER();
+    cuctx_ctx g = {0};
+    cuctx_event e = {0};
+    struct cuctx_stats st0 = stats();
+    green(&g, 16, NULL);
+    struct cuctx_stats st = stats();
+    cr_assert_eq(st.green_contexts, st0.green_contexts + 1);
+    cr_assert_eq(st.contexts, st0.contexts + 1);
+    cr_assert_eq(st.ctx_handles, st0.ctx_handles + 1);
+    CHECK_OK(cuctx_event_create(&e, g, 0));
+    st = stats();
+    cr_assert_eq(st.contexts, st0.contexts + 2, "the event's context is the primary, a second context");
+    cr_assert_eq(st.events, st0.events + 1);
+    CHECK_OK(cuctx_event_destroy(&e));
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    st = stats();
+    cr_assert_eq(st.green_contexts, st0.green_contexts);
+    cr_assert_eq(st.contexts, st0.contexts);
+    cr_assert_eq(st.ctx_handles, st0.ctx_handles);
+    cr_assert_eq(st.failed_destroys, 0);
+}
+
+/* Bug caught: the leak report not naming a green context as one (or
+ * without its create site), or naming its event's context as the green
+ * context rather than the primary it belongs to. */
+Test(green, leak_report_names_it_green_with_its_site_and_its_event_in_the_primary)
+{
+    NEED_DRIVER();
+    cuctx_ctx g = {0};
+    cuctx_event e = {0};
+    CUcontext graw = green(&g, 16, NULL);
+    int line = __LINE__ + 1;
+    CHECK_OK(cuctx_event_create(&e, g, 0));
+    CUcontext praw = primary_raw();
+    FILE *f = tmpfile();
+    cr_assert_not_null(f);
+    cuctx_leak_report(f);
+    rewind(f);
+    char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    char want[256];
+    snprintf(want, sizeof want, "cuctx: leak: context %p (green, handle %#llx), created at ", (void *)graw,
+             (unsigned long long)g.id);
+    cr_assert(strstr(buf, want), "no line\n  %s\nin\n%s", want, buf);
+    cr_assert(strstr(buf, "test_green.c:"), "without its create site:\n%s", buf);
+    snprintf(want, sizeof want, "(handle %#llx) in context %p, created at %s:%d", (unsigned long long)e.id, (void *)praw,
+             __FILE__, line);
+    cr_assert(strstr(buf, want), "no line with\n  %s\nin\n%s", want, buf);
+    CHECK_OK(cuctx_event_destroy(&e));
+    CHECK_OK(cuctx_ctx_destroy(&g));
+}
+
+/* Bug caught: a stale green handle used or destroyed again - a second
+ * cuGreenCtxDestroy is a use of a destroyed green context, a create in it
+ * would reach the driver with its dead CUcontext current. */
+Test(green, a_stale_handle_is_refused_before_the_driver)
+{
+    NEED_DRIVER();
+    cuctx_ctx g = {0};
+    cuctx_event e = {0};
+    green(&g, 16, NULL);
+    cuctx_ctx copy = g;
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    unsigned long destroys = calls("cuGreenCtxDestroy"), creates = calls("cuEventCreate");
+    cuctx_ctx stale = copy;
+    cr_assert_eq(cuctx_ctx_destroy(&copy), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(copy.id, 0);
+    cr_assert_eq(cuctx_event_create(&e, stale, 0), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(e.id, 0);
+    cr_assert_null(cuctx_ctx_raw(stale));
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_HANDLE);
+    int ran = 0, refused = 0;
+    CUCTX_SCOPED_ELSE(stale, refused = 1) { ran = 1; }
+    cr_assert(refused && !ran, "a scope entered a destroyed green context");
+    cr_assert_eq(calls("cuGreenCtxDestroy"), destroys, "a stale destroy reached the driver");
+    cr_assert_eq(calls("cuEventCreate"), creates, "a create through a stale handle reached the driver");
+    cr_assert_null(current());
+    if (sim())
+        ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: a failure on the way (cuGreenCtxCreate, cuCtxFromGreenCtx)
+ * leaving a handle, or a green context and its retain of the primary alive. */
+Test(green, a_failed_create_leaves_nothing)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    static const char *const steps[] = {"cuDeviceGetDevResource", "cuDevSmResourceSplitByCount",
+                                        "cuDevResourceGenerateDesc", "cuGreenCtxCreate", "cuCtxFromGreenCtx"};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        cuctx_ctx g = {0};
+        sim()->fail_call(steps[i], 1, CUDA_ERROR_OUT_OF_MEMORY);
+        cr_assert_eq(cuctx_ctx_green(&g, 0, 16), CUDA_ERROR_OUT_OF_MEMORY, "%s failing", steps[i]);
+        cr_assert_eq(g.id, 0, "%s failing left a handle", steps[i]);
+        cr_assert(strstr(cuctx_last_error_message(), steps[i]), "the message does not name %s: %s", steps[i],
+                  cuctx_last_error_message());
+        cr_assert_eq(sim()->live(CUSIM_GREEN), 0, "%s failing left the green context", steps[i]);
+        cr_assert_eq(sim()->primary_refs(0), 0, "%s failing left a retain of the primary", steps[i]);
+        cr_assert_eq(stats().ctx_handles, 0);
+    }
+    ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: a count no partition fits passed on as a partition of 0 SMs,
+ * or more SMs than the device has asked of the driver. */
+Test(green, a_count_no_partition_fits_is_invalid_value)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0};
+    unsigned long creates = calls("cuGreenCtxCreate");
+    cr_assert_eq(cuctx_ctx_green(&g, 0, 133), CUDA_ERROR_INVALID_VALUE);
+    cr_assert(strstr(cuctx_last_error_message(), "device 0 has 132 SMs, fewer than the 133 asked"), "%s",
+              cuctx_last_error_message());
+    /* 130 rounds up to 136 in the simulator's model: no group */
+    cr_assert_eq(cuctx_ctx_green(&g, 0, 130), CUDA_ERROR_INVALID_VALUE);
+    cr_assert(strstr(cuctx_last_error_message(), "give no partition of 130"), "%s", cuctx_last_error_message());
+    cr_assert_eq(g.id, 0);
+    cr_assert_eq(calls("cuGreenCtxCreate"), creates);
+    cr_assert_eq(cuctx_ctx_green_desc(&g, 0, NULL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuctx_ctx_green(NULL, 0, 16), CUDA_ERROR_INVALID_VALUE);
+    ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: two green contexts from one split (the group and the
+ * remaining SMs) not made from the caller's descriptors. */
+Test(green, desc_makes_it_from_the_callers_descriptor)
+{
+    NEED_DRIVER();
+    PFN_cuDeviceGetDevResource_v12040 get = (PFN_cuDeviceGetDevResource_v12040)drv_sym("cuDeviceGetDevResource", 12040);
+    PFN_cuDevSmResourceSplitByCount_v12040 split =
+        (PFN_cuDevSmResourceSplitByCount_v12040)drv_sym("cuDevSmResourceSplitByCount", 12040);
+    PFN_cuDevResourceGenerateDesc_v12040 gen = (PFN_cuDevResourceGenerateDesc_v12040)drv_sym("cuDevResourceGenerateDesc", 12040);
+    CUdevResource all, part, rest;
+    unsigned n = 1;
+    CHECK_OK(get(0, &all, CU_DEV_RESOURCE_TYPE_SM));
+    CHECK_OK(split(&part, &n, &all, &rest, 0, 16));
+    cr_assert_eq(n, 1);
+    CUdevResourceDesc dsmall = NULL, dbig = NULL;
+    CHECK_OK(gen(&dsmall, &part, 1));
+    CHECK_OK(gen(&dbig, &rest, 1));
+    cuctx_ctx small = {0}, big = {0};
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_ctx_green_desc(&small, 0, dsmall));
+    if (sim())
+        cr_assert_eq(last_call("cuGreenCtxCreate", mark).handle2, (uint64_t)(uintptr_t)dsmall);
+    mark = log_mark();
+    CHECK_OK(cuctx_ctx_green_desc(&big, 0, dbig));
+    if (sim()) {
+        cr_assert_eq(last_call("cuGreenCtxCreate", mark).handle2, (uint64_t)(uintptr_t)dbig);
+        cr_assert_eq(calls("cuDevSmResourceSplitByCount"), 1, "cuctx split again");
+        cr_assert_eq(sim()->live(CUSIM_GREEN), 2);
+        cr_assert_eq(sim()->primary_refs(0), 2);
+    }
+    cr_assert_neq(cuctx_ctx_raw(small), cuctx_ctx_raw(big));
+    CHECK_OK(cuctx_ctx_destroy(&small));
+    CHECK_OK(cuctx_ctx_destroy(&big));
+    if (sim()) {
+        cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+        ASSERT_NO_MISUSE();
+    }
+}
+
+/* ---- a driver or device without green contexts ------------------------------ */
+
+/* Bug caught: a driver older than 12.4 reached through a NULL entry point
+ * (a crash), or refused with an error that does not say what is missing. */
+Test(green, a_driver_without_green_contexts_is_not_supported)
+{
+    NEED_SIM();
+    sim()->hide_green(1);   /* before cuctx loads the driver: the loader resolves its table once */
+    NEED_DRIVER();
+    cuctx_ctx g = {0};
+    cr_assert_eq(cuctx_ctx_green(&g, 0, 16), CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(g.id, 0);
+    const char *m = cuctx_last_error_message();
+    cr_assert(strstr(m, "cuctx_ctx_green: the driver has no green contexts") && strstr(m, "CUDA 12.4"), "%s", m);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_NOT_SUPPORTED);
+    CUdevResourceDesc d = (CUdevResourceDesc)(uintptr_t)0x1000;
+    cr_assert_eq(cuctx_ctx_green_desc(&g, 0, d), CUDA_ERROR_NOT_SUPPORTED);
+    m = cuctx_last_error_message();
+    cr_assert(strstr(m, "cuctx_ctx_green_desc: the driver has no green contexts") && strstr(m, "cuGreenCtxCreate"),
+              "%s", m);
+    cr_assert_eq(calls("cuGreenCtxCreate") + calls("cuDeviceGetDevResource"), 0);
+    cr_assert_eq(stats().ctx_handles, 0);
+    /* everything else still works */
+    cuctx_ctx c = {0};
+    new_ctx(&c, 0, NULL, POPPED);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: a device that refuses green contexts reported as some other
+ * failure, or its NOT_SUPPORTED turned into another code. */
+Test(green, a_device_without_support_is_not_supported_and_named)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0};
+    sim()->fail_call("cuDeviceGetDevResource", 1, CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(cuctx_ctx_green(&g, 0, 16), CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert(strstr(cuctx_last_error_message(), "device 0 does not support green contexts (cuDeviceGetDevResource"),
+              "%s", cuctx_last_error_message());
+    sim()->fail_call("cuGreenCtxCreate", 1, CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(cuctx_ctx_green(&g, 0, 16), CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert(strstr(cuctx_last_error_message(), "device 0 does not support green contexts (cuGreenCtxCreate"), "%s",
+              cuctx_last_error_message());
+    cr_assert_eq(g.id, 0);
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* ---- its streams: destroyed before it ------------------------------------------- */
+
+/* Bug caught: the green context destroyed with its streams alive (the
+ * driver leaks them: cusim_leaked_streams), or its streams destroyed after
+ * it (709 on the real driver), or a stream adopted only to track destroyed
+ * by cuctx; their handles then destroyed a second time through the driver. */
+Test(green, destroy_destroys_its_streams_first_then_the_green_context)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    unique_addresses();
+    cuctx_ctx g = {0};
+    cuctx_stream s1 = {0}, s2 = {0}, s3 = {0}, tracked = {0};
+    green(&g, 16, "G");
+    CHECK_OK(cuctx_stream_create(&s1, g, 0, 0));
+    CHECK_OK(cuctx_stream_create(&s2, g, CU_STREAM_NON_BLOCKING, -1));
+    CUCTX_SCOPED(g) {   /* {0}: the current context, the green one */
+        CHECK_OK(cuctx_stream_create(&s3, (cuctx_ctx){0}, 0, 0));
+    }
+    name_handle('s', (uint64_t)(uintptr_t)cuctx_stream_raw(s1), "s1");
+    name_handle('s', (uint64_t)(uintptr_t)cuctx_stream_raw(s2), "s2");
+    name_handle('s', (uint64_t)(uintptr_t)cuctx_stream_raw(s3), "s3");
+    /* the program's own stream, tracked only, destroyed by the program */
+    PFN_cuStreamCreate_v2000 create = (PFN_cuStreamCreate_v2000)drv_sym("cuStreamCreate", 2000);
+    PFN_cuStreamDestroy_v4000 destroy = (PFN_cuStreamDestroy_v4000)drv_sym("cuStreamDestroy", 4000);
+    CUstream mine = NULL;
+    CUCTX_SCOPED(g) {
+        CHECK_OK(create(&mine, 0));
+    }
+    CHECK_OK(cuctx_stream_adopt(&tracked, g, mine, 0));
+    cr_assert_eq(sim()->live(CUSIM_STREAM), 4);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    cr_assert_str_eq(CALLS_OF(mark, "cuStreamDestroy", "cuGreenCtxDestroy"),
+                     "cuStreamDestroy(s1),cuStreamDestroy(s2),cuStreamDestroy(s3),cuGreenCtxDestroy(G)");
+    cr_assert_eq(calls_on("cuStreamDestroy", (uint64_t)(uintptr_t)mine, mark), 0, "a tracked stream destroyed");
+    cr_assert_eq(sim()->leaked_streams(), 1, "the tracked stream is the program's to destroy, not cuctx's");
+    /* their handles stay until their own destroy, which the driver never sees */
+    struct cuctx_stats st = stats();
+    cr_assert_eq(st.streams, 4);
+    mark = log_mark();
+    CHECK_OK(cuctx_stream_destroy(&s1));
+    CHECK_OK(cuctx_stream_destroy(&s2));
+    CHECK_OK(cuctx_stream_destroy(&s3));
+    CHECK_OK(cuctx_stream_destroy(&tracked));
+    cr_assert_str_eq(CALLS_OF(mark, "cuStreamDestroy"), "", "a stream destroyed twice");
+    cr_assert_eq(stats().streams, 0);
+    cr_assert_eq(stats().stale_skips, st.stale_skips + 3, "three skipped destroys");
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    (void)destroy;
+    ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: a green context's stream left usable after its destroy (a
+ * call on a dead stream), or its CUCTX_AUTO cleanup reporting an error. */
+Test(green, its_streams_after_its_destroy_are_refused_and_their_cleanup_is_quiet)
+{
+    NEED_DRIVER();
+    struct handler_count h;
+    cuctx_ctx g = {0};
+    green(&g, 16, NULL);
+    count_handler_install(&h);
+    {
+        CUCTX_AUTO cuctx_stream s = {0};
+        CHECK_OK(cuctx_stream_create(&s, g, CU_STREAM_NON_BLOCKING, 0));
+        CHECK_OK(cuctx_stream_synchronize(s));
+        CHECK_OK(cuctx_ctx_destroy(&g));
+        unsigned long syncs = calls("cuStreamSynchronize");
+        cr_assert_eq(cuctx_stream_synchronize(s), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+        cr_assert_null(cuctx_stream_raw(s));
+        cr_assert_eq(cuctx_last_error(), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+        cuctx_ctx owner = {0};
+        cr_assert_eq(cuctx_stream_ctx(s, &owner), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+        cr_assert_eq(owner.id, 0);
+        cr_assert_eq(calls("cuStreamSynchronize"), syncs, "a dead stream reached the driver");
+    }   /* its cleanup: a skipped stale destroy */
+    cr_assert_eq(h.calls, 0, "the cleanup reported: %s", h.last_msg);
+    cr_assert_eq(stats().streams, 0);
+    cuctx_set_error_handler(NULL, NULL);
+    if (sim()) {
+        cr_assert_eq(sim()->leaked_streams(), 0);
+        ASSERT_NO_MISUSE();
+    }
+}
+
+/* Bug caught: a stream's stream-ordered memory freed with cuMemFree (as
+ * after any context's end) while its work may still run: the green
+ * context's destroy must wait for a stream that carried such memory before
+ * destroying it - a blocking one too, whose work no legacy stream orders
+ * once the green context is gone. */
+Test(green, a_stream_that_carried_stream_ordered_memory_is_waited_for_first)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    unique_addresses();
+    cuctx_ctx g = {0};
+    cuctx_stream blocking = {0}, nonblocking = {0}, plain = {0};
+    cuctx_mem a = {0}, b = {0};
+    green(&g, 16, "G");
+    CHECK_OK(cuctx_stream_create(&blocking, g, 0, 0));
+    CHECK_OK(cuctx_stream_create(&nonblocking, g, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_stream_create(&plain, g, 0, 0));
+    name_handle('s', (uint64_t)(uintptr_t)cuctx_stream_raw(blocking), "blocking");
+    name_handle('s', (uint64_t)(uintptr_t)cuctx_stream_raw(nonblocking), "nonblocking");
+    name_handle('s', (uint64_t)(uintptr_t)cuctx_stream_raw(plain), "plain");
+    CHECK_OK(cuctx_mem_alloc_async(&a, blocking, 4096));
+    CHECK_OK(cuctx_mem_alloc_async(&b, nonblocking, 4096));
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    cr_assert_str_eq(CALLS_OF(mark, "cuStreamSynchronize", "cuStreamDestroy", "cuGreenCtxDestroy"),
+                     "cuStreamSynchronize(blocking),cuStreamDestroy(blocking),"
+                     "cuStreamSynchronize(nonblocking),cuStreamDestroy(nonblocking),"
+                     "cuStreamDestroy(plain),cuGreenCtxDestroy(G)");
+    uint64_t pa = cuctx_mem_ptr(a), pb = cuctx_mem_ptr(b);
+    mark = log_mark();
+    CHECK_OK(cuctx_mem_destroy(&a));
+    CHECK_OK(cuctx_mem_destroy(&b));
+    cr_assert_eq(calls_on("cuMemFree", pa, mark) + calls_on("cuMemFree", pb, mark), 2,
+                 "stream-ordered memory is freed whatever became of its context");
+    cr_assert_eq(sim()->orphaned_work(), 0);
+    cr_assert_eq(sim()->async_allocs_live(), 0);
+    CHECK_OK(cuctx_stream_destroy(&blocking));
+    CHECK_OK(cuctx_stream_destroy(&nonblocking));
+    CHECK_OK(cuctx_stream_destroy(&plain));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* The destroy of one of its streams on another thread, under way while the
+ * green context is destroyed: cuStreamDestroy is delayed, so the green
+ * context's destroy comes while it sleeps in it.
+ * Bug caught: the stream destroyed twice (once by each), or the green
+ * context destroyed while the stream's destroy is still in the driver. */
+struct destroy_arg { cuctx_stream s; CUresult rc; };
+static void *destroy_stream(void *p)
+{
+    struct destroy_arg *a = p;
+    a->rc = cuctx_stream_destroy(&a->s);
+    return NULL;
+}
+
+Test(green, a_stream_destroy_under_way_on_another_thread_reaches_the_driver_once)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    unique_addresses();
+    cuctx_ctx g = {0};
+    struct destroy_arg a = {{0}, CUDA_ERROR_UNKNOWN};
+    cuctx_stream other = {0};
+    green(&g, 16, "G");
+    CHECK_OK(cuctx_stream_create(&a.s, g, 0, 0));
+    CHECK_OK(cuctx_stream_create(&other, g, 0, 0));
+    uint64_t raw = (uint64_t)(uintptr_t)cuctx_stream_raw(a.s);
+    name_handle('s', raw, "theirs");
+    name_handle('s', (uint64_t)(uintptr_t)cuctx_stream_raw(other), "other");
+    sim()->set_delay("cuStreamDestroy", 200000);
+    size_t mark = log_mark();
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, destroy_stream, &a), 0);
+    while (sim()->sleeping() == 0)
+        usleep(1000);
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    pthread_join(t, NULL);
+    CHECK_OK(a.rc);
+    cr_assert_eq(calls_on("cuStreamDestroy", raw, mark), 1, "destroyed twice, or not at all");
+    cr_assert_str_eq(CALLS_OF(mark, "cuStreamDestroy", "cuGreenCtxDestroy"),
+                     "cuStreamDestroy(theirs),cuStreamDestroy(other),cuGreenCtxDestroy(G)");
+    cr_assert_eq(sim()->leaked_streams(), 0);
+    sim()->set_delay("cuStreamDestroy", 0);
+    CHECK_OK(cuctx_stream_destroy(&other));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* A create in the green context while its destroy is under way (delayed in
+ * the destroy of its stream): reached through {0} by a thread on which it
+ * is current, the handle itself being gone by then.
+ * Bug caught: a stream (or anything) made in a green context after its
+ * destroy has walked its streams - a stream the driver then leaks. */
+struct create_arg { cuctx_ctx g; volatile int entered, go; CUresult rc_stream, rc_event; };
+static void *create_late(void *p)
+{
+    struct create_arg *a = p;
+    CUCTX_SCOPED(a->g) {
+        cuctx_stream s = {0};
+        cuctx_event e = {0};
+        a->entered = 1;
+        while (!a->go)
+            usleep(1000);
+        a->rc_stream = cuctx_stream_create(&s, (cuctx_ctx){0}, 0, 0);
+        a->rc_event = cuctx_event_create(&e, (cuctx_ctx){0}, 0);
+        cuctx_stream_destroy(&s);
+        cuctx_event_destroy(&e);
+    }
+    return NULL;
+}
+struct ctx_destroy_arg { cuctx_ctx g; CUresult rc; };
+static void *destroy_ctx(void *p)
+{
+    struct ctx_destroy_arg *a = p;
+    a->rc = cuctx_ctx_destroy(&a->g);
+    return NULL;
+}
+
+Test(green, a_create_while_its_destroy_is_under_way_is_refused)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct create_arg a = {{0}, 0, 0, CUDA_ERROR_UNKNOWN, CUDA_ERROR_UNKNOWN};
+    cuctx_stream s = {0};
+    green(&a.g, 16, "G");
+    CHECK_OK(cuctx_stream_create(&s, a.g, 0, 0));
+    pthread_t t, d;
+    cr_assert_eq(pthread_create(&t, NULL, create_late, &a), 0);
+    while (!a.entered)
+        usleep(1000);
+    unsigned long stream_creates = calls("cuStreamCreateWithPriority"), event_creates = calls("cuEventCreate");
+    /* the creates go while the destroy sleeps in its stream's cuStreamDestroy */
+    sim()->set_delay("cuStreamDestroy", 300000);
+    struct ctx_destroy_arg da = {a.g, CUDA_ERROR_UNKNOWN};
+    cr_assert_eq(pthread_create(&d, NULL, destroy_ctx, &da), 0);
+    while (sim()->sleeping() == 0)
+        usleep(1000);
+    a.go = 1;
+    pthread_join(t, NULL);
+    pthread_join(d, NULL);
+    sim()->set_delay("cuStreamDestroy", 0);
+    CHECK_OK(da.rc);
+    cr_assert_eq(a.rc_stream, CUDA_ERROR_CONTEXT_IS_DESTROYED, "a stream made while the destroy walked: %s",
+                 cuctx_result_name(a.rc_stream));
+    cr_assert_eq(a.rc_event, CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    cr_assert_eq(calls("cuStreamCreateWithPriority"), stream_creates, "the create reached the driver");
+    cr_assert_eq(calls("cuEventCreate"), event_creates, "the create reached the driver");
+    cr_assert_eq(sim()->leaked_streams(), 0);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    cr_assert_eq(stats().ctx_handles, 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* ---- everything else: the primary context's ---------------------------------- */
+
+/* Every kind but streams made in the green context, the green context
+ * destroyed while the primary lives (held by holder), then each destroyed:
+ * through the driver, with the primary current where the destroy needs a
+ * context, never the dead green one. */
+enum holder { BY_CUCTX, BY_RUNTIME, BY_NEXT_GREEN };
+static void others_outlive_it(enum holder holder)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    unique_addresses();
+    cuctx_ctx g = {0}, p = {0}, next = {0};
+    uint64_t id[N_OTHERS], raw[N_OTHERS];
+    CUcontext graw = green(&g, 16, "G");
+    if (holder == BY_CUCTX)
+        CHECK_OK(cuctx_ctx_primary(&p, 0));
+    else if (holder == BY_RUNTIME)
+        cr_assert_eq(sim()->primary_outside_retain(0), 0);
+    CUcontext praw = primary_raw();
+    make_others(g, graw, id, raw);
+    for (size_t k = 0; k < N_OTHERS; k++) {
+        cuctx_ctx owner = {0};
+        CHECK_OK(others[k]->ctx_of(id[k], &owner));
+        cr_assert_eq(cuctx_ctx_raw(owner), praw, "%s: its context is not the primary", others[k]->name);
+        CHECK_OK(cuctx_ctx_destroy(&owner));
+    }
+    if (holder == BY_NEXT_GREEN)
+        green(&next, 8, "next");
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    cr_assert_eq(last_call("cuGreenCtxDestroy", mark).rc, CUDA_SUCCESS);
+    cr_assert_eq(sim()->primary_refs(0), 1, "the primary's holder");
+    for (size_t k = 0; k < N_OTHERS; k++)
+        cr_assert(sim()->is_live(others[k]->sim, raw[k]), "%s died with the green context", others[k]->name);
+    struct cuctx_stats st = stats();
+    for (size_t k = 0; k < N_OTHERS; k++) {
+        mark = log_mark();
+        CHECK_OK((cuctx_destroy)(&id[k]));
+        struct cusim_call c = last_call(others[k]->destroy_fn, mark);
+        cr_assert_eq(c.handle, raw[k], "%s: not freed through the driver (skipped as the green context's?)",
+                     others[k]->name);
+        cr_assert_eq(c.rc, CUDA_SUCCESS, "%s", others[k]->name);
+        if (others[k]->needs_current)
+            cr_assert_eq(c.ctx, (uint64_t)(uintptr_t)praw, "%s: freed with %s current, not the primary",
+                         others[k]->name, name_of('c', c.ctx));
+        cr_assert_neq(c.ctx, (uint64_t)(uintptr_t)graw, "%s: freed with the dead green context current",
+                      others[k]->name);
+    }
+    cr_assert_eq(stats().stale_skips, st.stale_skips, "a child of the living primary skipped");
+    cr_assert_null(current());
+    if (holder == BY_CUCTX)
+        CHECK_OK(cuctx_ctx_destroy(&p));
+    else if (holder == BY_RUNTIME)
+        cr_assert_eq(sim()->primary_outside_release(0), 0);
+    else
+        CHECK_OK(cuctx_ctx_destroy(&next));
+    graph_fini();
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0, "something leaked");
+    ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: the children tethered to the green context's generation -
+ * skipped at their destroy, so leaked while the primary lives (cuctx holds
+ * it here), or freed with the dead green context current. */
+Test(green, its_other_children_are_freed_after_it_while_cuctx_holds_the_primary)
+{
+    others_outlive_it(BY_CUCTX);
+}
+
+/* Bug caught: the same with the CUDA runtime holding the primary: a tether
+ * ended by cuctx's own bookkeeping instead of the driver's id. */
+Test(green, its_other_children_are_freed_after_it_while_the_runtime_holds_the_primary)
+{
+    others_outlive_it(BY_RUNTIME);
+}
+
+/* Bug caught: the same with the next green context holding the primary:
+ * the destroy taking its retain for the primary's last. */
+Test(green, its_other_children_are_freed_after_it_while_the_next_green_context_lives)
+{
+    others_outlive_it(BY_NEXT_GREEN);
+}
+
+/* Bug caught: the children freed through the driver after the green
+ * context's destroy ended the primary (it held the last retain): the real
+ * driver answers 709, 400 or 1 - or crashes - and the simulator records
+ * each as a misuse. */
+Test(green, its_other_children_are_skipped_once_its_destroy_ended_the_primary)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    unique_addresses();
+    cuctx_ctx g = {0};
+    uint64_t id[N_OTHERS], raw[N_OTHERS];
+    CUcontext graw = green(&g, 16, "G");
+    make_others(g, graw, id, raw);
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    cr_assert_eq(sim()->primary_refs(0), 0, "its retain was the last");
+    struct cuctx_stats st = stats();
+    size_t mark = log_mark();
+    for (size_t k = 0; k < N_OTHERS; k++) {
+        cr_assert_eq(others[k]->raw(id[k]), 0, "%s: the accessor gave a dead object's value", others[k]->name);
+        cr_assert_eq(cuctx_last_error(), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+        CHECK_OK((cuctx_destroy)(&id[k]));
+        cr_assert_eq(calls_on(others[k]->destroy_fn, raw[k], mark), 0, "%s: the destroy reached the driver",
+                     others[k]->name);
+    }
+    cr_assert_eq(stats().stale_skips, st.stale_skips + N_OTHERS);
+    graph_fini();
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* A destroy of the green context's event on another thread, in the
+ * driver (delayed there) when the green context's destroy ends the
+ * primary it held the last retain of.
+ * Bug caught: the primary ended under a child call under way in it - on
+ * the real driver a destroy of a dead event (709, or a crash); here a
+ * misuse. The destroy must wait for it, as cuctx's last primary release
+ * does. */
+struct event_arg { cuctx_event e; CUresult rc; };
+static void *destroy_event(void *p)
+{
+    struct event_arg *a = p;
+    a->rc = cuctx_event_destroy(&a->e);
+    return NULL;
+}
+
+Test(green, its_destroy_waits_for_a_child_call_under_way_in_the_primary_it_ends)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0};
+    struct event_arg a = {{0}, CUDA_ERROR_UNKNOWN};
+    green(&g, 16, "G");
+    CHECK_OK(cuctx_event_create(&a.e, g, 0));
+    uint64_t raw = (uint64_t)(uintptr_t)cuctx_event_raw(a.e);
+    sim()->set_delay("cuEventDestroy", 200000);
+    size_t mark = log_mark();
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, destroy_event, &a), 0);
+    while (sim()->sleeping() == 0)
+        usleep(1000);
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    pthread_join(t, NULL);
+    sim()->set_delay("cuEventDestroy", 0);
+    CHECK_OK(a.rc);
+    struct cusim_call ed = last_call("cuEventDestroy", mark);
+    cr_assert_eq(ed.handle, raw);
+    cr_assert_eq(ed.rc, CUDA_SUCCESS, "the event was destroyed after its primary ended");
+    cr_assert_str_eq(log_seq(mark, (const char *const[]){"cuEventDestroy", "cuGreenCtxDestroy", NULL}, (char[256]){0}, 256),
+                     "cuEventDestroy,cuGreenCtxDestroy");
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: children made after a reset of the primary under a living
+ * green context sent to the driver (709 there), and those made before it
+ * freed after it. The simulator's model: a reset ends the primary's
+ * children; the green context lives on, its creates 709 until a retain. */
+Test(green, a_reset_of_the_primary_under_it_ends_its_other_children)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0}, p = {0};
+    cuctx_event e = {0}, e2 = {0};
+    cuctx_stream s = {0};
+    green(&g, 16, "G");
+    CHECK_OK(cuctx_event_create(&e, g, 0));
+    CHECK_OK(cuctx_stream_create(&s, g, 0, 0));
+    uint64_t eraw = (uint64_t)(uintptr_t)cuctx_event_raw(e);
+    CHECK_OK(cuctx_ctx_primary_reset(0));
+    size_t mark = log_mark();
+    unsigned long creates = calls("cuEventCreate");
+    cr_assert_eq(cuctx_event_create(&e2, g, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    cr_assert(strstr(cuctx_last_error_message(), "primary context under the green context has ended"), "%s",
+              cuctx_last_error_message());
+    cr_assert_eq(calls("cuEventCreate"), creates, "the create reached the driver");
+    CHECK_OK(cuctx_event_destroy(&e));
+    cr_assert_eq(calls_on("cuEventDestroy", eraw, mark), 0, "an event of the reset primary freed");
+    /* a retain makes the primary active again, with a new id */
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CHECK_OK(cuctx_event_create(&e2, g, 0));
+    CHECK_OK(cuctx_event_destroy(&e2));
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    cr_assert_eq(sim()->leaked_streams(), 0);
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: an event of the green context (the primary's) refused on
+ * its own stream - "different contexts" - or one of an unrelated context
+ * let through to the driver. */
+Test(green, its_events_record_and_its_graph_execs_launch_on_its_streams)
+{
+    NEED_DRIVER();
+    cuctx_ctx g = {0}, other = {0}, g2 = {0};
+    cuctx_stream s = {0}, s2 = {0};
+    cuctx_event e = {0}, foreign = {0};
+    cuctx_graph_exec ge = {0};
+    green(&g, 16, NULL);
+    green(&g2, 8, NULL);
+    CHECK_OK(cuctx_stream_create(&s, g, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_stream_create(&s2, g2, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_event_create(&e, g, 0));
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_event_record(e, s));
+    if (sim())
+        cr_assert_eq(last_call("cuEventRecord", mark).handle2, (uint64_t)(uintptr_t)cuctx_stream_raw(s));
+    CHECK_OK(cuctx_event_record(e, s2));    /* another green context over the same primary */
+    CHECK_OK(cuctx_event_synchronize(e));
+    CHECK_OK(cuctx_stream_wait_event(s, e));
+    CHECK_OK(cuctx_graph_exec_instantiate(&ge, g, test_graph(g), 0));
+    CHECK_OK(cuctx_graph_exec_launch(ge, s));
+    CHECK_OK(cuctx_stream_synchronize(s));
+    new_ctx(&other, 0, NULL, POPPED);
+    CHECK_OK(cuctx_event_create(&foreign, other, 0));
+    unsigned long records = calls("cuEventRecord");
+    cr_assert_eq(cuctx_event_record(foreign, s), CUDA_ERROR_INVALID_CONTEXT);
+    cr_assert_eq(calls("cuEventRecord"), records);
+    CHECK_OK(cuctx_event_destroy(&foreign));
+    CHECK_OK(cuctx_graph_exec_destroy(&ge));
+    CHECK_OK(cuctx_event_destroy(&e));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_stream_destroy(&s2));
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    CHECK_OK(cuctx_ctx_destroy(&g2));
+    CHECK_OK(cuctx_ctx_destroy(&other));
+    graph_fini();
+    if (sim()) {
+        cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+        ASSERT_NO_MISUSE();
+    }
+}
+
+/* Bug caught: a kernel of a module loaded in the green context launched
+ * with the wrong context current (its stream's, the green one, is right). */
+Test(green, a_kernel_of_its_module_launches_on_its_stream)
+{
+    NEED_DRIVER();
+    cuctx_ctx g = {0};
+    cuctx_module m = {0};
+    cuctx_stream s = {0};
+    CUfunction f = NULL;
+    CUcontext graw = green(&g, 16, NULL);
+    CHECK_OK(cuctx_module_load(&m, g, test_data_path("vadd.ptx")));
+    CHECK_OK(cuctx_module_function(m, "vadd", &f));
+    CHECK_OK(cuctx_stream_create(&s, g, CU_STREAM_NON_BLOCKING, 0));
+    size_t mark = log_mark();
+    void *args[] = {NULL, NULL, NULL, NULL};
+    CUdeviceptr none = 0;
+    int n = 0;
+    args[0] = args[1] = args[2] = &none;
+    args[3] = &n;
+    CHECK_OK(cuctx_launch(f, s, (cuctx_dim3){1, 1, 1}, (cuctx_dim3){32, 1, 1}, 0, args));
+    if (sim()) {
+        struct cusim_call c = last_call("cuLaunchKernel", mark);
+        cr_assert_eq(c.ctx, (uint64_t)(uintptr_t)graw, "launched with %s current", name_of('c', c.ctx));
+        cr_assert_eq(c.stream, (uint64_t)(uintptr_t)cuctx_stream_raw(s));
+    }
+    CHECK_OK(cuctx_stream_synchronize(s));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_module_destroy(&m));
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    if (sim())
+        ASSERT_NO_MISUSE();
+}
+
+/* ---- scopes, current, borrows -------------------------------------------------- */
+
+/* Bug caught: a scope over a green context not making its CUcontext
+ * current, or not putting the previous one back; a {0} create inside
+ * tethered to the wrong context (a stream to the primary, an event to the
+ * green context). */
+Test(green, a_scope_makes_it_current_and_a_create_in_it_takes_the_right_tether)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0}, g = {0}, sc = {0}, ec = {0};
+    cuctx_stream s = {0};
+    cuctx_event e = {0};
+    CUcontext araw = new_ctx(&a, 0, "A", LEFT_CURRENT);
+    CUcontext graw = green(&g, 16, "G");
+    CUcontext praw = primary_raw();
+    int ran = 0;
+    CUCTX_SCOPED(g) {
+        ran = 1;
+        cr_assert_eq(current(), graw);
+        CHECK_OK(cuctx_stream_create(&s, (cuctx_ctx){0}, 0, 0));
+        CHECK_OK(cuctx_event_create(&e, (cuctx_ctx){0}, 0));
+        cr_assert_eq(current(), graw);
+    }
+    cr_assert(ran);
+    cr_assert_eq(current(), araw, "the previous context is not back");
+    CHECK_OK(cuctx_stream_ctx(s, &sc));
+    CHECK_OK(cuctx_event_ctx(e, &ec));
+    cr_assert_eq(cuctx_ctx_raw(sc), graw, "its stream is not the green context's");
+    cr_assert_eq(cuctx_ctx_raw(ec), praw, "its event is not the primary's");
+    /* a borrow of it never ends it */
+    CHECK_OK(cuctx_ctx_destroy(&sc));
+    CHECK_OK(cuctx_stream_synchronize(s));
+    CHECK_OK(cuctx_ctx_destroy(&ec));
+    CHECK_OK(cuctx_event_destroy(&e));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    cr_assert_eq(current(), araw);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    if (sim())
+        ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: a green context destroyed inside its own scope left current,
+ * stale (the driver leaves it so: every create after answers 709), or the
+ * scope's exit then popping the level below it. */
+Test(green, destroyed_inside_its_scope_it_is_not_left_current)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0}, g = {0};
+    cuctx_event e = {0};
+    CUcontext araw = new_ctx(&a, 0, "A", LEFT_CURRENT);
+    green(&g, 16, "G");
+    CUCTX_SCOPED(g) {
+        CHECK_OK(cuctx_ctx_destroy(&g));
+        cr_assert_eq(current(), araw, "the dead green context is still current");
+        CHECK_OK(cuctx_event_create(&e, (cuctx_ctx){0}, 0));    /* in A */
+    }
+    cr_assert_eq(current(), araw, "the scope's exit popped A");
+    CHECK_OK(cuctx_event_destroy(&e));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    cr_assert_null(current());
+    if (sim())
+        ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: a green context made current with cuctx_ctx_set_current and
+ * destroyed left current, stale. */
+Test(green, destroyed_while_set_current_it_is_not_left_current)
+{
+    NEED_DRIVER();
+    cuctx_ctx g = {0};
+    CUcontext graw = green(&g, 16, "G");
+    CHECK_OK(cuctx_ctx_set_current(g));
+    cr_assert_eq(current(), graw);
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    cr_assert_null(current(), "the dead green context is still current");
+    if (sim()) {
+        cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+        ASSERT_NO_MISUSE();
+    }
+}
+
+/* Bug caught: cuctx popping a context on another thread, or failing the
+ * destroy because the green context is current there; that thread's own
+ * scope then leaves cleanly (the pop of a stale green context: 0). */
+struct other_thread { cuctx_ctx g; volatile int in, done; CUcontext inside, after; };
+static void *sit_in_scope(void *p)
+{
+    struct other_thread *o = p;
+    CUCTX_SCOPED(o->g) {
+        o->in = 1;
+        while (!o->done)
+            usleep(1000);
+        o->inside = current();
+    }
+    o->after = current();
+    return NULL;
+}
+
+Test(green, destroyed_while_current_on_another_thread)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct other_thread o = {{0}, 0, 0, NULL, (CUcontext)(uintptr_t)1};
+    CUcontext graw = green(&o.g, 16, "G");
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, sit_in_scope, &o), 0);
+    while (!o.in)
+        usleep(1000);
+    cuctx_ctx g = o.g;
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    o.done = 1;
+    pthread_join(t, NULL);
+    cr_assert_eq(o.inside, graw, "the other thread's stack changed by this thread's destroy");
+    cr_assert_null(o.after, "the other thread's scope did not leave its stack as it found it");
+    cr_assert_null(current());
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: a borrow of the green context's CUcontext ending it, or its
+ * children through the borrow tethered to the wrong context. */
+Test(green, a_borrow_of_it_never_ends_it)
+{
+    NEED_DRIVER();
+    cuctx_ctx g = {0}, b = {0}, ec = {0};
+    cuctx_event e = {0};
+    cuctx_stream s = {0};
+    CUcontext graw = green(&g, 16, NULL);
+    CUcontext praw = primary_raw();
+    CHECK_OK(cuctx_ctx_borrow(&b, graw));
+    CHECK_OK(cuctx_event_create(&e, b, 0));
+    CHECK_OK(cuctx_stream_create(&s, b, 0, 0));
+    CHECK_OK(cuctx_event_ctx(e, &ec));
+    cr_assert_eq(cuctx_ctx_raw(ec), praw);
+    CHECK_OK(cuctx_ctx_destroy(&ec));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(stats().green_contexts, 1);
+    CHECK_OK(cuctx_stream_synchronize(s));
+    CHECK_OK(cuctx_event_destroy(&e));
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    if (sim()) {
+        cr_assert_eq(sim()->leaked_streams(), 0);
+        cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+        ASSERT_NO_MISUSE();
+    }
+}
+
+/* Bug caught: a refused cuGreenCtxDestroy leaving the generation alive
+ * (children reaching a context cuctx has let go of), not counted, or not
+ * returned. */
+Test(green, a_destroy_the_driver_refuses_is_returned_and_ends_the_generation)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0};
+    cuctx_stream s = {0};
+    green(&g, 16, NULL);
+    CHECK_OK(cuctx_stream_create(&s, g, 0, 0));
+    sim()->fail_call("cuGreenCtxDestroy", 1, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(cuctx_ctx_destroy(&g), CUDA_ERROR_UNKNOWN);
+    cr_assert(strstr(cuctx_last_error_message(), "cuGreenCtxDestroy failed"), "%s", cuctx_last_error_message());
+    cr_assert_eq(g.id, 0);
+    cr_assert_eq(stats().failed_destroys, 1);
+    cr_assert_eq(stats().green_contexts, 0);
+    cr_assert_eq(cuctx_stream_synchronize(s), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    ASSERT_NO_MISUSE();
+}
+
+#else /* CUDA_VERSION < 12040 */
+
+Test(green, built_without_green_contexts)
+{
+    NEED_DRIVER();
+    cuctx_ctx g = {0};
+    cr_assert_eq(cuctx_ctx_green(&g, 0, 16), CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert(strstr(cuctx_last_error_message(), "older than 12.4"), "%s", cuctx_last_error_message());
+}
+
+#endif
