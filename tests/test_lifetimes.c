@@ -743,6 +743,49 @@ Test(lifetimes, a_scope_keeps_a_borrowed_previous_context_whose_borrow_ended_ins
     cr_assert_eq(misuses(), 0);
 }
 
+/* A scope whose previous context another thread is destroying at the
+ * scope's exit - the destroy has closed the context's entry and waits in its
+ * drain for a call in flight there - finds that context still at its address,
+ * under the closing entry's driver id: the same context, so its level stays
+ * and it is current after the scope (not taken off as a dead context's). */
+Test(lifetimes, a_scope_leaves_its_previous_context_current_while_another_thread_destroys_it)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    struct raw_ctx_api r = raw_api();
+    cuctx_ctx x = {0};
+    struct ctx_arg a = {{0}, CUDA_ERROR_UNKNOWN};
+    struct sync_arg s = {{0}, CUDA_ERROR_UNKNOWN};
+    CUcontext popped = NULL;
+    new_ctx(&x, 0, "x", POPPED);
+    CUcontext p_raw = new_ctx(&a.c, 0, "p", LEFT_CURRENT);
+    cuctx_ctx copy = a.c;
+    CHECK_OK(cuctx_event_create(&s.ev, a.c, 0));
+    sim()->set_delay("cuEventSynchronize", 500000);
+    pthread_t ts, t;
+    cr_assert_eq(pthread_create(&ts, NULL, synchronize, &s), 0);
+    wait_sleeping();                            /* the synchronize holds p */
+    CUCTX_SCOPED(x) {
+        cr_assert_eq(pthread_create(&t, NULL, destroy_ctx, &a), 0);
+        while (cuctx_ctx_raw(copy) != NULL)     /* the destroy ended p's handle, */
+            sleep_ms(1);
+        sleep_ms(50);                           /* closed p's entry and waits in its drain */
+    }
+    EXPECT_CURRENT(p_raw);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_eq(pthread_join(ts, NULL), 0);
+    sim()->set_delay("cuEventSynchronize", 0);
+    CHECK_OK(a.rc);
+    CHECK_OK(s.rc);
+    CHECK_OK(r.pop(&popped));                   /* p's level, p destroyed meanwhile */
+    cr_assert_eq(popped, p_raw);
+    EXPECT_CURRENT(NULL);
+    CHECK_OK(cuctx_event_destroy(&s.ev));
+    CHECK_OK(cuctx_ctx_destroy(&x));
+    cr_assert_eq(misuses(), 0);
+}
+
 /* A scope over its own context (it pushed nothing) whose level a pop inside
  * took: the level below is the program's, and stays as it is. */
 Test(lifetimes, a_pop_inside_a_scope_that_pushed_nothing_leaves_the_level_below_alone)

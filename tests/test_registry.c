@@ -189,6 +189,50 @@ Test(registry, holds_beyond_the_hazard_slots_still_keep_a_close_waiting)
     destroy(other, KIND_ENTRY);
 }
 
+/* The handle side: a context handle's destroy waits for pins on the handle
+ * taken before its close - cuctx_stats' walk (the count of contexts handed
+ * out) and the leak report read a context handle's fields pinned - and only
+ * then frees its slot, so that a reader never sees the slot reused under
+ * it, nor lets go of a pin on a slot freed meanwhile. */
+struct handle_destroy_arg {
+    cuctx_ctx c;
+    CUresult rc;
+    _Atomic int done;
+};
+
+static void *destroy_handle(void *p)
+{
+    struct handle_destroy_arg *a = p;
+    a->rc = cuctx_ctx_destroy(&a->c);
+    atomic_store(&a->done, 1);
+    return NULL;
+}
+
+Test(registry, a_context_handles_destroy_waits_for_pins_on_the_handle)
+{
+    NEED_DRIVER();
+    struct handle_destroy_arg a = {.rc = CUDA_ERROR_UNKNOWN};
+    cr_assert_eq(cuctx_ctx_create(&a.c, 0, 0), CUDA_SUCCESS, "%s", cuctx_last_error_message());
+    cr_assert_eq(cuctx_pop_current(), CUDA_SUCCESS, "%s", cuctx_last_error_message());
+    uint64_t id = a.c.id;
+    struct cuctx_slot *reader = cuctx__pin(id, KIND_CTX_HANDLE);     /* as the stats' walk does */
+    cr_assert_not_null(reader);
+    uint64_t entry = reader->u.ctx.entry;
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, destroy_handle, &a), 0);
+    while (!cuctx__closing(id, KIND_CTX_HANDLE) && !atomic_load(&a.done))
+        sched_yield();
+    usleep(20000);
+    cr_assert_eq(atomic_load(&a.done), 0, "the destroy went on past a pin on the handle taken before its close");
+    cr_assert(cuctx__closing(id, KIND_CTX_HANDLE), "the pinned handle's slot was freed");
+    cr_assert_eq(reader->u.ctx.entry, entry);
+    cuctx__unpin(reader);
+    pthread_join(t, NULL);
+    cr_assert_eq(a.rc, CUDA_SUCCESS);
+    cr_assert_not(cuctx__alive(id, KIND_CTX_HANDLE));
+    cr_assert_not(cuctx__closing(id, KIND_CTX_HANDLE));
+}
+
 struct holder_arg { uint64_t id; _Atomic int stop; _Atomic long inside; };
 
 static void *holder(void *p)

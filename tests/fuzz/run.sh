@@ -20,7 +20,9 @@
 # Debian's clang and libclang-rt-dev), CUDA_HOME or CUDA_PATH (default
 # /usr/local/cuda, for cuda.h), CUCTX_FUZZ_ARGS (more libFuzzer options),
 # CUCTX_FUZZ_MINIMIZE_S (seconds spent minimizing a crash, default 30; 0:
-# none), CUCTX_FUZZ_KEEP=1 (keep the temporary directory).
+# none), CUCTX_FUZZ_KEEP=1 (keep the temporary directory),
+# CUCTX_FUZZ_BUILD_ONLY=1 (build into BUILDDIR and stop: a later run with
+# the same BUILDDIR recompiles nothing unchanged and fuzzes at once).
 #
 # To replay one input: CUCTX_FUZZ_SIM=BUILDDIR/libcudasim.so BUILDDIR/fuzz_api FILE
 # (CUCTX_FUZZ_TRACE=1 prints the operations each input ran).
@@ -131,6 +133,7 @@ build "$B/fuzz_api.o" "$here/fuzz_api.c" "$src/include/cuctx.h" "$src/tests/sim/
 for p in "${pids[@]}"; do wait "$p" || build_failed=1; done
 [ $build_failed = 0 ] || { echo "run.sh: the build failed" >&2; exit 2; }
 "$CC" $common $san -fsanitize=fuzzer "$B/fuzz_api.o" "${objs[@]}" -o "$B/fuzz_api" -ldl -lpthread
+if [ "${CUCTX_FUZZ_BUILD_ONLY:-0}" = 1 ]; then echo "run.sh: built $B/fuzz_api" >&2; exit 0; fi
 
 # The seeds, copied: libFuzzer adds what it finds to its corpus directory.
 mkdir -p "$work/corpus" "$work/artifacts"
