@@ -214,6 +214,7 @@ struct obj {                    /* one cuctx handle's object */
     int cap_recorded;           /* events: last recorded in a capture (over now): waits answer 1 */
     int image;                  /* libraries: 0 kernels k and k2, 1 PTX that does not assemble, 2 not PTX */
     int sobj;                   /* mem_async: the object of the stream it was allocated on, -1 a default one */
+    int pobj;                   /* mem_async: 1 + the object of the pool handle it came from; 0 none */
     int borrowed;               /* mem_pool: a handle that does not own its pool (default, adopted with 0) */
     size_t size;                /* mem, host_mem; graphs: their nodes */
 };
@@ -602,6 +603,16 @@ static void verify(const char *where)
     }
     /* the driver counts stream-ordered allocations with the others */
     drv[O_MEM] += drv[O_MASYNC];
+    /* a pool whose handle was destroyed with memory from it alive lives on
+     * in the driver until the last of that memory is freed (mem_pool.c) */
+    for (int i = 0; i < M.nobj; i++) {
+        if (M.obj[i].kind != O_POOL || M.obj[i].alive || M.obj[i].borrowed)
+            continue;
+        int kept = 0;
+        for (int j = 0; j < M.nobj && !kept; j++)
+            kept = M.obj[j].kind == O_MASYNC && M.obj[j].alive && M.obj[j].pobj == i + 1;
+        drv[O_POOL] += kept;
+    }
     drv[O_GRAPH] += M.graph ? 1 : 0;    /* the raw one graph_exec instantiates */
     #define O_STAT(name, type, stat, ...) st.stat,
     size_t got[O_KINDS] = {0, st.ctx_handles, TEST_CHILD_KINDS(O_STAT) st.graphs, st.libraries, st.async_mems,
@@ -1360,14 +1371,14 @@ static void child_use(int k, uint64_t id, uint64_t other, unsigned v)
         }
     case O_MASYNC:
         if (v % 4 == 3) {
-            /* of no context: cuctx_mem_ctx refuses it, the output {0}; by
-             * the id's kind alone, so a stale handle of the kind too (not
-             * CUDA_ERROR_INVALID_HANDLE, as for the other kinds' stale
-             * handles: reported) */
+            /* of no context: cuctx_mem_ctx refuses it, the output {0}
+             * (CUDA_ERROR_INVALID_VALUE); a stale handle of the kind is a
+             * bad handle first (CUDA_ERROR_INVALID_HANDLE), as every
+             * kind's */
             cuctx_ctx cx = {0xdead};
             rc = cuctx_mem_ctx((cuctx_mem){id}, &cx);
             note("mem_ctx(%#llx) -> %s %#llx", (unsigned long long)id, cuctx_result_name(rc), (unsigned long long)cx.id);
-            expect_rc(rc, id_kind(id) == O_MASYNC ? CUDA_ERROR_INVALID_VALUE : want,
+            expect_rc(rc, id_kind(id) == O_MASYNC && want != CUDA_ERROR_INVALID_HANDLE ? CUDA_ERROR_INVALID_VALUE : want,
                       "cuctx_mem_ctx of stream-ordered memory");
             if (cx.id)
                 fail("a refused cuctx_mem_ctx left the handle %#llx", (unsigned long long)cx.id);
@@ -2575,9 +2586,11 @@ static void async_alloc(int slot, int into, int pool_slot, uint64_t sid, size_t 
     }
     if (id_kind(m.id) != O_MASYNC)
         fail("new stream-ordered memory %#llx is of kind %d", (unsigned long long)m.id, id_kind(m.id));
+    int pi = pool_slot >= 0 && pool ? obj_find(pool) : -1;
     oi = obj_new(m.id, O_MASYNC, -1);
     M.obj[oi].size = bytes;
     M.obj[oi].sobj = sobj;
+    M.obj[oi].pobj = pi + 1;
     M.ch_slot[slot] = m.id;
 }
 
