@@ -66,7 +66,15 @@
     X(cuMemPoolCreate, 11020, 0)                \
     X(cuMemPoolDestroy, 11020, 0)               \
     X(cuMemPoolTrimTo, 11020, 0)                \
-    X(cuDeviceGetDefaultMemPool, 11020, 0)
+    X(cuDeviceGetDefaultMemPool, 11020, 0)      \
+    X(cuCtxEnablePeerAccess, 4000, 0)           \
+    X(cuCtxDisablePeerAccess, 4000, 0)          \
+    X(cuIpcGetMemHandle, 4010, 0)               \
+    X(cuIpcOpenMemHandle, 11000, 0)             \
+    X(cuIpcCloseMemHandle, 4010, 0)             \
+    X(cuMemGetAddressRange, 3020, 0)            \
+    X(cuIpcGetEventHandle, 4010, 0)             \
+    X(cuIpcOpenEventHandle, 4010, 0)
 
 /* Members are named f_<name>: token pasting keeps cuda.h's renaming macros
  * (cuCtxCreate -> cuCtxCreate_v4) away from them. */
