@@ -56,10 +56,15 @@ static const char *multi_trace(size_t mark, char *buf, size_t n)
     } while (0)
 
 /* Two owned contexts, A on device 0 and B on device 1, popped; skips the
- * test on a machine with one GPU. */
+ * test on a machine with one GPU, or two without a peer path. */
 static void two_devices(cuctx_ctx *a, cuctx_ctx *b)
 {
     NEED_DRIVER();
+    PFN_cuDeviceCanAccessPeer_v4000 can_access =
+        (PFN_cuDeviceCanAccessPeer_v4000)drv_sym("cuDeviceCanAccessPeer", 4000);
+    int can = 0;
+    if (can_access(&can, 0, 1) != CUDA_SUCCESS || !can)
+        cr_skip_test("needs two devices with a peer path (cuDeviceCanAccessPeer(0, 1) says no)");
     if (cuctx_ctx_create(b, 1, CUCTX_SCHED_AUTO) != CUDA_SUCCESS)
         cr_skip_test("needs a second device: %s", cuctx_last_error_message());
     CHECK_OK(cuctx_pop_current());

@@ -4286,9 +4286,19 @@ Test(sim_peer, a_device_is_never_its_own_peer_and_two_devices_are_peers)
 
 /* Documented answers, measured wherever two GPUs are: enable twice 704,
  * disable twice 705, each with the context it is enabled from current. */
+/* Skips the calling test unless devices 0 and 1 reach each other. */
+static void need_peers(void)
+{
+	int can = 0;
+	need_devices(2);
+	OK(PI.CanAccessPeer(&can, 0, 1));
+	if (!can)
+		cr_skip_test("devices 0 and 1 have no peer path (cuDeviceCanAccessPeer)");
+}
+
 Test(sim_peer, enable_twice_answers_704_and_disable_twice_705)
 {
-	need_devices(2);
+	need_peers();
 	CUcontext b = new_raw_ctx(1);
 	OK(D.CtxPopCurrent(NULL));
 	CUcontext a = new_raw_ctx(0);
