@@ -152,6 +152,7 @@ typedef struct cuctx_graph_exec { uint64_t id; } cuctx_graph_exec;
 typedef struct cuctx_graph { uint64_t id; } cuctx_graph;
 typedef struct cuctx_library { uint64_t id; } cuctx_library;
 typedef struct cuctx_mem_pool { uint64_t id; } cuctx_mem_pool;
+typedef struct cuctx_peer { uint64_t id; } cuctx_peer;
 
 /* ------------------------------------------------------------------------
  *  Automatic cleanup: the macros, and the destroy they call
@@ -593,6 +594,68 @@ CUCTX_API CUresult cuctx_mem_pool_trim(cuctx_mem_pool p, size_t keep);
 CUCTX_API CUmemoryPool cuctx_mem_pool_raw(cuctx_mem_pool p);
 
 /* ------------------------------------------------------------------------
+ *  Across contexts and processes: peer access and CUDA IPC
+ * ------------------------------------------------------------------------ */
+
+/* Peer access as an object: the memory of `to`'s device becomes reachable
+ * from `from` (cuCtxEnablePeerAccess(to's context, 0) with from current;
+ * from {0}: the current context). Its destroy - cuctx_peer_destroy,
+ * cuctx_destroy, CUCTX_AUTO - disables it (cuCtxDisablePeerAccess naming
+ * to, with from current). Peer access is state of the pair and ends with
+ * either context (documented), so the handle is tethered to BOTH: its
+ * destroy reaches the driver only while both contexts live, and is skipped
+ * (CUDA_SUCCESS, counted in stats.stale_skips) once either has ended, in
+ * whichever order they went - never a disable naming a dead context, or a
+ * new one at its address. Access is one way: the other way is another
+ * peer. Access already enabled by someone else
+ * (CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED: the CUDA runtime's
+ * cudaDeviceEnablePeerAccess between primary contexts, another library,
+ * another cuctx_peer) is borrowed: the create succeeds, the handle tracks
+ * it (its destroy never disables it) and cuctx_peer_owned says 0.
+ * Refused: from and to the same context (CUDA_ERROR_INVALID_VALUE, before
+ * the driver); devices without a peer path, and two contexts of one
+ * device (the driver's CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, and a message
+ * saying which devices); a stale handle or an ended context as for any
+ * create. CUDA 4.0 and later; stats.peers. */
+CUCTX_API CUresult cuctx_peer_enable(cuctx_peer *out, cuctx_ctx from, cuctx_ctx to);
+CUCTX_API CUresult cuctx_peer_destroy(cuctx_peer *p);
+/* *owned: 1 if the handle's destroy disables the access (cuctx enabled
+ * it), 0 if it was borrowed. Either context ended: CUDA_ERROR_CONTEXT_IS_DESTROYED. */
+CUCTX_API CUresult cuctx_peer_owned(cuctx_peer p, int *owned);
+
+/* CUDA IPC: device memory and events shared with another process.
+ *
+ * cuctx_ipc_mem_get gives the handle of memory of cuctx_mem_alloc (or
+ * adopted from cuMemAlloc) for another process (cuIpcGetMemHandle, in its
+ * context); stream-ordered memory and memory opened from another process
+ * are refused (CUDA_ERROR_INVALID_VALUE). cuctx_ipc_mem_open maps such a
+ * handle into ctx ({0}: the current context; cuIpcOpenMemHandle with ctx
+ * current; flags 0 or CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS, as the
+ * driver's). The mapping is a cuctx_mem like any other - cuctx_mem_ptr,
+ * cuctx_mem_size (cuMemGetAddressRange asked at the open), cuctx_mem_ctx,
+ * CUCTX_AUTO - and a child of ctx: its destroy closes it
+ * (cuIpcCloseMemHandle with ctx current), and is skipped once ctx has ended
+ * (the mapping went with it). It counts in stats.ipc_mems, not stats.mems.
+ * A handle opened twice in one context is one mapping, counted by the
+ * driver: each open's handle closes once.
+ *
+ * The importer's side depends on the exporter: memory the exporter frees
+ * or loses (its process exits) while mapped elsewhere is undefined
+ * behaviour for the importer (documented); keep the exporter's memory alive
+ * until every importer has closed its mapping. The driver refuses a handle
+ * in the process that made it: open it in another process (spawn it - CUDA
+ * does not survive fork). The same for events: cuctx_ipc_event_get of an
+ * event made with CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING
+ * (cuIpcGetEventHandle), cuctx_ipc_event_open into a cuctx_event of ctx
+ * (cuIpcOpenEventHandle; untimed, destroyed with cuEventDestroy, skipped
+ * after ctx ended, as any event). On failure *out is zeroed. CUDA 4.1 and
+ * later (the open of memory: CUDA 11.0). */
+CUCTX_API CUresult cuctx_ipc_mem_get(cuctx_mem m, CUipcMemHandle *out);
+CUCTX_API CUresult cuctx_ipc_mem_open(cuctx_mem *out, cuctx_ctx ctx, CUipcMemHandle h, unsigned flags);
+CUCTX_API CUresult cuctx_ipc_event_get(cuctx_event ev, CUipcEventHandle *out);
+CUCTX_API CUresult cuctx_ipc_event_open(cuctx_event *out, cuctx_ctx ctx, CUipcEventHandle h);
+
+/* ------------------------------------------------------------------------
  *  Launches
  * ------------------------------------------------------------------------ */
 
@@ -732,6 +795,12 @@ CUCTX_API CUresult cuctx_mem_pool_create_at(cuctx_mem_pool *out, CUdevice dev, c
                                             const char *file, int line, const char *func);
 CUCTX_API CUresult cuctx_mem_pool_default_at(cuctx_mem_pool *out, CUdevice dev, const char *file, int line,
                                              const char *func);
+CUCTX_API CUresult cuctx_peer_enable_at(cuctx_peer *out, cuctx_ctx from, cuctx_ctx to, const char *file, int line,
+                                        const char *func);
+CUCTX_API CUresult cuctx_ipc_mem_open_at(cuctx_mem *out, cuctx_ctx ctx, CUipcMemHandle h, unsigned flags,
+                                         const char *file, int line, const char *func);
+CUCTX_API CUresult cuctx_ipc_event_open_at(cuctx_event *out, cuctx_ctx ctx, CUipcEventHandle h, const char *file,
+                                           int line, const char *func);
 
 /* The adopts record their site as the creates do. */
 CUCTX_API CUresult cuctx_stream_adopt_at(cuctx_stream *out, cuctx_ctx ctx, CUstream raw, int owned,
@@ -774,6 +843,9 @@ CUCTX_API CUresult cuctx_mem_pool_adopt_at(cuctx_mem_pool *out, CUmemoryPool raw
        cuctx_mem_alloc_from_pool_at(out, pool, s, bytes, CUCTX__SITE)
 #  define cuctx_mem_pool_create(out, dev, props) cuctx_mem_pool_create_at(out, dev, props, CUCTX__SITE)
 #  define cuctx_mem_pool_default(out, dev) cuctx_mem_pool_default_at(out, dev, CUCTX__SITE)
+#  define cuctx_peer_enable(out, from, to) cuctx_peer_enable_at(out, from, to, CUCTX__SITE)
+#  define cuctx_ipc_mem_open(out, ctx, h, flags) cuctx_ipc_mem_open_at(out, ctx, h, flags, CUCTX__SITE)
+#  define cuctx_ipc_event_open(out, ctx, h) cuctx_ipc_event_open_at(out, ctx, h, CUCTX__SITE)
 #endif
 
 /* ------------------------------------------------------------------------
@@ -891,6 +963,7 @@ struct cuctx_stats {
     size_t graphs, libraries;   /* live objects of no context (appended after the 0.1.0 fields) */
     size_t async_mems, mem_pools;   /* stream-ordered allocations (not in mems) and memory pools */
     size_t green_contexts;      /* live green contexts made through cuctx (in contexts and ctx_handles too) */
+    size_t peers, ipc_mems;     /* peer access objects; memory opened from another process (not in mems) */
 };
 /* cuctx_stats_get(&st) fills st. The object counts are cheap at any number
  * of objects (each thread keeps its own); contexts walks the handle table,
@@ -961,7 +1034,7 @@ CUCTX_API unsigned cuctx_version_hex(void);
  * a new kind from one line here. arg is passed on to X. */
 #define CUCTX__CHILD_HANDLES(X, arg)                                       \
     X(event, arg) X(stream, arg) X(module, arg) X(mem, arg) X(host_mem, arg) \
-    X(graph_exec, arg) X(graph, arg) X(library, arg) X(mem_pool, arg)
+    X(graph_exec, arg) X(graph, arg) X(library, arg) X(mem_pool, arg) X(peer, arg)
 
 /* The typed cuctx_destroy and cuctx_cleanup. C: _Generic selects the
  * function itself for a pointer to a (non-const) handle and has no other

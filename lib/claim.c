@@ -8,7 +8,8 @@
  * context lives, is refused and left as it was. A child whose context has
  * ended went with it in the driver, but its handle still holds a slot: that
  * slot is released here as the child's destroy would release it (no driver
- * call, counted as a skipped stale destroy), and the create goes on.
+ * call, counted as a skipped stale destroy), and the create goes on; for a
+ * pair (peer access), when either of its contexts has ended.
  * Looking does not close the child, so a refused create disturbs no other
  * thread's use of it.
  */
@@ -43,6 +44,8 @@ CUresult cuctx__claim_slow(uint64_t *out, enum cuctx_kind kind, const char *fn)
     }
     struct cuctx_slot *s = cuctx__peek(id, kind);
     uint64_t entry = s ? __atomic_load_n(&s->u.child.entry, __ATOMIC_RELAXED) : 0;
+    /* a pair's second context (tether.h) */
+    uint64_t second = s && cuctx__kind_paired(kind) ? __atomic_load_n(&cuctx__slot_aux(s)->id[0], __ATOMIC_RELAXED) : 0;
     if (!s || !cuctx__peek_valid(s, id, kind)) {
         *out = 0;
         return CUDA_SUCCESS;
@@ -53,7 +56,13 @@ CUresult cuctx__claim_slow(uint64_t *out, enum cuctx_kind kind, const char *fn)
     CUresult rc = cuctx__entry_hold_quiet(entry, &o);
     if (rc == CUDA_SUCCESS) {
         cuctx__entry_release(&o);
-        return refuse(id, kind, fn);
+        if (!second)
+            return refuse(id, kind, fn);
+        /* a pair lives while both its contexts do (held one at a time) */
+        if ((rc = cuctx__entry_hold_quiet(second, &o)) == CUDA_SUCCESS) {
+            cuctx__entry_release(&o);
+            return refuse(id, kind, fn);
+        }
     }
     if (rc != CUDA_ERROR_CONTEXT_IS_DESTROYED && !cuctx__driver_gone(rc))
         return cuctx__fail(rc, "%s: cannot tell whether the %s in the handle to fill (%#llx) is still live: %s", fn,

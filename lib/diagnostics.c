@@ -32,8 +32,10 @@ static void collect_entry(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
     uint64_t entry = kind == KIND_CTX_HANDLE ? s->u.ctx.entry : s->u.child.entry;
     if (kind == KIND_CTX_HANDLE && s->u.ctx.life == LIFE_GREEN)
         e->greens++;    /* (one handle per green context; borrowed in a forked child) */
+    /* a pair (peer access) names a second context (tether.h) */
+    uint64_t second = kind != KIND_CTX_HANDLE && cuctx__kind_paired(kind) ? cuctx__slot_aux(s)->id[0] : 0;
     cuctx__unpin(s);
-    if (e->n == e->cap) {
+    if (e->n + 2 > e->cap) {
         size_t cap = e->cap ? 2 * e->cap : 64;
         uint64_t *ids = realloc(e->ids, cap * sizeof *ids);
         if (!ids) {
@@ -44,6 +46,8 @@ static void collect_entry(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
         e->cap = cap;
     }
     e->ids[e->n++] = entry;
+    if (second)
+        e->ids[e->n++] = second;
 }
 
 static int cmp_ids(const void *a, const void *b)
@@ -143,6 +147,21 @@ static void report_one(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
         fprintf(r->out, "cuctx: leak: context %p (%s, handle %#llx)", (void *)raw,
                 life >= LIFE_OWNED && life <= LIFE_GREEN ? lives[life] : "?", (unsigned long long)id);
         site_line(r->out, &s->u.ctx.site);
+    } else if (cuctx__kind_paired(kind)) {
+        /* peer access: the context it is enabled from, and its peer (raw) */
+        CUcontext from = entry_raw(s->u.child.entry), to = entry_raw(cuctx__slot_aux(s)->id[0]);
+        fprintf(r->out, "cuctx: leak: %s (handle %#llx) from context ", cuctx__kind_name(kind), (unsigned long long)id);
+        if (from)
+            fprintf(r->out, "%p", (void *)from);
+        else
+            fprintf(r->out, "(destroyed)");
+        if (to)
+            fprintf(r->out, " to context %p", (void *)to);
+        else
+            fprintf(r->out, " to a destroyed context (%p)", (void *)(uintptr_t)s->u.child.raw);
+        if (s->u.child.site.unowned)
+            fprintf(r->out, ", borrowed (enabled elsewhere: not cuctx's to disable)");
+        site_line(r->out, &s->u.child.site);
     } else {
         CUcontext owner = s->u.child.entry ? entry_raw(s->u.child.entry) : NULL;
         fprintf(r->out, "cuctx: leak: %s %#llx (handle %#llx) in ", cuctx__kind_name(kind),

@@ -67,6 +67,14 @@
     X(cuMemPoolDestroy, 11020, 0)               \
     X(cuMemPoolTrimTo, 11020, 0)                \
     X(cuDeviceGetDefaultMemPool, 11020, 0)      \
+    X(cuCtxEnablePeerAccess, 4000, 0)           \
+    X(cuCtxDisablePeerAccess, 4000, 0)          \
+    X(cuIpcGetMemHandle, 4010, 0)               \
+    X(cuIpcOpenMemHandle, 11000, 0)             \
+    X(cuIpcCloseMemHandle, 4010, 0)             \
+    X(cuMemGetAddressRange, 3020, 0)            \
+    X(cuIpcGetEventHandle, 4010, 0)             \
+    X(cuIpcOpenEventHandle, 4010, 0)            \
     CUCTX__DRIVER_ENTRIES_GREEN(X)
 
 /* Green contexts (CUDA 12.4+): in the table where the toolkit's headers

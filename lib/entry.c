@@ -452,6 +452,32 @@ CUresult cuctx__entry_hold_slow(uint64_t entry, const char *fn, int quiet, struc
     return s ? check_held(s, entry, fn, quiet, 1, out) : hold_waiting(entry, fn, quiet, 1, out);
 }
 
+CUresult cuctx__entry_hold_beside(struct cuctx_held *a, uint64_t b, const char *fn, int quiet,
+                                  struct cuctx_held *out)
+{
+    for (;;) {
+        if (b == a->id) {       /* one context: a's hold serves both */
+            *out = *a;
+            out->slot = NULL;
+            return CUDA_SUCCESS;
+        }
+        CUresult rc = cuctx__entry_hold_quiet(b, out);
+        if (rc == CUDA_SUCCESS)
+            return rc;
+        uint64_t ea = a->id;
+        cuctx__entry_release(a);
+        /* b may be closing until the driver's verdict: its hold, with
+         * nothing held now, waits for that where it may and says why not;
+         * then both are taken again */
+        if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED && (rc = cuctx__entry_hold_as(b, fn, quiet, out)) == CUDA_SUCCESS) {
+            cuctx__entry_release(out);
+            if ((rc = cuctx__entry_hold_as(ea, fn, quiet, a)) == CUDA_SUCCESS)
+                continue;
+        }
+        return rc;
+    }
+}
+
 static CUresult hold_raw(CUcontext raw, const char *fn, int counted, struct cuctx_held *out)
 {
     uint64_t id = 0;

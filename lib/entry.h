@@ -71,6 +71,17 @@ static inline void cuctx__entry_release(struct cuctx_held *o)
     cuctx__deliver_reports();
 }
 
+/* Holds entry b beside a, which the caller holds, for a call on two
+ * contexts. One entry (b == a's) is held once: out's slot is NULL, its
+ * fields a's. A close of b that may yet be abandoned (a primary context
+ * living on in another retain) is waited out with neither held, then both
+ * are taken again: a thread never waits while it holds an entry, so two
+ * such calls never wait on each other. On failure (CONTEXT_IS_DESTROYED:
+ * either has ended; else the check's error) a is let go too. quiet as for
+ * cuctx__entry_hold_as. */
+CUresult cuctx__entry_hold_beside(struct cuctx_held *a, uint64_t b, const char *fn, int quiet,
+                                  struct cuctx_held *out);
+
 /* Resolves ctx ({0}: the current context) to its held entry. Errors:
  * INVALID_HANDLE for a bad handle, INVALID_CONTEXT when nothing is current,
  * CONTEXT_IS_DESTROYED when the context is gone. The handle's entry is

@@ -10,12 +10,15 @@
  * tethered). A kind is this line plus its file, lib/NAME.c, which defines
  * cuctx__NAME_kind (its driver destroy) and its public functions; the enum
  * value, the table of kinds (destroy.c), the stats count and the name in
- * messages follow from the line. A tethered kind lives in a context and
+ * messages follow from the line. A tethered kind (1) lives in a context and
  * dies with it (tether.h); an untethered one (0) belongs to no context -
  * a CUgraph, a CUlibrary, a memory pool and the memory in it: measured,
  * DRIVER-FACTS - so it is made with no context held and destroyed whenever
  * its handle is, with the same handle checks (a kind may say how: struct
- * cuctx_child_kind's destroy_slot). Appended only: the order is in every id. */
+ * cuctx_child_kind's destroy_slot). A kind tethered to two contexts (2) -
+ * peer access, state of a pair that dies with either - names its second
+ * context's entry in its slot's aux record (tether.h, "pairs"). The kinds
+ * of IPC live in ipc.c. Appended only: the order is in every id. */
 #define CUCTX_CHILD_KINDS(X)                                        \
     X(EVENT, event, events, "event", 1)                             \
     X(STREAM, stream, streams, "stream", 1)                         \
@@ -26,7 +29,9 @@
     X(GRAPH, graph, graphs, "graph", 0)                             \
     X(LIBRARY, library, libraries, "library", 0)                    \
     X(MEM_ASYNC, mem_async, async_mems, "stream-ordered memory", 0) \
-    X(MEM_POOL, mem_pool, mem_pools, "memory pool", 0)
+    X(MEM_POOL, mem_pool, mem_pools, "memory pool", 0)              \
+    X(PEER, peer, peers, "peer access", 2)                          \
+    X(MEM_IPC, mem_ipc, ipc_mems, "IPC-opened memory", 1)
 
 /* Object kinds; the top byte of every id. KIND_CTX_HANDLE is a cuctx_ctx
  * (one per create, retain or borrow); KIND_ENTRY is the context itself as
@@ -60,6 +65,14 @@ static inline __attribute__((always_inline)) int cuctx__kind_tethered(enum cuctx
 }
 #undef CUCTX__KIND_LOOSE
 
+/* Whether a kind is tethered to two contexts (2 above), as constant. */
+#define CUCTX__KIND_PAIR(K, name, field, display, tethered) | ((uint64_t)((tethered) == 2) << KIND_##K)
+static inline __attribute__((always_inline)) int cuctx__kind_paired(enum cuctx_kind kind)
+{
+    return (int)((0 CUCTX_CHILD_KINDS(CUCTX__KIND_PAIR)) >> kind & 1);
+}
+#undef CUCTX__KIND_PAIR
+
 /* A handle id: kind (6 bits) | slot index (26 bits) | generation (32 bits).
  * 2^26 slots is 67 million live objects; a slot whose generation would wrap
  * is retired, so a stale id can never name a later object. */
@@ -74,13 +87,16 @@ static inline uint64_t cuctx__id_make(enum cuctx_kind kind, uint32_t index, uint
     return (uint64_t)kind << CUCTX_ID_KIND_SHIFT | (uint64_t)index << CUCTX_ID_INDEX_SHIFT | gen;
 }
 
-/* Two kinds share the handle type cuctx_mem: device memory (KIND_MEM) and
- * stream-ordered memory (KIND_MEM_ASYNC), told apart by the id. The kind
- * that id names if it is a handle of kind's type. */
+/* Three kinds share the handle type cuctx_mem: device memory (KIND_MEM),
+ * stream-ordered memory (KIND_MEM_ASYNC) and memory opened from another
+ * process (KIND_MEM_IPC), told apart by the id. The kind that id names if
+ * it is a handle of kind's type. */
 static inline enum cuctx_kind cuctx__kind_in_type(enum cuctx_kind kind, uint64_t id)
 {
-    if (kind == KIND_MEM || kind == KIND_MEM_ASYNC)
-        return cuctx__id_kind(id) == KIND_MEM_ASYNC ? KIND_MEM_ASYNC : KIND_MEM;
+    if (kind == KIND_MEM || kind == KIND_MEM_ASYNC || kind == KIND_MEM_IPC) {
+        enum cuctx_kind in = cuctx__id_kind(id);
+        return in == KIND_MEM_ASYNC || in == KIND_MEM_IPC ? in : KIND_MEM;
+    }
     return kind;
 }
 

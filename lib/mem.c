@@ -66,16 +66,21 @@ CUCTX_API CUresult cuctx_mem_ctx(cuctx_mem m, cuctx_ctx *out)
                            "%s: stream-ordered memory belongs to its pool, not to a context (handle %#llx)", fn,
                            (unsigned long long)m.id);
     }
+    if (cuctx__id_kind(m.id) == KIND_MEM_IPC)
+        return cuctx__child_ctx(m.id, KIND_MEM_IPC, fn, out);
     return cuctx__child_ctx(m.id, KIND_MEM, fn, out);
 }
 
-/* Stream-ordered memory (mem_async.c) shares the handle type: the kind
- * is the id's, and each path below is inline for its kind. */
+/* Stream-ordered memory (mem_async.c) and memory opened from another
+ * process (ipc.c) share the handle type: the kind is the id's, and each
+ * path below is inline for its kind. */
 CUCTX_API CUresult cuctx_mem_destroy(cuctx_mem *m)
 {
     static const char fn[] = "cuctx_mem_destroy";
     if (m && cuctx__id_kind(m->id) == KIND_MEM_ASYNC)
         return cuctx__child_destroy(&m->id, KIND_MEM_ASYNC, fn, &cuctx__mem_async_kind);
+    if (m && cuctx__id_kind(m->id) == KIND_MEM_IPC)
+        return cuctx__child_destroy(&m->id, KIND_MEM_IPC, fn, &cuctx__mem_ipc_kind);
     return cuctx__child_destroy(m ? &m->id : NULL, KIND_MEM, fn, &cuctx__mem_kind);
 }
 
@@ -83,6 +88,8 @@ CUCTX_API size_t cuctx_mem_size(cuctx_mem m)
 {
     if (cuctx__id_kind(m.id) == KIND_MEM_ASYNC)
         return (size_t)cuctx__child_value(m.id, KIND_MEM_ASYNC, "cuctx_mem_size", FIELD_SIZE);
+    if (cuctx__id_kind(m.id) == KIND_MEM_IPC)
+        return (size_t)cuctx__child_value(m.id, KIND_MEM_IPC, "cuctx_mem_size", FIELD_SIZE);
     return (size_t)cuctx__child_value(m.id, KIND_MEM, "cuctx_mem_size", FIELD_SIZE);
 }
 
@@ -90,5 +97,7 @@ CUCTX_API CUdeviceptr cuctx_mem_ptr(cuctx_mem m)
 {
     if (cuctx__id_kind(m.id) == KIND_MEM_ASYNC)
         return (CUdeviceptr)cuctx__child_value(m.id, KIND_MEM_ASYNC, "cuctx_mem_ptr", FIELD_RAW);
+    if (cuctx__id_kind(m.id) == KIND_MEM_IPC)
+        return (CUdeviceptr)cuctx__child_value(m.id, KIND_MEM_IPC, "cuctx_mem_ptr", FIELD_RAW);
     return (CUdeviceptr)cuctx__child_value(m.id, KIND_MEM, "cuctx_mem_ptr", FIELD_RAW);
 }

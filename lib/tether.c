@@ -69,21 +69,54 @@ CUresult cuctx__child_skip(struct cuctx_slot *s, _Atomic uint64_t *counter)
     return CUDA_SUCCESS;
 }
 
+/* A name of a borrow's entry given back by a child that does not hold it
+ * (entry.h), under the lock; the last ends the entry. Nothing for an entry
+ * that has ended or is not counted. */
+static void give_back(uint64_t entry)
+{
+    if (!entry)
+        return;
+    struct cuctx_slot *e = cuctx__peek_own(entry, KIND_ENTRY);     /* (not held: read as a peeker) */
+    int counted = e && __atomic_load_n(&e->u.entry.by_id, __ATOMIC_RELAXED)
+               && __atomic_load_n(&e->u.entry.counted, __ATOMIC_RELAXED) && cuctx__peek_valid_own(e, entry, KIND_ENTRY);
+    if (counted) {
+        cuctx__ctx_lock();
+        cuctx__entry_unname_locked(entry);
+        cuctx__ctx_unlock();
+    }
+}
+
+/* A pair's second entry (its aux record's), 0 for any other kind. */
+static uint64_t second_entry(struct cuctx_slot *s, enum cuctx_kind kind)
+{
+    return cuctx__kind_paired(kind) ? __atomic_load_n(&cuctx__slot_aux(s)->id[0], __ATOMIC_RELAXED) : 0;
+}
+
 /* The owner could not be held: the driver has shut down, the context has
- * ended (the driver freed the child with it), or the check failed. */
+ * ended (the driver freed the child with it), or the check failed. A pair
+ * gives its names back: the context that did not end may be a borrow's. */
 CUresult cuctx__child_unheld(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind)
 {
     uint64_t raw = s->u.child.raw;
+    uint64_t first = s->u.child.entry, second = second_entry(s, kind);
     if (cuctx__driver_gone(rc))
         return cuctx__child_skip(s, &cuctx__shutdown_skips);
     if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED) {
         cuctx__child_skip(s, &cuctx__stale_skips);
+        if (second) {
+            give_back(first);
+            give_back(second);
+        }
         cuctx__debug("%s: %s %#llx outlived its context; the driver freed it with the context, not called again",
                      fn, cuctx__kind_name(kind), (unsigned long long)raw);
         return CUDA_SUCCESS;
     }
     cuctx__slot_free(s);    /* cannot tell whether its context lives: the driver's error */
     atomic_fetch_add_explicit(&cuctx__failed_destroys, 1, memory_order_relaxed);
+    if (second) {
+        give_back(first);
+        give_back(second);
+    }
     return rc;
 }
 
@@ -156,20 +189,15 @@ CUresult cuctx__child_destroy_counted(struct cuctx_slot *s, struct cuctx_held *o
     return cuctx__child_destroy_held(s, o, &u, fn, kind, k, 1);
 }
 
-/* A child adopted only to track: its handle ends, and its name of a
- * borrow's entry, which it does not hold, under the lock. */
-CUresult cuctx__child_untracked(struct cuctx_slot *s)
+/* A child adopted only to track (or a pair found made by someone else):
+ * its handle ends, and its names of borrows' entries, which it does not
+ * hold, under the lock. */
+CUresult cuctx__child_untracked(struct cuctx_slot *s, enum cuctx_kind kind)
 {
-    uint64_t entry = s->u.child.entry;
+    uint64_t entry = s->u.child.entry, second = second_entry(s, kind);
     cuctx__slot_free(s);
-    struct cuctx_slot *e = cuctx__peek_own(entry, KIND_ENTRY);     /* (not held: read as a peeker) */
-    int counted = e && __atomic_load_n(&e->u.entry.by_id, __ATOMIC_RELAXED)
-               && __atomic_load_n(&e->u.entry.counted, __ATOMIC_RELAXED) && cuctx__peek_valid_own(e, entry, KIND_ENTRY);
-    if (counted) {
-        cuctx__ctx_lock();
-        cuctx__entry_unname_locked(entry);
-        cuctx__ctx_unlock();
-    }
+    give_back(entry);
+    give_back(second);
     return CUDA_SUCCESS;
 }
 
@@ -232,26 +260,9 @@ CUresult cuctx__child_use_beside(struct cuctx_held *a, uint64_t b_id, enum cuctx
         return cuctx__child_bad_handle(b_id, b_kind, fn);
     }
     uint64_t eb = b->obj->u.child.entry;
-    for (;;) {
-        if (eb == 0 && !cuctx__kind_tethered(b_kind))      /* b in no context: nothing to hold */
-            break;
-        if (eb == a->id) {        /* one context: a's hold serves both */
-            b->entry = *a;
-            b->entry.slot = NULL;
-            break;
-        }
-        if ((rc = cuctx__entry_hold_quiet(eb, &b->entry)) == CUDA_SUCCESS)
-            break;
-        uint64_t ea = a->id;
-        cuctx__entry_release(a);
-        /* b's context may be closing until the driver's verdict: its hold,
-         * with nothing held now, waits for that where it may and says why
-         * not; then both are taken again. */
-        if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED && (rc = cuctx__entry_hold(eb, fn, &b->entry)) == CUDA_SUCCESS) {
-            cuctx__entry_release(&b->entry);
-            if ((rc = cuctx__entry_hold(ea, fn, a)) == CUDA_SUCCESS)
-                continue;
-        }
+    /* (b in no context: nothing to hold) */
+    if (!(eb == 0 && !cuctx__kind_tethered(b_kind))
+        && (rc = cuctx__entry_hold_beside(a, eb, fn, 0, &b->entry)) != CUDA_SUCCESS) {
         cuctx__child_done(b);
         return rc;
     }
@@ -293,3 +304,103 @@ uint64_t cuctx__child_value_slow(uint64_t id, enum cuctx_kind kind, const char *
     return v;
 }
 
+
+/* ---- pairs ------------------------------------------------------------------ */
+
+CUresult cuctx__ctx_hold2(cuctx_ctx a, cuctx_ctx b, const char *fn, struct cuctx_held *ha, struct cuctx_held *hb)
+{
+    /* b's entry, found and checked as any create's, let go at once: a is
+     * held first, then b's beside it */
+    CUresult rc = cuctx__ctx_hold(b, fn, hb);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    uint64_t eb = hb->id;
+    cuctx__entry_release(hb);
+    if ((rc = cuctx__ctx_hold(a, fn, ha)) != CUDA_SUCCESS)
+        return rc;
+    return cuctx__entry_hold_beside(ha, eb, fn, 0, hb);
+}
+
+CUresult cuctx__pair_create(uint64_t *out, enum cuctx_kind kind, struct cuctx_held *a, struct cuctx_held *b,
+                            const char *fn, cuctx_make_fn make, void *arg, const struct cuctx_site *site)
+{
+    struct cuctx_switch sw;
+    uint64_t raw = 0;
+    size_t size = 0;
+    CUresult rc;
+    struct cuctx_slot *s = cuctx__slot_alloc();
+    if (!s) {
+        cuctx__entry_release(b);
+        return cuctx__child_table_full(a, fn);
+    }
+    {
+        struct cuctx_unwind u CUCTX__UNWIND = {1, 0, s, &sw};
+        if ((rc = cuctx__switch_to(a->raw, fn, &sw)) == CUDA_SUCCESS) {
+            rc = make(arg, &raw, &size);
+            cuctx__switch_back(&sw, fn);
+        }
+        u.armed = 0;
+    }
+    if (rc == CUDA_SUCCESS) {
+        struct cuctx_aux *x = cuctx__slot_aux(s);
+        __atomic_store_n(&x->id[0], b->id, __ATOMIC_RELAXED);  /* (claim reads it as a peeker) */
+        x->id[1] = 0;
+        x->ptr = NULL;
+        cuctx__child_publish(out, s, kind, a->id, raw, size, site);
+        if (cuctx__entry_counted(a->slot))  /* borrows' entries: the child names them (entry.h) */
+            cuctx__entry_named(a->slot);
+        if (b->slot && cuctx__entry_counted(b->slot))
+            cuctx__entry_named(b->slot);
+    } else {
+        cuctx__slot_discard(s);
+    }
+    cuctx__entry_release(b);
+    cuctx__entry_release(a);
+    return rc;
+}
+
+CUresult cuctx__pair_destroy(struct cuctx_slot *s, const char *fn, enum cuctx_kind kind,
+                             const struct cuctx_child_kind *k)
+{
+    struct cuctx_held a, b;
+    struct cuctx_switch sw = {0};
+    struct cuctx_unwind u CUCTX__UNWIND = {1, 0, s, &sw};
+    uint64_t first = s->u.child.entry, second = second_entry(s, kind);
+    CUresult rc = cuctx__entry_hold_quiet(first, &a);
+    if (rc == CUDA_SUCCESS)
+        rc = cuctx__entry_hold_beside(&a, second, "cuctx", 1, &b);     /* (a let go if not) */
+    if (rc != CUDA_SUCCESS) {
+        u.armed = 0;
+        return cuctx__child_unheld(s, rc, fn, kind);    /* either ended: skipped */
+    }
+    if ((rc = cuctx__switch_to(a.raw, fn, &sw)) == CUDA_SUCCESS) {
+        u.called = 1;
+        rc = k->destroy(s->u.child.raw);
+        cuctx__switch_back(&sw, fn);
+    }
+    cuctx__entry_release(&b);
+    cuctx__entry_release(&a);
+    u.armed = 0;
+    rc = cuctx__child_destroyed(s, rc, fn, kind);
+    give_back(first);
+    give_back(second);
+    return rc;
+}
+
+CUresult cuctx__pair_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u,
+                         struct cuctx_held *second)
+{
+    second->slot = NULL;
+    CUresult rc = cuctx__child_use(id, kind, fn, u);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if ((rc = cuctx__entry_hold_beside(&u->entry, second_entry(u->obj, kind), fn, 0, second)) != CUDA_SUCCESS)
+        cuctx__child_done(u);
+    return rc;
+}
+
+void cuctx__pair_done(struct cuctx_use *u, struct cuctx_held *second)
+{
+    cuctx__entry_release(second);
+    cuctx__child_done(u);
+}

@@ -50,7 +50,7 @@ CUresult cuctx__child_skip(struct cuctx_slot *s, _Atomic uint64_t *counter);
 CUresult cuctx__child_unheld(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind);
 CUresult cuctx__child_refused(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind);
 CUresult cuctx__child_last_name(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind);
-CUresult cuctx__child_untracked(struct cuctx_slot *s);
+CUresult cuctx__child_untracked(struct cuctx_slot *s, enum cuctx_kind kind);
 
 /* A call cancelled on the way (pthread_cancel acts at a driver call or a
  * wait, as a forced unwind, which runs the cleanups of frames built with
@@ -173,6 +173,30 @@ cuctx__child_make(uint64_t *out, enum cuctx_kind kind, const char *fn, cuctx_mak
 CUresult cuctx__child_create_green(uint64_t *out, enum cuctx_kind kind, const char *fn, cuctx_make_fn make,
                                    void *arg, const struct cuctx_site *site, struct cuctx_held *o);
 
+/* ---- pairs: a child tethered to two contexts (ids.h: tethered 2) -----
+ * Peer access is state of a pair of contexts and dies with either. Its
+ * slot names the first context's entry where every child's does
+ * (u.child.entry: the context its driver calls run in) and the second's
+ * in its aux record (id[0]). Its create and destroy hold both entries, the
+ * second beside the first (cuctx__entry_hold_beside: a close that may be
+ * abandoned is waited out with neither held, so two such calls never wait
+ * on each other), and its destroy reaches the driver only while both live;
+ * once either has ended it is skipped as any child's after its context.
+ * A borrow's entry is named by it as by any child, each of the two.
+ *
+ * cuctx__ctx_hold2 holds the entries of two context handles ({0}: the
+ * current context), b's beside a's; on failure neither is held.
+ * cuctx__pair_create makes the child with a current (make, as for any
+ * create), the holds taken by the caller and let go here, whatever the
+ * outcome. */
+CUresult cuctx__ctx_hold2(cuctx_ctx a, cuctx_ctx b, const char *fn, struct cuctx_held *ha, struct cuctx_held *hb);
+CUresult cuctx__pair_create(uint64_t *out, enum cuctx_kind kind, struct cuctx_held *a, struct cuctx_held *b,
+                            const char *fn, cuctx_make_fn make, void *arg, const struct cuctx_site *site);
+/* The end of a pair's destroy (cuctx__child_destroy), its slot closed and
+ * drained: k's destroy with the first context current, or the skip. */
+CUresult cuctx__pair_destroy(struct cuctx_slot *s, const char *fn, enum cuctx_kind kind,
+                             const struct cuctx_child_kind *k);
+
 /* Creates a child: claims *out (claim.h: not while it holds a live
  * object), resolves the owner, runs make with it current, and registers
  * the result tethered to the owner's generation. make NULL is an adoption:
@@ -253,7 +277,7 @@ cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const s
         cuctx__drain_slow(s);
     if (__builtin_expect(s->u.child.site.unowned, 0)) {    /* adopted to track only: not cuctx's to destroy */
         u.armed = 0;
-        return cuctx__child_untracked(s);
+        return cuctx__child_untracked(s, kind);
     }
     if (__builtin_expect(atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed), 0)) {
         u.armed = 0;
@@ -264,6 +288,10 @@ cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const s
         CUresult rc = cuctx__loose_destroy(s, fn, kind, k);
         u.armed = 0;
         return rc;
+    }
+    if (cuctx__kind_paired(kind)) {     /* two contexts to hold (below) */
+        u.armed = 0;
+        return cuctx__pair_destroy(s, fn, kind, k);
     }
     CUresult rc = cuctx__entry_hold_quiet(s->u.child.entry, &o);
     if (__builtin_expect(rc != CUDA_SUCCESS, 0)) {
@@ -287,6 +315,10 @@ struct cuctx_use {
 };
 CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u);
 void cuctx__child_done(struct cuctx_use *u);
+/* A pair pinned for use, both its contexts held (the second in *second). */
+CUresult cuctx__pair_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u,
+                         struct cuctx_held *second);
+void cuctx__pair_done(struct cuctx_use *u, struct cuctx_held *second);
 /* Two children for one call, pinned in that order. When
  * they share a context its entry is held once (b's hold is a's); else
  * both are held, and a close of b's entry that may yet be abandoned (a

@@ -72,7 +72,7 @@
 
 #define FAULT_RC CUDA_ERROR_UNKNOWN
 #define K_CAP 3             /* calls of one entry point failed per workload step */
-#define MAX_FNS 64          /* entries of the loader's table */
+#define MAX_FNS 80          /* entries of the loader's table */
 #define MAX_REGIONS 1024    /* steps of one workload */
 #define CASE_ALARM_S 20     /* a case that runs longer has hung */
 
@@ -900,6 +900,58 @@ out:
     CALL(cuctx_mem_destroy(&m5));   /* its context gone: cuMemFree */
 }
 
+/* Across contexts and processes: peer access from the owner to a context
+ * of device 1 and back, a second handle of one pair (borrowed: the driver
+ * answers 704), one destroyed after its context (skipped); memory and an
+ * event exported from the owner and opened in that context (the simulator
+ * stands in for the importing process), and a mapping in a third context
+ * that ends before its close (skipped). */
+static void wl_multi(const struct workload *w)
+{
+    cuctx_ctx c = {0}, d = {0}, e = {0};
+    cuctx_peer p = {0}, p2 = {0}, p3 = {0};
+    cuctx_mem m = {0}, q = {0}, q2 = {0};
+    cuctx_event ev = {0}, oe = {0};
+    CUipcMemHandle mh;
+    CUipcEventHandle eh;
+    int owned = 0;
+    sim()->set_ipc_loopback(1);
+    if (owner_open(w->owner, &c) != CUDA_SUCCESS)
+        goto out;
+    if (CREATE(cuctx_ctx_create(&d, 1, CUCTX_SCHED_AUTO), d) != CUDA_SUCCESS)
+        goto out;
+    CALL(cuctx_pop_current());
+    if (CREATE(cuctx_peer_enable(&p, c, d), p) == CUDA_SUCCESS)
+        CALL(cuctx_peer_owned(p, &owned));
+    CREATE(cuctx_peer_enable(&p2, d, c), p2);
+    CREATE(cuctx_peer_enable(&p3, c, d), p3);
+    if (CREATE(cuctx_mem_alloc(&m, c, 4096), m) == CUDA_SUCCESS && CALL(cuctx_ipc_mem_get(m, &mh)) == CUDA_SUCCESS
+        && CREATE(cuctx_ipc_mem_open(&q, d, mh, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS), q) == CUDA_SUCCESS) {
+        VAL(cuctx_mem_ptr(q), v_ == 0);
+        VAL(cuctx_mem_size(q), v_ == 0);
+    }
+    if (CREATE(cuctx_event_create(&ev, c, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING), ev) == CUDA_SUCCESS
+        && CALL(cuctx_ipc_event_get(ev, &eh)) == CUDA_SUCCESS
+        && CREATE(cuctx_ipc_event_open(&oe, d, eh), oe) == CUDA_SUCCESS)
+        CALL(cuctx_event_record(oe, NO_STREAM));
+    if (m.id && q.id && CREATE(cuctx_ctx_create(&e, 0, CUCTX_SCHED_AUTO), e) == CUDA_SUCCESS) {
+        CALL(cuctx_pop_current());
+        CREATE(cuctx_ipc_mem_open(&q2, e, mh, 0), q2);
+    }
+out:
+    CALL(cuctx_ctx_destroy(&e));            /* q2's context first: its close is skipped */
+    CALL(cuctx_mem_destroy(&q2));
+    CALL(cuctx_event_destroy(&oe));
+    CALL(cuctx_mem_destroy(&q));
+    CALL(cuctx_event_destroy(&ev));
+    CALL(cuctx_mem_destroy(&m));
+    CALL(cuctx_peer_destroy(&p3));
+    CALL(cuctx_peer_destroy(&p));
+    CALL(cuctx_ctx_destroy(&d));            /* p2's context first: its disable is skipped */
+    CALL(cuctx_destroy(&p2));
+    CALL(cuctx_ctx_destroy(&c));
+}
+
 /* Everything destroyed by CUCTX_AUTO, in an early return too. */
 static void auto_children(cuctx_ctx ctx)
 {
@@ -1112,6 +1164,8 @@ static const struct workload workloads[] = {
     {"stream-ordered memory and pools", wl_async, OWNED, 0},
     {"stream-ordered memory and pools", wl_async, PRIMARY, 0},
     {"stream-ordered memory and pools", wl_async, GREEN, 0},
+    {"peer access and IPC", wl_multi, OWNED, 0},
+    {"peer access and IPC", wl_multi, PRIMARY, 0},
     {"automatic cleanup (CUCTX_AUTO)", wl_auto, OWNED, 0},
     {"cuctx_destroy", wl_destroy_any, OWNED, 0},
     {"cuctx_destroy", wl_destroy_any, PRIMARY, 0},
@@ -1276,6 +1330,7 @@ static int is_destroy_fn(const char *fn, enum cusim_kind *kind, const char **nam
         {"cuGraphDestroy", CUSIM_GRAPH, "graph"}, {"cuLibraryUnload", CUSIM_LIBRARY, "library"},
         {"cuMemFreeAsync", CUSIM_MEM, "stream-ordered memory"}, {"cuMemPoolDestroy", CUSIM_POOL, "memory pool"},
         {"cuGreenCtxDestroy", CUSIM_GREEN, "green context"},
+        {"cuCtxDisablePeerAccess", CUSIM_PEER, "peer access"}, {"cuIpcCloseMemHandle", CUSIM_IPC_MEM, "IPC memory"},
         TEST_CHILD_KINDS(DESTROY_ROW)
     };
 #undef DESTROY_ROW
@@ -1328,11 +1383,12 @@ static void final_checks(void)
 
     cuctx_stats_get(&st);
     if (st.ctx_handles || st.events || st.streams || st.modules || st.mems || st.host_mems || st.graph_execs
-        || st.graphs || st.libraries || st.async_mems || st.mem_pools)
+        || st.graphs || st.libraries || st.async_mems || st.mem_pools || st.peers || st.ipc_mems)
         violation("cuctx still has live handles: %zu ctx, %zu event, %zu stream, %zu module, %zu mem, "
-                  "%zu host mem, %zu graph exec, %zu graph, %zu library, %zu stream-ordered mem, %zu pool",
+                  "%zu host mem, %zu graph exec, %zu graph, %zu library, %zu stream-ordered mem, %zu pool, "
+                  "%zu peer, %zu IPC mem",
                   st.ctx_handles, st.events, st.streams, st.modules, st.mems, st.host_mems, st.graph_execs, st.graphs,
-                  st.libraries, st.async_mems, st.mem_pools);
+                  st.libraries, st.async_mems, st.mem_pools, st.peers, st.ipc_mems);
     cuctx__slot_foreach(scan_entry, &es);
     if (es.owned)
         violation("cuctx still has %zu context entr%s of owned contexts", es.owned, es.owned == 1 ? "y" : "ies");
@@ -1373,11 +1429,13 @@ static void final_checks(void)
             violation("%zu driver objects alive, more than the one (%s) whose destroy was refused", all, dname);
     } else if (all) {
         violation("%zu driver objects alive: %zu contexts, %zu primary, %zu event, %zu stream, %zu module, "
-                  "%zu mem, %zu host mem, %zu graph, %zu graph exec, %zu library, %zu capture, %zu pool", all,
+                  "%zu mem, %zu host mem, %zu graph, %zu graph exec, %zu library, %zu capture, %zu pool, %zu peer, "
+                  "%zu IPC mem", all,
                   sim()->live(CUSIM_CONTEXT), sim()->live(CUSIM_PRIMARY), sim()->live(CUSIM_EVENT),
                   sim()->live(CUSIM_STREAM), sim()->live(CUSIM_MODULE), sim()->live(CUSIM_MEM),
                   sim()->live(CUSIM_HOST_MEM), sim()->live(CUSIM_GRAPH), sim()->live(CUSIM_GRAPH_EXEC),
-                  sim()->live(CUSIM_LIBRARY), sim()->live(CUSIM_CAPTURE), sim()->live(CUSIM_POOL));
+                  sim()->live(CUSIM_LIBRARY), sim()->live(CUSIM_CAPTURE), sim()->live(CUSIM_POOL),
+                  sim()->live(CUSIM_PEER), sim()->live(CUSIM_IPC_MEM));
     }
     if (!refused_primary && sim()->primary_refs(0) + sim()->primary_refs(1) != 0)
         violation("primary contexts still retained: device 0 x%u, device 1 x%u", sim()->primary_refs(0),

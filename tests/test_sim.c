@@ -4203,3 +4203,564 @@ Test(sim_green, calls_are_logged_and_fault_plans_apply)
 	cr_assert_eq(D.misuse_count(), 0);
 	cr_assert_eq(D.live(CUSIM_ALL), 0);
 }
+
+/* --- peer access and CUDA IPC ------------------------------------------------------
+ *
+ * Nothing of these was measured on the H200 (one GPU: no peer, and IPC needs a
+ * second process): the simulator follows cuda.h where it speaks, and marks
+ * its own choices "model" or "stricter" (cudasim.h). The tests that need no
+ * control run on the real driver too, so a machine with two GPUs measures the
+ * documented answers (enable twice, disable twice, a device and itself), and
+ * one GPU what a process's open of its own IPC handle gives. */
+
+static struct {
+	PFN_cuDeviceCanAccessPeer_v4000 CanAccessPeer;
+	PFN_cuCtxEnablePeerAccess_v4000 Enable;
+	PFN_cuCtxDisablePeerAccess_v4000 Disable;
+	PFN_cuIpcGetMemHandle_v4010 GetMem;
+	PFN_cuIpcOpenMemHandle_v11000 OpenMem;
+	PFN_cuIpcCloseMemHandle_v4010 CloseMem;
+	PFN_cuIpcGetEventHandle_v4010 GetEvent;
+	PFN_cuIpcOpenEventHandle_v4010 OpenEvent;
+	PFN_cuMemGetAddressRange_v3020 AddressRange;
+} PI;
+
+static void setup_multi(void)
+{
+	setup_green();
+	lookup(&PI.CanAccessPeer, "cuDeviceCanAccessPeer", 4000);
+	lookup(&PI.Enable, "cuCtxEnablePeerAccess", 4000);
+	lookup(&PI.Disable, "cuCtxDisablePeerAccess", 4000);
+	lookup(&PI.GetMem, "cuIpcGetMemHandle", 4010);
+	lookup(&PI.OpenMem, "cuIpcOpenMemHandle", 11000);
+	lookup(&PI.CloseMem, "cuIpcCloseMemHandle", 4010);
+	lookup(&PI.GetEvent, "cuIpcGetEventHandle", 4010);
+	lookup(&PI.OpenEvent, "cuIpcOpenEventHandle", 4010);
+	lookup(&PI.AddressRange, "cuMemGetAddressRange", 3020);
+}
+
+TestSuite(sim_peer, .init = setup_multi, .fini = teardown);
+TestSuite(sim_ipc, .init = setup_multi, .fini = teardown);
+
+Test(sim_peer, the_entry_points_resolve_at_their_versions_and_none_is_a_stub)
+{
+	static const struct { const char *name, *symbol; int version; } eps[] = {
+		{ "cuDeviceCanAccessPeer", "cuDeviceCanAccessPeer", 4000 },
+		{ "cuCtxEnablePeerAccess", "cuCtxEnablePeerAccess", 4000 },
+		{ "cuCtxDisablePeerAccess", "cuCtxDisablePeerAccess", 4000 },
+		{ "cuIpcGetMemHandle", "cuIpcGetMemHandle", 4010 },
+		{ "cuIpcOpenMemHandle", "cuIpcOpenMemHandle_v2", 11000 },
+		{ "cuIpcOpenMemHandle", "cuIpcOpenMemHandle", 4010 },
+		{ "cuIpcCloseMemHandle", "cuIpcCloseMemHandle", 4010 },
+		{ "cuIpcGetEventHandle", "cuIpcGetEventHandle", 4010 },
+		{ "cuIpcOpenEventHandle", "cuIpcOpenEventHandle", 4010 },
+		{ "cuMemGetAddressRange", "cuMemGetAddressRange_v2", 3020 },
+	};
+	for (size_t i = 0; i < sizeof eps / sizeof eps[0]; i++) {
+		void *fn = NULL;
+		CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+		OK(D.GetProcAddress(eps[i].name, &fn, eps[i].version, CU_GET_PROC_ADDRESS_DEFAULT, &st));
+		cr_assert(fn && st == CU_GET_PROC_ADDRESS_SUCCESS, "%s", eps[i].name);
+		SIM_CHECK(cr_assert_eq(dlsym(D.lib, eps[i].symbol), fn, "%s at %d under its ABI symbol %s", eps[i].name,
+				       eps[i].version, eps[i].symbol));
+	}
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0));
+}
+
+/* Documented: a device cannot access itself; the simulator's devices are
+ * all peers unless told otherwise. */
+Test(sim_peer, a_device_is_never_its_own_peer_and_two_devices_are_peers)
+{
+	int can = -1;
+	OK(PI.CanAccessPeer(&can, 0, 0));
+	cr_assert_eq(can, 0);
+	WANT(PI.CanAccessPeer(NULL, 0, 0), CUDA_ERROR_INVALID_VALUE);
+	WANT(PI.CanAccessPeer(&can, 0, 99), CUDA_ERROR_INVALID_DEVICE);
+	need_devices(2);
+	OK(PI.CanAccessPeer(&can, 0, 1));
+	SIM_CHECK(cr_assert_eq(can, 1); struct cusim_call r = last_call("cuDeviceCanAccessPeer");
+		  cr_assert_eq(r.arg, 0); cr_assert_eq(r.handle2, 1);
+		  D.set_peer_unsupported(1); OK(PI.CanAccessPeer(&can, 1, 0)); cr_assert_eq(can, 0);
+		  D.set_peer_unsupported(0); cr_assert_eq(D.misuse_count(), 0));
+}
+
+/* Documented answers, measured wherever two GPUs are: enable twice 704,
+ * disable twice 705, each with the context it is enabled from current. */
+/* Skips the calling test unless devices 0 and 1 reach each other. */
+static void need_peers(void)
+{
+	int can = 0;
+	need_devices(2);
+	OK(PI.CanAccessPeer(&can, 0, 1));
+	if (!can)
+		cr_skip_test("devices 0 and 1 have no peer path (cuDeviceCanAccessPeer)");
+}
+
+Test(sim_peer, enable_twice_answers_704_and_disable_twice_705)
+{
+	need_peers();
+	CUcontext b = new_raw_ctx(1);
+	OK(D.CtxPopCurrent(NULL));
+	CUcontext a = new_raw_ctx(0);
+	OK(PI.Enable(b, 0));
+	SIM_CHECK(cr_assert_eq(D.peer_enabled(H(a), H(b)), 1); cr_assert_eq(D.peer_enabled(H(b), H(a)), 0, "one way");
+		  cr_assert_eq(D.live(CUSIM_PEER), 1);
+		  struct cusim_call r = last_call("cuCtxEnablePeerAccess");
+		  cr_assert_eq(r.handle, H(b)); cr_assert_eq(r.ctx, H(a)); cr_assert_eq(r.flags, 0));
+	WANT(PI.Enable(b, 0), CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
+	OK(PI.Disable(b));
+	SIM_CHECK(cr_assert_eq(D.peer_enabled(H(a), H(b)), 0); cr_assert_eq(D.live(CUSIM_PEER), 0);
+		  cr_assert_eq(last_call("cuCtxDisablePeerAccess").handle, H(b)));
+	WANT(PI.Disable(b), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+	/* the other way round, from b */
+	OK(D.CtxPushCurrent(b));
+	WANT(PI.Disable(a), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+	OK(PI.Enable(a, 0));
+	OK(PI.Disable(a));
+	OK(D.CtxPopCurrent(NULL));
+	OK(D.CtxDestroy(a));
+	OK(D.CtxDestroy(b));
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0); cr_assert_eq(D.live(CUSIM_ALL), 0));
+}
+
+/* Documented (cuDeviceCanAccessPeer says no to a device and itself): 217 for
+ * two contexts of one device, and for a context and itself - the latter's
+ * code measured wherever this runs on a GPU. */
+Test(sim_peer, two_contexts_of_one_device_and_a_context_and_itself_are_refused)
+{
+	CUcontext b = new_raw_ctx(0);
+	OK(D.CtxPopCurrent(NULL));
+	CUcontext a = new_raw_ctx(0);
+	WANT(PI.Enable(b, 0), CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+	WANT(PI.Enable(a, 0), CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+	OK(D.CtxDestroy(a));
+	OK(D.CtxDestroy(b));
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0); cr_assert_eq(D.live(CUSIM_ALL), 0));
+}
+
+Test(sim_peer, bad_arguments_no_current_context_and_unsupported_pairs)
+{
+	SIM_ONLY("a dead peer context is a misuse, and cusim_set_peer_unsupported");
+	CUcontext b = new_raw_ctx(1);
+	OK(D.CtxPopCurrent(NULL));
+	WANT(PI.Enable(b, 0), CUDA_ERROR_INVALID_CONTEXT);      /* none current */
+	WANT(PI.Disable(b), CUDA_ERROR_INVALID_CONTEXT);
+	CUcontext a = new_raw_ctx(0);
+	WANT(PI.Enable(b, 1), CUDA_ERROR_INVALID_VALUE);
+	WANT(PI.Enable(NULL, 0), CUDA_ERROR_INVALID_CONTEXT);
+	cr_assert_eq(D.misuse_count(), 0);
+	D.set_peer_unsupported(1);
+	WANT(PI.Enable(b, 0), CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+	D.set_peer_unsupported(0);
+	OK(D.CtxDestroy(b));
+	WANT(PI.Enable(b, 0), CUDA_ERROR_INVALID_CONTEXT);
+	assert_misuse(0, "cuCtxEnablePeerAccess", "peer context not live: already destroyed");
+	OK(D.CtxDestroy(a));
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+}
+
+/* Documented: the access ends with either context. A disable naming the dead
+ * peer is refused as a misuse (stricter: the real driver's answer is not
+ * measured), saying when the access ended. */
+Test(sim_peer, access_ends_when_the_peer_context_dies_and_a_disable_after_is_a_misuse)
+{
+	SIM_ONLY("a disable naming a destroyed context is not tried on the real driver");
+	CUcontext b = new_raw_ctx(1);
+	OK(D.CtxPopCurrent(NULL));
+	CUcontext a = new_raw_ctx(0);
+	D.set_recycling(0);
+	OK(PI.Enable(b, 0));
+	OK(D.CtxDestroy(b));
+	cr_assert_eq(D.live(CUSIM_PEER), 0);
+	cr_assert_eq(D.misuse_count(), 0);
+	WANT(PI.Disable(b), CUDA_ERROR_INVALID_CONTEXT);
+	assert_misuse(0, "cuCtxDisablePeerAccess", "peer access to it ended (its peer context was destroyed)");
+	OK(D.CtxDestroy(a));
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+}
+
+Test(sim_peer, access_ends_when_the_context_it_was_enabled_from_dies)
+{
+	SIM_ONLY("reads the simulator's peer state");
+	CUcontext b = new_raw_ctx(1);
+	OK(D.CtxPopCurrent(NULL));
+	CUcontext a = new_raw_ctx(0);
+	OK(PI.Enable(b, 0));
+	cr_assert_eq(D.live(CUSIM_PEER), 1);
+	OK(D.CtxDestroy(a));
+	cr_assert_eq(D.live(CUSIM_PEER), 0);
+	cr_assert_eq(D.peer_enabled(H(a), H(b)), 0);
+	/* a new context at a's value starts with no access */
+	CUcontext a2 = new_raw_ctx(0);
+	cr_assert_eq(a2, a, "recycled");
+	WANT(PI.Disable(b), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+	OK(PI.Enable(b, 0));
+	OK(PI.Disable(b));
+	OK(D.CtxDestroy(a2));
+	OK(D.CtxDestroy(b));
+	cr_assert_eq(D.misuse_count(), 0);
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+}
+
+/* The stale disable the tether exists for: the peer died and a new context
+ * took its value; the disable meant the dead one. */
+Test(sim_peer, a_disable_naming_a_dead_peers_value_now_another_context_is_a_misuse)
+{
+	SIM_ONLY("a misuse");
+	CUcontext b = new_raw_ctx(1);
+	OK(D.CtxPopCurrent(NULL));
+	CUcontext a = new_raw_ctx(0);
+	OK(PI.Enable(b, 0));
+	OK(D.CtxDestroy(b));
+	CUcontext b2 = new_raw_ctx(1);
+	cr_assert_eq(b2, b, "recycled");
+	OK(D.CtxPopCurrent(NULL));
+	WANT(PI.Disable(b2), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+	assert_misuse(0, "cuCtxDisablePeerAccess", "the value now names another context");
+	OK(D.CtxDestroy(b2));
+	OK(D.CtxDestroy(a));
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+}
+
+Test(sim_peer, a_primary_contexts_release_or_reset_ends_its_access)
+{
+	SIM_ONLY("reads the simulator's peer state");
+	CUcontext p0, p1;
+	OK(D.PrimaryRetain(&p0, 0));
+	OK(D.PrimaryRetain(&p1, 1));
+	OK(D.CtxPushCurrent(p0));
+	OK(PI.Enable(p1, 0));
+	OK(D.CtxPopCurrent(NULL));
+	OK(D.PrimaryReset(1));
+	cr_assert_eq(D.live(CUSIM_PEER), 0);
+	OK(D.PrimaryRetain(&p1, 1));        /* active again, a new context at the same address */
+	OK(D.CtxPushCurrent(p0));
+	WANT(PI.Disable(p1), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+	assert_misuse(0, "cuCtxDisablePeerAccess", "the value now names another context");
+	OK(PI.Enable(p1, 0));
+	OK(D.CtxPopCurrent(NULL));
+	OK(D.PrimaryRelease(0));
+	cr_assert_eq(D.live(CUSIM_PEER), 0, "its last release ended the access from it");
+	OK(D.PrimaryRelease(1));
+	OK(D.PrimaryRelease(1));
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+}
+
+Test(sim_peer, a_green_context_on_either_side_is_not_modelled_yet)
+{
+	SIM_ONLY("the model's answer until a GPU measures it");
+	need_devices(2);
+	CUcontext gc;
+	CUgreenCtx g = make_green(0, &gc);
+	CUcontext b = new_raw_ctx(1);
+	WANT(PI.Enable(gc, 0), CUDA_ERROR_NOT_SUPPORTED);
+	OK(D.CtxPopCurrent(NULL));
+	OK(D.CtxPushCurrent(gc));
+	WANT(PI.Enable(b, 0), CUDA_ERROR_NOT_SUPPORTED);
+	OK(D.CtxPopCurrent(NULL));
+	OK(D.CtxDestroy(b));
+	OK(G.Destroy(g));
+	cr_assert_eq(D.misuse_count(), 0);
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+}
+
+Test(sim_peer, calls_are_logged_and_fault_plans_apply)
+{
+	SIM_ONLY("reads the log and plans faults");
+	CUcontext b = new_raw_ctx(1);
+	OK(D.CtxPopCurrent(NULL));
+	CUcontext a = new_raw_ctx(0);
+	D.fail_call("cuCtxEnablePeerAccess", 1, CUDA_ERROR_UNKNOWN);
+	WANT(PI.Enable(b, 0), CUDA_ERROR_UNKNOWN);
+	cr_assert_eq(D.live(CUSIM_PEER), 0, "a failed call does nothing");
+	OK(PI.Enable(b, 0));
+	D.fail_call("cuCtxDisablePeerAccess", 1, CUDA_ERROR_UNKNOWN);
+	WANT(PI.Disable(b), CUDA_ERROR_UNKNOWN);
+	cr_assert_eq(D.live(CUSIM_PEER), 1);
+	struct cusim_call r = last_call("cuCtxDisablePeerAccess");
+	cr_assert_eq(r.ctx, H(a));
+	cr_assert_eq(r.rc, CUDA_ERROR_UNKNOWN);
+	OK(PI.Disable(b));
+	cr_assert_eq(D.calls("cuCtxEnablePeerAccess"), 2);
+	cr_assert_eq(D.calls("cuCtxDisablePeerAccess"), 2);
+	OK(PI.Enable(b, 0));
+	D.reset();
+	cr_assert_eq(D.live(CUSIM_PEER), 0);
+}
+
+/* --- IPC ------------------------------------------------------------------------ */
+
+/* An allocation of n bytes in a new context of dev, current (pushed). */
+static CUdeviceptr ipc_alloc(CUdevice dev, size_t n, CUcontext *ctx)
+{
+	CUdeviceptr p = 0;
+	*ctx = new_raw_ctx(dev);
+	OK(D.MemAlloc(&p, n));
+	return p;
+}
+
+/* Reported of the real driver, measured wherever this runs on a GPU: a
+ * process cannot open a handle it made itself. */
+Test(sim_ipc, a_process_cannot_open_its_own_handle)
+{
+	CUcontext a;
+	CUdeviceptr p = ipc_alloc(0, 4096, &a);
+	CUipcMemHandle h;
+	memset(&h, 0, sizeof h);
+	OK(PI.GetMem(&h, p));
+	OK(D.CtxPopCurrent(NULL));
+	CUcontext b = new_raw_ctx(0);
+	CUdeviceptr q = 0;
+	WANT(PI.OpenMem(&q, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS), CUDA_ERROR_INVALID_CONTEXT);
+	cr_assert_eq(q, 0);
+	OK(D.CtxDestroy(b));
+	OK(D.CtxPushCurrent(a));
+	OK(D.MemFree(p));
+	OK(D.CtxDestroy(a));
+	SIM_CHECK(cr_assert_eq(D.misuse_count(), 0); cr_assert_eq(D.live(CUSIM_ALL), 0));
+}
+
+Test(sim_ipc, with_loopback_a_mapping_opens_in_another_context_and_shares_the_bytes)
+{
+	SIM_ONLY("cusim_set_ipc_loopback stands in for a second process");
+	D.set_ipc_loopback(1);
+	CUcontext a;
+	CUdeviceptr p = ipc_alloc(0, 4096, &a);
+	CUipcMemHandle h;
+	OK(PI.GetMem(&h, p));
+	cr_assert_eq(last_call("cuIpcGetMemHandle").handle, p);
+	CUdeviceptr q = 0;
+	WANT(PI.OpenMem(&q, h, 0), CUDA_ERROR_INVALID_CONTEXT);    /* the exporting context itself */
+	OK(D.CtxPopCurrent(NULL));
+	CUcontext b = new_raw_ctx(1);
+	WANT(PI.OpenMem(&q, h, 2), CUDA_ERROR_INVALID_VALUE);
+	OK(PI.OpenMem(&q, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+	cr_assert_neq(q, 0);
+	cr_assert_neq(q, p, "an address of its own");
+	struct cusim_call r = last_call("cuIpcOpenMemHandle");
+	cr_assert_eq(r.handle, q);
+	cr_assert_eq(r.handle2, p);
+	cr_assert_eq(r.ctx, H(b));
+	cr_assert_eq(D.live(CUSIM_IPC_MEM), 1);
+	cr_assert_eq(D.live(CUSIM_MEM), 1, "a mapping is not an allocation");
+	unsigned char out[8] = {0};
+	OK(D.MemsetD8(q, 0x5a, 4096));
+	OK(D.CtxPushCurrent(a));
+	OK(D.MemcpyDtoH(out, p, sizeof out));
+	cr_assert_eq(out[7], 0x5a, "the exporter sees the importer's write");
+	OK(D.MemsetD8(p, 0x11, 16));
+	OK(D.CtxPopCurrent(NULL));
+	OK(D.MemcpyDtoH(out, q + 8, sizeof out));
+	cr_assert_eq(out[0], 0x11);
+	CUdeviceptr base = 0;
+	size_t size = 0;
+	OK(PI.AddressRange(&base, &size, q + 100));
+	cr_assert_eq(base, q);
+	cr_assert_eq(size, 4096);
+	OK(PI.AddressRange(NULL, &size, p));
+	cr_assert_eq(size, 4096);
+	WANT(PI.AddressRange(&base, &size, 0x1234), CUDA_ERROR_NOT_FOUND);
+	/* documented: opened again in the same context, the same pointer, counted */
+	CUdeviceptr q2 = 0;
+	OK(PI.OpenMem(&q2, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+	cr_assert_eq(q2, q);
+	OK(PI.CloseMem(q));
+	cr_assert_eq(D.live(CUSIM_IPC_MEM), 1);
+	OK(PI.CloseMem(q));
+	cr_assert_eq(D.live(CUSIM_IPC_MEM), 0);
+	cr_assert_eq(D.misuse_count(), 0);
+	WANT(PI.CloseMem(q), CUDA_ERROR_INVALID_VALUE);
+	assert_misuse(0, "cuIpcCloseMemHandle", "ipc_mem not live: already closed");
+	OK(D.CtxDestroy(b));
+	OK(D.CtxPushCurrent(a));
+	OK(D.MemFree(p));
+	OK(D.CtxDestroy(a));
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+}
+
+Test(sim_ipc, a_mapping_dies_with_its_context_and_its_close_after_is_a_misuse)
+{
+	SIM_ONLY("cusim_set_ipc_loopback, and a misuse");
+	D.set_ipc_loopback(1);
+	CUcontext a;
+	CUdeviceptr p = ipc_alloc(0, 4096, &a);
+	CUipcMemHandle h;
+	OK(PI.GetMem(&h, p));
+	OK(D.CtxPopCurrent(NULL));
+	CUcontext b = new_raw_ctx(0);
+	CUdeviceptr q = 0;
+	OK(PI.OpenMem(&q, h, 0));
+	/* documented: one context per device may open it */
+	CUcontext b2 = new_raw_ctx(0);
+	CUdeviceptr q2 = 0;
+	WANT(PI.OpenMem(&q2, h, 0), CUDA_ERROR_INVALID_CONTEXT);
+	OK(D.CtxDestroy(b2));
+	OK(D.CtxDestroy(b));
+	cr_assert_eq(D.live(CUSIM_IPC_MEM), 0);
+	cr_assert_eq(D.misuse_count(), 0);
+	WANT(PI.CloseMem(q), CUDA_ERROR_INVALID_VALUE);
+	assert_misuse(0, "cuIpcCloseMemHandle", "its context was destroyed");
+	OK(D.CtxPushCurrent(a));
+	WANT(D.MemsetD8(q, 1, 4), CUDA_ERROR_INVALID_VALUE);
+	assert_misuse(1, "cuMemsetD8", "ipc_mem not live");
+	OK(D.MemFree(p));
+	OK(D.CtxDestroy(a));
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+}
+
+/* Documented undefined behaviour: the importer's use after the exporter's
+ * free. Its close is still the cleanup it needs. */
+Test(sim_ipc, the_exporters_free_makes_the_importers_use_a_misuse)
+{
+	SIM_ONLY("a misuse");
+	D.set_ipc_loopback(1);
+	CUcontext a;
+	CUdeviceptr p = ipc_alloc(0, 4096, &a);
+	CUipcMemHandle h;
+	OK(PI.GetMem(&h, p));
+	OK(D.CtxPopCurrent(NULL));
+	CUcontext b = new_raw_ctx(1);
+	CUdeviceptr q = 0;
+	OK(PI.OpenMem(&q, h, 0));
+	OK(D.CtxPushCurrent(a));
+	OK(D.MemFree(p));
+	OK(D.CtxPopCurrent(NULL));
+	unsigned char out[4];
+	WANT(D.MemcpyDtoH(out, q, sizeof out), CUDA_ERROR_INVALID_VALUE);
+	assert_misuse(0, "cuMemcpyDtoH", "IPC mapping used after its exporter freed the memory");
+	OK(PI.CloseMem(q));
+	cr_assert_eq(D.misuse_count(), 1);
+	OK(D.CtxDestroy(b));
+	OK(D.CtxDestroy(a));
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+}
+
+Test(sim_ipc, a_handle_of_freed_memory_or_of_another_process_is_refused)
+{
+	SIM_ONLY("misuses");
+	D.set_ipc_loopback(1);
+	CUcontext a;
+	CUdeviceptr p = ipc_alloc(0, 4096, &a);
+	CUipcMemHandle h;
+	OK(PI.GetMem(&h, p));
+	OK(D.MemFree(p));
+	CUdeviceptr p2 = 0;
+	OK(D.MemAlloc(&p2, 4096));
+	cr_assert_eq(p2, p, "the address handed out again");
+	OK(D.CtxPopCurrent(NULL));
+	CUcontext b = new_raw_ctx(1);
+	CUdeviceptr q = 0;
+	WANT(PI.OpenMem(&q, h, 0), CUDA_ERROR_INVALID_VALUE);
+	assert_misuse(0, "cuIpcOpenMemHandle", "freed, and its address handed out again");
+	/* the new allocation's own handle is another */
+	OK(D.CtxPushCurrent(a));
+	CUipcMemHandle h2;
+	OK(PI.GetMem(&h2, p2));
+	cr_assert_neq(memcmp(&h, &h2, sizeof h), 0);
+	OK(D.CtxPopCurrent(NULL));
+	CUipcMemHandle other = h2;
+	other.reserved[12] ^= 0x40;     /* the pid */
+	WANT(PI.OpenMem(&q, other, 0), CUDA_ERROR_NOT_SUPPORTED);
+	assert_misuse(1, "cuIpcOpenMemHandle", "a handle exported by another process");
+	CUipcMemHandle junk;
+	memset(&junk, 0x33, sizeof junk);
+	WANT(PI.OpenMem(&q, junk, 0), CUDA_ERROR_INVALID_VALUE);
+	cr_assert_eq(D.misuse_count(), 2, "not a handle at all: an error, not a misuse");
+	OK(D.CtxDestroy(b));
+	OK(D.CtxDestroy(a));
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+}
+
+Test(sim_ipc, only_the_base_of_an_allocation_of_cuMemAlloc_is_exported)
+{
+	SIM_ONLY("the model's answers");
+	D.set_ipc_loopback(1);
+	CUcontext a;
+	CUdeviceptr p = ipc_alloc(0, 4096, &a);
+	CUipcMemHandle h;
+	WANT(PI.GetMem(&h, p + 64), CUDA_ERROR_INVALID_VALUE);
+	WANT(PI.GetMem(NULL, p), CUDA_ERROR_INVALID_VALUE);
+	OK(PI.GetMem(&h, p));
+	cr_assert_eq(D.misuse_count(), 0);
+	OK(D.CtxPopCurrent(NULL));
+	CUcontext b = new_raw_ctx(1);
+	CUdeviceptr q = 0;
+	OK(PI.OpenMem(&q, h, 0));
+	WANT(PI.GetMem(&h, q), CUDA_ERROR_INVALID_VALUE);
+	WANT(D.MemFree(q), CUDA_ERROR_INVALID_VALUE);
+	assert_misuse(0, "cuMemFree", "an IPC mapping, not an allocation");
+	WANT(PI.CloseMem(p), CUDA_ERROR_INVALID_VALUE);
+	assert_misuse(1, "cuIpcCloseMemHandle", "memory of cuMemAlloc, not an IPC mapping");
+	OK(PI.CloseMem(q));
+	OK(D.CtxDestroy(b));
+	OK(D.CtxDestroy(a));
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+}
+
+Test(sim_ipc, another_devices_memory_maps_only_between_peers)
+{
+	SIM_ONLY("cusim_set_peer_unsupported");
+	D.set_ipc_loopback(1);
+	D.set_peer_unsupported(1);
+	CUcontext a;
+	CUdeviceptr p = ipc_alloc(0, 4096, &a);
+	CUipcMemHandle h;
+	OK(PI.GetMem(&h, p));
+	OK(D.CtxPopCurrent(NULL));
+	CUcontext b = new_raw_ctx(1);
+	CUdeviceptr q = 0;
+	WANT(PI.OpenMem(&q, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS), CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+	OK(D.CtxDestroy(b));
+	b = new_raw_ctx(0);
+	OK(PI.OpenMem(&q, h, 0));
+	OK(PI.CloseMem(q));
+	OK(D.CtxDestroy(b));
+	OK(D.CtxDestroy(a));
+	cr_assert_eq(D.misuse_count(), 0);
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+}
+
+Test(sim_ipc, an_opened_event_is_untimed_and_its_use_after_the_exporters_destroy_is_a_misuse)
+{
+	SIM_ONLY("cusim_set_ipc_loopback, and a misuse");
+	D.set_ipc_loopback(1);
+	CUcontext a = new_raw_ctx(0);
+	CUevent timed, e;
+	CUipcEventHandle h;
+	OK(D.EventCreate(&timed, 0));
+	WANT(PI.GetEvent(&h, timed), CUDA_ERROR_INVALID_VALUE);     /* documented: CU_EVENT_INTERPROCESS */
+	OK(D.EventCreate(&e, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+	OK(PI.GetEvent(&h, e));
+	cr_assert_eq(last_call("cuIpcGetEventHandle").handle, H(e));
+	CUevent mine = NULL;
+	WANT(PI.OpenEvent(&mine, h), CUDA_ERROR_INVALID_CONTEXT);  /* the exporting context */
+	OK(D.CtxPopCurrent(NULL));
+	CUcontext b = new_raw_ctx(1);
+	OK(PI.OpenEvent(&mine, h));
+	struct cusim_call r = last_call("cuIpcOpenEventHandle");
+	cr_assert_eq(r.handle, H(mine));
+	cr_assert_eq(r.handle2, H(e));
+	cr_assert_eq(r.ctx, H(b));
+	CUevent t2;
+	OK(D.EventCreate(&t2, 0));
+	OK(D.EventRecord(mine, NULL));
+	OK(D.EventRecord(t2, NULL));
+	OK(D.EventSynchronize(mine));
+	float ms;
+	WANT(D.EventElapsedTime(&ms, mine, t2), CUDA_ERROR_INVALID_HANDLE);    /* untimed */
+	cr_assert_eq(D.misuse_count(), 0);
+	OK(D.CtxPushCurrent(a));
+	OK(D.EventDestroy(e));
+	OK(D.CtxPopCurrent(NULL));
+	WANT(D.EventRecord(mine, NULL), CUDA_ERROR_INVALID_HANDLE);
+	assert_misuse(0, "cuEventRecord", "its exporter destroyed the event");
+	WANT(D.EventQuery(mine), CUDA_ERROR_INVALID_HANDLE);
+	OK(D.EventDestroy(mine));
+	OK(D.EventDestroy(t2));
+	OK(D.CtxDestroy(b));
+	OK(D.CtxPushCurrent(a));
+	OK(D.EventDestroy(timed));
+	OK(D.CtxDestroy(a));
+	cr_assert_eq(D.misuse_count(), 2);
+	cr_assert_eq(D.live(CUSIM_ALL), 0);
+}

@@ -99,9 +99,20 @@
  *     (a bad device with (b & 0xe0) == 0xe0), 2 cuctx_ctx_green_desc of a
  *     split of 24 SMs, 3 of a NULL descriptor. Its children but streams are
  *     the primary context's; primary resets are not run while one lives
+ *   29 peer access and IPC (slot a%8, other slot (a>>3)%8; b%8: 0-1
+ *     cuctx_peer_enable from ctx slot (a>>3)%4 ({0} with b&8) to ctx slot
+ *     (b>>4)%4, into the slot itself with b&0x80; 2 cuctx_peer_owned; 3-4
+ *     cuctx_ipc_mem_get of other's memory and cuctx_ipc_mem_open of it in
+ *     context (b>>4)%6 (as 8), flags CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS with
+ *     b&8; 5-6 the same for an event (cuctx_ipc_event_get, _open); 7 a NULL
+ *     output to one of six ((b>>3)%6)). The simulator stands in for the
+ *     importing process (cusim_set_ipc_loopback); an opened event whose
+ *     exporter's event is gone is never used again, only destroyed
+ *     (documented: undefined), and opened memory only read through the
+ *     accessors.
  * Child slots hold handles of any kind; ops 10, 11 and 13 take graphs,
- * libraries, stream-ordered memory and pools too (kind (b>>4)%10 where they
- * pick one).
+ * libraries, stream-ordered memory, pools, peers and opened memory too
+ * (kind (b>>4)%12 where they pick one).
  * Bytes past the end read as 0. While a scope is open, raw operations keep
  * the stack's shape (raw pushes and pops inside a scope must balance).
  */
@@ -167,20 +178,22 @@ static struct {
 
 /* The child kinds in the order of TEST_CHILD_KINDS (kinds.h), which names them
  * (the tethered kinds), then the kinds of no context, graph, library,
- * stream-ordered memory and memory pool, in the order of cuctx's id kinds
- * (lib/ids.h). */
+ * stream-ordered memory and memory pool, then peer access (tethered to two
+ * contexts) and memory opened from an IPC handle, in the order of cuctx's
+ * id kinds (lib/ids.h). */
 enum okind { O_NONE, O_CTX, O_EVENT, O_STREAM, O_MODULE, O_MEM, O_HOST, O_GEXEC, O_GRAPH, O_LIB, O_MASYNC, O_POOL,
-             O_KINDS };
+             O_PEER, O_MIPC, O_KINDS };
 #define O_NAME(name, ...) #name,
 #define O_SIM(name, type, stat, sim, ...) sim,
 #define O_ONE(...) +1
 _Static_assert(O_GRAPH == O_EVENT TEST_CHILD_KINDS(O_ONE), "enum okind has one child kind per line of kinds.h");
 #define O_CHILD_KINDS (O_KINDS - O_EVENT)   /* child kinds, tethered or not */
 static const char *const okind_name[O_KINDS] = {"none", "ctx", TEST_CHILD_KINDS(O_NAME) "graph", "library",
-                                                "mem_async", "mem_pool"};
+                                                "mem_async", "mem_pool", "peer", "mem_ipc"};
 /* the simulator's kind for the driver's objects of each child kind */
 static const enum cusim_kind sim_kind[O_KINDS] = {CUSIM_ALL, CUSIM_ALL, TEST_CHILD_KINDS(O_SIM) CUSIM_GRAPH,
-                                                  CUSIM_LIBRARY, CUSIM_MEM, CUSIM_POOL};
+                                                  CUSIM_LIBRARY, CUSIM_MEM, CUSIM_POOL, CUSIM_PEER,
+                                                  CUSIM_IPC_MEM};
 /* A graph, a library, stream-ordered memory or a pool belongs to no
  * context: no inst, never a stale skip. */
 static int untethered(int k)
@@ -215,7 +228,10 @@ struct obj {                    /* one cuctx handle's object */
     int image;                  /* libraries: 0 kernels k and k2, 1 PTX that does not assemble, 2 not PTX */
     int sobj;                   /* mem_async: the object of the stream it was allocated on, -1 a default one */
     int pobj;                   /* mem_async: 1 + the object of the pool handle it came from; 0 none */
-    int borrowed;               /* mem_pool: a handle that does not own its pool (default, adopted with 0) */
+    int borrowed;               /* mem_pool: a handle that does not own its pool (default, adopted with 0);
+                                   peer: access enabled before it, which its destroy leaves on */
+    int inst2;                  /* peer: the context it reaches (inst: the one it is enabled from) */
+    int src;                    /* mem_ipc, an opened event: 1 + the exported object; 0 none */
     size_t size;                /* mem, host_mem; graphs: their nodes */
 };
 
@@ -419,6 +435,12 @@ static int obj_new(uint64_t id, int kind, int inst)
     return M.nobj++;
 }
 
+/* Whether a child's context lives - both of a peer's. */
+static int obj_ctx_live(const struct obj *o)
+{
+    return M.inst[o->inst].live && (o->kind != O_PEER || M.inst[o->inst2].live);
+}
+
 /* The expected result of using id as a child of kind k. */
 static CUresult want_child(uint64_t id, int k, int *oi)
 {
@@ -428,7 +450,7 @@ static CUresult want_child(uint64_t id, int k, int *oi)
         return CUDA_ERROR_INVALID_HANDLE;
     if (untethered(k))
         return CUDA_SUCCESS;
-    if (!M.inst[M.obj[i].inst].live)
+    if (!obj_ctx_live(&M.obj[i]))
         return CUDA_ERROR_CONTEXT_IS_DESTROYED;
     return CUDA_SUCCESS;
 }
@@ -560,7 +582,8 @@ static CUresult model_child_destroy(uint64_t id, int k)
     if (rc == CUDA_ERROR_INVALID_HANDLE)
         return rc;
     M.obj[oi].alive = 0;
-    if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED)
+    /* (a borrowed peer's handle ends with no look at its contexts) */
+    if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED && !(k == O_PEER && M.obj[oi].borrowed))
         M.stale_skips++;
     return CUDA_SUCCESS;
 }
@@ -569,7 +592,7 @@ static CUresult model_child_destroy(uint64_t id, int k)
 static int id_kind(uint64_t id)
 {
     unsigned k = (unsigned)(id >> 58);
-    return k >= O_CTX && k <= O_POOL ? (int)k : O_NONE;
+    return k >= O_CTX && k <= O_MIPC ? (int)k : O_NONE;
 }
 
 static CUresult model_any_destroy(uint64_t id)
@@ -597,9 +620,18 @@ static void verify(const char *where)
         if (!M.obj[i].alive)
             continue;
         want[M.obj[i].kind]++;
-        if (M.obj[i].kind != O_CTX && (untethered(M.obj[i].kind) || M.inst[M.obj[i].inst].live)
+        if (M.obj[i].kind != O_CTX && (untethered(M.obj[i].kind) || obj_ctx_live(&M.obj[i]))
             && !M.obj[i].borrowed)
             drv[M.obj[i].kind]++;
+    }
+    /* the driver maps an IPC handle once per context, whatever the opens */
+    drv[O_MIPC] = 0;
+    for (int i = 0; i < M.nobj; i++) {
+        const struct obj *o = &M.obj[i];
+        int first = o->kind == O_MIPC && o->alive && M.inst[o->inst].live;
+        for (int j = 0; first && j < i; j++)
+            first = !(M.obj[j].kind == O_MIPC && M.obj[j].alive && M.obj[j].src == o->src && M.obj[j].inst == o->inst);
+        drv[O_MIPC] += first;
     }
     /* the driver counts stream-ordered allocations with the others */
     drv[O_MEM] += drv[O_MASYNC];
@@ -616,7 +648,7 @@ static void verify(const char *where)
     drv[O_GRAPH] += M.graph ? 1 : 0;    /* the raw one graph_exec instantiates */
     #define O_STAT(name, type, stat, ...) st.stat,
     size_t got[O_KINDS] = {0, st.ctx_handles, TEST_CHILD_KINDS(O_STAT) st.graphs, st.libraries, st.async_mems,
-                           st.mem_pools};
+                           st.mem_pools, st.peers, st.ipc_mems};
 #undef O_STAT
     for (int k = O_CTX; k < O_KINDS; k++)
         if (got[k] != want[k])
@@ -631,7 +663,7 @@ static void verify(const char *where)
         if (!M.inst[k].live)
             continue;
         for (int i = 0; i < M.nobj; i++) {
-            if (M.obj[i].alive && M.obj[i].inst == k) {
+            if (M.obj[i].alive && (M.obj[i].inst == k || (M.obj[i].kind == O_PEER && M.obj[i].inst2 == k))) {
                 named++;
                 break;
             }
@@ -705,7 +737,7 @@ enum op {
     OP_CTX_QUERY, OP_PRIMARY_RESET, OP_CHILD_CREATE, OP_CHILD_CREATE_CUR, OP_CHILD_DESTROY, OP_CHILD_USE,
     OP_COPY, OP_STALE, OP_SCOPE_ENTER, OP_SCOPE_EXIT, OP_SCOPED, OP_RAW_CREATE, OP_RAW_DESTROY,
     OP_RAW_PUSH, OP_RAW_POP, OP_RAW_PRIMARY, OP_AUTO, OP_GRAPH, OP_LIBRARY, OP_LAUNCH, OP_CAPTURE, OP_ASYNC,
-    OP_GREEN, OP_COUNT
+    OP_GREEN, OP_MULTI, OP_COUNT
 };
 
 static void run_ops(int n);
@@ -1207,6 +1239,12 @@ static void op_child_create(uint8_t a, uint8_t b)
     do_child_create(a % NCH, ctx, d, b);
 }
 
+/* The kinds of the handle type cuctx_mem. */
+static int mem_kind(int k)
+{
+    return k == O_MEM || k == O_MASYNC || k == O_MIPC;
+}
+
 static void op_child_destroy(uint8_t a, uint8_t b)
 {
     int slot = a % NCH;
@@ -1220,7 +1258,7 @@ static void op_child_destroy(uint8_t a, uint8_t b)
         /* the kind's own destroy; with b & 2, another kind's (refused, left alive) */
         int dk = b % 4 == 1 ? O_EVENT + (k - O_EVENT + 1 + (b >> 4) % (O_CHILD_KINDS - 1)) % O_CHILD_KINDS : k;
         /* cuctx_mem_destroy frees either kind of memory (one handle type) */
-        int mk = (dk == O_MEM || dk == O_MASYNC) && (id_kind(id) == O_MEM || id_kind(id) == O_MASYNC) ? id_kind(id) : dk;
+        int mk = mem_kind(dk) && mem_kind(id_kind(id)) ? id_kind(id) : dk;
         want = model_child_destroy(id, mk);
         switch (dk) {
         case O_EVENT: rc = cuctx_event_destroy((cuctx_event *)&M.ch_slot[slot]); break;
@@ -1232,6 +1270,8 @@ static void op_child_destroy(uint8_t a, uint8_t b)
         case O_LIB: rc = cuctx_library_destroy((cuctx_library *)&M.ch_slot[slot]); break;
         case O_MASYNC: rc = cuctx_mem_destroy((cuctx_mem *)&M.ch_slot[slot]); break;
         case O_POOL: rc = cuctx_mem_pool_destroy((cuctx_mem_pool *)&M.ch_slot[slot]); break;
+        case O_PEER: rc = cuctx_peer_destroy((cuctx_peer *)&M.ch_slot[slot]); break;
+        case O_MIPC: rc = cuctx_mem_destroy((cuctx_mem *)&M.ch_slot[slot]); break;
         default: rc = cuctx_graph_exec_destroy((cuctx_graph_exec *)&M.ch_slot[slot]); break;
         }
         note("%s_destroy(slot %d %#llx) -> %s", okind_name[dk], slot, (unsigned long long)id, cuctx_result_name(rc));
@@ -1249,12 +1289,29 @@ static void op_child_destroy(uint8_t a, uint8_t b)
 }
 
 /* A use of id as a child of kind k; other is a second operand (a stream, an event). */
+/* An event opened from an IPC handle whose exported event has gone: any
+ * use of it is undefined (documented; the simulator's misuse), its destroy
+ * alone is right. */
+static int ipc_orphan(uint64_t id)
+{
+    int oi = obj_find(id);
+    if (oi < 0 || !M.obj[oi].alive || M.obj[oi].kind != O_EVENT || !M.obj[oi].src)
+        return 0;
+    const struct obj *e = &M.obj[M.obj[oi].src - 1];
+    return !e->alive || !M.inst[e->inst].live;
+}
+
 static void child_use(int k, uint64_t id, uint64_t other, unsigned v)
 {
     int oi, o2;
-    /* the memory accessors take either kind of memory (one handle type) */
-    if ((k == O_MEM || k == O_MASYNC) && (id_kind(id) == O_MEM || id_kind(id) == O_MASYNC))
+    /* the memory accessors take any kind of memory (one handle type) */
+    if (mem_kind(k) && mem_kind(id_kind(id)))
         k = id_kind(id);
+    if (ipc_orphan(id) || ipc_orphan(other)) {
+        note("use of %#llx with %#llx: skipped, an opened event whose exporter's is gone", (unsigned long long)id,
+             (unsigned long long)other);
+        return;
+    }
     CUresult want = want_child(id, k, &oi), rc;
     switch (k) {
     case O_EVENT:
@@ -1430,6 +1487,32 @@ static void child_use(int k, uint64_t id, uint64_t other, unsigned v)
                  cuctx_result_name(want));
         if (g && (raw.graph_nodes(g, NULL, &n) != CUDA_SUCCESS || n != M.obj[oi].size))
             fail("the graph has %zu nodes, the model %zu", n, M.obj[oi].size);
+        return;
+    }
+    case O_MIPC:
+        /* the accessors only: the exporter may have freed what it maps */
+        if (v % 2 == 0) {
+            size_t n = cuctx_mem_size((cuctx_mem){id});
+            note("mem_size(opened %#llx) -> %zu", (unsigned long long)id, n);
+            if (n != (want == CUDA_SUCCESS ? M.obj[oi].size : 0))
+                fail("cuctx_mem_size is %zu, the model says %s", n, cuctx_result_name(want));
+        } else {
+            CUdeviceptr p = cuctx_mem_ptr((cuctx_mem){id});
+            note("mem_ptr(opened %#llx) -> %#llx", (unsigned long long)id, (unsigned long long)p);
+            if ((p != 0) != (want == CUDA_SUCCESS) || (p && !sim.is_live(CUSIM_IPC_MEM, p)))
+                fail("cuctx_mem_ptr is %#llx, the model says %s", (unsigned long long)p, cuctx_result_name(want));
+        }
+        if (want != CUDA_SUCCESS && cuctx_last_error() != want)
+            fail("the last error is %s, the model says %s", cuctx_result_name(cuctx_last_error()),
+                 cuctx_result_name(want));
+        return;
+    case O_PEER: {
+        int owned = -1;
+        rc = cuctx_peer_owned((cuctx_peer){id}, &owned);
+        note("peer_owned(%#llx) -> %s %d", (unsigned long long)id, cuctx_result_name(rc), owned);
+        expect_rc(rc, want, "cuctx_peer_owned");
+        if (rc == CUDA_SUCCESS && owned != !M.obj[oi].borrowed)
+            fail("cuctx_peer_owned says %d, the model %d", owned, !M.obj[oi].borrowed);
         return;
     }
     case O_POOL:
@@ -2227,6 +2310,11 @@ static void cap_step(struct mcap *mc, uint8_t st)
     case 1: {
         /* an event recorded in the capture: no node; its waits answer 1 after the capture */
         uint64_t e = M.ch_slot[(st >> 3) % NCH];
+        if (ipc_orphan(e)) {
+            note("  event_record(%#llx) on the capturing stream: skipped, its exporter's event is gone",
+                 (unsigned long long)e);
+            return;
+        }
         want = want_child(e, O_EVENT, &oi);
         if (want == CUDA_SUCCESS) {
             want = want_child(mc->s, O_STREAM, &o2);
@@ -2518,7 +2606,7 @@ static CUresult model_claim(uint64_t id, int k1, int k2)
     int oi = obj_find(id);
     if (oi < 0 || !M.obj[oi].alive || (M.obj[oi].kind != k1 && M.obj[oi].kind != k2))
         return CUDA_SUCCESS;
-    if (untethered(M.obj[oi].kind) || M.inst[M.obj[oi].inst].live)
+    if (untethered(M.obj[oi].kind) || obj_ctx_live(&M.obj[oi]))
         return CUDA_ERROR_INVALID_VALUE;
     M.obj[oi].alive = 0;
     M.stale_skips++;
@@ -2726,6 +2814,176 @@ static void op_async(uint8_t a, uint8_t b)
     }
 }
 
+/* ---- peer access and IPC (op 28) -------------------------------------------------------- */
+
+/* cuctx_peer_enable(from, to) into slot (into: the slot's handle itself).
+ * cuctx holds to's context first, then from's: the model asks in that order. */
+static void peer_enable(int slot, int into, uint64_t from, uint64_t to)
+{
+    uint64_t was = M.ch_slot[slot];
+    cuctx_peer p = {into ? was : 0xdead};
+    int fi = -1, ti = -1, borrowed = 0;
+    CUresult want = into ? model_claim(was, O_PEER, O_PEER) : CUDA_SUCCESS;
+    int kept = want != CUDA_SUCCESS;
+    if (want == CUDA_SUCCESS && from && from == to)
+        want = CUDA_ERROR_INVALID_VALUE;
+    if (want == CUDA_SUCCESS)
+        want = want_owner(to, &ti);
+    if (want == CUDA_SUCCESS)
+        want = want_owner(from, &fi);
+    if (want == CUDA_SUCCESS && fi == ti)
+        want = CUDA_ERROR_INVALID_VALUE;        /* one context, named twice */
+    if (want == CUDA_SUCCESS && M.inst[fi].dev == M.inst[ti].dev)
+        want = CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+    for (int i = 0; want == CUDA_SUCCESS && i < M.nobj; i++)
+        borrowed |= M.obj[i].kind == O_PEER && M.obj[i].alive && !M.obj[i].borrowed && M.obj[i].inst == fi
+                    && M.obj[i].inst2 == ti;    /* enabled already: the driver says 704 */
+    CUresult rc = PLAIN ? (cuctx_peer_enable)(&p, (cuctx_ctx){from}, (cuctx_ctx){to})
+                        : cuctx_peer_enable(&p, (cuctx_ctx){from}, (cuctx_ctx){to});
+    note("peer_enable(%s slot %d, from %#llx, to %#llx) -> %s %#llx", into ? "into" : "for", slot,
+         (unsigned long long)from, (unsigned long long)to, cuctx_result_name(rc), (unsigned long long)p.id);
+    expect_rc(rc, want, "cuctx_peer_enable");
+    if (rc != CUDA_SUCCESS) {
+        if (p.id != (kept ? was : 0))
+            fail("a refused cuctx_peer_enable left the handle %#llx", (unsigned long long)p.id);
+        if (into)
+            M.ch_slot[slot] = p.id;
+        return;
+    }
+    if (id_kind(p.id) != O_PEER)
+        fail("a new peer handle %#llx is of kind %d", (unsigned long long)p.id, id_kind(p.id));
+    int oi = obj_new(p.id, O_PEER, fi);
+    M.obj[oi].inst2 = ti;
+    M.obj[oi].borrowed = borrowed;
+    M.ch_slot[slot] = p.id;
+}
+
+/* Whether export src (an object index) is mapped, in a context of dev other than inst. */
+static int ipc_mapped_beside(int src, int inst, int dev)
+{
+    for (int i = 0; i < M.nobj; i++) {
+        const struct obj *o = &M.obj[i];
+        if (o->kind == O_MIPC && o->alive && o->src == src + 1 && o->inst != inst && M.inst[o->inst].live
+            && M.inst[o->inst].dev == dev)
+            return 1;
+    }
+    return 0;
+}
+
+/* The handle of memory mid, opened into a fresh handle in ctx, to slot. */
+static void ipc_mem(int slot, uint64_t mid, uint64_t ctx, unsigned flags)
+{
+    CUipcMemHandle h;
+    int mi = -1, inst = -1;
+    CUresult want = id_kind(mid) == O_MASYNC || id_kind(mid) == O_MIPC ? CUDA_ERROR_INVALID_VALUE
+                                                                        : want_child(mid, O_MEM, &mi);
+    CUresult rc = cuctx_ipc_mem_get((cuctx_mem){mid}, &h);
+    note("ipc_mem_get(%#llx) -> %s", (unsigned long long)mid, cuctx_result_name(rc));
+    expect_rc(rc, want, "cuctx_ipc_mem_get");
+    if (rc != CUDA_SUCCESS)
+        return;
+    cuctx_mem q = {0xdead};
+    want = want_owner(ctx, &inst);
+    if (want == CUDA_SUCCESS && (inst == M.obj[mi].inst || ipc_mapped_beside(mi, inst, M.inst[inst].dev)))
+        want = CUDA_ERROR_INVALID_CONTEXT;      /* the exporting context; one context a device */
+    rc = PLAIN ? (cuctx_ipc_mem_open)(&q, (cuctx_ctx){ctx}, h, flags) : cuctx_ipc_mem_open(&q, (cuctx_ctx){ctx}, h, flags);
+    note("ipc_mem_open(in %#llx, flags %#x) -> slot %d: %s %#llx", (unsigned long long)ctx, flags, slot,
+         cuctx_result_name(rc), (unsigned long long)q.id);
+    expect_rc(rc, want, "cuctx_ipc_mem_open");
+    if (rc != CUDA_SUCCESS) {
+        if (q.id)
+            fail("a refused cuctx_ipc_mem_open left the handle %#llx", (unsigned long long)q.id);
+        return;
+    }
+    if (id_kind(q.id) != O_MIPC)
+        fail("opened memory %#llx is of kind %d", (unsigned long long)q.id, id_kind(q.id));
+    int oi = obj_new(q.id, O_MIPC, inst);
+    M.obj[oi].src = mi + 1;
+    M.obj[oi].size = M.obj[mi].size;
+    M.ch_slot[slot] = q.id;
+}
+
+/* The handle of event eid, opened into a fresh handle in ctx, to slot. */
+static void ipc_event(int slot, uint64_t eid, uint64_t ctx)
+{
+    CUipcEventHandle h;
+    int ei = -1, inst = -1;
+    CUresult want = want_child(eid, O_EVENT, &ei);
+    if (want == CUDA_SUCCESS && (!(M.obj[ei].flags & CU_EVENT_INTERPROCESS) || M.obj[ei].src))
+        want = CUDA_ERROR_INVALID_VALUE;        /* not made for it; an opened one */
+    CUresult rc = cuctx_ipc_event_get((cuctx_event){eid}, &h);
+    note("ipc_event_get(%#llx) -> %s", (unsigned long long)eid, cuctx_result_name(rc));
+    expect_rc(rc, want, "cuctx_ipc_event_get");
+    if (rc != CUDA_SUCCESS)
+        return;
+    cuctx_event e = {0xdead};
+    want = want_owner(ctx, &inst);
+    if (want == CUDA_SUCCESS && inst == M.obj[ei].inst)
+        want = CUDA_ERROR_INVALID_CONTEXT;
+    rc = PLAIN ? (cuctx_ipc_event_open)(&e, (cuctx_ctx){ctx}, h) : cuctx_ipc_event_open(&e, (cuctx_ctx){ctx}, h);
+    note("ipc_event_open(in %#llx) -> slot %d: %s %#llx", (unsigned long long)ctx, slot, cuctx_result_name(rc),
+         (unsigned long long)e.id);
+    expect_rc(rc, want, "cuctx_ipc_event_open");
+    if (rc != CUDA_SUCCESS) {
+        if (e.id)
+            fail("a refused cuctx_ipc_event_open left the handle %#llx", (unsigned long long)e.id);
+        return;
+    }
+    int oi = obj_new(e.id, O_EVENT, inst);
+    M.obj[oi].flags = CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING;
+    M.obj[oi].src = ei + 1;
+    M.ch_slot[slot] = e.id;
+}
+
+/* NULL outputs: each refused (CUDA_ERROR_INVALID_VALUE), nothing made. */
+static void multi_null_out(unsigned v, uint64_t id)
+{
+    CUresult rc;
+    const char *what;
+    cuctx_ctx none = {0};
+    CUipcMemHandle mh;
+    CUipcEventHandle eh;
+    memset(&mh, 0, sizeof mh);
+    memset(&eh, 0, sizeof eh);
+    switch (v % 6) {
+    case 0: what = "cuctx_peer_enable(NULL)"; rc = cuctx_peer_enable(NULL, none, none); break;
+    case 1: what = "cuctx_peer_owned(NULL)"; rc = cuctx_peer_owned((cuctx_peer){id}, NULL); break;
+    case 2: what = "cuctx_ipc_mem_get(NULL)"; rc = cuctx_ipc_mem_get((cuctx_mem){id}, NULL); break;
+    case 3: what = "cuctx_ipc_mem_open(NULL)"; rc = cuctx_ipc_mem_open(NULL, none, mh, 0); break;
+    case 4: what = "cuctx_ipc_event_get(NULL)"; rc = cuctx_ipc_event_get((cuctx_event){id}, NULL); break;
+    default: what = "cuctx_ipc_event_open(NULL)"; rc = cuctx_ipc_event_open(NULL, none, eh); break;
+    }
+    note("%s -> %s", what, cuctx_result_name(rc));
+    expect_rc(rc, CUDA_ERROR_INVALID_VALUE, what);
+}
+
+static void op_multi(uint8_t a, uint8_t b)
+{
+    int slot = a % NCH, other = (a >> 3) % NCH;
+    const char *d;
+    sim.set_ipc_loopback(1);    /* the process stands in for the importer of its handles (cudasim.h) */
+    switch (b % 8) {
+    case 0:
+    case 1:
+        peer_enable(slot, (b >> 7) & 1, (b & 0x08) ? 0 : M.ctx_slot[(a >> 3) % NCTX], M.ctx_slot[(b >> 4) % NCTX]);
+        return;
+    case 2:
+        child_use(O_PEER, M.ch_slot[slot], 0, 0);
+        return;
+    case 3:
+    case 4:
+        ipc_mem(slot, M.ch_slot[other], ctx_operand(b >> 4, &d), (b & 0x08) ? CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS : 0);
+        return;
+    case 5:
+    case 6:
+        ipc_event(slot, M.ch_slot[other], ctx_operand(b >> 4, &d));
+        return;
+    default:
+        multi_null_out(b >> 3, M.ch_slot[slot]);
+        return;
+    }
+}
+
 /* ---- the interpreter -------------------------------------------------------------------- */
 
 static void run_op(void)
@@ -2761,6 +3019,7 @@ static void run_op(void)
     case OP_LAUNCH: op_launch(a, b); break;
     case OP_ASYNC: op_async(a, b); break;
     case OP_GREEN: op_green(a % NCTX, b); break;
+    case OP_MULTI: op_multi(a, b); break;
     default: op_capture(a, b); break;
     }
     verify("after the step");
@@ -2850,12 +3109,12 @@ static void teardown(void)
     struct cuctx_stats st;
     cuctx_stats_get(&st);
     if (st.contexts || st.ctx_handles || st.events || st.streams || st.modules || st.mems || st.host_mems
-        || st.graph_execs || st.graphs || st.libraries || st.async_mems || st.mem_pools)
+        || st.graph_execs || st.graphs || st.libraries || st.async_mems || st.mem_pools || st.peers || st.ipc_mems)
         fail("teardown: cuctx still has objects: %zu contexts, %zu ctx handles, %zu events, %zu streams, "
              "%zu modules, %zu mems, %zu host mems, %zu graph execs, %zu graphs, %zu libraries, %zu async mems, "
-             "%zu mem pools",
+             "%zu mem pools, %zu peers, %zu ipc mems",
              st.contexts, st.ctx_handles, st.events, st.streams, st.modules, st.mems, st.host_mems, st.graph_execs,
-             st.graphs, st.libraries, st.async_mems, st.mem_pools);
+             st.graphs, st.libraries, st.async_mems, st.mem_pools, st.peers, st.ipc_mems);
     if (sim.live(CUSIM_ALL) != 0)
         fail("teardown: the driver still has %zu live objects", sim.live(CUSIM_ALL));
     if (sim.misuse_count() != 0)

@@ -63,6 +63,8 @@ CUresult sim_cuEventRecord(CUevent ev, CUstream s)
 		return leave(&c, c.rc);
 	struct obj *o;
 	CUresult rc = need_live(&c, K_EVENT, H(ev), &o);
+	if (rc == CUDA_SUCCESS)
+		rc = ipc_event_check(&c, o);
 	if (rc)
 		return leave(&c, rc);
 	struct obj *sctx = NULL;
@@ -94,6 +96,8 @@ CUresult sim_cuEventQuery(CUevent ev)
 	struct obj *o;
 	CUresult rc = need_live(&c, K_EVENT, H(ev), &o);
 	if (rc == CUDA_SUCCESS)
+		rc = ipc_event_check(&c, o);
+	if (rc == CUDA_SUCCESS)
 		rc = capture_event_wait(o);
 	if (rc == CUDA_SUCCESS)
 		pool_event_done(o);             /* answered finished: the work before it is */
@@ -107,6 +111,8 @@ CUresult sim_cuEventSynchronize(CUevent ev)
 		return leave(&c, c.rc);
 	struct obj *o;
 	CUresult rc = need_live(&c, K_EVENT, H(ev), &o);
+	if (rc == CUDA_SUCCESS)
+		rc = ipc_event_check(&c, o);
 	if (rc == CUDA_SUCCESS)
 		rc = capture_event_wait(o);
 	if (rc == CUDA_SUCCESS) {
@@ -125,6 +131,10 @@ static CUresult elapsed(float *ms, CUevent start, CUevent end)
 	CUresult rc = need_live(&c, K_EVENT, H(start), &a);
 	if (rc == CUDA_SUCCESS)
 		rc = need_live(&c, K_EVENT, H(end), &b);
+	if (rc == CUDA_SUCCESS)
+		rc = ipc_event_check(&c, a);
+	if (rc == CUDA_SUCCESS)
+		rc = ipc_event_check(&c, b);
 	if (rc)
 		return leave(&c, rc);
 	if (!ms)
@@ -245,6 +255,8 @@ CUresult sim_cuStreamWaitEvent(CUstream s, CUevent ev, unsigned int flags)
 	CUresult rc = stream_context(&c, s, &ctx);
 	if (rc == CUDA_SUCCESS)
 		rc = need_live(&c, K_EVENT, H(ev), &e);
+	if (rc == CUDA_SUCCESS)
+		rc = ipc_event_check(&c, e);
 	if (rc == CUDA_SUCCESS)
 		rc = capture_wait(&c, s, ctx, e, flags);
 	return leave(&c, rc);

@@ -31,6 +31,8 @@ SIM_VISIBLE void cusim_reset(void)
 	S.nobjs = 0;
 	capture_reset();
 	pool_reset();
+	peer_reset();
+	ipc_reset();
 	S.mem_list = NULL;
 	memset(S.primary, 0, sizeof S.primary);
 	memset(S.primary_refs, 0, sizeof S.primary_refs);
@@ -137,8 +139,9 @@ static bool kind_of(enum cusim_kind ck, enum kind *k, bool *primary)
 		[CUSIM_HOST_MEM] = { K_HOST, false }, [CUSIM_GRAPH] = { K_GRAPH, false },
 		[CUSIM_GRAPH_EXEC] = { K_EXEC, false }, [CUSIM_LIBRARY] = { K_LIBRARY, false },
 		[CUSIM_POOL] = { K_POOL, false }, [CUSIM_GREEN] = { K_GREEN, false },
+		[CUSIM_IPC_MEM] = { K_IPCMEM, false },
 	};
-	if ((unsigned)ck >= CUSIM_ALL || ck == CUSIM_CAPTURE)
+	if ((unsigned)ck >= CUSIM_ALL || ck == CUSIM_CAPTURE || ck == CUSIM_PEER)
 		return false;
 	*k = map[ck].k;
 	*primary = map[ck].primary;
@@ -153,12 +156,14 @@ SIM_VISIBLE size_t cusim_live(enum cusim_kind kind)
 	pthread_mutex_lock(&S.lock);
 	if (kind == CUSIM_ALL) {
 		static const enum kind all[] = { K_CTX, K_EVENT, K_STREAM, K_MODULE, K_MEM, K_HOST, K_GRAPH, K_EXEC,
-						 K_LIBRARY, K_POOL, K_GREEN };
+						 K_LIBRARY, K_POOL, K_GREEN, K_IPCMEM };
 		for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
 			n += S.live[all[i]];
-		n += S.live_primary;
+		n += S.live_primary + S.peer_live;
 	} else if (kind == CUSIM_CAPTURE) {
 		n = S.ncaptures;
+	} else if (kind == CUSIM_PEER) {
+		n = S.peer_live;
 	} else if (kind_of(kind, &k, &primary)) {
 		n = primary ? S.live_primary : S.live[k];
 	}
@@ -330,4 +335,26 @@ SIM_VISIBLE size_t cusim_orphaned_work(void)
 		n += !w->done;
 	pthread_mutex_unlock(&S.lock);
 	return n;
+}
+
+SIM_VISIBLE void cusim_set_ipc_loopback(int on)
+{
+	pthread_mutex_lock(&S.lock);
+	S.ipc_loopback = on != 0;
+	pthread_mutex_unlock(&S.lock);
+}
+
+SIM_VISIBLE void cusim_set_peer_unsupported(int on)
+{
+	pthread_mutex_lock(&S.lock);
+	S.peer_unsupported = on != 0;
+	pthread_mutex_unlock(&S.lock);
+}
+
+SIM_VISIBLE int cusim_peer_enabled(uint64_t from, uint64_t to)
+{
+	pthread_mutex_lock(&S.lock);
+	int on = peer_enabled(from, to);
+	pthread_mutex_unlock(&S.lock);
+	return on;
 }

@@ -123,6 +123,14 @@ extern "C" {
  *   cuGreenCtxRecordEvent,            -             -               the event
  *     cuGreenCtxWaitEvent
  *   cuGreenCtxGetDevResource          type          -               -
+ *   cuDeviceCanAccessPeer             -             device          peer device
+ *   cuCtxEnablePeerAccess             flags         -               -
+ *   cuIpcGetMemHandle,                -             the export's    -
+ *     cuIpcGetEventHandle                           number
+ *   cuIpcOpenMemHandle                flags         -               the exported
+ *                                                                   allocation
+ *   cuIpcOpenEventHandle              -             -               the exported event
+ *   cuMemGetAddressRange              -             size given      -
  *
  * The main handle of the capture calls is the stream; of cuGraphGetNodes the
  * graph; of cuLibrary* the library (cuLibraryLoad*: the library made); of
@@ -134,7 +142,11 @@ extern "C" {
  * The main handle of cuDevResourceGenerateDesc is the descriptor made; of
  * cuGreenCtxCreate the green context made; of cuGreenCtxStreamCreate the
  * stream made; of the other cuGreenCtx* calls and cuCtxFromGreenCtx the green
- * context named.
+ * context named. The main handle of cuCtxEnablePeerAccess and
+ * cuCtxDisablePeerAccess is the peer context; of cuIpcGetMemHandle,
+ * cuIpcCloseMemHandle and cuMemGetAddressRange the pointer; of
+ * cuIpcGetEventHandle the event; of cuIpcOpenMemHandle and
+ * cuIpcOpenEventHandle the mapping or event made.
  *
  * cuLaunchKernel packs its sizes: arg = grid x | y << 32 | z << 48, flags =
  * block x | y << 16 | z << 32 (exact for every size the driver accepts).
@@ -455,6 +467,88 @@ struct cusim_call {
  * the primary context a green context holds is counted as CUSIM_PRIMARY;
  * cusim_leaked_streams counts the streams that died with one.
  *
+ * Peer access (CUDA 4.0; nothing measured yet - the H200 has no peer: each
+ * answer is "documented" (what cuda.h says), "model" (a choice where it says
+ * nothing) or "stricter").
+ *
+ * - Entry points (ABI version 4000): cuDeviceCanAccessPeer,
+ *   cuCtxEnablePeerAccess, cuCtxDisablePeerAccess.
+ * - cuDeviceCanAccessPeer(&can, dev, peer): 1 for any two distinct devices
+ *   (model: an NVLink machine), 0 for a device and itself (documented) and
+ *   for every pair after cusim_set_peer_unsupported(1); a bad device 101, a
+ *   NULL can 1.
+ * - cuCtxEnablePeerAccess(peer, flags), with the context it is enabled from
+ *   current (201 with none, 709 when it is destroyed): flags other than 0:
+ *   1 (documented); peer NULL: 201; a destroyed (or never made) peer context:
+ *   a misuse and 201; devices that cannot access each other - the same
+ *   device, so also the same context - 217 CUDA_ERROR_PEER_ACCESS_UNSUPPORTED
+ *   (documented); access from this context to that one enabled already: 704
+ *   CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED (documented); a green context's
+ *   CUcontext on either side: 801 (model, until measured); else 0, and
+ *   access from the current context to peer is on (one way).
+ * - Peer access ends when either context ends: its destroy, a primary
+ *   context's last release or its reset, a green context's destroy
+ *   (documented). cusim_live(CUSIM_PEER) counts the pairs enabled now (in
+ *   CUSIM_ALL); cusim_peer_enabled asks about one.
+ * - cuCtxDisablePeerAccess(peer), the context it was enabled from current:
+ *   0 and off; not enabled: 705 CUDA_ERROR_PEER_ACCESS_NOT_ENABLED
+ *   (documented). A peer context that was destroyed: a misuse and 201
+ *   (stricter: what the real driver does with a disable after the peer
+ *   context died is not measured - it may crash); the misuse says when the
+ *   access ended with it. The value of a destroyed peer context now taken
+ *   by a new context, access to the old one having been on: a misuse and
+ *   705 (the disable meant the dead context).
+ *
+ * CUDA IPC (CUDA 4.1; not measured here: "documented", "reported" (known
+ * of the real driver, not measured by this project), "model" or
+ * "stricter").
+ *
+ * - Entry points: cuIpcGetMemHandle, cuIpcOpenMemHandle (ABI 11000, the
+ *   _v2 symbol; the first ABI, 4010, too), cuIpcCloseMemHandle,
+ *   cuIpcGetEventHandle, cuIpcOpenEventHandle (4010), and
+ *   cuMemGetAddressRange (3020): an allocation's or a mapping's base and
+ *   size, either pointer may be NULL; a pointer in none 500 (documented).
+ * - A handle holds the exporting process's pid, the object and the number
+ *   of its export; a handle of memory freed since (its address perhaps
+ *   another allocation's now) is told apart.
+ * - One process. The real driver refuses to open a handle in the process
+ *   that made it (reported: CUDA_ERROR_INVALID_CONTEXT), and so does the
+ *   simulator, unless cusim_set_ipc_loopback(1) makes the process stand in
+ *   for its own importer: a handle then opens in any context but the one
+ *   that owns the exported object (201 there). A handle of another process
+ *   (another pid): a misuse and 801 - the test driver keeps nothing across
+ *   processes, so examples/ipc_share runs on a GPU only.
+ * - cuIpcGetMemHandle(&h, p): p the base of a live allocation of cuMemAlloc
+ *   (documented); a pointer inside one, a mapping, pool memory or a module's
+ *   global: 1 (model); a freed one: a misuse and 1. cuIpcGetEventHandle(&h,
+ *   ev): ev made with CU_EVENT_INTERPROCESS (documented), not an opened
+ *   one (model), else 1. No context need be current (model).
+ * - cuIpcOpenMemHandle(&p, h, flags), the importing context current (201 /
+ *   709): flags other than 0 and CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 1
+ *   (documented); h not a handle of this driver 1 (model); its memory freed:
+ *   a misuse and 1 (stricter: not measured). A mapping of its own address
+ *   in the current context (its primary, for a green context's), whose bytes
+ *   are the exported allocation's (copies and memsets through either side
+ *   see the other's); the memory of another device maps only between peers
+ *   (model: 217 otherwise, whatever the flag); opened again in the same
+ *   context: the same pointer, counted (documented), each open needing its
+ *   close; in another context of the same device while open in one: 201
+ *   (documented as not allowed; the code is the model's). cusim_live
+ *   (CUSIM_IPC_MEM) counts the mappings (in CUSIM_ALL, not in CUSIM_MEM);
+ *   cuMemGetInfo does not count them.
+ * - An opened mapping is a child of its context: it dies with it. Every
+ *   use of a mapping whose exporter freed the memory (documented: undefined
+ *   behaviour) is a misuse and 1; its close answers 0 (model).
+ * - cuIpcCloseMemHandle(p): one close of an open; the last ends the mapping
+ *   (its address is reused as device memory's is). A mapping that died with
+ *   its context or was closed, or memory of cuMemAlloc: a misuse and 1.
+ *   cuMemFree of a mapping: a misuse and 1.
+ * - cuIpcOpenEventHandle(&ev, h): as for memory (no device rule): an event of
+ *   the current context (its primary's), untimed (documented: as made with
+ *   CU_EVENT_DISABLE_TIMING), destroyed with cuEventDestroy. Once its
+ *   exported event is destroyed, recording, querying, synchronizing, timing
+ *   or waiting on it is a misuse and 400 (documented: undefined behaviour).
+ *
  * PTX images, JIT logs, module globals and libraries.
  *
  * - A text image is PTX when it has a ".entry NAME" or a ".global"
@@ -505,7 +599,8 @@ struct cusim_call {
 
 /* Destroys every object, clears logs, counters, fault plans, misuses,
  * delays, fail_all, outside primary retains, the cuCtxGetId and green-context
- * hiding and the leaked-stream count,
+ * hiding, the leaked-stream count, peer access, IPC loopback and the
+ * no-peer setting,
  * turns recycling back on and empties every thread's context stack.
  * cuInit's state, the device count and the context id counter survive. */
 void cusim_reset(void);
@@ -534,7 +629,9 @@ const char *cusim_misuse_text(size_t i);
 /* The kinds of object the simulator counts: CUSIM_CONTEXT is non-primary
  * contexts, CUSIM_PRIMARY active primaries, CUSIM_MEM device allocations
  * (stream-ordered ones too: cusim_async_allocs_live counts those alone),
- * CUSIM_LIBRARY loaded libraries, CUSIM_CAPTURE stream captures begun and not
+ * CUSIM_LIBRARY loaded libraries, CUSIM_PEER pairs of contexts with peer
+ * access enabled, CUSIM_IPC_MEM IPC mappings opened and not closed (see "CUDA
+ * IPC"; not in CUSIM_MEM), CUSIM_CAPTURE stream captures begun and not
  * ended (see "Stream capture"; cusim_is_live with a stream), CUSIM_POOL
  * memory pools made by cuMemPoolCreate and not destroyed (a device's default
  * pool is not counted), CUSIM_GREEN green contexts made by cuGreenCtxCreate
@@ -545,13 +642,14 @@ const char *cusim_misuse_text(size_t i);
 enum cusim_kind {
 	CUSIM_CONTEXT, CUSIM_PRIMARY, CUSIM_EVENT, CUSIM_STREAM, CUSIM_MODULE,
 	CUSIM_MEM, CUSIM_HOST_MEM, CUSIM_GRAPH, CUSIM_GRAPH_EXEC, CUSIM_LIBRARY, CUSIM_CAPTURE,
-	CUSIM_POOL, CUSIM_GREEN, CUSIM_ALL
+	CUSIM_POOL, CUSIM_GREEN, CUSIM_PEER, CUSIM_IPC_MEM, CUSIM_ALL
 };
 
 /* Live objects of a kind. */
 size_t cusim_live(enum cusim_kind kind);
 
-/* 1 if handle is a live object of that kind (not CUSIM_ALL). */
+/* 1 if handle is a live object of that kind (not CUSIM_ALL; 0 for
+ * CUSIM_PEER, whose pairs cusim_peer_enabled asks about). */
 int cusim_is_live(enum cusim_kind kind, uint64_t handle);
 
 /* Makes the nth call (1 = the next) of entry point fn, counted from now,
@@ -636,6 +734,23 @@ int cusim_pool_usage(uint64_t pool, uint64_t *used, uint64_t *reserved);
  * "Stream-ordered memory"). */
 size_t cusim_orphaned_work(void);
 
+/* Non-zero: this process stands in for the importer of its own IPC handles
+ * (cuIpcOpenMemHandle, cuIpcOpenEventHandle), which then open in any
+ * context but the exporting object's (see "CUDA IPC"); zero (the default,
+ * and after cusim_reset): they are refused with 201, as the real driver
+ * refuses a process its own handles. */
+void cusim_set_ipc_loopback(int on);
+
+/* Non-zero: no two devices can access each other's memory
+ * (cuDeviceCanAccessPeer 0, cuCtxEnablePeerAccess 217), as on a machine
+ * whose GPUs have no peer path; zero (the default, and after cusim_reset):
+ * any two distinct devices can. */
+void cusim_set_peer_unsupported(int on);
+
+/* 1 if peer access from context from to context to (values as the driver
+ * gave them) is enabled now, neither logged nor counted. */
+int cusim_peer_enabled(uint64_t from, uint64_t to);
+
 /* Every control above, X(name) for cusim_<name>: the one list from which
  * the tests that reach the controls with dlsym (testlib, rawdrv, stress,
  * fuzz_api) make their pointers, each looked up as "cusim_" #name and
@@ -666,7 +781,10 @@ size_t cusim_orphaned_work(void);
 	X(pool_usage)                   \
 	X(orphaned_work)                \
 	X(hide_green)                   \
-	X(leaked_streams)
+	X(leaked_streams)               \
+	X(set_ipc_loopback)             \
+	X(set_peer_unsupported)         \
+	X(peer_enabled)
 
 #define CUSIM_CONTROL_TYPE(name) typedef __typeof__(&cusim_##name) cusim_##name##_fn;
 CUSIM_CONTROLS(CUSIM_CONTROL_TYPE)

@@ -70,6 +70,11 @@ CUresult sim_cuMemFree(CUdeviceptr dptr)
 		misuse(&c, dptr, "mem not live: points inside an allocation, not at its start");
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
 	}
+	/* documented: undefined behaviour (the importer's mapping is not memory of its own) */
+	if (!o && ipc_mapping_at(dptr)) {
+		misuse(&c, dptr, "an IPC mapping, not an allocation: close it with cuIpcCloseMemHandle");
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	}
 	CUresult rc = need_live(&c, K_MEM, dptr, &o);
 	if (rc)
 		return leave(&c, rc);
@@ -93,6 +98,11 @@ CUresult sim_cuMemFree(CUdeviceptr dptr)
 static CUresult device_range(const struct call *c, CUdeviceptr p, size_t n, unsigned char **where)
 {
 	struct obj *o = mem_containing(p, n), *cur;
+	if (!o) {               /* an IPC mapping's bytes are its exporter's (ipc.c) */
+		CUresult rc = ipc_range(c, p, n, where);
+		if (rc != CUDA_ERROR_NOT_FOUND)
+			return rc;
+	}
 	if (o && o->global && (need_current(&cur) != CUDA_SUCCESS || ctx_home(cur) != o->owner->owner))
 		return CUDA_ERROR_INVALID_VALUE;
 	if (o) {

@@ -13,7 +13,7 @@
 const char *const kind_names[K_COUNT] = {
 	"none", "context", "event", "stream", "module", "function", "mem",
 	"host_mem", "graph", "graph node", "graph_exec", "library", "kernel", "pool",
-	"green context", "resource descriptor",
+	"green context", "resource descriptor", "ipc_mem",
 };
 
 /* Error for a handle that was once live (the real driver's answer where it has one). */
@@ -33,6 +33,7 @@ const CUresult dead_rc[K_COUNT] = {
 	[K_POOL] = CUDA_ERROR_INVALID_HANDLE,
 	[K_GREEN] = CUDA_ERROR_CONTEXT_IS_DESTROYED,
 	[K_DESC] = CUDA_ERROR_INVALID_VALUE,
+	[K_IPCMEM] = CUDA_ERROR_INVALID_VALUE,
 };
 
 /* Error for a value the simulator never gave out. */
@@ -52,6 +53,7 @@ const CUresult garbage_rc[K_COUNT] = {
 	[K_POOL] = CUDA_ERROR_INVALID_HANDLE,
 	[K_GREEN] = CUDA_ERROR_INVALID_CONTEXT,
 	[K_DESC] = CUDA_ERROR_INVALID_VALUE,
+	[K_IPCMEM] = CUDA_ERROR_INVALID_VALUE,
 };
 
 /* Kinds whose freed values new objects take back; graphs are not context-bound, so their reuse proves nothing.
@@ -59,11 +61,12 @@ const CUresult garbage_rc[K_COUNT] = {
  * unloads a new library, a stale kernel launches a new one's), which only reuse shows. Pools too: a stale
  * pool handle names the next pool made. Green contexts too (their CUcontext is a K_CTX, recycled with
  * the others); resource descriptors are never freed. A stream leaked by its green context's destroy is
- * never reused either (the real driver leaks it: see obj_kill). */
+ * never reused either (the real driver leaks it: see obj_kill). An IPC mapping's address is taken back
+ * as device memory's is: a stale close then closes the next mapping there. */
 static const bool recyclable[K_COUNT] = {
 	[K_CTX] = true, [K_EVENT] = true, [K_STREAM] = true, [K_MODULE] = true,
 	[K_MEM] = true, [K_HOST] = true, [K_EXEC] = true, [K_LIBRARY] = true, [K_KERNEL] = true,
-	[K_POOL] = true, [K_GREEN] = true,
+	[K_POOL] = true, [K_GREEN] = true, [K_IPCMEM] = true,
 };
 
 
@@ -243,7 +246,7 @@ static struct obj *take_recycled(enum kind k, size_t want)
 	struct obj *o = find(k, fs->v[fs->n - 1]);
 	if (!o || o->live)
 		return NULL;
-	if ((k == K_MEM || k == K_HOST) && o->span < want)
+	if ((k == K_MEM || k == K_HOST || k == K_IPCMEM) && o->span < want)
 		return NULL;
 	fs->n--;
 	return o;
@@ -251,8 +254,10 @@ static struct obj *take_recycled(enum kind k, size_t want)
 
 /*
  * Makes a live object of kind k owned by `owner`.  Device memory gets a fake
- * address with a real backing buffer; host memory is a real block the caller
- * writes to.  Returns NULL when the backing store cannot be had.
+ * address with a real backing buffer; an IPC mapping a fake address of its
+ * own and no buffer (ipc.c points it at the exported allocation's); host
+ * memory is a real block the caller writes to.  Returns NULL when the
+ * backing store cannot be had.
  */
 struct obj *obj_new(enum kind k, struct obj *owner, size_t want)
 {
@@ -291,6 +296,14 @@ struct obj *obj_new(enum kind k, struct obj *owner, size_t want)
 			o->span = want;
 			table_insert(o);
 		}
+	} else if (k == K_IPCMEM && !reused) {
+		o = xrealloc(NULL, sizeof *o);
+		memset(o, 0, sizeof *o);
+		o->kind = k;
+		o->value = S.next_device_addr;
+		o->span = (want + SIM_DEVICE_GRAIN - 1) / SIM_DEVICE_GRAIN * SIM_DEVICE_GRAIN;
+		S.next_device_addr += o->span;
+		table_insert(o);
 	} else if (!reused) {
 		o = xrealloc(NULL, sizeof *o);
 		memset(o, 0, sizeof *o);
@@ -319,6 +332,9 @@ struct obj *obj_new(enum kind k, struct obj *owner, size_t want)
 	o->green = NULL;
 	o->leaked = false;
 	o->sms = 0;
+	o->ipc_id = o->ipc_src_id = 0;
+	o->ipc_src = NULL;
+	o->ipc_refs = 0;
 	o->kid_first = o->kid_last = NULL;
 	kid_attach(owner, o);
 	count_live(o, +1);
@@ -352,6 +368,8 @@ void obj_kill(struct obj *o, const char *why)
 		capture_stream_dies(o);
 	library_obj_dies(o);
 	pool_obj_dies(o);
+	peer_obj_dies(o);
+	ipc_obj_dies(o);
 	while (o->kid_last)
 		obj_kill(o->kid_last, orphan_reason(o));
 	kid_detach(o);

@@ -36,7 +36,8 @@ static CUresult unsupported(enum fn fn, const char *abi, int version)
 	X(cuMemAllocPitch, 2000, cuMemAllocPitch) X(cuModuleGetGlobal, 2000, cuModuleGetGlobal) \
 	X(cuStreamBeginCapture, 10000, cuStreamBeginCapture) \
 	X(cuStreamGetCaptureInfo, 10010, cuStreamGetCaptureInfo) \
-	X(cuStreamGetCaptureInfo, 11030, cuStreamGetCaptureInfo_v2)
+	X(cuStreamGetCaptureInfo, 11030, cuStreamGetCaptureInfo_v2) \
+	X(cuMemGetAddressRange, 2000, cuMemGetAddressRange)
 
 #define SIM_MARKER_DEFINE(base, version, abi) \
 	CUresult marker_##abi(void) SIM_ABI(#abi); \
@@ -173,6 +174,16 @@ static const struct proc procs[] = {
 	SIM_PROC(cuGreenCtxRecordEvent, 12040, sim_cuGreenCtxRecordEvent)
 	SIM_PROC(cuGreenCtxWaitEvent, 12040, sim_cuGreenCtxWaitEvent)
 	SIM_PROC(cuGreenCtxGetDevResource, 12040, sim_cuGreenCtxGetDevResource)
+	SIM_PROC(cuDeviceCanAccessPeer, 4000, sim_cuDeviceCanAccessPeer)
+	SIM_PROC(cuCtxEnablePeerAccess, 4000, sim_cuCtxEnablePeerAccess)
+	SIM_PROC(cuCtxDisablePeerAccess, 4000, sim_cuCtxDisablePeerAccess)
+	SIM_PROC(cuIpcGetMemHandle, 4010, sim_cuIpcGetMemHandle)
+	SIM_PROC(cuIpcOpenMemHandle, 4010, sim_cuIpcOpenMemHandle_v1)
+	SIM_PROC(cuIpcOpenMemHandle, 11000, sim_cuIpcOpenMemHandle)
+	SIM_PROC(cuIpcCloseMemHandle, 4010, sim_cuIpcCloseMemHandle)
+	SIM_PROC(cuIpcGetEventHandle, 4010, sim_cuIpcGetEventHandle)
+	SIM_PROC(cuIpcOpenEventHandle, 4010, sim_cuIpcOpenEventHandle)
+	SIM_PROC(cuMemGetAddressRange, 3020, sim_cuMemGetAddressRange)
 	SIM_MARKERS(SIM_MARKER_PROC)
 };
 

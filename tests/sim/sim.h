@@ -30,8 +30,9 @@
  * contexts.c, children.c, memory.c (the entry points by area), procs.c
  * (cuGetProcAddress), controls.c (the cusim_* control API), capture.c
  * (stream capture), library.c (PTX images, module globals, the JIT logs
- * and cuLibrary), pools.c (stream-ordered memory and memory pools) and
- * green.c (SM resources and green contexts).
+ * and cuLibrary), pools.c (stream-ordered memory and memory pools),
+ * green.c (SM resources and green contexts), peer.c (peer access between
+ * contexts) and ipc.c (CUDA IPC handles of memory and events).
  */
 #ifndef CUCTX_TESTS_SIM_H
 #define CUCTX_TESTS_SIM_H
@@ -112,7 +113,10 @@
 	X(cuDeviceGetDefaultMemPool) X(cuDeviceGetMemPool) X(cuDeviceSetMemPool) \
 	X(cuDeviceGetDevResource) X(cuDevSmResourceSplitByCount) X(cuDevResourceGenerateDesc) \
 	X(cuGreenCtxCreate) X(cuGreenCtxDestroy) X(cuCtxFromGreenCtx) X(cuGreenCtxGetId) \
-	X(cuGreenCtxStreamCreate) X(cuGreenCtxRecordEvent) X(cuGreenCtxWaitEvent) X(cuGreenCtxGetDevResource)
+	X(cuGreenCtxStreamCreate) X(cuGreenCtxRecordEvent) X(cuGreenCtxWaitEvent) X(cuGreenCtxGetDevResource) \
+	X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuCtxDisablePeerAccess) \
+	X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle) X(cuIpcGetEventHandle) \
+	X(cuIpcOpenEventHandle) X(cuMemGetAddressRange)
 
 /* Only # and ## touch the names, so cuda.h's renames (cuCtxCreate -> _v4) never expand here. */
 #define SIM_ENUM(n) F_##n,
@@ -126,12 +130,13 @@ extern const char *const fn_names[F_COUNT];
 
 enum kind {
 	K_NONE, K_CTX, K_EVENT, K_STREAM, K_MODULE, K_FUNC, K_MEM, K_HOST,
-	K_GRAPH, K_NODE, K_EXEC, K_LIBRARY, K_KERNEL, K_POOL, K_GREEN, K_DESC, K_COUNT
+	K_GRAPH, K_NODE, K_EXEC, K_LIBRARY, K_KERNEL, K_POOL, K_GREEN, K_DESC, K_IPCMEM, K_COUNT
 };
 
 struct capture;
 struct image;
 struct orphan;
+struct peer_link;
 
 /* Stream-ordered memory (pools.c): what a record of a pool, a stream, an
  * event or a pool's allocation keeps; obj_new zeroes it. */
@@ -211,6 +216,12 @@ struct obj {
 	struct obj *green;           /* a green context's CUcontext: its CUgreenCtx; a CUgreenCtx: its CUcontext */
 	bool leaked;                 /* a stream that died with its green context: every call naming it is 709, no misuse */
 	unsigned sms;                /* a green context (both records) or a resource descriptor: its SMs */
+	/* CUDA IPC (ipc.c) */
+	unsigned long long ipc_id;   /* an exported allocation or event: its export's number, set at the first
+					export of this life (a handle names the life it was made in) */
+	struct obj *ipc_src;         /* an opened mapping (K_IPCMEM) or event: the exported object's record */
+	unsigned long long ipc_src_id; /* ... and its ipc_id then: the export lives while the two agree */
+	unsigned ipc_refs;           /* a mapping: its opens not yet closed (documented reference count) */
 };
 
 /* A stream capture: from cuStreamBeginCapture to its end (cuStreamEndCapture,
@@ -285,6 +296,14 @@ struct sim_state {
 	bool hide_green;                /* cusim_hide_green */
 	unsigned long long last_split;  /* cuDevSmResourceSplitByCount calls that split, never restarted */
 	size_t leaked_streams;          /* streams that died with their green context since the reset */
+	/* peer access (peer.c) */
+	struct peer_link *peer_links;   /* every enabled pair since the reset, live or ended */
+	size_t peer_live;               /* ... of which enabled now */
+	bool peer_unsupported;          /* cusim_set_peer_unsupported */
+	/* CUDA IPC (ipc.c) */
+	bool ipc_loopback;              /* cusim_set_ipc_loopback */
+	unsigned long long last_ipc_id; /* never restarted, like last_ctx_id */
+	struct obj *ipc_maps;           /* live mappings (K_IPCMEM), linked by mem_prev/mem_next */
 };
 
 extern struct sim_state S;
@@ -456,6 +475,31 @@ void image_free(struct image *img);
 /* obj_kill's part for the kinds library.c keeps: a library's modules go with it, a module leaves its library's list. */
 void library_obj_dies(struct obj *o);
 
+/* ---- peer.c: peer access between contexts ---- */
+/* obj_kill's part: a context's death ends every peer access from it and to it. */
+void peer_obj_dies(struct obj *o);
+/* cusim_reset's part. */
+void peer_reset(void);
+/* Whether devices dev and peer reach each other's memory (cuDeviceCanAccessPeer). */
+bool peer_can_access(int dev, int peer);
+/* Whether peer access from context value from to context value to is enabled now. */
+bool peer_enabled(uint64_t from, uint64_t to);
+
+/* ---- ipc.c: CUDA IPC handles of memory and events ---- */
+/* obj_kill's part: a mapping leaves the list of live mappings. */
+void ipc_obj_dies(struct obj *o);
+/* cusim_reset's part (the records themselves are freed by the reset). */
+void ipc_reset(void);
+/* The bytes of an IPC mapping holding [p, p+n): CUDA_SUCCESS and *where;
+ * an error, its misuse recorded, for a mapping whose exporter freed the
+ * memory or that was closed; CUDA_ERROR_NOT_FOUND where no mapping is. */
+CUresult ipc_range(const struct call *c, uint64_t p, size_t n, unsigned char **where);
+/* The live mapping that starts at p, or NULL. */
+struct obj *ipc_mapping_at(uint64_t p);
+/* A use of event ev (live): an event opened from a handle whose exported
+ * event was destroyed is a misuse and CUDA_ERROR_INVALID_HANDLE. */
+CUresult ipc_event_check(const struct call *c, const struct obj *ev);
+
 /* ---------------------------------------------------------------------------
  * Exported entry points, under the real driver's ABI symbol names.
  */
@@ -572,6 +616,16 @@ CUresult sim_cuGreenCtxStreamCreate(CUstream *ps, CUgreenCtx g, unsigned int fla
 CUresult sim_cuGreenCtxRecordEvent(CUgreenCtx g, CUevent ev) SIM_ABI("cuGreenCtxRecordEvent");
 CUresult sim_cuGreenCtxWaitEvent(CUgreenCtx g, CUevent ev) SIM_ABI("cuGreenCtxWaitEvent");
 CUresult sim_cuGreenCtxGetDevResource(CUgreenCtx g, CUdevResource *res, CUdevResourceType type) SIM_ABI("cuGreenCtxGetDevResource");
+CUresult sim_cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer) SIM_ABI("cuDeviceCanAccessPeer");
+CUresult sim_cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) SIM_ABI("cuCtxEnablePeerAccess");
+CUresult sim_cuCtxDisablePeerAccess(CUcontext peer) SIM_ABI("cuCtxDisablePeerAccess");
+CUresult sim_cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr dptr) SIM_ABI("cuIpcGetMemHandle");
+CUresult sim_cuIpcOpenMemHandle(CUdeviceptr *dptr, CUipcMemHandle h, unsigned int flags) SIM_ABI("cuIpcOpenMemHandle_v2");
+CUresult sim_cuIpcOpenMemHandle_v1(CUdeviceptr *dptr, CUipcMemHandle h, unsigned int flags) SIM_ABI("cuIpcOpenMemHandle");
+CUresult sim_cuIpcCloseMemHandle(CUdeviceptr dptr) SIM_ABI("cuIpcCloseMemHandle");
+CUresult sim_cuIpcGetEventHandle(CUipcEventHandle *h, CUevent ev) SIM_ABI("cuIpcGetEventHandle");
+CUresult sim_cuIpcOpenEventHandle(CUevent *ev, CUipcEventHandle h) SIM_ABI("cuIpcOpenEventHandle");
+CUresult sim_cuMemGetAddressRange(CUdeviceptr *base, size_t *size, CUdeviceptr dptr) SIM_ABI("cuMemGetAddressRange_v2");
 
 /* The per-thread default stream forms (_ptsz: a NULL stream is CU_STREAM_PER_THREAD; _ptds:
  * the synchronous calls, which behave the same here), as a program built with
