@@ -550,6 +550,58 @@ Test(peer, a_context_destroy_waits_for_a_disable_under_way_whichever_context_it_
     }
 }
 
+struct ctx_arg { cuctx_ctx c; CUresult rc; };
+
+static void *destroy_ctx(void *v)
+{
+    struct ctx_arg *arg = v;
+    arg->rc = cuctx_ctx_destroy(&arg->c);
+    return NULL;
+}
+
+/* cuctx's last release of P1 is slowed while the runtime's retain keeps
+ * the context alive: its entry is closed until the driver's verdict, then
+ * reopened. Bug caught: a destroy that takes that close for P1's end and
+ * skips the disable of access that lives on; or one that waits for the
+ * verdict while it holds P0 (a deadlock with a release of P0 beside). */
+Test(peer, a_destroy_waits_out_a_primary_release_the_context_survives)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(20);
+    cuctx_ctx p0 = {0};
+    cuctx_peer p = {0};
+    struct ctx_arg arg = {{0}, CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_ctx_primary(&p0, 0));
+    CHECK_OK(cuctx_ctx_primary(&arg.c, 1));
+    CUcontext r0 = cuctx_ctx_raw(p0), r1 = cuctx_ctx_raw(arg.c);
+    cr_assert_eq(sim()->primary_outside_retain(1), 0, "the runtime holds device 1's primary context");
+    CHECK_OK(cuctx_peer_enable(&p, p0, arg.c));
+    uint64_t skips = stats().stale_skips;   /* (before: the stats wait for the context lock the release holds) */
+    sim()->set_delay("cuDevicePrimaryCtxRelease", 300000);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, destroy_ctx, &arg), 0);
+    for (int i = 0; i < 5000 && sim()->sleeping() == 0; i++)
+        sleep_ms(1);
+    cr_assert_gt(sim()->sleeping(), 0, "the release never began");
+    sim()->set_delay("cuDevicePrimaryCtxRelease", 0);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_peer_destroy(&p));
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    CHECK_OK(arg.rc);
+    cr_assert_eq(stats().stale_skips, skips, "the destroy was skipped: P1 lives on");
+    cr_assert_eq(calls("cuCtxDisablePeerAccess"), 1);
+    static const char *const seq[] = {"cuDevicePrimaryCtxRelease", "cuCtxDisablePeerAccess", NULL};
+    char buf[256];
+    cr_assert_str_eq(log_seq(mark, seq, buf, sizeof buf), "cuDevicePrimaryCtxRelease,cuCtxDisablePeerAccess",
+                     "the disable did not wait for the release's verdict: %s", buf);
+    cr_assert_eq(sim()->peer_enabled(H(r0), H(r1)), 0, "the access was left on");
+    ASSERT_NO_MISUSE();
+    cr_assert_eq(sim()->primary_outside_release(1), 0);
+    CHECK_OK(cuctx_ctx_destroy(&p0));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+}
+
 /* ---- IPC memory ------------------------------------------------------------- */
 
 /* The exporter A (device 0) with memory m, and the importer B (device 1, or
