@@ -2833,6 +2833,10 @@ static void peer_enable(int slot, int into, uint64_t from, uint64_t to)
         want = want_owner(from, &fi);
     if (want == CUDA_SUCCESS && fi == ti)
         want = CUDA_ERROR_INVALID_VALUE;        /* one context, named twice */
+    /* a green context on either side: the simulator's model answers 801
+     * (not measured), before it looks at the devices */
+    if (want == CUDA_SUCCESS && (M.inst[fi].kind == I_GREEN || M.inst[ti].kind == I_GREEN))
+        want = CUDA_ERROR_NOT_SUPPORTED;
     if (want == CUDA_SUCCESS && M.inst[fi].dev == M.inst[ti].dev)
         want = CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
     for (int i = 0; want == CUDA_SUCCESS && i < M.nobj; i++)
@@ -2884,6 +2888,8 @@ static void ipc_mem(int slot, uint64_t mid, uint64_t ctx, unsigned flags)
         return;
     cuctx_mem q = {0xdead};
     want = want_owner(ctx, &inst);
+    if (want == CUDA_SUCCESS)   /* a green context's: its primary's (the exporter's, maybe) */
+        inst = tether_inst(inst, O_MIPC);
     if (want == CUDA_SUCCESS && (inst == M.obj[mi].inst || ipc_mapped_beside(mi, inst, M.inst[inst].dev)))
         want = CUDA_ERROR_INVALID_CONTEXT;      /* the exporting context; one context a device */
     rc = PLAIN ? (cuctx_ipc_mem_open)(&q, (cuctx_ctx){ctx}, h, flags) : cuctx_ipc_mem_open(&q, (cuctx_ctx){ctx}, h, flags);
@@ -2918,6 +2924,8 @@ static void ipc_event(int slot, uint64_t eid, uint64_t ctx)
         return;
     cuctx_event e = {0xdead};
     want = want_owner(ctx, &inst);
+    if (want == CUDA_SUCCESS)   /* a green context's: its primary's (the exporter's, maybe) */
+        inst = tether_inst(inst, O_EVENT);
     if (want == CUDA_SUCCESS && inst == M.obj[ei].inst)
         want = CUDA_ERROR_INVALID_CONTEXT;
     rc = PLAIN ? (cuctx_ipc_event_open)(&e, (cuctx_ctx){ctx}, h) : cuctx_ipc_event_open(&e, (cuctx_ctx){ctx}, h);
