@@ -775,7 +775,7 @@ Test(ipc_mem, the_exporting_process_cannot_open_its_own_handle)
 Test(ipc_mem, get_refuses_what_cannot_be_exported_before_the_driver)
 {
     cuctx_ctx a = {0}, b = {0};
-    cuctx_mem m = {0}, q = {0}, stale, am = {0};
+    cuctx_mem m = {0}, q = {0}, stale = {0}, am = {0};
     cuctx_stream s = {0};
     CUipcMemHandle h, zero;
     memset(&zero, 0, sizeof zero);
