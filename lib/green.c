@@ -70,7 +70,7 @@ CUresult cuctx__child_create_green(uint64_t *out, enum cuctx_kind kind, const ch
         return refuse_ending(fn);
     }
     if (kind == KIND_STREAM)    /* its own: dies with it, destroyed first by its destroy */
-        return cuctx__child_make(out, kind, fn, make, arg, site, o, o);
+        return cuctx__child_make(out, kind, fn, make, arg, site, o, o, NULL);
     /* Anything else belongs to the primary context underneath. Its entry is
      * held by address with nothing else held (it may be registered under
      * the lock, or waited for), then the green context's again. */
@@ -93,7 +93,7 @@ CUresult cuctx__child_create_green(uint64_t *out, enum cuctx_kind kind, const ch
         cuctx__entry_release(o);
         return refuse_ending(fn);
     }
-    return cuctx__child_make(out, kind, fn, make, arg, site, o, &h);
+    return cuctx__child_make(out, kind, fn, make, arg, site, o, &h, NULL);
 }
 
 /* ---- the create ------------------------------------------------------------ */

@@ -79,7 +79,7 @@ CUCTX_API CUresult cuctx_peer_enable_at(cuctx_peer *out, cuctx_ctx from, cuctx_c
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: from and to are the same context (%p)", fn, (void *)a.raw);
     }
     struct enable_args args = {b.raw, a.slot->u.entry.dev, b.slot->u.entry.dev, &site, fn};
-    return cuctx__pair_create(&out->id, KIND_PEER, &a, &b, fn, make, &args, &site);
+    return cuctx__child_make(&out->id, KIND_PEER, fn, make, &args, &site, &a, &a, &b);
 }
 
 CUCTX_API CUresult (cuctx_peer_enable)(cuctx_peer *out, cuctx_ctx from, cuctx_ctx to)

@@ -321,44 +321,6 @@ CUresult cuctx__ctx_hold2(cuctx_ctx a, cuctx_ctx b, const char *fn, struct cuctx
     return cuctx__entry_hold_beside(ha, eb, fn, 0, hb);
 }
 
-CUresult cuctx__pair_create(uint64_t *out, enum cuctx_kind kind, struct cuctx_held *a, struct cuctx_held *b,
-                            const char *fn, cuctx_make_fn make, void *arg, const struct cuctx_site *site)
-{
-    struct cuctx_switch sw;
-    uint64_t raw = 0;
-    size_t size = 0;
-    CUresult rc;
-    struct cuctx_slot *s = cuctx__slot_alloc();
-    if (!s) {
-        cuctx__entry_release(b);
-        return cuctx__child_table_full(a, fn);
-    }
-    {
-        struct cuctx_unwind u CUCTX__UNWIND = {1, 0, s, &sw};
-        if ((rc = cuctx__switch_to(a->raw, fn, &sw)) == CUDA_SUCCESS) {
-            rc = make(arg, &raw, &size);
-            cuctx__switch_back(&sw, fn);
-        }
-        u.armed = 0;
-    }
-    if (rc == CUDA_SUCCESS) {
-        struct cuctx_aux *x = cuctx__slot_aux(s);
-        __atomic_store_n(&x->id[0], b->id, __ATOMIC_RELAXED);  /* (claim reads it as a peeker) */
-        x->id[1] = 0;
-        x->ptr = NULL;
-        cuctx__child_publish(out, s, kind, a->id, raw, size, site);
-        if (cuctx__entry_counted(a->slot))  /* borrows' entries: the child names them (entry.h) */
-            cuctx__entry_named(a->slot);
-        if (b->slot && cuctx__entry_counted(b->slot))
-            cuctx__entry_named(b->slot);
-    } else {
-        cuctx__slot_discard(s);
-    }
-    cuctx__entry_release(b);
-    cuctx__entry_release(a);
-    return rc;
-}
-
 CUresult cuctx__pair_destroy(struct cuctx_slot *s, const char *fn, enum cuctx_kind kind,
                              const struct cuctx_child_kind *k)
 {

@@ -122,13 +122,27 @@ cuctx__child_destroyed(struct cuctx_slot *s, CUresult rc, const char *fn, enum c
     return CUDA_SUCCESS;
 }
 
+/* The holds a create has beside `in` let go: `to` when it is another
+ * entry, and a pair's second. */
+static inline __attribute__((always_inline)) void
+cuctx__child_let_go(struct cuctx_held *in, struct cuctx_held *to, struct cuctx_held *second)
+{
+    if (to != in)
+        cuctx__entry_release(to);
+    if (second)
+        cuctx__entry_release(second);
+}
+
 /* The second half of every create: with the entry `in` held, runs make
  * with in's context current and registers the result tethered to the held
- * entry `to` - in itself but for a green context's children (green.c). A
- * counted entry (a borrow's) gets the child's name. Both are let go. */
+ * entry `to` - in itself but for a green context's children (green.c) -
+ * and, for a pair (below), to the held entry `second` too (NULL for any
+ * other kind: inlined, the code for it goes). A counted entry (a borrow's)
+ * gets the child's name. All are let go. */
 static inline __attribute__((always_inline)) CUresult
 cuctx__child_make(uint64_t *out, enum cuctx_kind kind, const char *fn, cuctx_make_fn make, void *arg,
-                  const struct cuctx_site *site, struct cuctx_held *in, struct cuctx_held *to)
+                  const struct cuctx_site *site, struct cuctx_held *in, struct cuctx_held *to,
+                  struct cuctx_held *second)
 {
     struct cuctx_switch sw;     /* (switch_to clears it before its first call: a cancel finds it set) */
     uint64_t raw = 0;
@@ -136,8 +150,7 @@ cuctx__child_make(uint64_t *out, enum cuctx_kind kind, const char *fn, cuctx_mak
     CUresult rc = CUDA_SUCCESS;
     struct cuctx_slot *s = cuctx__slot_alloc();
     if (__builtin_expect(!s, 0)) {
-        if (to != in)
-            cuctx__entry_release(to);
+        cuctx__child_let_go(in, to, second);
         return cuctx__child_table_full(in, fn);
     }
     if (__builtin_expect(!make, 0)) {
@@ -153,16 +166,22 @@ cuctx__child_make(uint64_t *out, enum cuctx_kind kind, const char *fn, cuctx_mak
     }
     if (__builtin_expect(rc != CUDA_SUCCESS, 0)) {
         cuctx__slot_discard(s);
-        if (to != in)
-            cuctx__entry_release(to);
+        cuctx__child_let_go(in, to, second);
         cuctx__entry_release(in);
         return rc;
+    }
+    if (second) {
+        struct cuctx_aux *x = cuctx__slot_aux(s);
+        __atomic_store_n(&x->id[0], second->id, __ATOMIC_RELAXED);     /* (claim reads it as a peeker) */
+        x->id[1] = 0;
+        x->ptr = NULL;
     }
     cuctx__child_publish(out, s, kind, to->id, raw, size, site);
     if (cuctx__entry_counted(to->slot))     /* a borrow's entry: the child names it (entry.h) */
         cuctx__entry_named(to->slot);
-    if (to != in)
-        cuctx__entry_release(to);
+    if (second && second->slot && cuctx__entry_counted(second->slot))
+        cuctx__entry_named(second->slot);
+    cuctx__child_let_go(in, to, second);
     cuctx__entry_release(in);
     return CUDA_SUCCESS;
 }
@@ -185,13 +204,10 @@ CUresult cuctx__child_create_green(uint64_t *out, enum cuctx_kind kind, const ch
  * A borrow's entry is named by it as by any child, each of the two.
  *
  * cuctx__ctx_hold2 holds the entries of two context handles ({0}: the
- * current context), b's beside a's; on failure neither is held.
- * cuctx__pair_create makes the child with a current (make, as for any
- * create), the holds taken by the caller and let go here, whatever the
- * outcome. */
+ * current context), b's beside a's; on failure neither is held. The pair
+ * is made by cuctx__child_make(out, kind, fn, make, arg, site, a, a, b),
+ * with a current, as any child. */
 CUresult cuctx__ctx_hold2(cuctx_ctx a, cuctx_ctx b, const char *fn, struct cuctx_held *ha, struct cuctx_held *hb);
-CUresult cuctx__pair_create(uint64_t *out, enum cuctx_kind kind, struct cuctx_held *a, struct cuctx_held *b,
-                            const char *fn, cuctx_make_fn make, void *arg, const struct cuctx_site *site);
 /* The end of a pair's destroy (cuctx__child_destroy), its slot closed and
  * drained: k's destroy with the first context current, or the skip. */
 CUresult cuctx__pair_destroy(struct cuctx_slot *s, const char *fn, enum cuctx_kind kind,
@@ -222,7 +238,7 @@ cuctx__child_create(uint64_t *out, enum cuctx_kind kind, cuctx_ctx ctx, const ch
     /* (the held entry's line, which the hold has just read) */
     if (__builtin_expect(__atomic_load_n(&o.slot->u.entry.home, __ATOMIC_RELAXED) != NULL, 0))
         return cuctx__child_create_green(out, kind, fn, make, arg, site, &o);
-    return cuctx__child_make(out, kind, fn, make, arg, site, &o, &o);
+    return cuctx__child_make(out, kind, fn, make, arg, site, &o, &o, NULL);
 }
 
 /* The end of a child's destroy, its context's entry held (o), under the
