@@ -59,6 +59,17 @@ static CUresult get_handle(uint64_t id, enum cuctx_kind kind, const char *fn, co
     return rc;
 }
 
+/* The start of both gets: *out zeroed (what a failure leaves), the
+ * library and the driver's IPC calls checked. */
+static CUresult get_begin(void *out, size_t size, const char *fn)
+{
+    if (!out)
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: out is NULL", fn);
+    memset(out, 0, size);
+    CUCTX_INIT_OR_RETURN(fn);
+    return need_ipc(fn);
+}
+
 /* ---- memory ----------------------------------------------------------------- */
 
 static CUresult get_mem(void *out, uint64_t raw) { return DRV(cuIpcGetMemHandle)(out, (CUdeviceptr)raw); }
@@ -66,12 +77,8 @@ static CUresult get_mem(void *out, uint64_t raw) { return DRV(cuIpcGetMemHandle)
 CUCTX_API CUresult cuctx_ipc_mem_get(cuctx_mem m, CUipcMemHandle *out)
 {
     static const char fn[] = "cuctx_ipc_mem_get";
-    CUresult rc;
-    if (!out)
-        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: out is NULL", fn);
-    memset(out, 0, sizeof *out);
-    CUCTX_INIT_OR_RETURN(fn);
-    if ((rc = need_ipc(fn)) != CUDA_SUCCESS)
+    CUresult rc = get_begin(out, sizeof *out, fn);
+    if (rc != CUDA_SUCCESS)
         return rc;
     switch (cuctx__id_kind(m.id)) {
     case KIND_MEM_ASYNC:
@@ -150,12 +157,8 @@ static CUresult get_event(void *out, uint64_t raw)
 CUCTX_API CUresult cuctx_ipc_event_get(cuctx_event ev, CUipcEventHandle *out)
 {
     static const char fn[] = "cuctx_ipc_event_get";
-    CUresult rc;
-    if (!out)
-        return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: out is NULL", fn);
-    memset(out, 0, sizeof *out);
-    CUCTX_INIT_OR_RETURN(fn);
-    if ((rc = need_ipc(fn)) != CUDA_SUCCESS)
+    CUresult rc = get_begin(out, sizeof *out, fn);
+    if (rc != CUDA_SUCCESS)
         return rc;
     if ((rc = get_handle(ev.id, KIND_EVENT, fn, "cuIpcGetEventHandle", get_event, out)) != CUDA_SUCCESS) {
         memset(out, 0, sizeof *out);
