@@ -554,9 +554,15 @@ CUCTX_API CUlibrary cuctx_library_raw(cuctx_library lib);
  *     The legacy stream takes part in captures of blocking streams: a free
  *     there while another thread captures a blocking stream of the same
  *     context is refused (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
- *   - once its context has ended, with cuMemFree and no context (its work
- *     ended with it). The driver returns the memory then, but its pool's
- *     CU_MEMPOOL_ATTR_USED_MEM_CURRENT goes on counting it (measured).
+ *   - once its context has ended (its work ended with it), on the legacy
+ *     stream of its device's primary context while that is active (the
+ *     runtime's, cuctx's, or under a green context), made current for the
+ *     call: measured, a free ordered on a live context's stream brings the
+ *     pool's CU_MEMPOOL_ATTR_USED_MEM_CURRENT down with it; it costs a
+ *     cuPointerGetAttribute (the memory's device) and a push and pop;
+ *   - else with cuMemFree and no context. The driver returns the memory
+ *     then, but its pool's CU_MEMPOOL_ATTR_USED_MEM_CURRENT goes on
+ *     counting it (measured).
  * A default stream by name ({0}, CUCTX_STREAM_LEGACY,
  * CUCTX_STREAM_PER_THREAD) is the current context's at the allocation,
  * and its memory is freed on that context's legacy stream. */

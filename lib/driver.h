@@ -73,6 +73,7 @@
     X(cuIpcOpenMemHandle, 11000, 0)             \
     X(cuIpcCloseMemHandle, 4010, 0)             \
     X(cuMemGetAddressRange, 3020, 0)            \
+    X(cuPointerGetAttribute, 4000, 0)           \
     X(cuIpcGetEventHandle, 4010, 0)             \
     X(cuIpcOpenEventHandle, 4010, 0)            \
     CUCTX__DRIVER_ENTRIES_GREEN(X)

@@ -344,6 +344,80 @@ Test(async_mem, outlives_its_context_and_is_still_freed)
     CHECK_OK(cuctx_stream_destroy(&s));     /* skipped: died with its context */
 }
 
+/* Bug caught: with the device's primary context active, memory whose
+ * context died freed by cuMemFree (measured: the pool then counts it as
+ * used for its life), or on the primary's stream without the primary
+ * current, or left current after. */
+Test(async_mem, outlives_its_context_and_is_freed_in_the_primary_context)
+{
+    NEED_DRIVER();
+    cuctx_ctx pc = {0}, c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    CHECK_OK(cuctx_ctx_primary(&pc, 0));
+    new_ctx(&c, 0, "C", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    uint64_t p = cuctx_mem_ptr(m);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    size_t used = pool_used(default_pool());
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_mem_destroy(&m));
+    EXPECT_CURRENT(NULL);
+    cr_assert_eq(stats().async_mems, 0);
+    cr_assert_eq(pool_used(default_pool()), used - BYTES, "the pool still counts the memory as used");
+    if (sim()) {
+        struct cusim_call f = last_call("cuMemFreeAsync", mark);
+        cr_assert_eq(f.handle, p, "not freed by cuMemFreeAsync");
+        cr_assert_eq(f.stream, (uint64_t)(uintptr_t)CU_STREAM_LEGACY, "not on the legacy stream");
+        cr_assert_eq(f.ctx, (uint64_t)(uintptr_t)cuctx_ctx_raw(pc), "not with the primary context current");
+        cr_assert_eq(f.rc, CUDA_SUCCESS);
+        cr_assert_eq(calls_on("cuMemFree", p, mark), 0, "freed twice");
+        cr_assert_eq(sim()->async_allocs_live(), 0, "the memory leaked in its pool");
+        ASSERT_NO_MISUSE();
+    }
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&pc));
+}
+
+/* Bug caught: case 3 taken where the device's primary context is not
+ * active (a retain made only to free would create and end a context), or
+ * a failed question of the pointer's device taken for an answer. */
+Test(async_mem, with_no_primary_context_or_no_answer_cuMemFree_frees_it)
+{
+    NEED_DRIVER();
+    for (int fail_query = 0; fail_query < 2; fail_query++) {
+        cuctx_ctx pc = {0}, c = {0};
+        cuctx_stream s = {0};
+        cuctx_mem m = {0};
+        if (fail_query)
+            CHECK_OK(cuctx_ctx_primary(&pc, 0));
+        new_ctx(&c, 0, "C", POPPED);
+        CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+        CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+        uint64_t p = cuctx_mem_ptr(m);
+        CHECK_OK(cuctx_ctx_destroy(&c));
+        size_t mark = log_mark();
+        unsigned long retains = calls("cuDevicePrimaryCtxRetain");
+        if (sim() && fail_query)
+            sim()->fail_call("cuPointerGetAttribute", 1, CUDA_ERROR_INVALID_VALUE);
+        CHECK_OK(cuctx_mem_destroy(&m));
+        EXPECT_CURRENT(NULL);
+        cr_assert_eq(stats().async_mems, 0);
+        if (sim()) {
+            cr_assert_eq(calls_on("cuPointerGetAttribute", p, mark), 1, "the device was not asked");
+            cr_assert_eq(calls_on("cuMemFree", p, mark), 1, "not freed by cuMemFree");
+            cr_assert_eq(calls_on("cuMemFreeAsync", p, mark), 0);
+            cr_assert_eq(calls("cuDevicePrimaryCtxRetain"), retains, "a primary context retained to free");
+            cr_assert_eq(sim()->async_allocs_live(), 0);
+            ASSERT_NO_MISUSE();
+        }
+        CHECK_OK(cuctx_stream_destroy(&s));
+        if (fail_query)
+            CHECK_OK(cuctx_ctx_destroy(&pc));
+    }
+}
+
 /* Bug caught: the memory of a primary context counted gone with a reset
  * (measured: the pool keeps it), or freed with a switch to a context that
  * the reset ended. */

@@ -519,6 +519,38 @@ Test(green, a_stream_that_carried_stream_ordered_memory_is_waited_for_first)
     ASSERT_NO_MISUSE();
 }
 
+/* Bug caught: the memory of a green context's stream, the green context
+ * gone while the primary context underneath lives on, freed by cuMemFree
+ * (which leaves the pool counting it as used, measured) instead of on the
+ * primary context's legacy stream, with the primary current for the call
+ * only. */
+Test(green, its_stream_ordered_memory_is_freed_in_the_living_primary_context)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0}, pc = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    CHECK_OK(cuctx_ctx_primary(&pc, 0));
+    green(&g, 16, "G");
+    CHECK_OK(cuctx_stream_create(&s, g, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, 4096));
+    uint64_t p = cuctx_mem_ptr(m);
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_mem_destroy(&m));
+    EXPECT_CURRENT(NULL);
+    struct cusim_call f = last_call("cuMemFreeAsync", mark);
+    cr_assert_eq(f.handle, p, "not freed by cuMemFreeAsync");
+    cr_assert_eq(f.stream, (uint64_t)(uintptr_t)CU_STREAM_LEGACY);
+    cr_assert_eq(f.ctx, (uint64_t)(uintptr_t)cuctx_ctx_raw(pc), "not in the primary context");
+    cr_assert_eq(calls_on("cuMemFree", p, mark), 0);
+    cr_assert_eq(sim()->async_allocs_live(), 0);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&pc));
+    ASSERT_NO_MISUSE();
+}
+
 /* The destroy of one of its streams on another thread, under way while the
  * green context is destroyed: cuStreamDestroy is delayed, so the green
  * context's destroy comes while it sleeps in it.

@@ -131,6 +131,7 @@ extern "C" {
  *                                                                   allocation
  *   cuIpcOpenEventHandle              -             -               the exported event
  *   cuMemGetAddressRange              -             size given      -
+ *   cuPointerGetAttribute             -             the attribute   -
  *
  * The main handle of the capture calls is the stream; of cuGraphGetNodes the
  * graph; of cuLibrary* the library (cuLibraryLoad*: the library made); of
@@ -144,7 +145,8 @@ extern "C" {
  * stream made; of the other cuGreenCtx* calls and cuCtxFromGreenCtx the green
  * context named. The main handle of cuCtxEnablePeerAccess and
  * cuCtxDisablePeerAccess is the peer context; of cuIpcGetMemHandle,
- * cuIpcCloseMemHandle and cuMemGetAddressRange the pointer; of
+ * cuIpcCloseMemHandle, cuMemGetAddressRange and cuPointerGetAttribute the
+ * pointer; of
  * cuIpcGetEventHandle the event; of cuIpcOpenMemHandle and
  * cuIpcOpenEventHandle the mapping or event made.
  *
@@ -306,6 +308,12 @@ struct cusim_call {
  *   restarts them), else 1; the REUSE_* flags are kept (default 1) and change
  *   nothing; the _CURRENT figures cannot be set (1); another attribute, or a
  *   NULL value, is 1.
+ * - cuPointerGetAttribute (ABI 4000; model, not measured here) of a live
+ *   allocation, stream-ordered or not, whether or not its context lives and
+ *   with no context current: CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL its device,
+ *   _MEMORY_TYPE CU_MEMORYTYPE_DEVICE, _MEMPOOL_HANDLE its pool (NULL for
+ *   cuMemAlloc memory); a pointer in no live allocation 1; other attributes
+ *   801.
  * - Address recycling as for cuMemAlloc: a new allocation, stream-ordered or
  *   not, takes the most recently freed address of either kind.
  * - A second free (either call) of the same pointer: 1, and the misuse "mem

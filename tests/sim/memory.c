@@ -543,3 +543,34 @@ CUresult sim_cuMemFreeHost(void *p)
 }
 
 /* --- graphs ------------------------------------------------------------------ */
+
+/* cuPointerGetAttribute, for the attributes cuctx asks: the device an
+ * allocation lives on, its memory type, and the pool it came from. A live
+ * allocation answers whether or not its context lives (stream-ordered
+ * memory outlives it); a pointer in no live allocation is 1, as the driver
+ * documents for memory it does not know. Other attributes are not
+ * modelled: 801. No context need be current. */
+CUresult sim_cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr dptr)
+{
+	struct call c;
+	if (enter_with(&c, F_cuPointerGetAttribute, dptr, ARGS(.arg = (long long)attr)))
+		return leave(&c, c.rc);
+	if (!data)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	struct obj *o = mem_containing(dptr, 1);
+	if (!o || o->kind != K_MEM || o->so.graph_alloc)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	switch (attr) {
+	case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+		*(int *)data = o->device;
+		return leave(&c, CUDA_SUCCESS);
+	case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+		*(unsigned int *)data = CU_MEMORYTYPE_DEVICE;
+		return leave(&c, CUDA_SUCCESS);
+	case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+		*(CUmemoryPool *)data = o->so.async && o->so.pool ? (CUmemoryPool)(uintptr_t)o->so.pool->value : NULL;
+		return leave(&c, CUDA_SUCCESS);
+	default:
+		return leave(&c, CUDA_ERROR_NOT_SUPPORTED);
+	}
+}

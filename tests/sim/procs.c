@@ -184,6 +184,7 @@ static const struct proc procs[] = {
 	SIM_PROC(cuIpcGetEventHandle, 4010, sim_cuIpcGetEventHandle)
 	SIM_PROC(cuIpcOpenEventHandle, 4010, sim_cuIpcOpenEventHandle)
 	SIM_PROC(cuMemGetAddressRange, 3020, sim_cuMemGetAddressRange)
+	SIM_PROC(cuPointerGetAttribute, 4000, sim_cuPointerGetAttribute)
 	SIM_MARKERS(SIM_MARKER_PROC)
 };
 

@@ -116,7 +116,7 @@
 	X(cuGreenCtxStreamCreate) X(cuGreenCtxRecordEvent) X(cuGreenCtxWaitEvent) X(cuGreenCtxGetDevResource) \
 	X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuCtxDisablePeerAccess) \
 	X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle) X(cuIpcGetEventHandle) \
-	X(cuIpcOpenEventHandle) X(cuMemGetAddressRange)
+	X(cuIpcOpenEventHandle) X(cuMemGetAddressRange) X(cuPointerGetAttribute)
 
 /* Only # and ## touch the names, so cuda.h's renames (cuCtxCreate -> _v4) never expand here. */
 #define SIM_ENUM(n) F_##n,
@@ -626,6 +626,7 @@ CUresult sim_cuIpcCloseMemHandle(CUdeviceptr dptr) SIM_ABI("cuIpcCloseMemHandle"
 CUresult sim_cuIpcGetEventHandle(CUipcEventHandle *h, CUevent ev) SIM_ABI("cuIpcGetEventHandle");
 CUresult sim_cuIpcOpenEventHandle(CUevent *ev, CUipcEventHandle h) SIM_ABI("cuIpcOpenEventHandle");
 CUresult sim_cuMemGetAddressRange(CUdeviceptr *base, size_t *size, CUdeviceptr dptr) SIM_ABI("cuMemGetAddressRange_v2");
+CUresult sim_cuPointerGetAttribute(void *data, CUpointer_attribute attr, CUdeviceptr dptr) SIM_ABI("cuPointerGetAttribute");
 
 /* The per-thread default stream forms (_ptsz: a NULL stream is CU_STREAM_PER_THREAD; _ptds:
  * the synchronous calls, which behave the same here), as a program built with

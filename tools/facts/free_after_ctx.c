@@ -15,6 +15,11 @@
  *   2  freed after it by cuMemFreeAsync on a stream of B, with no context
  *      current (the other live context's order)
  *   3  as 1, with the pools trimmed to 0 by the B threads now and then
+ *   4  freed after it as cuctx frees it when the device's primary context
+ *      is active: cuPointerGetAttribute(DEVICE_ORDINAL) asked first (its
+ *      answers other than 0 and the device are counted apart), then the
+ *      primary context (retained by the program) pushed, cuMemFreeAsync on
+ *      the legacy stream, popped
  *   gcc -O2 -I/usr/local/cuda/include free_after_ctx.c \
  *       -L/usr/local/cuda/lib64/stubs -lcuda -lpthread && ./a.out [seconds] */
 #include <cuda.h>
@@ -28,13 +33,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static CUcontext b;
+static CUcontext b, prim;
 static CUstream bs;
 static CUdevice dev;
 static CUmemoryPool dflt;
 static int way, seconds = 4;
 static atomic_int stop;
-static atomic_ulong ok, bad, b_bad, ctxs;
+static atomic_ulong ok, bad, b_bad, ctxs, q_bad;
 
 static void count(CUresult rc, _Atomic unsigned long *on_bad)
 {
@@ -74,8 +79,19 @@ static void *maker(void *arg)
         count(cuCtxDestroy(a), &bad);
         if (way == 0)
             continue;
-        for (int i = 0; i < 8; i++)
-            count(way == 2 ? cuMemFreeAsync(p[i], bs) : cuMemFree(p[i]), &bad);
+        for (int i = 0; i < 8; i++) {
+            if (way == 4) {
+                int ord = -1;
+                if (cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p[i]) != CUDA_SUCCESS
+                    || ord != (int)dev)
+                    atomic_fetch_add(&q_bad, 1);
+                count(cuCtxPushCurrent(prim), &bad);
+                count(cuMemFreeAsync(p[i], CU_STREAM_LEGACY), &bad);
+                count(cuCtxPopCurrent(NULL), &bad);
+            } else {
+                count(way == 2 ? cuMemFreeAsync(p[i], bs) : cuMemFree(p[i]), &bad);
+            }
+        }
     }
     count(cuMemPoolDestroy(mine), &bad);
     return NULL;
@@ -108,7 +124,7 @@ static int run(void)
 {
     pthread_t t[8];
     if (cuInit(0) || cuDeviceGet(&dev, 0) || cuCtxCreate(&b, NULL, 0, dev) || cuStreamCreate(&bs, 0)
-        || cuDeviceGetDefaultMemPool(&dflt, dev))
+        || cuDeviceGetDefaultMemPool(&dflt, dev) || cuDevicePrimaryCtxRetain(&prim, dev))
         return 10;
     cuCtxPopCurrent(NULL);
     for (int i = 0; i < 4; i++)
@@ -123,9 +139,9 @@ static int run(void)
     cuuint64_t used = 0;
     cuMemPoolGetAttribute(dflt, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used);
     printf("    %lu contexts; %lu calls answered 0; %lu of the makers' and %lu of B's did not; "
-           "then cuCtxSynchronize %d, default pool used %llu bytes\n",
+           "then cuCtxSynchronize %d, default pool used %llu bytes; %lu device questions not answered 0 and the device\n",
            atomic_load(&ctxs), atomic_load(&ok), atomic_load(&bad), atomic_load(&b_bad), (int)cuCtxSynchronize(),
-           (unsigned long long)used);
+           (unsigned long long)used, atomic_load(&q_bad));
     fflush(stdout);
     return 0;
 }
@@ -135,10 +151,11 @@ int main(int argc, char **argv)
     static const char *const names[] = {"0: freed before the context's destroy (control)",
                                         "1: freed after it by cuMemFree, no context current",
                                         "2: freed after it by cuMemFreeAsync on a stream of another context",
-                                        "3: as 1, pools trimmed beside"};
+                                        "3: as 1, pools trimmed beside",
+                                        "4: freed after it on the primary context's legacy stream, pushed (cuctx)"};
     if (argc > 1)
         seconds = atoi(argv[1]);
-    const char *ways = argc > 2 ? argv[2] : "0123";
+    const char *ways = argc > 2 ? argv[2] : "01234";
     for (const char *w = ways; *w; w++) {
         way = *w - '0';
         for (int round = 0; round < 2; round++) {
