@@ -15,8 +15,9 @@
  * from a library (cuctx_launch of a CUkernel against cuLaunchKernel of it
  * cast to CUfunction), the stream synchronized after each block of
  * launches on both sides alike. Prints nanoseconds per operation (best run
- * of each) and cuctx / raw time: the ratio of the bests and the median of
- * the paired ratios; writes the same rows to bench-ops.dat.
+ * of each) and cuctx / raw time: the ratio of the bests, the median of the
+ * paired ratios, and the least and the greatest of them (lo, hi); writes
+ * the same rows to bench-ops.dat.
  * Usage: bench_ops [-s SECONDS] [-r ROUNDS] [-o FILE] (see benchlib.h) */
 #include "benchlib.h"
 
@@ -380,12 +381,14 @@ int main(int argc, char **argv)
 
     FILE *data = bench_data_open(&cfg, prog,
         "# one thread, an owned context current; ns per operation, best run of each;\n"
-        "# best = cuctx / raw of the bests, median = median over rounds of cuctx / raw\n"
-        "# op raw_ns cuctx_ns best median\n");
+        "# best = cuctx / raw of the bests, median = median over rounds of cuctx / raw,\n"
+        "# lo and hi = the least and the greatest of those per-round ratios\n"
+        "# op raw_ns cuctx_ns best median lo hi\n");
     printf("single operations, one thread, owned context current: ns per operation, best of %d runs of %g s;\n"
-           "best = cuctx / raw time of the bests, median = median over the rounds of cuctx / raw\n",
+           "best = cuctx / raw time of the bests, median = median over the rounds of cuctx / raw,\n"
+           "lo, hi = the least and the greatest of those per-round ratios\n",
            cfg.rounds, cfg.seconds);
-    printf("%-24s %10s %10s %7s %7s\n", "operation", "raw", "cuctx", "best", "median");
+    printf("%-24s %10s %10s %7s %7s %7s %7s\n", "operation", "raw", "cuctx", "best", "median", "lo", "hi");
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
         const struct op *op = &ops[k];
         double raw[BENCH_MAX_ROUNDS], mine[BENCH_MAX_ROUNDS], ratio[BENCH_MAX_ROUNDS];
@@ -404,8 +407,9 @@ int main(int argc, char **argv)
         }
         double braw = bench_min(raw, cfg.rounds), bmine = bench_min(mine, cfg.rounds);
         double med = bench_median(ratio, cfg.rounds);
-        printf("%-24s %10.1f %10.1f %7.3f %7.3f\n", op->title, braw, bmine, bmine / braw, med);
-        fprintf(data, "%s %.2f %.2f %.4f %.4f\n", op->name, braw, bmine, bmine / braw, med);
+        double lo = bench_min(ratio, cfg.rounds), hi = bench_max(ratio, cfg.rounds);
+        printf("%-24s %10.1f %10.1f %7.3f %7.3f %7.3f %7.3f\n", op->title, braw, bmine, bmine / braw, med, lo, hi);
+        fprintf(data, "%s %.2f %.2f %.4f %.4f %.4f %.4f\n", op->name, braw, bmine, bmine / braw, med, lo, hi);
         fflush(stdout);
     }
     bench_data_close(data, &cfg);
