@@ -1,16 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /* bench_ops.c - single operations on one thread, cuctx beside the raw
- * driver: event create+destroy (CU_EVENT_DISABLE_TIMING), the same with
- * one cuCtxGetCurrent added to the raw side (the call a create in a given
- * context cannot do without), stream
- * create+destroy, 4 KiB device memory alloc+free, each in an owned context
- * that is current, and every accessor of a live handle (cuctx_event_raw,
- * cuctx_ctx_raw, cuctx_stream_raw, cuctx_module_raw, cuctx_mem_ptr,
- * cuctx_mem_size, cuctx_host_mem_ptr, cuctx_host_mem_size,
- * cuctx_graph_exec_raw) beside reading a variable that holds what it
- * gives. Prints nanoseconds per operation (best run of each) and
- * cuctx / raw time: the ratio of the bests and the median of the paired
- * ratios; writes the same rows to bench-ops.dat.
+ * driver, each in an owned context that is current: event create+destroy
+ * (CU_EVENT_DISABLE_TIMING), the same with one cuCtxGetCurrent added to the
+ * raw side (the call a create in a given context cannot do without),
+ * stream create+destroy, 4 KiB device memory alloc+free, the same
+ * stream-ordered on a non-blocking stream; every accessor of a live handle
+ * (cuctx_event_raw, cuctx_ctx_raw, cuctx_stream_raw, cuctx_module_raw,
+ * cuctx_mem_ptr, cuctx_mem_size, cuctx_host_mem_ptr, cuctx_host_mem_size,
+ * cuctx_graph_exec_raw) beside reading a variable that holds what it gives;
+ * and launches on a non-blocking stream beside the raw call on the same
+ * stream: a 1x1x1 launch of an empty kernel of a module (cuctx_launch
+ * against cuLaunchKernel), of a graph exec of one empty node
+ * (cuctx_graph_exec_launch against cuGraphLaunch) and of the same kernel
+ * from a library (cuctx_launch of a CUkernel against cuLaunchKernel of it
+ * cast to CUfunction), the stream synchronized after each block of
+ * launches on both sides alike. Prints nanoseconds per operation (best run
+ * of each) and cuctx / raw time: the ratio of the bests, the median of the
+ * paired ratios, and the least and the greatest of them (lo, hi); writes
+ * the same rows to bench-ops.dat.
  * Usage: bench_ops [-s SECONDS] [-r ROUNDS] [-o FILE] (see benchlib.h) */
 #include "benchlib.h"
 
@@ -113,8 +120,9 @@ static long async_pair_cuctx(cuctx_ctx c)
     return bad + (cuctx_mem_destroy(&m) != CUDA_SUCCESS);
 }
 
-/* A lookup row's loop, one per side, without a call per operation (it would
- * be most of a lookup's cost): n lookups; returns how many failed. */
+/* A row's own loop, one per side: n operations; returns how many failed. A
+ * lookup row has one so that no call per operation is timed (it would be
+ * most of a lookup's cost), a launch row because a launch is no pair. */
 typedef long body_fn(long n);
 
 /* The live handles the lookup rows read, and what each accessor gives for
@@ -127,7 +135,8 @@ static cuctx_host_mem live_host_mem;
 static cuctx_graph_exec live_graph_exec;
 static CUgraph live_graph;
 
-/* A tiny module for cuctx_module_raw: PTX the driver's JIT takes on any GPU. */
+/* A tiny module for cuctx_module_raw and the launch rows (its empty kernel
+ * nop): PTX the driver's JIT takes on any GPU. */
 static const char nop_ptx[] =
     ".version 6.0\n.target sm_50\n.address_size 64\n.visible .entry nop()\n{\n ret;\n}\n";
 
@@ -205,6 +214,108 @@ static void lookups_destroy(void)
         bench_die(prog, "cleanup");
 }
 
+/* The launch rows. Each launches nop from nop_ptx, with a grid and a block of
+ * 1x1x1, no shared memory and no arguments, on launch_stream, a non-blocking
+ * stream of ctx: as a function of live_module (live_function), as a kernel
+ * of launch_library (live_kernel), and as the one empty node of a graph
+ * instantiated in ctx (launch_exec). The raw side launches the same things
+ * on the same stream, taking the raw stream and graph exec from variables
+ * (launch_raw_stream, launch_raw_exec) as a program without cuctx keeps
+ * them. run() synchronizes the stream after every block of launches, on
+ * both sides with the same raw cuStreamSynchronize, so that a GPU's queue
+ * stays short; both sides' times per launch include that share of it. */
+static cuctx_stream launch_stream;
+static cuctx_library launch_library;
+static cuctx_graph launch_graph;
+static cuctx_graph_exec launch_exec;
+static CUfunction live_function;
+static CUkernel live_kernel;
+static CUstream launch_raw_stream;
+static CUgraphExec launch_raw_exec;
+static const cuctx_dim3 one = {1, 1, 1};
+
+static long launch_raw(long n)
+{
+    long bad = 0;
+    for (long i = 0; i < n; i++)
+        bad += bench_raw.launch_kernel(live_function, 1, 1, 1, 1, 1, 1, 0, launch_raw_stream, NULL, NULL)
+               != CUDA_SUCCESS;
+    return bad;
+}
+
+static long launch_cuctx(long n)
+{
+    long bad = 0;
+    for (long i = 0; i < n; i++)
+        bad += cuctx_launch(live_function, launch_stream, one, one, 0, NULL) != CUDA_SUCCESS;
+    return bad;
+}
+
+static long graph_launch_raw(long n)
+{
+    long bad = 0;
+    for (long i = 0; i < n; i++)
+        bad += bench_raw.graph_launch(launch_raw_exec, launch_raw_stream) != CUDA_SUCCESS;
+    return bad;
+}
+
+static long graph_launch_cuctx(long n)
+{
+    long bad = 0;
+    for (long i = 0; i < n; i++)
+        bad += cuctx_graph_exec_launch(launch_exec, launch_stream) != CUDA_SUCCESS;
+    return bad;
+}
+
+/* A library's kernel launches raw as a function (the header says so). */
+static long library_launch_raw(long n)
+{
+    long bad = 0;
+    for (long i = 0; i < n; i++)
+        bad += bench_raw.launch_kernel((CUfunction)(void *)live_kernel, 1, 1, 1, 1, 1, 1, 0, launch_raw_stream,
+                                       NULL, NULL) != CUDA_SUCCESS;
+    return bad;
+}
+
+/* cuctx_launch of a CUkernel is cuctx_launch_kernel (a _Generic in C). */
+static long library_launch_cuctx(long n)
+{
+    long bad = 0;
+    for (long i = 0; i < n; i++)
+        bad += cuctx_launch(live_kernel, launch_stream, one, one, 0, NULL) != CUDA_SUCCESS;
+    return bad;
+}
+
+/* Makes what the launch rows launch; live_module must be loaded. */
+static void launches_make(void)
+{
+    CUgraphNode node;
+    if (cuctx_stream_create(&launch_stream, ctx, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS)
+        bench_die(prog, "stream create");
+    if (cuctx_module_function(live_module, "nop", &live_function) != CUDA_SUCCESS)
+        bench_die(prog, "module function");
+    if (cuctx_library_load_data(&launch_library, nop_ptx) != CUDA_SUCCESS)
+        bench_die(prog, "library load");
+    if (cuctx_library_kernel(launch_library, "nop", &live_kernel) != CUDA_SUCCESS)
+        bench_die(prog, "library kernel");
+    if (cuctx_graph_create(&launch_graph) != CUDA_SUCCESS
+        || CUCTX_CALL(cuGraphAddEmptyNode, &node, cuctx_graph_raw(launch_graph), NULL, 0) != CUDA_SUCCESS)
+        bench_die(prog, "graph of one empty node");
+    if (cuctx_graph_exec_instantiate(&launch_exec, ctx, cuctx_graph_raw(launch_graph), 0) != CUDA_SUCCESS)
+        bench_die(prog, "graph instantiate");
+    launch_raw_stream = cuctx_stream_raw(launch_stream);
+    launch_raw_exec = cuctx_graph_exec_raw(launch_exec);
+}
+
+static void launches_destroy(void)
+{
+    if (cuctx_stream_synchronize(launch_stream) != CUDA_SUCCESS
+        || cuctx_graph_exec_destroy(&launch_exec) != CUDA_SUCCESS || cuctx_graph_destroy(&launch_graph) != CUDA_SUCCESS
+        || cuctx_library_destroy(&launch_library) != CUDA_SUCCESS
+        || cuctx_stream_destroy(&launch_stream) != CUDA_SUCCESS)
+        bench_die(prog, "cleanup");
+}
+
 enum side { RAW, CUCTX };
 
 static const struct op {
@@ -212,22 +323,26 @@ static const struct op {
     const char *title;
     long block;           /* operations between two looks at the clock */
     pair_fn *pair[2];     /* a pair row: the raw pair and cuctx's, timed by pairs() */
-    body_fn *body[2];     /* a lookup row: the raw loop and cuctx's */
+    body_fn *body[2];     /* a row with its own loops: the raw loop and cuctx's */
+    int sync;             /* a launch row: launch_stream is synchronized after each block */
 } ops[] = {
-    {"event", "event create+destroy", 64, {event_pair_raw, event_pair_cuctx}, {NULL, NULL}},
-    {"event_get", "event (raw + get)", 64, {event_pair_get_raw, event_pair_cuctx}, {NULL, NULL}},
-    {"stream", "stream create+destroy", 16, {stream_pair_raw, stream_pair_cuctx}, {NULL, NULL}},
-    {"mem4k", "4 KiB alloc+free", 4, {mem_pair_raw, mem_pair_cuctx}, {NULL, NULL}},
-    {"async4k", "4 KiB async alloc+free", 16, {async_pair_raw, async_pair_cuctx}, {NULL, NULL}},
-    {"event_raw", "cuctx_event_raw lookup", 4096, {NULL, NULL}, {event_lookup_raw, event_lookup_cuctx}},
-    {"ctx_raw", "cuctx_ctx_raw lookup", 4096, {NULL, NULL}, {ctx_lookup_raw, ctx_lookup_cuctx}},
-    {"stream_raw", "cuctx_stream_raw", 4096, {NULL, NULL}, {stream_lookup_raw, stream_lookup_cuctx}},
-    {"module_raw", "cuctx_module_raw", 4096, {NULL, NULL}, {module_lookup_raw, module_lookup_cuctx}},
-    {"mem_ptr", "cuctx_mem_ptr", 4096, {NULL, NULL}, {mem_ptr_lookup_raw, mem_ptr_lookup_cuctx}},
-    {"mem_size", "cuctx_mem_size", 4096, {NULL, NULL}, {mem_size_lookup_raw, mem_size_lookup_cuctx}},
-    {"host_mem_ptr", "cuctx_host_mem_ptr", 4096, {NULL, NULL}, {host_ptr_lookup_raw, host_ptr_lookup_cuctx}},
-    {"host_mem_size", "cuctx_host_mem_size", 4096, {NULL, NULL}, {host_size_lookup_raw, host_size_lookup_cuctx}},
-    {"graph_exec_raw", "cuctx_graph_exec_raw", 4096, {NULL, NULL}, {graph_exec_lookup_raw, graph_exec_lookup_cuctx}},
+    {"event", "event create+destroy", 64, {event_pair_raw, event_pair_cuctx}, {NULL, NULL}, 0},
+    {"event_get", "event (raw + get)", 64, {event_pair_get_raw, event_pair_cuctx}, {NULL, NULL}, 0},
+    {"stream", "stream create+destroy", 16, {stream_pair_raw, stream_pair_cuctx}, {NULL, NULL}, 0},
+    {"mem4k", "4 KiB alloc+free", 4, {mem_pair_raw, mem_pair_cuctx}, {NULL, NULL}, 0},
+    {"async4k", "4 KiB async alloc+free", 16, {async_pair_raw, async_pair_cuctx}, {NULL, NULL}, 0},
+    {"event_raw", "cuctx_event_raw lookup", 4096, {NULL, NULL}, {event_lookup_raw, event_lookup_cuctx}, 0},
+    {"ctx_raw", "cuctx_ctx_raw lookup", 4096, {NULL, NULL}, {ctx_lookup_raw, ctx_lookup_cuctx}, 0},
+    {"stream_raw", "cuctx_stream_raw", 4096, {NULL, NULL}, {stream_lookup_raw, stream_lookup_cuctx}, 0},
+    {"module_raw", "cuctx_module_raw", 4096, {NULL, NULL}, {module_lookup_raw, module_lookup_cuctx}, 0},
+    {"mem_ptr", "cuctx_mem_ptr", 4096, {NULL, NULL}, {mem_ptr_lookup_raw, mem_ptr_lookup_cuctx}, 0},
+    {"mem_size", "cuctx_mem_size", 4096, {NULL, NULL}, {mem_size_lookup_raw, mem_size_lookup_cuctx}, 0},
+    {"host_mem_ptr", "cuctx_host_mem_ptr", 4096, {NULL, NULL}, {host_ptr_lookup_raw, host_ptr_lookup_cuctx}, 0},
+    {"host_mem_size", "cuctx_host_mem_size", 4096, {NULL, NULL}, {host_size_lookup_raw, host_size_lookup_cuctx}, 0},
+    {"graph_exec_raw", "cuctx_graph_exec_raw", 4096, {NULL, NULL}, {graph_exec_lookup_raw, graph_exec_lookup_cuctx}, 0},
+    {"launch", "kernel launch", 256, {NULL, NULL}, {launch_raw, launch_cuctx}, 1},
+    {"graph_launch", "graph exec launch", 256, {NULL, NULL}, {graph_launch_raw, graph_launch_cuctx}, 1},
+    {"library_launch", "library kernel launch", 256, {NULL, NULL}, {library_launch_raw, library_launch_cuctx}, 1},
 };
 
 /* Nanoseconds per operation over one run of about `seconds` of one side. */
@@ -239,6 +354,9 @@ static double run(const struct op *op, enum side side, double seconds)
     double start = bench_now(), end = start + seconds, t;
     do {
         bad += pair ? pairs(pair, op->block) : body(op->block);
+        /* the same raw call for both sides, so that it adds the same to each */
+        if (op->sync)
+            bad += bench_raw.stream_sync(launch_raw_stream) != CUDA_SUCCESS;
         n += op->block;
     } while ((t = bench_now()) < end);
     if (bad) {
@@ -257,17 +375,20 @@ int main(int argc, char **argv)
     if (cuctx_ctx_create(&ctx, 0, CUCTX_SCHED_AUTO) != CUDA_SUCCESS)
         bench_die(prog, "context create");
     lookups_make();
+    launches_make();
     if (cuctx_stream_create(&live_async_stream, ctx, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS)
         bench_die(prog, "stream create");
 
     FILE *data = bench_data_open(&cfg, prog,
         "# one thread, an owned context current; ns per operation, best run of each;\n"
-        "# best = cuctx / raw of the bests, median = median over rounds of cuctx / raw\n"
-        "# op raw_ns cuctx_ns best median\n");
+        "# best = cuctx / raw of the bests, median = median over rounds of cuctx / raw,\n"
+        "# lo and hi = the least and the greatest of those per-round ratios\n"
+        "# op raw_ns cuctx_ns best median lo hi\n");
     printf("single operations, one thread, owned context current: ns per operation, best of %d runs of %g s;\n"
-           "best = cuctx / raw time of the bests, median = median over the rounds of cuctx / raw\n",
+           "best = cuctx / raw time of the bests, median = median over the rounds of cuctx / raw,\n"
+           "lo, hi = the least and the greatest of those per-round ratios\n",
            cfg.rounds, cfg.seconds);
-    printf("%-24s %10s %10s %7s %7s\n", "operation", "raw", "cuctx", "best", "median");
+    printf("%-24s %10s %10s %7s %7s %7s %7s\n", "operation", "raw", "cuctx", "best", "median", "lo", "hi");
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
         const struct op *op = &ops[k];
         double raw[BENCH_MAX_ROUNDS], mine[BENCH_MAX_ROUNDS], ratio[BENCH_MAX_ROUNDS];
@@ -286,11 +407,13 @@ int main(int argc, char **argv)
         }
         double braw = bench_min(raw, cfg.rounds), bmine = bench_min(mine, cfg.rounds);
         double med = bench_median(ratio, cfg.rounds);
-        printf("%-24s %10.1f %10.1f %7.3f %7.3f\n", op->title, braw, bmine, bmine / braw, med);
-        fprintf(data, "%s %.2f %.2f %.4f %.4f\n", op->name, braw, bmine, bmine / braw, med);
+        double lo = bench_min(ratio, cfg.rounds), hi = bench_max(ratio, cfg.rounds);
+        printf("%-24s %10.1f %10.1f %7.3f %7.3f %7.3f %7.3f\n", op->title, braw, bmine, bmine / braw, med, lo, hi);
+        fprintf(data, "%s %.2f %.2f %.4f %.4f %.4f %.4f\n", op->name, braw, bmine, bmine / braw, med, lo, hi);
         fflush(stdout);
     }
     bench_data_close(data, &cfg);
+    launches_destroy();
     lookups_destroy();
     if (cuctx_stream_synchronize(live_async_stream) != CUDA_SUCCESS || cuctx_stream_destroy(&live_async_stream) != CUDA_SUCCESS)
         bench_die(prog, "stream destroy");

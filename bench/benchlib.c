@@ -100,6 +100,9 @@ void bench_start(const char *prog)
     RAW(mem_free, "cuMemFree", 3020);
     RAW(mem_alloc_async, "cuMemAllocAsync", 11020);
     RAW(mem_free_async, "cuMemFreeAsync", 11020);
+    RAW(stream_sync, "cuStreamSynchronize", 2000);
+    RAW(launch_kernel, "cuLaunchKernel", 4000);
+    RAW(graph_launch, "cuGraphLaunch", 10000);
 }
 
 double bench_now(void)

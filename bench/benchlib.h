@@ -57,6 +57,9 @@ struct bench_raw {
     PFN_cuMemFree_v3020 mem_free;
     PFN_cuMemAllocAsync_v11020 mem_alloc_async;
     PFN_cuMemFreeAsync_v11020 mem_free_async;
+    PFN_cuStreamSynchronize_v2000 stream_sync;
+    PFN_cuLaunchKernel_v4000 launch_kernel;
+    PFN_cuGraphLaunch_v10000 graph_launch;
 };
 extern struct bench_raw bench_raw;
 
