@@ -104,34 +104,47 @@ static CUresult free_in_context(CUdeviceptr p, struct cuctx_held *o, uint64_t un
  * and its work are gone, so any order frees it; but only a free ordered on
  * a live context's stream brings the pool's used figure back down, which
  * a cuMemFree never does (measured, tools/facts/free_after_ctx.c). Not
- * CUDA_SUCCESS: not freed here (no active primary context, a driver
- * without cuPointerGetAttribute, or a refusal), and case 4 frees it. */
+ * CUDA_SUCCESS: not freed here, and case 4 frees it - quietly where case 3
+ * does not apply (a driver without cuPointerGetAttribute, no active
+ * primary context, its address another context's now), with a report
+ * where a driver call failed (the pool's figure then stays up). */
 static CUresult free_in_primary(CUdeviceptr p, const char *fn)
 {
     int dev = -1;
     CUcontext raw = NULL;
     struct cuctx_held o;
-    CUresult rc = CUDA_ERROR_NOT_SUPPORTED;
+    CUresult rc;
+    const char *step = "cuPointerGetAttribute";
     if (!DRV(cuPointerGetAttribute))
-        return rc;
+        return CUDA_ERROR_NOT_SUPPORTED;
     CUCTX__UNWOUND_LETS_GO(NULL)
         rc = DRV(cuPointerGetAttribute)(&dev, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    cuctx__quiet(1);    /* (a context not found is no failure of the free) */
-    cuctx__ctx_lock();
-    rc = cuctx__primary_address((CUdevice)dev, fn, &raw);
-    cuctx__ctx_unlock();
-    if (rc == CUDA_SUCCESS)
-        rc = raw ? cuctx__entry_hold_raw(raw, fn, &o) : CUDA_ERROR_CONTEXT_IS_DESTROYED;
-    cuctx__quiet(0);
-    if (rc != CUDA_SUCCESS)
-        return rc;
-    if (o.slot->u.entry.dev == (CUdevice)dev && !o.slot->u.entry.home)
+    if (rc == CUDA_SUCCESS) {
+        step = "finding the device's primary context";
+        cuctx__quiet(1);    /* (the report below says it) */
+        cuctx__ctx_lock();
+        rc = cuctx__primary_address((CUdevice)dev, fn, &raw);
+        cuctx__ctx_unlock();
+        if (rc == CUDA_SUCCESS && raw)
+            rc = cuctx__entry_hold_raw(raw, fn, &o);
+        cuctx__quiet(0);
+        if (rc == CUDA_SUCCESS && (!raw || o.slot->u.entry.dev != (CUdevice)dev || o.slot->u.entry.home)) {
+            if (raw)
+                cuctx__entry_release(&o);
+            return CUDA_ERROR_CONTEXT_IS_DESTROYED;     /* none active (its address another's now) */
+        }
+        if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED)
+            return rc;
+    }
+    if (rc == CUDA_SUCCESS) {
+        step = "the free on its legacy stream";
         rc = free_in_context(p, &o, 0, fn);
-    else    /* (the address is another context's now) */
-        rc = CUDA_ERROR_CONTEXT_IS_DESTROYED;
-    cuctx__entry_release(&o);
+        cuctx__entry_release(&o);
+    }
+    if (rc != CUDA_SUCCESS)
+        cuctx__report(rc, "%s: stream-ordered memory %#llx whose context has ended: %s failed (%s); freed by "
+                          "cuMemFree instead, which leaves its pool counting it as used", fn, (unsigned long long)p,
+                      step, cuctx_result_name(rc));
     return rc;
 }
 
