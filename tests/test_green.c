@@ -282,6 +282,39 @@ Test(green, a_failed_create_leaves_nothing)
     ASSERT_NO_MISUSE();
 }
 
+/* Bug caught: a failure to find the primary context under the new green
+ * context (cuDevicePrimaryCtxGetState refused, where cuctx knows no
+ * primary of the device yet) taken for success, or not undone: the create
+ * must return the driver's error, leave the handle {0} and destroy the
+ * green context it made, so that its retain of the primary goes too. */
+Test(green, a_failed_look_for_the_primary_under_it_is_returned_and_undone)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0};
+    size_t mark = log_mark();
+    sim()->fail_call("cuDevicePrimaryCtxGetState", 1, CUDA_ERROR_OPERATING_SYSTEM);
+    cr_assert_eq(cuctx_ctx_green(&g, 0, 16), CUDA_ERROR_OPERATING_SYSTEM, "%s", cuctx_last_error_message());
+    cr_assert_eq(g.id, 0, "the failed create left a handle");
+    cr_assert(strstr(cuctx_last_error_message(), "cuDevicePrimaryCtxGetState"), "the message does not name it: %s",
+              cuctx_last_error_message());
+    struct cusim_call state = last_call("cuDevicePrimaryCtxGetState", mark);
+    cr_assert_eq(state.rc, CUDA_ERROR_OPERATING_SYSTEM);
+    cr_assert_eq(state.arg, 0, "device 0's primary asked");
+    uint64_t made = last_call("cuGreenCtxCreate", mark).handle;
+    cr_assert_neq(made, 0);
+    cr_assert_eq(calls_on("cuGreenCtxDestroy", made, mark), 1, "the green context it made was not destroyed");
+    cr_assert_eq(sim()->live(CUSIM_GREEN), 0);
+    cr_assert_eq(sim()->primary_refs(0), 0, "the green context's retain of the primary is left");
+    cr_assert_eq(stats().ctx_handles, 0);
+    cr_assert_eq(stats().green_contexts, 0);
+    /* nothing of it is left to trip the next create */
+    green(&g, 16, NULL);
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
 /* Bug caught: a count no partition fits passed on as a partition of 0 SMs,
  * or more SMs than the device has asked of the driver. */
 Test(green, a_count_no_partition_fits_is_invalid_value)

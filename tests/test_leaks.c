@@ -46,6 +46,44 @@ static CUgraph empty_graph(cuctx_ctx ctx)
     return g;
 }
 
+/* The text of tests/data/vadd.ptx, NUL-terminated (static storage). */
+static const char *vadd_image(void)
+{
+    static char image[1 << 16];
+    const char *path = test_data_path("vadd.ptx");
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    size_t len = fread(image, 1, sizeof image - 1, f);
+    fclose(f);
+    image[len] = 0;
+    return image;
+}
+
+/* The report's line of handle id (a context's or a child's) ends by saying
+ * that a plain function made it. */
+static void expect_plain(const char *text, uint64_t id, const char *what)
+{
+    static const char plain[] = ", created by a call without its site (a plain function)";
+    char tag[64];
+    snprintf(tag, sizeof tag, "handle %#llx)", (unsigned long long)id);
+    cr_assert_neq(id, 0, "the %s has no handle", what);
+    const char *at = strstr(text, tag);
+    cr_assert_not_null(at, "no line of the %s (%s) in the report:\n%s", what, tag, text);
+    const char *end = strchr(at, '\n');
+    size_t n = sizeof plain - 1;
+    cr_assert(end && (size_t)(end - at) >= n && memcmp(end - n, plain, n) == 0,
+              "the %s's line does not say a plain function made it:\n%s", what, text);
+}
+
+/* Lines of the report that say a plain function made their object. */
+static int plain_lines(const char *text)
+{
+    int n = 0;
+    for (const char *c = text; (c = strstr(c, ", created by a call without its site (a plain function)\n")); c++)
+        n++;
+    return n;
+}
+
 Test(leaks, one_line_per_object_of_each_kind_with_its_create_site)
 {
     cuctx_ctx ctx = {0}, p = {0}, b = {0};
@@ -136,7 +174,10 @@ Test(leaks, a_child_of_a_destroyed_context_and_a_plain_function_call_are_named_s
 /* Each create is also a plain function (the macro's name in parentheses),
  * for callers that take its address or compile with CUCTX_NO_SITES: it does
  * the same work, with the arguments reaching the driver, and its objects are
- * reported without a site. */
+ * reported without a site. This test takes the contexts and the first
+ * children; the three after it take the rest (objects of no context, pools,
+ * stream-ordered memory, a capture and a launch; the adopts; green
+ * contexts, peer access and IPC), so that every plain create is called. */
 Test(leaks, every_create_as_a_plain_function_works_and_is_reported_without_a_site)
 {
     cuctx_ctx ctx = {0}, p = {0}, b = {0};
@@ -146,14 +187,9 @@ Test(leaks, every_create_as_a_plain_function_works_and_is_reported_without_a_sit
     cuctx_mem m = {0};
     cuctx_host_mem hm = {0};
     cuctx_graph_exec ge = {0};
-    static char image[1 << 16];
     NEED_DRIVER();
+    const char *image = vadd_image();
     const char *vadd_path = test_data_path("vadd.ptx");
-    FILE *f = fopen(vadd_path, "r");
-    cr_assert_not_null(f, "%s", vadd_path);
-    size_t len = fread(image, 1, sizeof image - 1, f);
-    fclose(f);
-    image[len] = 0;
     size_t mark = log_mark();
     CHECK_OK((cuctx_ctx_create)(&ctx, 0, CUCTX_SCHED_YIELD));
     CHECK_OK((cuctx_ctx_primary)(&p, 0));
@@ -187,10 +223,7 @@ Test(leaks, every_create_as_a_plain_function_works_and_is_reported_without_a_sit
         cr_assert_eq(calls("cuGraphInstantiateWithFlags"), 1);
     }
     char *text = report();
-    int plain = 0;
-    for (const char *c = text; (c = strstr(c, ", created by a call without its site (a plain function)\n")); c++)
-        plain++;
-    cr_assert_eq(plain, 10, "ten objects made by plain functions:\n%s", text);
+    cr_assert_eq(plain_lines(text), 10, "ten objects made by plain functions:\n%s", text);
     EXPECT_LINE(text, "cuctx: 10 objects alive\n");
     free(text);
     cuctx_destroy(&ge);
@@ -206,6 +239,300 @@ Test(leaks, every_create_as_a_plain_function_works_and_is_reported_without_a_sit
     text = report();
     cr_assert_str_eq(text, "cuctx: 0 objects alive\n");
     free(text);
+}
+
+#define H(p) ((uint64_t)(uintptr_t)(p))
+
+/* The plain forms of the creates of no context (graph, library, pool,
+ * stream-ordered memory), of a capture's begin and of the launch. The
+ * launch makes no object; the begin makes none either, but the graph its
+ * capture yields is reported with the begin's site, here none. */
+Test(leaks, the_plain_functions_of_graphs_libraries_pools_captures_and_launches)
+{
+    cuctx_ctx ctx = {0};
+    cuctx_stream s = {0};
+    cuctx_module mod = {0};
+    cuctx_graph g = {0}, captured = {0};
+    cuctx_library lib = {0}, lib2 = {0};
+    cuctx_mem_pool pool = {0}, dflt = {0};
+    cuctx_mem am = {0}, pm = {0};
+    cuctx_capture cap = {0};   /* (ended: an end of a capture never begun does nothing) */
+    const cuctx_dim3 grid = {3, 2, 1}, block = {32, 4, 1};
+    NEED_DRIVER();
+    const char *image = vadd_image();
+    const char *vadd_path = test_data_path("vadd.ptx");
+    CHECK_OK(cuctx_ctx_create(&ctx, 0, 0));
+    CHECK_OK(cuctx_stream_create(&s, ctx, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_module_load(&mod, ctx, vadd_path));
+    CUfunction fn = NULL;
+    CHECK_OK(cuctx_module_function(mod, "vadd", &fn));
+    size_t mark = log_mark();
+    CHECK_OK((cuctx_graph_create)(&g));
+    CHECK_OK((cuctx_library_load)(&lib, vadd_path));
+    CHECK_OK((cuctx_library_load_data)(&lib2, image));
+    CHECK_OK((cuctx_mem_pool_create)(&pool, 0, NULL));
+    CHECK_OK((cuctx_mem_pool_default)(&dflt, 0));
+    CHECK_OK((cuctx_mem_alloc_async)(&am, s, 7000));
+    CHECK_OK((cuctx_mem_alloc_from_pool)(&pm, pool, s, 9000));
+    CUdeviceptr ptr = cuctx_mem_ptr(am);
+    unsigned n = 0;     /* (no element: on a GPU the kernel writes nothing) */
+    void *args[] = {&ptr, &ptr, &ptr, &n};
+    CHECK_OK((cuctx_launch)(fn, s, grid, block, 96, args));
+    CHECK_OK((cuctx_capture_begin)(&cap, s, &captured, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    CHECK_OK(cuctx_capture_end(&cap, 1));
+    cr_assert_not_null(cuctx_graph_raw(g));
+    cr_assert_not_null(cuctx_graph_raw(captured));
+    cr_assert_not_null(cuctx_library_raw(lib));
+    cr_assert_not_null(cuctx_library_raw(lib2));
+    cr_assert_not_null(cuctx_mem_pool_raw(pool));
+    cr_assert_eq(cuctx_mem_size(am), 7000);
+    cr_assert_eq(cuctx_mem_size(pm), 9000);
+    if (sim()) {
+        cr_assert_eq(last_call("cuGraphCreate", mark).handle, H(cuctx_graph_raw(g)));
+        cr_assert_eq(last_call("cuLibraryLoadFromFile", mark).handle, H(cuctx_library_raw(lib)));
+        cr_assert_eq(last_call("cuLibraryLoadData", mark).handle, H(cuctx_library_raw(lib2)));
+        struct cusim_call c = last_call("cuMemPoolCreate", mark);
+        cr_assert_eq(c.handle, H(cuctx_mem_pool_raw(pool)));
+        cr_assert_eq(c.arg, 0, "a pool of device 0");
+        c = last_call("cuDeviceGetDefaultMemPool", mark);
+        cr_assert_eq(c.arg, 0, "device 0's default pool");
+        cr_assert_eq(c.handle, H(cuctx_mem_pool_raw(dflt)));
+        cr_assert_eq(c.handle, sim()->default_pool(0));
+        c = last_call("cuMemAllocAsync", mark);
+        cr_assert_eq(c.arg, 7000);
+        cr_assert_eq(c.stream, H(cuctx_stream_raw(s)));
+        cr_assert_eq(c.handle, cuctx_mem_ptr(am));
+        c = last_call("cuMemAllocFromPoolAsync", mark);
+        cr_assert_eq(c.arg, 9000);
+        cr_assert_eq(c.handle2, H(cuctx_mem_pool_raw(pool)), "from the pool given");
+        cr_assert_eq(c.stream, H(cuctx_stream_raw(s)));
+        cr_assert_eq(c.handle, cuctx_mem_ptr(pm));
+        c = last_call("cuLaunchKernel", mark);
+        cr_assert_eq(c.handle, H(fn));
+        cr_assert_eq(c.handle2, H(cuctx_stream_raw(s)));
+        cr_assert_eq((uint64_t)c.arg, grid.x | (uint64_t)grid.y << 32 | (uint64_t)grid.z << 48);
+        cr_assert_eq(c.flags, block.x | (uint64_t)block.y << 16 | (uint64_t)block.z << 32);
+        c = last_call("cuStreamBeginCapture", mark);
+        cr_assert_eq(c.handle, H(cuctx_stream_raw(s)));
+        cr_assert_eq(c.flags, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+        cr_assert_eq(last_call("cuStreamEndCapture", mark).handle2, H(cuctx_graph_raw(captured)));
+        cr_assert_eq(calls("cuGraphCreate"), 1);
+        cr_assert_eq(calls("cuLibraryLoadFromFile"), 1);
+        cr_assert_eq(calls("cuLibraryLoadData"), 1);
+        cr_assert_eq(calls("cuMemPoolCreate"), 1);
+        cr_assert_eq(calls("cuLaunchKernel"), 1);
+        cr_assert_eq(calls("cuStreamBeginCapture"), 1);
+    }
+    char *text = report();
+    expect_plain(text, g.id, "graph");
+    expect_plain(text, captured.id, "captured graph");
+    expect_plain(text, lib.id, "library loaded from its file");
+    expect_plain(text, lib2.id, "library loaded from its image");
+    expect_plain(text, pool.id, "pool");
+    expect_plain(text, dflt.id, "default pool");
+    expect_plain(text, am.id, "stream-ordered memory");
+    expect_plain(text, pm.id, "memory from the pool");
+    cr_assert_eq(plain_lines(text), 8, "eight objects made by plain functions:\n%s", text);
+    EXPECT_LINE(text, "cuctx: 11 objects alive\n");
+    free(text);
+    cuctx_destroy(&pm);
+    cuctx_destroy(&am);
+    cuctx_destroy(&dflt);
+    cuctx_destroy(&pool);
+    cuctx_destroy(&lib2);
+    cuctx_destroy(&lib);
+    cuctx_destroy(&captured);
+    cuctx_destroy(&g);
+    cuctx_destroy(&mod);
+    cuctx_destroy(&s);
+    cuctx_destroy(&ctx);
+    text = report();
+    cr_assert_str_eq(text, "cuctx: 0 objects alive\n");
+    free(text);
+    if (sim()) {
+        cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+        cr_assert_eq(misuses(), 0);
+    }
+}
+
+/* The adopts' plain forms: the handle takes the caller's object, which the
+ * driver is not asked about, and owned decides whether its destroy destroys
+ * it. */
+Test(leaks, the_plain_functions_of_the_adopts)
+{
+    cuctx_ctx ctx = {0};
+    cuctx_stream s = {0};
+    cuctx_event ev = {0};
+    cuctx_mem m = {0};
+    cuctx_mem_pool pool = {0};
+    NEED_DRIVER();
+    CHECK_OK(cuctx_ctx_create(&ctx, 0, 0));
+    CUstream raw_s = NULL;
+    CUevent raw_ev = NULL;
+    CUdeviceptr raw_m = 0;
+    CUmemoryPool raw_pool = NULL;
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0;
+    CHECK_OK(((PFN_cuStreamCreate_v2000)drv_sym("cuStreamCreate", 2000))(&raw_s, 0));
+    CHECK_OK(((PFN_cuEventCreate_v2000)drv_sym("cuEventCreate", 2000))(&raw_ev, 0));
+    CHECK_OK(((PFN_cuMemAlloc_v3020)drv_sym("cuMemAlloc", 3020))(&raw_m, 3000));
+    CHECK_OK(((PFN_cuMemPoolCreate_v11020)drv_sym("cuMemPoolCreate", 11020))(&raw_pool, &props));
+    size_t mark = log_mark();
+    CHECK_OK((cuctx_stream_adopt)(&s, ctx, raw_s, 1));
+    CHECK_OK((cuctx_event_adopt)(&ev, ctx, raw_ev, 0));
+    CHECK_OK((cuctx_mem_adopt)(&m, ctx, raw_m, 3000, 1));
+    CHECK_OK((cuctx_mem_pool_adopt)(&pool, raw_pool, 1));
+    cr_assert_eq(cuctx_stream_raw(s), raw_s);
+    cr_assert_eq(cuctx_event_raw(ev), raw_ev);
+    cr_assert_eq(cuctx_mem_ptr(m), raw_m);
+    cr_assert_eq(cuctx_mem_size(m), 3000);
+    cr_assert_eq(cuctx_mem_pool_raw(pool), raw_pool);
+    char *text = report();
+    expect_plain(text, s.id, "adopted stream");
+    expect_plain(text, ev.id, "adopted event");
+    expect_plain(text, m.id, "adopted memory");
+    expect_plain(text, pool.id, "adopted pool");
+    EXPECT_LINE(text, "(handle %#llx) in context %p, adopted to track (not cuctx's to destroy), created by a call "
+                "without its site (a plain function)\n", (unsigned long long)ev.id, (void *)cuctx_ctx_raw(ctx));
+    cr_assert_eq(plain_lines(text), 4, "four objects made by plain functions:\n%s", text);
+    EXPECT_LINE(text, "cuctx: 5 objects alive\n");
+    free(text);
+    if (sim())
+        cr_assert_eq(log_mark(), mark, "an adopt asked the driver something");
+    CHECK_OK(cuctx_destroy(&pool));
+    CHECK_OK(cuctx_destroy(&m));
+    CHECK_OK(cuctx_destroy(&ev));
+    CHECK_OK(cuctx_destroy(&s));
+    if (sim()) {
+        cr_assert_eq(calls_on("cuStreamDestroy", H(raw_s), mark), 1, "the owned stream destroyed");
+        cr_assert_eq(calls_on("cuMemFree", raw_m, mark), 1, "the owned memory freed");
+        cr_assert_eq(calls_on("cuMemPoolDestroy", H(raw_pool), mark), 1, "the owned pool destroyed");
+        cr_assert_eq(calls_on("cuEventDestroy", H(raw_ev), mark), 0, "the tracked event destroyed");
+    }
+    CHECK_OK(((PFN_cuEventDestroy_v4000)drv_sym("cuEventDestroy", 4000))(raw_ev));
+    CHECK_OK(cuctx_destroy(&ctx));
+    text = report();
+    cr_assert_str_eq(text, "cuctx: 0 objects alive\n");
+    free(text);
+    if (sim()) {
+        cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+        cr_assert_eq(misuses(), 0);
+    }
+}
+
+/* The plain forms of the creates across contexts and devices: green
+ * contexts, peer access, IPC memory and events. The simulator's second
+ * device and its stand-in for a second process (cusim_set_ipc_loopback). */
+Test(leaks, the_plain_functions_of_green_contexts_peer_access_and_ipc)
+{
+    cuctx_ctx a = {0}, b = {0};
+    cuctx_mem m = {0}, q = {0};
+    cuctx_event e = {0}, opened = {0};
+    cuctx_peer p = {0};
+    CUipcMemHandle mh;
+    CUipcEventHandle eh;
+    NEED_DRIVER();
+    NEED_SIM();
+    sim()->set_ipc_loopback(1);
+    CHECK_OK(cuctx_ctx_create(&a, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    CHECK_OK(cuctx_ctx_create(&b, 1, 0));
+    CHECK_OK(cuctx_pop_current());
+    CUcontext ra = cuctx_ctx_raw(a), rb = cuctx_ctx_raw(b);
+    CHECK_OK(cuctx_mem_alloc(&m, a, 4096));
+    CHECK_OK(cuctx_ipc_mem_get(m, &mh));
+    CHECK_OK(cuctx_event_create(&e, a, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+    CHECK_OK(cuctx_ipc_event_get(e, &eh));
+    size_t mark = log_mark();
+    CHECK_OK((cuctx_ipc_mem_open)(&q, b, mh, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    CHECK_OK((cuctx_ipc_event_open)(&opened, b, eh));
+    CHECK_OK((cuctx_peer_enable)(&p, a, b));
+    struct cusim_call c = last_call("cuIpcOpenMemHandle", mark);
+    cr_assert_eq(c.flags, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    cr_assert_eq(c.ctx, H(rb), "opened in B");
+    cr_assert_eq(c.handle2, cuctx_mem_ptr(m), "the exported allocation");
+    cr_assert_eq(c.handle, cuctx_mem_ptr(q));
+    cr_assert_eq(cuctx_mem_size(q), 4096);
+    c = last_call("cuIpcOpenEventHandle", mark);
+    cr_assert_eq(c.ctx, H(rb), "opened in B");
+    cr_assert_eq(c.handle2, H(cuctx_event_raw(e)), "the exported event");
+    cr_assert_eq(c.handle, H(cuctx_event_raw(opened)));
+    c = last_call("cuCtxEnablePeerAccess", mark);
+    cr_assert_eq(c.ctx, H(ra), "enabled from A");
+    cr_assert_eq(c.handle, H(rb), "to B");
+    cr_assert(sim()->peer_enabled(H(ra), H(rb)));
+#if CUDA_VERSION >= 12040
+    cuctx_ctx g = {0}, gd = {0};
+    PFN_cuDeviceGetDevResource_v12040 get = (PFN_cuDeviceGetDevResource_v12040)drv_sym("cuDeviceGetDevResource", 12040);
+    PFN_cuDevSmResourceSplitByCount_v12040 split =
+        (PFN_cuDevSmResourceSplitByCount_v12040)drv_sym("cuDevSmResourceSplitByCount", 12040);
+    PFN_cuDevResourceGenerateDesc_v12040 gen =
+        (PFN_cuDevResourceGenerateDesc_v12040)drv_sym("cuDevResourceGenerateDesc", 12040);
+    CUdevResource all, part;
+    unsigned groups = 1;
+    CUdevResourceDesc desc = NULL;
+    CHECK_OK(get(0, &all, CU_DEV_RESOURCE_TYPE_SM));
+    CHECK_OK(split(&part, &groups, &all, NULL, 0, 8));
+    CHECK_OK(gen(&desc, &part, 1));
+    mark = log_mark();
+    CHECK_OK((cuctx_ctx_green)(&g, 0, 16));
+    cr_assert_eq(last_call("cuDevSmResourceSplitByCount", mark).arg, 16, "the SMs asked");
+    c = last_call("cuGreenCtxCreate", mark);
+    cr_assert_eq(c.arg, 0, "on device 0");
+    cr_assert_eq(c.flags, CU_GREEN_CTX_DEFAULT_STREAM);
+    uint64_t green_g = c.handle;
+    cr_assert_eq(last_call("cuCtxFromGreenCtx", mark).handle2, H(cuctx_ctx_raw(g)));
+    mark = log_mark();
+    CHECK_OK((cuctx_ctx_green_desc)(&gd, 0, desc));
+    c = last_call("cuGreenCtxCreate", mark);
+    cr_assert_eq(c.handle2, H(desc), "from the caller's descriptor");
+    cr_assert_eq(c.arg, 0, "on device 0");
+    uint64_t green_gd = c.handle;
+    cr_assert_eq(calls("cuDevSmResourceSplitByCount"), 2, "the create from a descriptor split again");
+    cr_assert_eq(sim()->live(CUSIM_GREEN), 2);
+#endif
+    char *text = report();
+    expect_plain(text, q.id, "IPC-opened memory");
+    expect_plain(text, opened.id, "IPC-opened event");
+    expect_plain(text, p.id, "peer access");
+    int made = 3;
+#if CUDA_VERSION >= 12040
+    EXPECT_LINE(text, "cuctx: leak: context %p (green, handle %#llx), created by a call without its site (a plain "
+                "function)\n", (void *)cuctx_ctx_raw(g), (unsigned long long)g.id);
+    EXPECT_LINE(text, "cuctx: leak: context %p (green, handle %#llx), created by a call without its site (a plain "
+                "function)\n", (void *)cuctx_ctx_raw(gd), (unsigned long long)gd.id);
+    made += 2;
+#endif
+    cr_assert_eq(plain_lines(text), made, "%d objects made by plain functions:\n%s", made, text);
+    EXPECT_LINE(text, "cuctx: %d objects alive\n", made + 4);
+    free(text);
+#if CUDA_VERSION >= 12040
+    mark = log_mark();
+    CHECK_OK(cuctx_destroy(&gd));
+    CHECK_OK(cuctx_destroy(&g));
+    cr_assert_eq(calls_on("cuGreenCtxDestroy", green_g, mark), 1);
+    cr_assert_eq(calls_on("cuGreenCtxDestroy", green_gd, mark), 1);
+    cr_assert_eq(sim()->live(CUSIM_GREEN), 0);
+#endif
+    CUdeviceptr qp = cuctx_mem_ptr(q);
+    mark = log_mark();
+    CHECK_OK(cuctx_destroy(&p));
+    CHECK_OK(cuctx_destroy(&opened));
+    CHECK_OK(cuctx_destroy(&q));
+    cr_assert_eq(calls_on("cuCtxDisablePeerAccess", H(rb), mark), 1);
+    cr_assert_eq(calls_on("cuIpcCloseMemHandle", qp, mark), 1, "the mapping closed");
+    CHECK_OK(cuctx_destroy(&e));
+    CHECK_OK(cuctx_destroy(&m));
+    CHECK_OK(cuctx_destroy(&b));
+    CHECK_OK(cuctx_destroy(&a));
+    text = report();
+    cr_assert_str_eq(text, "cuctx: 0 objects alive\n");
+    free(text);
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    cr_assert_eq(misuses(), 0);
 }
 
 /* A program that leaks one event and one stream, with CUCTX_LEAK_CHECK=1:
