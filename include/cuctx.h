@@ -559,7 +559,8 @@ CUCTX_API CUlibrary cuctx_library_raw(cuctx_library lib);
  *     runtime's, cuctx's, or under a green context), made current for the
  *     call: measured, a free ordered on a live context's stream brings the
  *     pool's CU_MEMPOOL_ATTR_USED_MEM_CURRENT down with it; it costs a
- *     cuPointerGetAttribute (the memory's device) and a push and pop;
+ *     cuPointerGetAttribute (the memory's device), a
+ *     cuDevicePrimaryCtxGetState and a push and pop;
  *   - else with cuMemFree and no context. The driver returns the memory
  *     then, but its pool's CU_MEMPOOL_ATTR_USED_MEM_CURRENT goes on
  *     counting it (measured).

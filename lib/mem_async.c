@@ -120,6 +120,19 @@ static CUresult free_in_primary(CUdeviceptr p, const char *fn)
     CUCTX__UNWOUND_LETS_GO(NULL)
         rc = DRV(cuPointerGetAttribute)(&dev, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p);
     if (rc == CUDA_SUCCESS) {
+        /* active now (cuctx knows the address of one that was, and asking
+         * a context that is not for its id is a misuse) */
+        unsigned flags = 0;
+        int active = 0;
+        step = "cuDevicePrimaryCtxGetState";
+        if (!DRV(cuDevicePrimaryCtxGetState))
+            return CUDA_ERROR_NOT_SUPPORTED;
+        CUCTX__UNWOUND_LETS_GO(NULL)
+            rc = DRV(cuDevicePrimaryCtxGetState)((CUdevice)dev, &flags, &active);
+        if (rc == CUDA_SUCCESS && !active)
+            return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+    }
+    if (rc == CUDA_SUCCESS) {
         step = "finding the device's primary context";
         cuctx__quiet(1);    /* (the report below says it) */
         cuctx__ctx_lock();
