@@ -257,9 +257,10 @@ static void end_stream(struct cuctx_slot *s, struct teardown *t)
     uint64_t flags = s->u.child.size;
     CUresult rc = CUDA_SUCCESS;
     if (!s->u.child.site.unowned && !t->gone) {
-        /* Its stream-ordered memory is freed after this with cuMemFree and
-         * no context, which waits for nothing: its work first (a capturing
-         * stream's cannot be waited for, as in stream.c). */
+        /* Its stream-ordered memory is freed after this in no order of
+         * this stream (mem_async.c: on the primary context's legacy stream
+         * or by cuMemFree), which waits for nothing: its work first (a
+         * capturing stream's cannot be waited for, as in stream.c). */
         if (flags & CUCTX__STREAM_CARRIED) {
             rc = DRV(cuStreamSynchronize)(raw);
             if (rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)

@@ -630,6 +630,55 @@ Test(green, a_stream_destroy_under_way_on_another_thread_reaches_the_driver_once
     ASSERT_NO_MISUSE();
 }
 
+/* The other order: a stream's own destroy on the main thread comes after
+ * the green context's destroy (on thread t) has destroyed that stream, and
+ * while it still destroys the next (cuStreamDestroy is delayed). Bug
+ * caught: the ended stream's handle still tethered to the green context's
+ * entry, which stays open until every stream is done: its destroy would
+ * reach cuStreamDestroy a second time, with a stream the driver no longer
+ * has. */
+struct green_destroy_arg { cuctx_ctx g; CUresult rc; };
+static void *destroy_green(void *p)
+{
+    struct green_destroy_arg *a = p;
+    a->rc = cuctx_ctx_destroy(&a->g);
+    return NULL;
+}
+
+Test(green, a_stream_it_destroyed_is_never_destroyed_again_while_it_goes_on)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    unique_addresses();
+    struct green_destroy_arg a = {{0}, CUDA_ERROR_UNKNOWN};
+    cuctx_stream first = {0}, second = {0};
+    green(&a.g, 16, "G");
+    CHECK_OK(cuctx_stream_create(&first, a.g, 0, 0));
+    CHECK_OK(cuctx_stream_create(&second, a.g, 0, 0));
+    uint64_t raw1 = (uint64_t)(uintptr_t)cuctx_stream_raw(first), raw2 = (uint64_t)(uintptr_t)cuctx_stream_raw(second);
+    name_handle('s', raw1, "first");
+    name_handle('s', raw2, "second");
+    sim()->set_delay("cuStreamDestroy", 200000);
+    size_t mark = log_mark();
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, destroy_green, &a), 0);
+    /* t in the destroy of the second stream, the first one's done (a call
+     * is logged as it returns) */
+    while (calls_on("cuStreamDestroy", raw1, mark) == 0 || sim()->sleeping() == 0)
+        usleep(1000);
+    CHECK_OK(cuctx_stream_destroy(&first));
+    cr_assert_eq(first.id, 0);
+    pthread_join(t, NULL);
+    CHECK_OK(a.rc);
+    sim()->set_delay("cuStreamDestroy", 0);
+    cr_assert_eq(calls_on("cuStreamDestroy", raw1, mark), 1, "the first stream destroyed twice");
+    CHECK_OK(cuctx_stream_destroy(&second));
+    cr_assert_str_eq(CALLS_OF(mark, "cuStreamDestroy", "cuGreenCtxDestroy"),
+                     "cuStreamDestroy(first),cuStreamDestroy(second),cuGreenCtxDestroy(G)");
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
 /* A create in the green context while its destroy is under way (delayed in
  * the destroy of its stream): reached through {0} by a thread on which it
  * is current, the handle itself being gone by then.
