@@ -981,6 +981,39 @@ Test(module, function_lookup)
     ASSERT_NO_MISUSE();
 }
 
+/* Bug caught: the check of the arguments letting one NULL through when the
+ * other is set (a NULL name, or a NULL place for the function, handed to
+ * cuModuleGetFunction). */
+Test(module, function_with_a_null_name_or_out_is_refused_before_the_driver)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
+    cuctx_module mod = {0};
+    CHECK_OK(cuctx_module_load(&mod, a, test_data_path("vadd.ptx")));
+    unsigned long gets = calls("cuModuleGetFunction");
+    CUfunction g = (CUfunction)(uintptr_t)1;
+    CUresult rc = cuctx_module_function(mod, NULL, &g);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_VALUE, "%s", cuctx_result_name(rc));
+    cr_assert_null(g, "a refused lookup left the function set");
+    cr_assert_neq(strstr(cuctx_last_error_message(), "cuctx_module_function: name or out is NULL"), NULL, "%s",
+                  cuctx_last_error_message());
+    if (sim())
+        cr_assert_eq(calls("cuModuleGetFunction"), gets, "a NULL name reached the driver");
+    /* another failure's message in between, so that the next is its own */
+    cr_assert_eq(cuctx_module_function(mod, "nope", &g), CUDA_ERROR_NOT_FOUND);
+    gets = calls("cuModuleGetFunction");
+    rc = cuctx_module_function(mod, "vadd", NULL);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_VALUE, "%s", cuctx_result_name(rc));
+    cr_assert_neq(strstr(cuctx_last_error_message(), "cuctx_module_function: name or out is NULL"), NULL, "%s",
+                  cuctx_last_error_message());
+    if (sim())
+        cr_assert_eq(calls("cuModuleGetFunction"), gets, "a NULL out reached the driver");
+    CHECK_OK(cuctx_module_destroy(&mod));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
+
 Test(module, load_data_from_image_and_missing_file)
 {
     NEED_DRIVER();
