@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cudaTypedefs.h>
 
@@ -912,4 +913,71 @@ Test(async_mem, a_stream_destroyed_while_capturing_is_waited_for_at_the_free)
         ASSERT_NO_MISUSE();
     }
     CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* A stream destroyed while it captured, in a context of its own: its
+ * memory made, work queued on it, then its destroy (its synchronize
+ * refused, so it is remembered as not waited for). */
+static void destroy_while_capturing(cuctx_ctx c, cuctx_stream *s, cuctx_mem *m, int n)
+{
+    cuctx_capture cap;
+    cuctx_graph g = {0};
+    CHECK_OK(cuctx_stream_create(s, c, CU_STREAM_NON_BLOCKING, 0));
+    for (int i = 0; i < n; i++)
+        CHECK_OK(cuctx_mem_alloc_async(&m[i], *s, BYTES));
+    queue_work(m[0], *s);
+    CHECK_OK(cuctx_capture_begin(&cap, *s, &g, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CHECK_OK(cuctx_stream_destroy(s));
+    cr_assert_eq(cuctx_capture_end(&cap, 1), CUDA_ERROR_INVALID_HANDLE);
+}
+
+static void *destroy_mem(void *p)
+{
+    cuctx_mem *m = p;
+    CHECK_OK(cuctx_mem_destroy(m));
+    return NULL;
+}
+
+/* Two frees of one such stream's memory on two threads, both seeing it not
+ * waited for, each synchronizing its context (delayed in the simulator, so
+ * that the second begins while the first waits and ends after it): the
+ * second's "it is waited for now" finds the stream gone from the list.
+ * Bug caught: that second removal taking another stream's place instead -
+ * the list's slot just past its end still holds the id removed - so that
+ * the other stream, of another context whose work nothing waited for, is
+ * forgotten and its memory freed under that work (the simulator's misuse). */
+Test(async_mem, a_stream_waited_for_twice_leaves_another_remembered)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c1 = {0}, c2 = {0};
+    cuctx_stream x = {0}, y = {0};
+    cuctx_mem mx[1] = {{0}}, my[2] = {{0}, {0}};
+    CUcontext C1 = new_ctx(&c1, 0, "C1", LEFT_CURRENT);
+    CUcontext C2 = new_ctx(&c2, 0, "C2", LEFT_CURRENT);
+    destroy_while_capturing(c1, &x, mx, 1);    /* remembered first, */
+    destroy_while_capturing(c2, &y, my, 2);    /* then this one, last */
+    unsigned long syncs = calls("cuCtxSynchronize");
+    size_t mark = log_mark();
+    sim()->set_delay("cuCtxSynchronize", 300000);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, destroy_mem, &my[0]), 0);
+    while (sim()->sleeping() == 0)
+        usleep(1000);
+    usleep(50000);  /* the second synchronize ends well after the first */
+    CHECK_OK(cuctx_mem_destroy(&my[1]));
+    pthread_join(t, NULL);
+    sim()->set_delay("cuCtxSynchronize", 0);
+    cr_assert_eq(calls("cuCtxSynchronize") - syncs, 2, "the two frees did not both wait (the race was not set up)");
+    cr_assert_eq(nth_call("cuCtxSynchronize", mark, 0).ctx, (uint64_t)(uintptr_t)C2);
+    cr_assert_eq(nth_call("cuCtxSynchronize", mark, 1).ctx, (uint64_t)(uintptr_t)C2);
+    syncs = calls("cuCtxSynchronize");
+    mark = log_mark();
+    CHECK_OK(cuctx_mem_destroy(&mx[0]));
+    cr_assert_eq(calls("cuCtxSynchronize") - syncs, 1, "the free of the other stream's memory did not wait");
+    cr_assert_eq(last_call("cuCtxSynchronize", mark).ctx, (uint64_t)(uintptr_t)C1, "waited for another context");
+    cr_assert_eq(sim()->async_allocs_live(), 0);
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_ctx_destroy(&c2));
+    CHECK_OK(cuctx_ctx_destroy(&c1));
 }

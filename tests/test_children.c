@@ -936,6 +936,62 @@ Test(stream, wait_event_of_other_context_and_device)
     ASSERT_NO_MISUSE();
 }
 
+/* The message of the calling thread's last failure names fn and says its
+ * context is gone. */
+static void assert_told_destroyed(const char *fn)
+{
+    const char *msg = cuctx_last_error_message();
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s", cuctx_result_name(cuctx_last_error()));
+    cr_assert_neq(strstr(msg, fn), NULL, "the failure is not %s's: %s", fn, msg);
+    cr_assert_neq(strstr(msg, "the context has been destroyed"), NULL, "%s", msg);
+}
+
+/* Bug caught: a call on two handles whose second one's context has ended
+ * refused without a word - the failure of that hold not recorded as the
+ * thread's last error, which then still tells of an earlier one - or the
+ * call reaching the driver with a dead context's object. */
+Test(stream, a_second_handle_of_a_destroyed_context_is_refused_and_said_so)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0}, b = {0};
+    new_ctx(&a, 0, NULL, POPPED);
+    new_ctx(&b, 0, NULL, LEFT_CURRENT);
+    cuctx_event ev_a = {0}, ev_b = {0};
+    cuctx_stream s_a = {0}, s_b = {0};
+    CHECK_OK(cuctx_event_create(&ev_a, a, 0));
+    CHECK_OK(cuctx_stream_create(&s_a, a, 0, 0));
+    CHECK_OK(cuctx_event_create(&ev_b, b, 0));
+    CHECK_OK(cuctx_stream_create(&s_b, b, 0, 0));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    unsigned long waits = calls("cuStreamWaitEvent"), records = calls("cuEventRecord");
+    float ms;
+
+    /* each time another failure first, so that the message after is the call's own */
+    cr_assert_eq(cuctx_event_elapsed_ms(ev_b, ev_b, NULL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuctx_stream_wait_event(s_b, ev_a), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    assert_told_destroyed("cuctx_stream_wait_event");
+    cr_assert_eq(cuctx_event_elapsed_ms(ev_b, ev_b, NULL), CUDA_ERROR_INVALID_VALUE);
+    CUresult rc = cuctx_stream_wait_event(CUCTX_STREAM_LEGACY, ev_a);     /* a default stream by name */
+    cr_assert_eq(rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+    assert_told_destroyed("cuctx_stream_wait_event");
+    cr_assert_eq(cuctx_event_elapsed_ms(ev_b, ev_b, NULL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuctx_event_record(ev_b, s_a), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    assert_told_destroyed("cuctx_event_record");
+    cr_assert_eq(cuctx_event_elapsed_ms(ev_b, ev_b, NULL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuctx_event_elapsed_ms(ev_b, ev_a, &ms), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    assert_told_destroyed("cuctx_event_elapsed_ms");
+    if (sim()) {
+        cr_assert_eq(calls("cuStreamWaitEvent"), waits, "a wait on a dead context's event reached the driver");
+        cr_assert_eq(calls("cuEventRecord"), records, "a record on a dead context's stream reached the driver");
+    }
+    CHECK_OK(cuctx_event_destroy(&ev_a));
+    CHECK_OK(cuctx_stream_destroy(&s_a));
+    CHECK_OK(cuctx_event_destroy(&ev_b));
+    CHECK_OK(cuctx_stream_destroy(&s_b));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    ASSERT_NO_MISUSE();
+}
+
 Test(stream, flags_and_priority_reach_driver)
 {
     NEED_DRIVER();
@@ -976,6 +1032,39 @@ Test(module, function_lookup)
     cr_assert_null(g);
     cr_assert_neq(strstr(cuctx_last_error_message(), "nope"), NULL, "%s", cuctx_last_error_message());
     cr_assert_eq(cuctx_module_function(mod, NULL, &g), CUDA_ERROR_INVALID_VALUE);
+    CHECK_OK(cuctx_module_destroy(&mod));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: the check of the arguments letting one NULL through when the
+ * other is set (a NULL name, or a NULL place for the function, handed to
+ * cuModuleGetFunction). */
+Test(module, function_with_a_null_name_or_out_is_refused_before_the_driver)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
+    cuctx_module mod = {0};
+    CHECK_OK(cuctx_module_load(&mod, a, test_data_path("vadd.ptx")));
+    unsigned long gets = calls("cuModuleGetFunction");
+    CUfunction g = (CUfunction)(uintptr_t)1;
+    CUresult rc = cuctx_module_function(mod, NULL, &g);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_VALUE, "%s", cuctx_result_name(rc));
+    cr_assert_null(g, "a refused lookup left the function set");
+    cr_assert_neq(strstr(cuctx_last_error_message(), "cuctx_module_function: name or out is NULL"), NULL, "%s",
+                  cuctx_last_error_message());
+    if (sim())
+        cr_assert_eq(calls("cuModuleGetFunction"), gets, "a NULL name reached the driver");
+    /* another failure's message in between, so that the next is its own */
+    cr_assert_eq(cuctx_module_function(mod, "nope", &g), CUDA_ERROR_NOT_FOUND);
+    gets = calls("cuModuleGetFunction");
+    rc = cuctx_module_function(mod, "vadd", NULL);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_VALUE, "%s", cuctx_result_name(rc));
+    cr_assert_neq(strstr(cuctx_last_error_message(), "cuctx_module_function: name or out is NULL"), NULL, "%s",
+                  cuctx_last_error_message());
+    if (sim())
+        cr_assert_eq(calls("cuModuleGetFunction"), gets, "a NULL out reached the driver");
     CHECK_OK(cuctx_module_destroy(&mod));
     CHECK_OK(cuctx_ctx_destroy(&a));
     ASSERT_NO_MISUSE();

@@ -1948,3 +1948,71 @@ Test(faults, a_driver_without_stream_ordered_memory_is_told_which_version_is_nee
     CHECK_OK(cuctx_stream_destroy(&s));
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
+
+/* The four IPC calls against the driver as it is now: each refused with
+ * CUDA_ERROR_NOT_SUPPORTED, saying what is missing, a get's handle left
+ * zeroed and an open's left {0}, and no driver call made. */
+static void ipc_refused_by_the_driver(cuctx_ctx c, cuctx_mem m, cuctx_event ev)
+{
+    static const char missing[] = "the driver has no CUDA IPC (CUDA 11.0 or newer needed)";
+    CUipcMemHandle mh, zero_mh;
+    CUipcEventHandle eh, zero_eh;
+    memset(&zero_mh, 0, sizeof zero_mh);
+    memset(&zero_eh, 0, sizeof zero_eh);
+    memset(&mh, 0x5a, sizeof mh);
+    memset(&eh, 0x5a, sizeof eh);
+    size_t mark = log_mark();
+    CUresult rc = cuctx_ipc_mem_get(m, &mh);
+    cr_assert_eq(rc, CUDA_ERROR_NOT_SUPPORTED, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert(strstr(cuctx_last_error_message(), "cuctx_ipc_mem_get: ") && strstr(cuctx_last_error_message(), missing),
+              "%s", cuctx_last_error_message());
+    cr_assert_eq(memcmp(&mh, &zero_mh, sizeof mh), 0, "a refused get left its handle set");
+    rc = cuctx_ipc_event_get(ev, &eh);
+    cr_assert_eq(rc, CUDA_ERROR_NOT_SUPPORTED, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert(strstr(cuctx_last_error_message(), "cuctx_ipc_event_get: ")
+                  && strstr(cuctx_last_error_message(), missing), "%s", cuctx_last_error_message());
+    cr_assert_eq(memcmp(&eh, &zero_eh, sizeof eh), 0, "a refused get left its handle set");
+    cuctx_mem q = {0};
+    cuctx_event oe = {0};
+    rc = cuctx_ipc_mem_open(&q, c, zero_mh, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+    cr_assert_eq(rc, CUDA_ERROR_NOT_SUPPORTED, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert(strstr(cuctx_last_error_message(), "cuctx_ipc_mem_open: ")
+                  && strstr(cuctx_last_error_message(), missing), "%s", cuctx_last_error_message());
+    rc = cuctx_ipc_event_open(&oe, c, zero_eh);
+    cr_assert_eq(rc, CUDA_ERROR_NOT_SUPPORTED, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert(strstr(cuctx_last_error_message(), "cuctx_ipc_event_open: ")
+                  && strstr(cuctx_last_error_message(), missing), "%s", cuctx_last_error_message());
+    cr_assert_eq(q.id, 0);
+    cr_assert_eq(oe.id, 0);
+    cr_assert_eq(log_mark(), mark, "a driver call was made");
+}
+
+/* Bug caught: a driver without CUDA IPC (older than 11.0) let past the
+ * check - a get going on to the driver (through a NULL entry point, or a
+ * present one of a set the driver does not have whole) - or told nothing
+ * of what it lacks. */
+Test(faults, a_driver_without_ipc_is_told_which_version_is_needed)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_mem m = {0};
+    cuctx_event ev = {0};
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_mem_alloc(&m, c, 4096));
+    CHECK_OK(cuctx_event_create(&ev, c, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+    struct cuctx_driver saved = cuctx__drv;
+    /* one of the set missing: the others are not used without it */
+    cuctx__drv.f_cuIpcOpenEventHandle = NULL;
+    ipc_refused_by_the_driver(c, m, ev);
+    /* none of it, as in a driver before 11.0 */
+    cuctx__drv.f_cuIpcGetMemHandle = NULL;
+    cuctx__drv.f_cuIpcOpenMemHandle = NULL;
+    cuctx__drv.f_cuIpcCloseMemHandle = NULL;
+    cuctx__drv.f_cuIpcGetEventHandle = NULL;
+    ipc_refused_by_the_driver(c, m, ev);
+    cuctx__drv = saved;
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
