@@ -262,6 +262,20 @@ static void dump_all_stacks(void)
         closedir(d);
 }
 
+/* A crash (of the driver, most likely): the crashing thread's stack, then
+ * every other thread's, then the signal's own ending. */
+static void on_crash(int sig)
+{
+    char head[80];
+    int n = snprintf(head, sizeof head, "stress: FAIL: signal %d in thread %ld (seed %" PRIu64 ")\n", sig,
+                     (long)syscall(SYS_gettid), run_seed);
+    if (write(2, head, (size_t)n) >= 0)
+        stack_dump(sig);
+    dump_all_stacks();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 static void *watchdog(void *arg)
 {
     unsigned long last = atomic_load(&heartbeat), still = 0;
@@ -2870,6 +2884,9 @@ int main(int argc, char **argv)
     load_driver();
     churn_us = argc > 4 ? strtoul(argv[4], NULL, 0) : env_or("STRESS_CHURN_US", have_sim ? 200 : 100000);
     watchdog_s = env_or("STRESS_WATCHDOG_S", 120);
+    signal(SIGSEGV, on_crash);
+    signal(SIGBUS, on_crash);
+    signal(SIGFPE, on_crash);
     shared_graph = (int)env_or("STRESS_SHARED_GRAPH", 0);
     opt_resets = (int)env_or("STRESS_RESETS", 1);
     opt_scopes = (int)env_or("STRESS_SCOPES", 1);
