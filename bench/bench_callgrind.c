@@ -11,6 +11,8 @@
  *       mem             4 KiB cuctx_mem_alloc + destroy, context current
  *       async           4 KiB stream-ordered alloc+free on a non-blocking stream
  *       lookup          cuctx_event_raw of a live event
+ *       graph-launch    cuctx_graph_exec_launch of a graph of one empty node
+ *                       on a non-blocking stream
  *       scoped-noncur   CUCTX_SCOPED enter+exit, target not current
  *       scoped-cur      CUCTX_SCOPED enter+exit, target current already */
 #include <cuctx.h>
@@ -66,6 +68,21 @@ int main(int argc, char **argv)
             failed |= cuctx_mem_alloc_async(&m, s, 4096) != CUDA_SUCCESS;
             failed |= cuctx_mem_destroy(&m) != CUDA_SUCCESS;
         }
+        cuctx_stream_destroy(&s);
+    } else if (!strcmp(what, "graph-launch")) {
+        cuctx_stream s = {0};
+        cuctx_graph g = {0};
+        cuctx_graph_exec ge = {0};
+        CUgraphNode node;
+        if (cuctx_stream_create(&s, base, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS || cuctx_graph_create(&g) != CUDA_SUCCESS
+            || CUCTX_CALL(cuGraphAddEmptyNode, &node, cuctx_graph_raw(g), NULL, 0) != CUDA_SUCCESS
+            || cuctx_graph_exec_instantiate(&ge, base, cuctx_graph_raw(g), 0) != CUDA_SUCCESS)
+            return fail("graph of one empty node");
+        for (long i = 0; i < n; i++)
+            failed |= cuctx_graph_exec_launch(ge, s) != CUDA_SUCCESS;
+        failed |= cuctx_stream_synchronize(s) != CUDA_SUCCESS;
+        cuctx_graph_exec_destroy(&ge);
+        cuctx_graph_destroy(&g);
         cuctx_stream_destroy(&s);
     } else if (!strcmp(what, "lookup")) {
         cuctx_event ev = {0};
