@@ -22,6 +22,16 @@
  *      cuMemFreeAsync is queued, with no synchronize
  *   H  8 threads, each with a pool of its own, each doing B (the frees
  *      queued, then the pool destroyed)
+ *   J  as G (the last free destroys the pool right after queueing its
+ *      cuMemFreeAsync), no synchronize after each allocation, and 3 more
+ *      threads in the context: two calling cuCtxSynchronize, one making
+ *      and destroying streams - tests/stress with explicit pools crashed
+ *      the H200's driver in cuCtxSynchronize (SIGSEGV) and hung in it and
+ *      in cuStreamDestroy (a spin lock), and ran clean without pools
+ *   K  as J, each last free's stream synchronized before the pool's
+ *      destroy (F's order, beside the same threads)
+ *   L  as J with no pool destroyed during the run: each thread trims its
+ *      own pool to 0 now and then (cuMemPoolTrimTo) instead
  *   I  8 threads, each with a pool of its own, each doing C but with the
  *      pool destroyed after the frees (cuMemFree with no context current,
  *      which leaves the pool counting the memory as used: cuctx's free of
@@ -131,8 +141,33 @@ static struct pool *pool_new(void)
     return pl;
 }
 
+/* J, K, L: threads beside the workers, in the same context */
+static void *beside_sync(void *arg)
+{
+    (void)arg;
+    cuCtxSetCurrent(ctx);
+    while (!atomic_load(&stop))
+        count(cuCtxSynchronize());
+    return NULL;
+}
+
+static void *beside_streams(void *arg)
+{
+    CUstream s;
+    (void)arg;
+    cuCtxSetCurrent(ctx);
+    while (!atomic_load(&stop)) {
+        CUresult rc = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+        count(rc);
+        if (rc == CUDA_SUCCESS)
+            count(cuStreamDestroy(s));
+    }
+    return NULL;
+}
+
 static void *worker(void *arg)
 {
+    int beside = way >= 'J', deferred = way == 'F' || way == 'G' || beside;
     int me = (int)(intptr_t)arg;
     unsigned r = (unsigned)me * 2654435761u + 1;
     CUstream s;
@@ -163,12 +198,13 @@ static void *worker(void *arg)
             free(a);
             continue;
         }
-        cuStreamSynchronize(s);
+        if (!beside)
+            cuStreamSynchronize(s);
         struct alloc *old = atomic_exchange(&slots[(r >> 12) % SLOTS], a);
         if (old) {
             count(cuMemFreeAsync(old->p, s));
-            if (way == 'F' || way == 'G') {
-                if (way == 'F')
+            if (deferred) {
+                if (way == 'F' || (way == 'K' && atomic_load(&old->pool->live) == 1))
                     cuStreamSynchronize(s);
                 pool_unref(old->pool);
             } else if (atomic_fetch_sub(&old->pool->live, 1) == 1) {
@@ -176,12 +212,16 @@ static void *worker(void *arg)
             }
             free(old);
         }
-        if ((r & 63) == 0) {        /* my pool ended with allocations alive, a new one made */
+        if ((r & 63) == 0 && way == 'L') {      /* my pool trimmed */
+            pthread_rwlock_rdlock(&pools_lock);
+            count(cuMemPoolTrimTo(pools[me]->raw, 0));
+            pthread_rwlock_unlock(&pools_lock);
+        } else if ((r & 63) == 0) {        /* my pool ended with allocations alive, a new one made */
             pthread_rwlock_wrlock(&pools_lock);
             struct pool *mine = pools[me];
             pools[me] = pool_new();
             pthread_rwlock_unlock(&pools_lock);
-            if (way == 'F' || way == 'G') {
+            if (deferred) {
                 pool_unref(mine);
             } else {
                 count(cuMemPoolDestroy(mine->raw));
@@ -201,12 +241,18 @@ static int run(void)
     int n = way <= 'C' ? 1 : THREADS;
     if (cuInit(0) || cuDeviceGet(&dev, 0) || cuCtxCreate(&ctx, NULL, 0, dev))
         return 10;
+    pthread_t b[3];
+    int nb = way >= 'J' ? 3 : 0;
     for (int i = 0; i < n; i++)
         pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
+    for (int i = 0; i < nb; i++)
+        pthread_create(&b[i], NULL, i < 2 ? beside_sync : beside_streams, NULL);
     sleep((unsigned)seconds);
     atomic_store(&stop, 1);
     for (int i = 0; i < n; i++)
         pthread_join(t[i], NULL);
+    for (int i = 0; i < nb; i++)
+        pthread_join(b[i], NULL);
     CUresult sync = cuCtxSynchronize();
     CUdeviceptr probe;
     CUresult alloc = cuMemAlloc(&probe, 4096);
@@ -218,7 +264,7 @@ static int run(void)
 
 int main(int argc, char **argv)
 {
-    const char *ways = argc > 2 ? argv[2] : "ABCDEFGHI";
+    const char *ways = argc > 2 ? argv[2] : "ABCDEFGHIJKL";
     if (argc > 1)
         seconds = atoi(argv[1]);
     for (const char *w = ways; *w; w++) {
