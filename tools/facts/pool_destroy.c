@@ -23,7 +23,9 @@
  *   H  8 threads, each with a pool of its own, each doing B (the frees
  *      queued, then the pool destroyed)
  *   J  as G (the last free destroys the pool right after queueing its
- *      cuMemFreeAsync), no synchronize after each allocation, and 3 more
+ *      cuMemFreeAsync), no synchronize after each allocation, each free
+ *      queued behind a 64 MiB cuMemsetD8Async on its stream (so that it
+ *      is still pending when the pool's destroy comes), and 3 more
  *      threads in the context: two calling cuCtxSynchronize, one making
  *      and destroying streams - tests/stress with explicit pools crashed
  *      the H200's driver in cuCtxSynchronize (SIGSEGV) and hung in it and
@@ -112,6 +114,8 @@ static void serial(char how)
     cuStreamDestroy(s);
 }
 
+#define BUSY_BYTES (64u << 20)
+
 /* E, F */
 struct pool {
     CUmemoryPool raw;
@@ -177,6 +181,9 @@ static void *worker(void *arg)
     }
     cuCtxSetCurrent(ctx);
     cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+    CUdeviceptr busy = 0;
+    if (beside)
+        count(cuMemAlloc(&busy, BUSY_BYTES));
     pthread_rwlock_wrlock(&pools_lock);
     pools[me] = pool_new();
     pthread_rwlock_unlock(&pools_lock);
@@ -202,6 +209,8 @@ static void *worker(void *arg)
             cuStreamSynchronize(s);
         struct alloc *old = atomic_exchange(&slots[(r >> 12) % SLOTS], a);
         if (old) {
+            if (busy)
+                count(cuMemsetD8Async(busy, 0, BUSY_BYTES, s));
             count(cuMemFreeAsync(old->p, s));
             if (deferred) {
                 if (way == 'F' || (way == 'K' && atomic_load(&old->pool->live) == 1))
@@ -232,6 +241,8 @@ static void *worker(void *arg)
     }
     cuStreamSynchronize(s);
     cuStreamDestroy(s);
+    if (busy)
+        cuMemFree(busy);
     return NULL;
 }
 
