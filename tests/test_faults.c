@@ -1952,9 +1952,18 @@ Test(faults, a_driver_without_stream_ordered_memory_is_told_which_version_is_nee
 /* The four IPC calls against the driver as it is now: each refused with
  * CUDA_ERROR_NOT_SUPPORTED, saying what is missing, a get's handle left
  * zeroed and an open's left {0}, and no driver call made. */
-static void ipc_refused_by_the_driver(cuctx_ctx c, cuctx_mem m, cuctx_event ev)
+static void ipc_refused(CUresult rc, const char *fn)
 {
     static const char missing[] = "the driver has no CUDA IPC (CUDA 11.0 or newer needed)";
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "%s: ", fn);
+    cr_assert_eq(rc, CUDA_ERROR_NOT_SUPPORTED, "%s: %s: %s", fn, cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert(strstr(cuctx_last_error_message(), prefix) && strstr(cuctx_last_error_message(), missing), "%s",
+              cuctx_last_error_message());
+}
+
+static void ipc_refused_by_the_driver(cuctx_ctx c, cuctx_mem m, cuctx_event ev)
+{
     CUipcMemHandle mh, zero_mh;
     CUipcEventHandle eh, zero_eh;
     memset(&zero_mh, 0, sizeof zero_mh);
@@ -1962,26 +1971,14 @@ static void ipc_refused_by_the_driver(cuctx_ctx c, cuctx_mem m, cuctx_event ev)
     memset(&mh, 0x5a, sizeof mh);
     memset(&eh, 0x5a, sizeof eh);
     size_t mark = log_mark();
-    CUresult rc = cuctx_ipc_mem_get(m, &mh);
-    cr_assert_eq(rc, CUDA_ERROR_NOT_SUPPORTED, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
-    cr_assert(strstr(cuctx_last_error_message(), "cuctx_ipc_mem_get: ") && strstr(cuctx_last_error_message(), missing),
-              "%s", cuctx_last_error_message());
+    ipc_refused(cuctx_ipc_mem_get(m, &mh), "cuctx_ipc_mem_get");
     cr_assert_eq(memcmp(&mh, &zero_mh, sizeof mh), 0, "a refused get left its handle set");
-    rc = cuctx_ipc_event_get(ev, &eh);
-    cr_assert_eq(rc, CUDA_ERROR_NOT_SUPPORTED, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
-    cr_assert(strstr(cuctx_last_error_message(), "cuctx_ipc_event_get: ")
-                  && strstr(cuctx_last_error_message(), missing), "%s", cuctx_last_error_message());
+    ipc_refused(cuctx_ipc_event_get(ev, &eh), "cuctx_ipc_event_get");
     cr_assert_eq(memcmp(&eh, &zero_eh, sizeof eh), 0, "a refused get left its handle set");
     cuctx_mem q = {0};
     cuctx_event oe = {0};
-    rc = cuctx_ipc_mem_open(&q, c, zero_mh, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
-    cr_assert_eq(rc, CUDA_ERROR_NOT_SUPPORTED, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
-    cr_assert(strstr(cuctx_last_error_message(), "cuctx_ipc_mem_open: ")
-                  && strstr(cuctx_last_error_message(), missing), "%s", cuctx_last_error_message());
-    rc = cuctx_ipc_event_open(&oe, c, zero_eh);
-    cr_assert_eq(rc, CUDA_ERROR_NOT_SUPPORTED, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
-    cr_assert(strstr(cuctx_last_error_message(), "cuctx_ipc_event_open: ")
-                  && strstr(cuctx_last_error_message(), missing), "%s", cuctx_last_error_message());
+    ipc_refused(cuctx_ipc_mem_open(&q, c, zero_mh, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS), "cuctx_ipc_mem_open");
+    ipc_refused(cuctx_ipc_event_open(&oe, c, zero_eh), "cuctx_ipc_event_open");
     cr_assert_eq(q.id, 0);
     cr_assert_eq(oe.id, 0);
     cr_assert_eq(log_mark(), mark, "a driver call was made");

@@ -637,10 +637,10 @@ Test(green, a_stream_destroy_under_way_on_another_thread_reaches_the_driver_once
  * entry, which stays open until every stream is done: its destroy would
  * reach cuStreamDestroy a second time, with a stream the driver no longer
  * has. */
-struct green_destroy_arg { cuctx_ctx g; CUresult rc; };
-static void *destroy_green(void *p)
+struct ctx_destroy_arg { cuctx_ctx g; CUresult rc; };
+static void *destroy_ctx(void *p)
 {
-    struct green_destroy_arg *a = p;
+    struct ctx_destroy_arg *a = p;
     a->rc = cuctx_ctx_destroy(&a->g);
     return NULL;
 }
@@ -650,7 +650,7 @@ Test(green, a_stream_it_destroyed_is_never_destroyed_again_while_it_goes_on)
     NEED_DRIVER();
     NEED_SIM();
     unique_addresses();
-    struct green_destroy_arg a = {{0}, CUDA_ERROR_UNKNOWN};
+    struct ctx_destroy_arg a = {{0}, CUDA_ERROR_UNKNOWN};
     cuctx_stream first = {0}, second = {0};
     green(&a.g, 16, "G");
     CHECK_OK(cuctx_stream_create(&first, a.g, 0, 0));
@@ -661,7 +661,7 @@ Test(green, a_stream_it_destroyed_is_never_destroyed_again_while_it_goes_on)
     sim()->set_delay("cuStreamDestroy", 200000);
     size_t mark = log_mark();
     pthread_t t;
-    cr_assert_eq(pthread_create(&t, NULL, destroy_green, &a), 0);
+    cr_assert_eq(pthread_create(&t, NULL, destroy_ctx, &a), 0);
     /* t in the destroy of the second stream, the first one's done (a call
      * is logged as it returns) */
     while (calls_on("cuStreamDestroy", raw1, mark) == 0 || sim()->sleeping() == 0)
@@ -701,14 +701,6 @@ static void *create_late(void *p)
     }
     return NULL;
 }
-struct ctx_destroy_arg { cuctx_ctx g; CUresult rc; };
-static void *destroy_ctx(void *p)
-{
-    struct ctx_destroy_arg *a = p;
-    a->rc = cuctx_ctx_destroy(&a->g);
-    return NULL;
-}
-
 Test(green, a_create_while_its_destroy_is_under_way_is_refused)
 {
     NEED_DRIVER();
