@@ -16,6 +16,7 @@
  * take no context; measured to work with none current). */
 #include "config.h"
 
+#include "apart.h"
 #include "context.h"
 #include "cuctx.h"
 #include "driver.h"

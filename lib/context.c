@@ -13,6 +13,7 @@
  */
 #include "config.h"
 
+#include "apart.h"
 #include "claim.h"
 #include "context.h"
 #include "ctxmap.h"
@@ -367,16 +368,6 @@ CUCTX_API CUresult cuctx_ctx_is_current(cuctx_ctx ctx, int *out)
     cuctx__entry_release(&o);
     return rc == CUDA_SUCCESS ? rc : cuctx__fail(rc, "%s: cuCtxGetId of the current context failed: %s", fn,
                                                  cuctx_result_name(rc));
-}
-
-/* The stripes of the synchronize/capture lock (context.h). */
-#define SYNC_STRIPES 64
-static pthread_rwlock_t sync_stripes[SYNC_STRIPES] = {
-    [0 ... SYNC_STRIPES - 1] = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP};
-
-pthread_rwlock_t *cuctx__sync_stripe(uint64_t entry)
-{
-    return &sync_stripes[(entry ^ entry >> 32) % SYNC_STRIPES];
 }
 
 CUCTX_API CUresult cuctx_ctx_synchronize(cuctx_ctx ctx)

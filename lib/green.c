@@ -37,6 +37,7 @@
 #include "config.h"
 
 #include "green.h"
+#include "apart.h"
 #include "claim.h"
 #include "cuctx.h"
 #include "current.h"
@@ -267,7 +268,7 @@ static void end_stream(struct cuctx_slot *s, struct teardown *t)
                 rc = CUDA_SUCCESS;
         }
         if (rc == CUDA_SUCCESS)
-            rc = DRV(cuStreamDestroy)(raw);
+            rc = cuctx__stream_destroy_raw(raw);
     }
     if (cuctx__driver_gone(rc)) {
         t->gone = 1;

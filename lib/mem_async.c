@@ -48,6 +48,7 @@
  * and after the driver shut down. */
 #include "config.h"
 
+#include "apart.h"
 #include "context.h"
 #include "cuctx.h"
 #include "driver.h"

@@ -14,10 +14,13 @@
  * slot's aux record), counting its handle and each such allocation; the
  * handle's destroy ends the handle at once, and the driver's pool is
  * destroyed by whichever goes last - the handle, or the free of its last
- * allocation (mem_async.c). */
+ * allocation (mem_async.c). Each cuMemPoolDestroy is kept apart from
+ * cuctx's synchronizes and stream destroys on other threads, which crash
+ * or hang the driver beside it (apart.h). */
 #include "config.h"
 
 #include "mem_pool.h"
+#include "apart.h"
 #include "cuctx.h"
 #include "driver.h"
 #include "error.h"
@@ -60,6 +63,16 @@ struct cuctx_pool_life *cuctx__pool_ref(struct cuctx_slot *s, int *no_memory)
     return l;
 }
 
+/* The driver's destroy, apart from synchronizes and stream destroys. */
+static CUresult pool_destroy(CUmemoryPool raw)
+{
+    CUresult rc;
+    CUCTX__UNWOUND_LETS_GO(NULL)
+        CUCTX__SYNC_ALL_ALONE
+            rc = DRV(cuMemPoolDestroy)(raw);
+    return rc;
+}
+
 /* The reference's end; the last destroys the pool and says how that went. */
 static CUresult unref(struct cuctx_pool_life *l)
 {
@@ -69,10 +82,7 @@ static CUresult unref(struct cuctx_pool_life *l)
     free(l);
     if (atomic_load_explicit(&cuctx__shutdown, memory_order_relaxed))
         return CUDA_SUCCESS;    /* the driver is gone, and its pools with it */
-    CUresult rc;
-    CUCTX__UNWOUND_LETS_GO(NULL)
-        rc = DRV(cuMemPoolDestroy)(raw);
-    return rc;
+    return pool_destroy(raw);
 }
 
 void cuctx__pool_unref(struct cuctx_pool_life *l, const char *fn)
@@ -95,10 +105,7 @@ static CUresult destroy_slot(struct cuctx_slot *s, const char *fn)
     struct cuctx_pool_life *l = __atomic_load_n(&cuctx__slot_aux(s)->ptr, __ATOMIC_ACQUIRE);
     if (l)
         return unref(l);
-    CUresult rc;
-    CUCTX__UNWOUND_LETS_GO(NULL)
-        rc = DRV(cuMemPoolDestroy)((CUmemoryPool)(uintptr_t)s->u.child.raw);
-    return rc;
+    return pool_destroy((CUmemoryPool)(uintptr_t)s->u.child.raw);
 }
 const struct cuctx_child_kind cuctx__mem_pool_kind = {0, NULL, destroy_slot};
 

@@ -2,6 +2,7 @@
 /* stream.c - cuctx_stream: what is particular to streams. */
 #include "config.h"
 
+#include "apart.h"
 #include "claim.h"
 #include "context.h"
 #include "cuctx.h"
@@ -15,7 +16,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-static CUresult destroy(uint64_t raw) { return DRV(cuStreamDestroy)((CUstream)(uintptr_t)raw); }
+static CUresult destroy(uint64_t raw) { return cuctx__stream_destroy_raw((CUstream)(uintptr_t)raw); }
 
 /* A stream that carried stream-ordered memory and may run apart from the
  * legacy stream (non-blocking, or adopted with flags unknown) waits for its
@@ -91,7 +92,7 @@ static CUresult destroy_slot(struct cuctx_slot *s, const char *fn)
                                             cuctx__word_gen(atomic_load_explicit(&s->word, memory_order_relaxed)))))
             return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    return DRV(cuStreamDestroy)(raw);
+    return cuctx__stream_destroy_raw(raw);
 }
 const struct cuctx_child_kind cuctx__stream_kind = {0, destroy, destroy_slot};
 

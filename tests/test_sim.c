@@ -3206,6 +3206,70 @@ Test(sim_pools, a_second_free_answers_1)
 	OK(D.CtxDestroy(sc.ctx));
 }
 
+/* cusim_set_sync_time: a pool's destroy while cuCtxSynchronize or
+ * cuStreamDestroy runs on another thread, in any context, or either of
+ * those while a pool's destroy runs, is a misuse (the real driver crashed
+ * or hung: tools/facts/pool_destroy.c); one after the other is not. */
+struct pool_beside { CUcontext ctx; CUstream s; CUmemoryPool pool; int what; CUresult rc; };
+
+static void *beside_pool(void *p)
+{
+	struct pool_beside *a = p;
+	a->rc = D.CtxSetCurrent(a->ctx);
+	if (a->rc == CUDA_SUCCESS)
+		a->rc = a->what == 0 ? D.CtxSynchronize() : a->what == 1 ? D.StreamDestroy(a->s) : P.PoolDestroy(a->pool);
+	return NULL;
+}
+
+Test(sim_pools, a_destroy_beside_a_running_synchronize_or_stream_destroy_is_a_misuse)
+{
+	SIM_ONLY("the calls' running time and the misuse log are the simulator's");
+	static const char *const texts[] = { "pool destroyed while cuCtxSynchronize or cuStreamDestroy runs",
+					     "pool destroyed while cuCtxSynchronize or cuStreamDestroy runs",
+					     "called while a memory pool is destroyed on another thread" };
+	struct scene sc = scene();
+	CUcontext other = new_raw_ctx(0);
+	OK(D.CtxSetCurrent(sc.ctx));
+	D.set_sync_time(200000);
+	for (int what = 0; what < 3; what++) {
+		struct pool_beside a = { other, NULL, make_pool(0), what, CUDA_ERROR_UNKNOWN };
+		CUmemoryPool mine = make_pool(0);
+		OK(D.CtxSetCurrent(other));
+		OK(D.StreamCreate(&a.s, 0));
+		OK(D.CtxSetCurrent(sc.ctx));
+		pthread_t t;
+		cr_assert_eq(pthread_create(&t, NULL, beside_pool, &a), 0);
+		usleep(50000);
+		if (what == 2)
+			OK(D.StreamDestroy(sc.s));
+		else
+			OK(P.PoolDestroy(mine));
+		pthread_join(t, NULL);
+		OK(a.rc);
+		cr_assert_eq(D.misuse_count(), (unsigned)what + 1, "round %d", what);
+		assert_misuse((unsigned)what, what == 2 ? "cuStreamDestroy" : "cuMemPoolDestroy", texts[what]);
+		if (what == 2) {
+			OK(P.PoolDestroy(mine));
+			OK(D.StreamCreate(&sc.s, 0));
+		} else {
+			OK(P.PoolDestroy(a.pool));
+		}
+		if (what != 1) {
+			OK(D.CtxSetCurrent(other));
+			OK(D.StreamDestroy(a.s));
+			OK(D.CtxSetCurrent(sc.ctx));
+		}
+	}
+	D.set_sync_time(0);     /* one after the other: no misuse */
+	CUmemoryPool pool = make_pool(0);
+	OK(D.CtxSynchronize());
+	OK(P.PoolDestroy(pool));
+	cr_assert_eq(D.misuse_count(), 3);
+	OK(D.CtxSetCurrent(NULL));
+	OK(D.CtxDestroy(other));
+	OK(D.CtxDestroy(sc.ctx));
+}
+
 Test(sim_pools, a_pool_destroyed_with_live_allocations_lives_on_until_the_last_free)
 {
 	struct scene sc = scene();

@@ -48,6 +48,8 @@ static CUresult destroy_plain(enum fn fn, enum kind k, uint64_t h, bool null_han
 	if (k == K_STREAM)
 		pool_stream_destroyed(o);       /* its unfinished work runs on (pools.c) */
 	obj_kill(o, "already destroyed");
+	if (k == K_STREAM)
+		pool_apart(&c, false);
 	return leave(&c, CUDA_SUCCESS);
 }
 

@@ -170,14 +170,12 @@ CUresult sim_cuCtxSynchronize(void)
 		pool_ctx_done(cur);
 		pool_release(cur->device);
 	}
-	if (rc == CUDA_SUCCESS && S.sync_us) {
+	if (rc == CUDA_SUCCESS) {
 		/* the synchronize runs, the lock let go: a capture begun or
-		 * ended meanwhile in this context is a misuse (capture.c) */
-		unsigned us = S.sync_us;
+		 * ended meanwhile in this context is a misuse (capture.c), as is
+		 * a pool's destroy anywhere (pools.c) */
 		cur->syncing++;
-		pthread_mutex_unlock(&S.lock);
-		usleep(us);
-		pthread_mutex_lock(&S.lock);
+		pool_apart(&c, false);
 		cur->syncing--;
 	}
 	return leave(&c, rc);

@@ -13,6 +13,8 @@
  * destroyed stream crashes (a misuse here). */
 #include "sim.h"
 
+#include <unistd.h>
+
 /* --- streams' work, as far as stream-ordered memory needs it ------------------ */
 
 void pool_stream_new(struct obj *s)
@@ -408,6 +410,28 @@ CUresult sim_cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 	return leave(&c, CUDA_SUCCESS);
 }
 
+/* cuMemPoolDestroy on one thread while cuCtxSynchronize or cuStreamDestroy runs on another, in any context,
+ * crashed the real driver (SIGSEGV) or hung it (measured on the H200, tools/facts/pool_destroy.c: ways S and R
+ * against U and T). Each side checks for a call of the other running, and runs for S.sync_us with the lock let
+ * go, so that any overlap is seen by the call that comes second. */
+void pool_apart(struct call *c, bool destroy)
+{
+	if (destroy ? S.drains_running : S.pool_destroys_running)
+		misuse(c, c->handle, destroy ? "pool destroyed while cuCtxSynchronize or cuStreamDestroy runs on another "
+					       "thread: a crash or hang of the real driver"
+					     : "called while a memory pool is destroyed on another thread: a crash or hang "
+					       "of the real driver");
+	if (!S.sync_us)
+		return;
+	unsigned *running = destroy ? &S.pool_destroys_running : &S.drains_running;
+	unsigned us = S.sync_us;
+	(*running)++;
+	pthread_mutex_unlock(&S.lock);
+	usleep(us);
+	pthread_mutex_lock(&S.lock);
+	(*running)--;
+}
+
 /* With allocations alive the pool lives on, dead to callers, until the last is freed (measured: they stay usable,
  * with one thread; a misuse here, as several threads crashed). */
 CUresult sim_cuMemPoolDestroy(CUmemoryPool pool)
@@ -421,6 +445,9 @@ CUresult sim_cuMemPoolDestroy(CUmemoryPool pool)
 		return leave(&c, rc);
 	if (p->so.is_default)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	pool_apart(&c, true);
+	if ((rc = need_pool(&c, pool, &p)))     /* (again: the lock was let go) */
+		return leave(&c, rc);
 	for (int d = 0; d < SIM_MAX_DEVICES; d++)
 		if (S.mem_pool[d] == p)
 			S.mem_pool[d] = NULL;

@@ -278,6 +278,8 @@ struct sim_state {
 	bool hide_ctx_id;
 	bool stale_levels;              /* cusim_set_stale_levels */
 	unsigned sync_us;               /* cusim_set_sync_time */
+	unsigned pool_destroys_running; /* cuMemPoolDestroy calls in their window (pool_apart) */
+	unsigned drains_running;        /* cuCtxSynchronize and cuStreamDestroy calls in theirs */
 	struct capture *captures;       /* live captures, newest first */
 	size_t ncaptures;
 	unsigned long long last_capture_id; /* never restarted, like last_ctx_id */
@@ -460,6 +462,10 @@ CUresult pool_plain_free(const struct call *c, struct obj *o);
 void pool_release(int device);
 /* cusim_reset's part. */
 void pool_reset(void);
+/* cuMemPoolDestroy (destroy: true), or cuCtxSynchronize or cuStreamDestroy
+ * (false), beside a call of the other side on another thread: a misuse;
+ * then, with cusim_set_sync_time, the call's window with the lock let go. */
+void pool_apart(struct call *c, bool destroy);
 /* dev's default pool, made at its first use. */
 struct obj *pool_default(int device);
 

@@ -34,6 +34,28 @@
  *      destroy (F's order, beside the same threads)
  *   L  as J with no pool destroyed during the run: each thread trims its
  *      own pool to 0 now and then (cuMemPoolTrimTo) instead
+ *   M  as J, the pool's destroy (by the last free or the handle) waiting
+ *      first until the pool's USED_MEM_CURRENT reads 0 (every queued free
+ *      of its memory ran), polled every 20 us; says how many destroys
+ *      had to wait
+ *   N  as J, the pool's destroy waiting first until, trimmed to 0, the pool
+ *      reserves nothing (if a free still queued keeps its block reserved),
+ *      polled every 20 us
+ *   Q  as J, every free's stream synchronized before its reference ends
+ *      (F's order under J's load: no pool destroyed with a free queued)
+ *      (J, K, M, N and Q free memory on a stream other than its
+ *      allocation's, with no order between the two: the program's own
+ *      misuse; R and S take it away)
+ *   R  as Q, each allocation's stream synchronized before the memory is
+ *      handed on (so every free comes after its allocation)
+ *   S  as J, each allocation's stream synchronized as in R: the pool
+ *      destroyed right after its last free is queued, behind a memset
+ *   T  as R, each cuMemPoolDestroy kept apart (a lock, write side) from
+ *      the beside threads' cuCtxSynchronize and cuStreamDestroy (read side)
+ *   U  as S (destroys with a free still queued), kept apart as in T
+ *   P  one thread: does USED_MEM_CURRENT count a free still queued? 64 MiB
+ *      from a pool, freed with cuMemFreeAsync behind 1000 memsets of
+ *      1 GiB; the attribute read at once, then after the synchronize
  *   I  8 threads, each with a pool of its own, each doing C but with the
  *      pool destroyed after the frees (cuMemFree with no context current,
  *      which leaves the pool counting the memory as used: cuctx's free of
@@ -42,6 +64,7 @@
  *       -L/usr/local/cuda/lib64/stubs -lcuda -lpthread && ./a.out [seconds] */
 #include <cuda.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -57,7 +80,7 @@ static CUdevice dev;
 static char way;
 static int seconds = 3;
 static atomic_int stop;
-static atomic_ulong ok, bad;
+static atomic_ulong ok, bad, waited;
 
 static void count(CUresult rc)
 {
@@ -76,6 +99,40 @@ static CUmemoryPool new_pool(void)
     return p;
 }
 
+/* P: a queued free, and what the pool counts used meanwhile */
+static void pending_used(void)
+{
+    CUstream s;
+    CUdeviceptr p = 0, busy = 0;
+    cuuint64_t queued = 0, after = 0, before = 0, rq = 0, rt = 0, ra = 0;
+    cuCtxSetCurrent(ctx);
+    cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+    CUmemoryPool pool = new_pool();
+    count(cuMemAlloc(&busy, 1u << 30));
+    count(cuMemAllocFromPoolAsync(&p, 64u << 20, pool, s));
+    count(cuStreamSynchronize(s));
+    cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &before);
+    for (int i = 0; i < 1000; i++)
+        count(cuMemsetD8Async(busy, (unsigned char)i, 1u << 30, s));
+    count(cuMemFreeAsync(p, s));
+    count(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &queued));
+    count(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &rq));
+    count(cuMemPoolTrimTo(pool, 0));
+    count(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &rt));
+    CUresult q = cuStreamQuery(s);
+    count(cuStreamSynchronize(s));
+    count(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &after));
+    count(cuMemPoolTrimTo(pool, 0));
+    count(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &ra));
+    printf("    P: used %llu before the free, %llu with it queued (stream query %d), %llu after the synchronize\n",
+           (unsigned long long)before, (unsigned long long)queued, (int)q, (unsigned long long)after);
+    printf("    P: reserved %llu with the free queued, %llu after a trim to 0 then, %llu after the synchronize and "
+           "a trim\n", (unsigned long long)rq, (unsigned long long)rt, (unsigned long long)ra);
+    count(cuMemPoolDestroy(pool));
+    cuMemFree(busy);
+    cuStreamDestroy(s);
+}
+
 /* A, B, C, D: one thread's rounds on a pool of its own */
 static void serial(char how)
 {
@@ -83,6 +140,10 @@ static void serial(char how)
     CUdeviceptr p[16];
     cuCtxSetCurrent(ctx);
     cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+    if (how == 'P') {
+        pending_used();
+        return;
+    }
     for (int round = 0; round < 2000 && !atomic_load(&stop); round++) {
         CUmemoryPool pool = new_pool();
         for (int i = 0; i < 16; i++)
@@ -129,10 +190,63 @@ struct alloc {
 };
 static _Atomic(struct alloc *) slots[SLOTS];
 
+/* M: every free of the pool's memory ran (the pool counts none used) */
+static void wait_unused(CUmemoryPool raw)
+{
+    cuuint64_t used = 0;
+    int polls = 0;
+    while (cuMemPoolGetAttribute(raw, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used) == CUDA_SUCCESS && used
+           && polls < 500000) {
+        polls++;
+        usleep(20);
+    }
+    if (polls)
+        atomic_fetch_add(&waited, 1);
+    if (used)
+        printf("    M: still %llu bytes used after %d polls\n", (unsigned long long)used, polls);
+}
+
+/* N: every queued free of the pool's memory ran (a trim to 0 leaves none reserved) */
+static void wait_unreserved(CUmemoryPool raw)
+{
+    cuuint64_t held = 0;
+    int polls = 0;
+    while (cuMemPoolTrimTo(raw, 0) == CUDA_SUCCESS
+           && cuMemPoolGetAttribute(raw, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &held) == CUDA_SUCCESS && held
+           && polls < 500000) {
+        polls++;
+        usleep(20);
+    }
+    if (polls)
+        atomic_fetch_add(&waited, 1);
+    if (held)
+        printf("    N: still %llu bytes reserved after %d polls\n", (unsigned long long)held, polls);
+}
+
+/* T, U: the pools' destroys apart from the synchronizes and stream destroys */
+static pthread_rwlock_t apart = PTHREAD_RWLOCK_INITIALIZER;
+static int kept_apart(void)
+{
+    return way == 'T' || way == 'U';
+}
+
+static void pool_destroy(CUmemoryPool raw)
+{
+    if (kept_apart())
+        pthread_rwlock_wrlock(&apart);
+    count(cuMemPoolDestroy(raw));
+    if (kept_apart())
+        pthread_rwlock_unlock(&apart);
+}
+
 static void pool_unref(struct pool *pl)
 {
     if (atomic_fetch_sub(&pl->live, 1) == 1) {
-        count(cuMemPoolDestroy(pl->raw));
+        if (way == 'M')
+            wait_unused(pl->raw);
+        if (way == 'N')
+            wait_unreserved(pl->raw);
+        pool_destroy(pl->raw);
         free(pl);
     }
 }
@@ -150,8 +264,13 @@ static void *beside_sync(void *arg)
 {
     (void)arg;
     cuCtxSetCurrent(ctx);
-    while (!atomic_load(&stop))
+    while (!atomic_load(&stop)) {
+        if (kept_apart())
+            pthread_rwlock_rdlock(&apart);
         count(cuCtxSynchronize());
+        if (kept_apart())
+            pthread_rwlock_unlock(&apart);
+    }
     return NULL;
 }
 
@@ -163,8 +282,13 @@ static void *beside_streams(void *arg)
     while (!atomic_load(&stop)) {
         CUresult rc = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
         count(rc);
-        if (rc == CUDA_SUCCESS)
+        if (rc == CUDA_SUCCESS) {
+            if (kept_apart())
+                pthread_rwlock_rdlock(&apart);
             count(cuStreamDestroy(s));
+            if (kept_apart())
+                pthread_rwlock_unlock(&apart);
+        }
     }
     return NULL;
 }
@@ -175,7 +299,7 @@ static void *worker(void *arg)
     int me = (int)(intptr_t)arg;
     unsigned r = (unsigned)me * 2654435761u + 1;
     CUstream s;
-    if (way <= 'D' || way == 'H' || way == 'I') {
+    if (way <= 'D' || way == 'H' || way == 'I' || way == 'P') {
         serial(way == 'D' ? 'A' : way == 'H' ? 'B' : way);     /* (I: 8 threads of I) */
         return NULL;
     }
@@ -205,7 +329,7 @@ static void *worker(void *arg)
             free(a);
             continue;
         }
-        if (!beside)
+        if (!beside || way == 'R' || way == 'S' || way == 'T' || way == 'U')
             cuStreamSynchronize(s);
         struct alloc *old = atomic_exchange(&slots[(r >> 12) % SLOTS], a);
         if (old) {
@@ -213,7 +337,7 @@ static void *worker(void *arg)
                 count(cuMemsetD8Async(busy, 0, BUSY_BYTES, s));
             count(cuMemFreeAsync(old->p, s));
             if (deferred) {
-                if (way == 'F' || (way == 'K' && atomic_load(&old->pool->live) == 1))
+                if (way == 'F' || way == 'Q' || way == 'R' || way == 'T' || (way == 'K' && atomic_load(&old->pool->live) == 1))
                     cuStreamSynchronize(s);
                 pool_unref(old->pool);
             } else if (atomic_fetch_sub(&old->pool->live, 1) == 1) {
@@ -249,11 +373,11 @@ static void *worker(void *arg)
 static int run(void)
 {
     pthread_t t[THREADS];
-    int n = way <= 'C' ? 1 : THREADS;
+    int n = way <= 'C' || way == 'P' ? 1 : THREADS;
     if (cuInit(0) || cuDeviceGet(&dev, 0) || cuCtxCreate(&ctx, NULL, 0, dev))
         return 10;
     pthread_t b[3];
-    int nb = way >= 'J' ? 3 : 0;
+    int nb = way >= 'J' && way != 'P' ? 3 : 0;
     for (int i = 0; i < n; i++)
         pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
     for (int i = 0; i < nb; i++)
@@ -267,15 +391,18 @@ static int run(void)
     CUresult sync = cuCtxSynchronize();
     CUdeviceptr probe;
     CUresult alloc = cuMemAlloc(&probe, 4096);
-    printf("    %lu calls answered 0, %lu did not; then cuCtxSynchronize %d, cuMemAlloc %d\n", atomic_load(&ok),
+    printf("    %lu calls answered 0, %lu did not; then cuCtxSynchronize %d, cuMemAlloc %d", atomic_load(&ok),
            atomic_load(&bad), (int)sync, (int)alloc);
+    if (way == 'M')
+        printf("; %lu destroys waited for queued frees", atomic_load(&waited));
+    printf("\n");
     fflush(stdout);
     return 0;
 }
 
 int main(int argc, char **argv)
 {
-    const char *ways = argc > 2 ? argv[2] : "ABCDEFGHIJKL";
+    const char *ways = argc > 2 ? argv[2] : "ABCDEFGHIJKLMNPQRSTU";
     if (argc > 1)
         seconds = atoi(argv[1]);
     for (const char *w = ways; *w; w++) {
@@ -285,13 +412,16 @@ int main(int argc, char **argv)
             fflush(NULL);
             pid_t pid = fork();
             if (pid == 0) {
+                alarm((unsigned)seconds * 8 + 10);     /* a hang is reported as signal 14 */
                 int rc = run();
                 fflush(NULL);
                 _exit(rc);
             }
             int st = 0;
             waitpid(pid, &st, 0);
-            if (WIFSIGNALED(st))
+            if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
+                printf("    HUNG (no end after %d s)\n", seconds * 8 + 10);
+            else if (WIFSIGNALED(st))
                 printf("    CRASHED (signal %d)\n", WTERMSIG(st));
             else if (WEXITSTATUS(st))
                 printf("    setup failed (%d)\n", WEXITSTATUS(st));

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/* apart.h - driver calls that crash the real driver when they run beside
+ * each other on two threads, and the lock that keeps cuctx's apart: two
+ * pairs are known, each measured on the H200 (below). */
+#ifndef CUCTX_APART_H
+#define CUCTX_APART_H
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdint.h>
+
+/* On the real driver, cuCtxSynchronize on one thread while another thread
+ * of the same context begins or ends a stream capture is a SIGSEGV inside
+ * libcuda (measured on the H200: tools/facts/sync_beside_capture.c crashed
+ * in every run of a few seconds; never with the captures in another
+ * context, never beside one capture held open the whole time). So cuctx's
+ * context synchronize and its capture begin and end take the two sides of
+ * one lock of the context, striped by its entry id: synchronizes share it,
+ * a begin or an end has it alone (writers first, so that a loop of
+ * synchronizes cannot hold a capture's end off). The guard lets go at the
+ * end of its block, and when a cancellation unwinds it. */
+struct cuctx_sync_guard { pthread_rwlock_t *lock; };
+pthread_rwlock_t *cuctx__sync_stripe(uint64_t entry);
+static inline void cuctx__sync_guard_end(struct cuctx_sync_guard *g)
+{
+    pthread_rwlock_unlock(g->lock);
+}
+/* (unused: a guard is held for its block, never read) */
+#define CUCTX__SYNC_GUARD __attribute__((cleanup(cuctx__sync_guard_end), unused))
+/* struct cuctx_sync_guard g CUCTX__SYNC_GUARD = cuctx__sync_shared(entry); */
+static inline struct cuctx_sync_guard cuctx__sync_shared(uint64_t entry)
+{
+    struct cuctx_sync_guard g = {cuctx__sync_stripe(entry)};
+    pthread_rwlock_rdlock(g.lock);
+    return g;
+}
+static inline struct cuctx_sync_guard cuctx__sync_alone(uint64_t entry)
+{
+    struct cuctx_sync_guard g = {cuctx__sync_stripe(entry)};
+    pthread_rwlock_wrlock(g.lock);
+    return g;
+}
+/* The statement after it runs with the lock of entry alone: a run-once for
+ * with the guard in its init clause (its pointer, set, is the loop's flag). */
+#define CUCTX__SYNC_ALONE(entry)                                                                    \
+    for (struct cuctx_sync_guard cuctx__alone_ CUCTX__SYNC_GUARD = cuctx__sync_alone(entry),        \
+                                 *cuctx__alone_once_ = &cuctx__alone_;                               \
+         cuctx__alone_once_; cuctx__alone_once_ = NULL)
+
+/* cuMemPoolDestroy on one thread while another thread's cuCtxSynchronize
+ * or cuStreamDestroy runs, in any context, crashes the real driver
+ * (SIGSEGV) or hangs it (measured on the H200, tools/facts/pool_destroy.c:
+ * way S crashed in 4 runs of 4, and R, whose pools ended with every free
+ * done, hung in 2 of 4; U and T, the same with the destroys kept apart
+ * from those two calls, ran clean in 4 of 4). So cuctx's stream destroys
+ * share a stripe of the same lock (which one does not matter: the key
+ * only spreads them), as its synchronizes do, and a pool's destroy holds
+ * every stripe alone. */
+static inline struct cuctx_sync_guard cuctx__sync_shared_any(const void *key)
+{
+    return cuctx__sync_shared((uint64_t)(uintptr_t)key);
+}
+/* cuStreamDestroy so. */
+CUresult cuctx__stream_destroy_raw(CUstream raw);
+struct cuctx_sync_all { int held; };
+void cuctx__sync_all_end(struct cuctx_sync_all *g);
+struct cuctx_sync_all cuctx__sync_all_alone(void);
+/* The statement after it runs with every stripe alone. */
+#define CUCTX__SYNC_ALL_ALONE                                                                      \
+    for (struct cuctx_sync_all cuctx__all_ __attribute__((cleanup(cuctx__sync_all_end), unused))  \
+             = cuctx__sync_all_alone(), *cuctx__all_once_ = &cuctx__all_;                           \
+         cuctx__all_once_; cuctx__all_once_ = NULL)
+
+#endif
