@@ -18,9 +18,10 @@ pthread_rwlock_t *cuctx__sync_stripe(uint64_t entry)
 /* A stream's destroy, apart from pools' destroys. */
 CUresult cuctx__stream_destroy_raw(CUstream raw)
 {
-    struct cuctx_sync_guard g CUCTX__SYNC_GUARD = cuctx__sync_shared_any(raw);
-    (void)g;
-    return DRV(cuStreamDestroy)(raw);
+    CUresult rc;
+    CUCTX__APART_FROM_POOLS(raw)
+        rc = DRV(cuStreamDestroy)(raw);
+    return rc;
 }
 
 /* Every stripe, in one order (so two of these cannot deadlock). */

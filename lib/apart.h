@@ -52,14 +52,17 @@ static inline struct cuctx_sync_guard cuctx__sync_alone(uint64_t entry)
  * (SIGSEGV) or hangs it (measured on the H200, tools/facts/pool_destroy.c:
  * way S crashed in 4 runs of 4, and R, whose pools ended with every free
  * done, hung in 2 of 4; U and T, the same with the destroys kept apart
- * from those two calls, ran clean in 4 of 4). So cuctx's stream destroys
- * share a stripe of the same lock (which one does not matter: the key
- * only spreads them), as its synchronizes do, and a pool's destroy holds
- * every stripe alone. */
-static inline struct cuctx_sync_guard cuctx__sync_shared_any(const void *key)
-{
-    return cuctx__sync_shared((uint64_t)(uintptr_t)key);
-}
+ * from those two calls, ran clean in 4 of 4). A context's destroy (cuCtxDestroy, a
+ * primary context's reset or last release, a green context's destroy)
+ * synchronizes and destroys streams too, and tests/stress crashed with
+ * pools only where contexts died: those are kept apart as well. So each of
+ * these calls runs with a stripe of the same lock shared (which one does
+ * not matter: the key only spreads them), as the synchronizes do, and a
+ * pool's destroy holds every stripe alone. */
+#define CUCTX__APART_FROM_POOLS(key)                                                                \
+    for (struct cuctx_sync_guard cuctx__apart_ CUCTX__SYNC_GUARD = cuctx__sync_shared((uint64_t)(uintptr_t)(key)), \
+                                 *cuctx__apart_once_ = &cuctx__apart_;                              \
+         cuctx__apart_once_; cuctx__apart_once_ = NULL)
 /* cuStreamDestroy so. */
 CUresult cuctx__stream_destroy_raw(CUstream raw);
 struct cuctx_sync_all { int held; };

@@ -112,7 +112,8 @@ CUCTX_API CUresult cuctx_ctx_primary_at(cuctx_ctx *out, CUdevice dev, const char
         }
     }
     if (rc != CUDA_SUCCESS)
-        DRV(cuDevicePrimaryCtxRelease)(dev);
+        CUCTX__APART_FROM_POOLS(dev)
+            DRV(cuDevicePrimaryCtxRelease)(dev);
     cuctx__ctx_unlock();
     return rc;
 }
@@ -133,7 +134,10 @@ static CUresult primary_release(CUdevice dev, uint64_t handle_entry, const char 
     struct cuctx_primary *p = cuctx__primary_of(dev, 0);
     if (p && p->retains > 0 && --p->retains == 0 && p->greens == 0)
         e = cuctx__primary_close_locked(dev, &entry);
-    CUresult rc = gone ? CUDA_SUCCESS : DRV(cuDevicePrimaryCtxRelease)(dev);
+    CUresult rc = CUDA_SUCCESS;
+    if (!gone)
+        CUCTX__APART_FROM_POOLS(dev)
+            rc = DRV(cuDevicePrimaryCtxRelease)(dev);
     if (e)
         cuctx__primary_settle_locked(e, entry);
     cuctx__entry_unname_locked(handle_entry);   /* (a borrow's entry retained since) */
@@ -167,7 +171,8 @@ CUCTX_API CUresult cuctx_ctx_primary_reset(CUdevice dev)
     }
     if (found && (e = cuctx__close(found, KIND_ENTRY)) != NULL)
         cuctx__drain(e);
-    rc = DRV(cuDevicePrimaryCtxReset)(dev);
+    CUCTX__APART_FROM_POOLS(dev)
+        rc = DRV(cuDevicePrimaryCtxReset)(dev);
     if (e && rc == CUDA_SUCCESS) {
         cuctx__map_remove(e->u.entry.raw, found);
         cuctx__slot_free(e);

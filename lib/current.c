@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "current.h"
+#include "apart.h"
 #include "driver.h"
 #include "error.h"
 #include "thread.h"
@@ -54,7 +55,9 @@ CUresult cuctx__create_pushed(CUcontext *raw, unsigned flags, CUdevice dev)
 
 CUresult cuctx__destroy_pushed(CUcontext raw)
 {
-    CUresult rc = DRV(cuCtxDestroy)(raw);
+    CUresult rc;
+    CUCTX__APART_FROM_POOLS(raw)
+        rc = DRV(cuCtxDestroy)(raw);
     if (rc == CUDA_SUCCESS && cuctx__me.current.pushes)
         cuctx__me.current.pushes--;
     cuctx__me.current.top = 0;
@@ -66,7 +69,9 @@ CUresult cuctx__destroy_popping(CUcontext raw, CUresult *cur_rc)
     CUcontext cur = NULL;
     if ((*cur_rc = DRV(cuCtxGetCurrent)(&cur)) != CUDA_SUCCESS)
         *cur_rc = DRV(cuCtxGetCurrent)(&cur);
-    CUresult rc = DRV(cuCtxDestroy)(raw);
+    CUresult rc;
+    CUCTX__APART_FROM_POOLS(raw)
+        rc = DRV(cuCtxDestroy)(raw);
     if (rc == CUDA_SUCCESS && *cur_rc == CUDA_SUCCESS && cur == raw && cuctx__me.current.pushes)
         cuctx__me.current.pushes--;
     cuctx__me.current.top = 0;

@@ -216,7 +216,8 @@ static CUresult green_create(cuctx_ctx *out, CUdevice dev, CUdevResourceDesc des
         cuctx__ctx_unlock();
     }
     if (rc != CUDA_SUCCESS)
-        DRV(cuGreenCtxDestroy)(g);
+        CUCTX__APART_FROM_POOLS(g)
+            DRV(cuGreenCtxDestroy)(g);
     return rc;
 }
 
@@ -328,7 +329,9 @@ static CUresult destroy_popping(CUgreenCtx g, CUcontext raw, const char *fn)
     CUresult cur_rc = DRV(cuCtxGetCurrent)(&cur);
     if (cur_rc != CUDA_SUCCESS)
         cur_rc = DRV(cuCtxGetCurrent)(&cur);
-    CUresult rc = DRV(cuGreenCtxDestroy)(g);
+    CUresult rc;
+    CUCTX__APART_FROM_POOLS(g)
+        rc = DRV(cuGreenCtxDestroy)(g);
     if (rc != CUDA_SUCCESS)
         return cuctx__driver_gone(rc) ? rc
                                       : cuctx__fail(rc, "%s: cuGreenCtxDestroy failed: %s", fn, cuctx_result_name(rc));

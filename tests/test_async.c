@@ -706,29 +706,30 @@ Test(mem_pool, the_default_pool_is_borrowed)
 }
 
 /* Bug caught: a pool's destroy running while another thread's context
- * synchronize or stream destroy runs (measured: the real driver crashes
- * or hangs, tools/facts/pool_destroy.c; the simulator records a misuse),
- * for either order of the two. Each call of the simulator runs 200 ms
+ * synchronize, stream destroy or context destroy runs (measured: the real
+ * driver crashes or hangs, tools/facts/pool_destroy.c; the simulator
+ * records a misuse), for either order of the two. Each call of the simulator runs 200 ms
  * here; the destroy must come after the other call's end in the log. */
-struct beside { cuctx_ctx c; cuctx_stream s; cuctx_mem_pool pool; int what; CUresult rc; };
+struct beside { cuctx_ctx c; cuctx_stream s; cuctx_mem_pool pool; int what; CUresult rc; cuctx_ctx dies; };
 static void *run_beside(void *p)
 {
     struct beside *b = p;
     b->rc = b->what == 0   ? cuctx_ctx_synchronize(b->c)
             : b->what == 1 ? cuctx_stream_destroy(&b->s)
-                           : cuctx_mem_pool_destroy(&b->pool);
+            : b->what == 2 ? cuctx_mem_pool_destroy(&b->pool)
+                           : cuctx_ctx_destroy(&b->dies);
     return NULL;
 }
 Test(mem_pool, its_destroy_never_runs_beside_a_synchronize_or_a_stream_destroy)
 {
-    static const char *const first[] = {"cuCtxSynchronize", "cuStreamDestroy", "cuMemPoolDestroy"};
+    static const char *const first[] = {"cuCtxSynchronize", "cuStreamDestroy", "cuMemPoolDestroy", "cuCtxDestroy"};
     NEED_DRIVER();
     NEED_SIM();
     cuctx_ctx c = {0};
     new_ctx(&c, 0, "C", LEFT_CURRENT);
     sim()->set_sync_time(200000);
-    for (int what = 0; what < 4; what++) {
-        struct beside b = {c, {0}, {0}, what % 3, CUDA_ERROR_UNKNOWN};
+    for (int what = 0; what < 5; what++) {
+        struct beside b = {c, {0}, {0}, what % 4, CUDA_ERROR_UNKNOWN, {0}};
         cuctx_stream s = {0};
         cuctx_mem_pool pool = {0};
         cuctx_mem m = {0};
@@ -736,7 +737,9 @@ Test(mem_pool, its_destroy_never_runs_beside_a_synchronize_or_a_stream_destroy)
         CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
         CHECK_OK(cuctx_mem_pool_create(&b.pool, 0, NULL));
         CHECK_OK(cuctx_mem_pool_create(&pool, 0, NULL));
-        if (what == 3)      /* the pool ended by its last allocation's free */
+        if (what == 3)      /* another context's destroy */
+            new_ctx(&b.dies, 0, "D", POPPED);
+        if (what == 4)      /* the pool ended by its last allocation's free */
             CHECK_OK(cuctx_mem_alloc_from_pool(&m, pool, s, BYTES));
         CUmemoryPool raw = cuctx_mem_pool_raw(pool);
         size_t mark = log_mark();
@@ -757,11 +760,11 @@ Test(mem_pool, its_destroy_never_runs_beside_a_synchronize_or_a_stream_destroy)
                                         what == 2 ? 0 : (uint64_t)(uintptr_t)raw, mark);
         for (size_t i = mark; i < log_mark(); i++) {
             struct cusim_call call;
-            if (sim()->log_get(i, &call) == 0 && strcmp(call.fn, first[what % 3]) == 0 && other < 0)
+            if (sim()->log_get(i, &call) == 0 && strcmp(call.fn, first[what % 4]) == 0 && other < 0)
                 other = (long)i;
         }
         cr_assert(other >= 0 && mine > other, "round %d: %s (log %ld) came before the end of %s (log %ld)", what,
-                  what == 2 ? "the synchronize" : "the pool's destroy", mine, first[what % 3], other);
+                  what == 2 ? "the synchronize" : "the pool's destroy", mine, first[what % 4], other);
         CHECK_OK(cuctx_mem_pool_destroy(&b.pool));
         CHECK_OK(cuctx_stream_destroy(&b.s));
         CHECK_OK(cuctx_stream_destroy(&s));

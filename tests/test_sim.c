@@ -3224,8 +3224,8 @@ static void *beside_pool(void *p)
 Test(sim_pools, a_destroy_beside_a_running_synchronize_or_stream_destroy_is_a_misuse)
 {
 	SIM_ONLY("the calls' running time and the misuse log are the simulator's");
-	static const char *const texts[] = { "pool destroyed while cuCtxSynchronize or cuStreamDestroy runs",
-					     "pool destroyed while cuCtxSynchronize or cuStreamDestroy runs",
+	static const char *const texts[] = { "pool destroyed while cuCtxSynchronize, cuStreamDestroy or cuCtxDestroy",
+					     "pool destroyed while cuCtxSynchronize, cuStreamDestroy or cuCtxDestroy",
 					     "called while a memory pool is destroyed on another thread" };
 	struct scene sc = scene();
 	CUcontext other = new_raw_ctx(0);

@@ -53,6 +53,7 @@ CUresult sim_cuCtxDestroy(CUcontext ctx)
 	/* Destroying this thread's current context pops it; anywhere else it stays, stale. */
 	if (stack_top() == H(ctx))
 		T.depth--;
+	pool_apart(&c, false);  /* it synchronizes and destroys streams: as those, beside a pool's destroy */
 	return leave(&c, CUDA_SUCCESS);
 }
 

@@ -412,13 +412,13 @@ CUresult sim_cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 
 /* cuMemPoolDestroy on one thread while cuCtxSynchronize or cuStreamDestroy runs on another, in any context,
  * crashed the real driver (SIGSEGV) or hung it (measured on the H200, tools/facts/pool_destroy.c: ways S and R
- * against U and T). Each side checks for a call of the other running, and runs for S.sync_us with the lock let
+ * against U and T); cuCtxDestroy, which does both, is taken as one of them. Each side checks for a call of the other running, and runs for S.sync_us with the lock let
  * go, so that any overlap is seen by the call that comes second. */
 void pool_apart(struct call *c, bool destroy)
 {
 	if (destroy ? S.drains_running : S.pool_destroys_running)
-		misuse(c, c->handle, destroy ? "pool destroyed while cuCtxSynchronize or cuStreamDestroy runs on another "
-					       "thread: a crash or hang of the real driver"
+		misuse(c, c->handle, destroy ? "pool destroyed while cuCtxSynchronize, cuStreamDestroy or cuCtxDestroy "
+					       "runs on another thread: a crash or hang of the real driver"
 					     : "called while a memory pool is destroyed on another thread: a crash or hang "
 					       "of the real driver");
 	if (!S.sync_us)
