@@ -53,6 +53,10 @@
  *   T  as R, each cuMemPoolDestroy kept apart (a lock, write side) from
  *      the beside threads' cuCtxSynchronize and cuStreamDestroy (read side)
  *   U  as S (destroys with a free still queued), kept apart as in T
+ *   V  as U, with a fourth thread beside making and destroying contexts
+ *      (cuCtxCreate, cuStreamCreate, cuCtxDestroy), not kept apart
+ *   W  as V, the contexts' destroys kept apart as in T (read side)
+ *   X  as L (trims, no pool destroyed in the run), with V's context churn
  *   P  one thread: does USED_MEM_CURRENT count a free still queued? 64 MiB
  *      from a pool, freed with cuMemFreeAsync behind 1000 memsets of
  *      1 GiB; the attribute read at once, then after the synchronize
@@ -227,7 +231,7 @@ static void wait_unreserved(CUmemoryPool raw)
 static pthread_rwlock_t apart = PTHREAD_RWLOCK_INITIALIZER;
 static int kept_apart(void)
 {
-    return way == 'T' || way == 'U';
+    return way == 'T' || way == 'U' || way == 'V' || way == 'W';
 }
 
 static void pool_destroy(CUmemoryPool raw)
@@ -257,6 +261,27 @@ static struct pool *pool_new(void)
     pl->raw = new_pool();
     atomic_init(&pl->live, 1);
     return pl;
+}
+
+/* V, W, X: contexts made and destroyed beside the workers */
+static void *beside_contexts(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&stop)) {
+        CUcontext c;
+        CUstream s;
+        CUresult rc = cuCtxCreate(&c, NULL, 0, dev);
+        count(rc);
+        if (rc != CUDA_SUCCESS)
+            continue;
+        count(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+        if (way == 'W')
+            pthread_rwlock_rdlock(&apart);
+        count(cuCtxDestroy(c));
+        if (way == 'W')
+            pthread_rwlock_unlock(&apart);
+    }
+    return NULL;
 }
 
 /* J, K, L: threads beside the workers, in the same context */
@@ -329,7 +354,7 @@ static void *worker(void *arg)
             free(a);
             continue;
         }
-        if (!beside || way == 'R' || way == 'S' || way == 'T' || way == 'U')
+        if (!beside || way == 'R' || way == 'S' || way == 'T' || way == 'U' || way == 'V' || way == 'W')
             cuStreamSynchronize(s);
         struct alloc *old = atomic_exchange(&slots[(r >> 12) % SLOTS], a);
         if (old) {
@@ -345,7 +370,7 @@ static void *worker(void *arg)
             }
             free(old);
         }
-        if ((r & 63) == 0 && way == 'L') {      /* my pool trimmed */
+        if ((r & 63) == 0 && (way == 'L' || way == 'X')) {      /* my pool trimmed */
             pthread_rwlock_rdlock(&pools_lock);
             count(cuMemPoolTrimTo(pools[me]->raw, 0));
             pthread_rwlock_unlock(&pools_lock);
@@ -376,12 +401,12 @@ static int run(void)
     int n = way <= 'C' || way == 'P' ? 1 : THREADS;
     if (cuInit(0) || cuDeviceGet(&dev, 0) || cuCtxCreate(&ctx, NULL, 0, dev))
         return 10;
-    pthread_t b[3];
-    int nb = way >= 'J' && way != 'P' ? 3 : 0;
+    pthread_t b[4];
+    int nb = way >= 'J' && way != 'P' ? (way >= 'V' ? 4 : 3) : 0;
     for (int i = 0; i < n; i++)
         pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
     for (int i = 0; i < nb; i++)
-        pthread_create(&b[i], NULL, i < 2 ? beside_sync : beside_streams, NULL);
+        pthread_create(&b[i], NULL, i < 2 ? beside_sync : i == 2 ? beside_streams : beside_contexts, NULL);
     sleep((unsigned)seconds);
     atomic_store(&stop, 1);
     for (int i = 0; i < n; i++)
@@ -402,7 +427,7 @@ static int run(void)
 
 int main(int argc, char **argv)
 {
-    const char *ways = argc > 2 ? argv[2] : "ABCDEFGHIJKLMNPQRSTU";
+    const char *ways = argc > 2 ? argv[2] : "ABCDEFGHIJKLMNPQRSTUVWX";
     if (argc > 1)
         seconds = atoi(argv[1]);
     for (const char *w = ways; *w; w++) {
