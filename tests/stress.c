@@ -975,12 +975,15 @@ static int opt_async = 1;
  * free on a capturing stream is taken into the capture. */
 static int opt_async_beside_capture;
 /* STRESS_ASYNC_OPS: which parts of the stream-ordered workload run, a mask
- * (default all), to find which one a driver's failure needs: 1 shared
+ * (default 63, all), to find which one a driver's failure needs: 1 shared
  * streams, 2 frees on another stream, 4 pool trims and destroys, 8
  * allocations from pools (the workers' and default pools' handles), 16 on
- * default streams by name in scopes, 32 the refused frees. With a part
- * off, its share of the operations allocates on the worker's own streams. */
-enum { AO_SHARED = 1, AO_FREE_OTHER = 2, AO_POOL_OPS = 4, AO_FROM_POOL = 8, AO_NAMED = 16, AO_REFUSED = 32 };
+ * default streams by name in scopes, 32 the refused frees; 64 takes the
+ * destroys out of 4 (a trim in their place: the workers' pools then end
+ * only with the run). With a part off, its share of the operations
+ * allocates on the worker's own streams. */
+enum { AO_SHARED = 1, AO_FREE_OTHER = 2, AO_POOL_OPS = 4, AO_FROM_POOL = 8, AO_NAMED = 16, AO_REFUSED = 32,
+       AO_NO_POOL_DESTROY = 64 };
 static int opt_async_ops = 63;
 struct worker;
 static CUresult async_alloc_named(struct worker *w, struct child *c);
@@ -2591,7 +2594,10 @@ static void async_pool_op(struct worker *w)
     CUdevice dev = (CUdevice)rnd(&w->rng, (unsigned)n_devices);
     cuctx_mem_pool p = w->pools[dev];
     CUresult rc;
-    switch (rnd(&w->rng, 4)) {
+    unsigned op = rnd(&w->rng, 4);
+    if (op == 1 && (opt_async_ops & AO_NO_POOL_DESTROY))
+        op = 0;
+    switch (op) {
     case 0:
         if (!p.id)
             break;

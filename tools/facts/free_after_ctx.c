@@ -20,6 +20,14 @@
  *      answers other than 0 and the device are counted apart), then the
  *      primary context (retained by the program) pushed, cuMemFreeAsync on
  *      the legacy stream, popped
+ *   5  as 4, each maker's pool then destroyed at once (its last frees still
+ *      queued on the primary context's legacy stream) and a new one made,
+ *      every round: cuctx's deferred destroy of a pool whose handle went
+ *      first, with the memory's context dead (tests/stress with pools
+ *      destroyed in the run crashed or hung the H200's driver in about one
+ *      run in four, where pool_destroy.c's one-context ways ran clean)
+ *   6  as 5, the pool destroyed only after a synchronize of the primary
+ *      context (its frees done)
  *   gcc -O2 -I/usr/local/cuda/include free_after_ctx.c \
  *       -L/usr/local/cuda/lib64/stubs -lcuda -lpthread && ./a.out [seconds] */
 #include <cuda.h>
@@ -80,7 +88,7 @@ static void *maker(void *arg)
         if (way == 0)
             continue;
         for (int i = 0; i < 8; i++) {
-            if (way == 4) {
+            if (way >= 4) {
                 int ord = -1;
                 if (cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p[i]) != CUDA_SUCCESS
                     || ord != (int)dev)
@@ -91,6 +99,15 @@ static void *maker(void *arg)
             } else {
                 count(way == 2 ? cuMemFreeAsync(p[i], bs) : cuMemFree(p[i]), &bad);
             }
+        }
+        if (way >= 5) {     /* the pool ended with its last free, a new one made */
+            if (way == 6) {
+                count(cuCtxPushCurrent(prim), &bad);
+                count(cuCtxSynchronize(), &bad);
+                count(cuCtxPopCurrent(NULL), &bad);
+            }
+            count(cuMemPoolDestroy(mine), &bad);
+            count(cuMemPoolCreate(&mine, &pp), &bad);
         }
     }
     count(cuMemPoolDestroy(mine), &bad);
@@ -152,10 +169,12 @@ int main(int argc, char **argv)
                                         "1: freed after it by cuMemFree, no context current",
                                         "2: freed after it by cuMemFreeAsync on a stream of another context",
                                         "3: as 1, pools trimmed beside",
-                                        "4: freed after it on the primary context's legacy stream, pushed (cuctx)"};
+                                        "4: freed after it on the primary context's legacy stream, pushed (cuctx)",
+                                        "5: as 4, the pool destroyed right after, a new one made",
+                                        "6: as 5, the pool destroyed after a synchronize of the primary"};
     if (argc > 1)
         seconds = atoi(argv[1]);
-    const char *ways = argc > 2 ? argv[2] : "01234";
+    const char *ways = argc > 2 ? argv[2] : "0123456";
     for (const char *w = ways; *w; w++) {
         way = *w - '0';
         for (int round = 0; round < 2; round++) {
