@@ -72,6 +72,8 @@ static void free_on_reset(int *armed)
 
 static CUresult need_async(const char *fn)
 {
+    if (__builtin_expect(DRV(cuMemAllocAsync) && DRV(cuMemFreeAsync), 1))
+        return CUDA_SUCCESS;    /* (the allocation's path: no table walk) */
     return CUCTX__DRIVER_NEEDS(fn, "stream-ordered memory", "CUDA 11.2 or newer needed", CUCTX__DRV_AT(cuMemAllocAsync),
                                CUCTX__DRV_AT(cuMemFreeAsync));
 }
@@ -288,7 +290,10 @@ static CUresult alloc(cuctx_mem *out, uint64_t pool_id, cuctx_stream s, size_t b
             life = NULL;
         cuctx__stream_done(&sa);
     }
-    cuctx__child_done(&pool);
+    if (pool_id)
+        cuctx__child_done(&pool);
+    else
+        cuctx__deliver_reports();   /* (what child_done of the empty use did) */
     return rc;
 }
 
