@@ -59,8 +59,10 @@ static inline struct cuctx_sync_guard cuctx__sync_alone(uint64_t entry)
  * these calls runs with a stripe of the same lock shared (which one does
  * not matter: the key only spreads them), as the synchronizes do, and a
  * pool's destroy holds every stripe alone (in one order). A holder of a
- * stripe makes driver calls and takes no other cuctx lock meanwhile, so
- * the lock adds no wait of its own beyond the driver's. */
+ * stripe waits meanwhile only for driver calls and for locks that no
+ * thread holds while it waits for a stripe (the context lock is taken
+ * before one, never inside), so the stripes add no wait of their own
+ * beyond the driver's. */
 #define CUCTX__APART_FROM_POOLS(key)                                                                \
     for (struct cuctx_sync_guard cuctx__apart_ CUCTX__SYNC_GUARD = cuctx__sync_shared((uint64_t)(uintptr_t)(key)), \
                                  *cuctx__apart_once_ = &cuctx__apart_;                              \
