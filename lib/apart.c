@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* apart.c - the lock of apart.h: 64 stripes of a readers-writer lock. */
+/* apart.c - the locks of apart.h: 64 stripes of a readers-writer lock for
+ * synchronizes and captures, and one for pools' destroys. */
 #include "config.h"
 
 #include "apart.h"
@@ -24,19 +25,17 @@ CUresult cuctx__stream_destroy_raw(CUstream raw)
     return rc;
 }
 
-/* Every stripe, in one order (so two of these cannot deadlock). */
-struct cuctx_sync_all cuctx__sync_all_alone(void)
+/* The pool lock (apart.h). */
+static pthread_rwlock_t pools_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+
+struct cuctx_sync_guard cuctx__pools_shared(void)
 {
-    for (int i = 0; i < SYNC_STRIPES; i++)
-        pthread_rwlock_wrlock(&sync_stripes[i]);
-    return (struct cuctx_sync_all){1};
+    pthread_rwlock_rdlock(&pools_lock);
+    return (struct cuctx_sync_guard){&pools_lock};
 }
 
-void cuctx__sync_all_end(struct cuctx_sync_all *g)
+struct cuctx_sync_guard cuctx__pools_alone(void)
 {
-    if (!g->held)
-        return;
-    g->held = 0;
-    for (int i = SYNC_STRIPES - 1; i >= 0; i--)
-        pthread_rwlock_unlock(&sync_stripes[i]);
+    pthread_rwlock_wrlock(&pools_lock);
+    return (struct cuctx_sync_guard){&pools_lock};
 }

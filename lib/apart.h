@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* apart.h - driver calls that crash the real driver when they run beside
- * each other on two threads, and the lock that keeps cuctx's apart: two
- * pairs are known, each measured on the H200 (below). */
+ * each other on two threads, and the locks that keep cuctx's apart: two
+ * such rules are known, each measured on the H200 (below). */
 #ifndef CUCTX_APART_H
 #define CUCTX_APART_H
 
@@ -52,30 +52,32 @@ static inline struct cuctx_sync_guard cuctx__sync_alone(uint64_t entry)
  * (SIGSEGV) or hangs it (measured on the H200, tools/facts/pool_destroy.c:
  * way S crashed in 4 runs of 4, and R, whose pools ended with every free
  * done, hung in 2 of 4; U and T, the same with the destroys kept apart
- * from those two calls, ran clean in 4 of 4). A context's destroy (cuCtxDestroy, a
- * primary context's reset or last release, a green context's destroy)
- * synchronizes and destroys streams too, and tests/stress crashed with
- * pools only where contexts died: those are kept apart as well. So each of
- * these calls runs with a stripe of the same lock shared (which one does
- * not matter: the key only spreads them), as the synchronizes do, and a
- * pool's destroy holds every stripe alone (in one order). A holder of a
- * stripe waits meanwhile only for driver calls and for locks that no
- * thread holds while it waits for a stripe (the context lock is taken
- * before one, never inside), so the stripes add no wait of their own
- * beyond the driver's. */
+ * from those two calls, ran clean in 4 of 4). A context's destroy
+ * (cuCtxDestroy, a primary context's reset or last release, a green
+ * context's destroy) synchronizes and destroys streams too, and
+ * tests/stress crashed with pools only where contexts died: those are
+ * kept apart as well. So each of these calls runs with a second lock, one
+ * for the process, shared, and a pool's destroy has it alone (writers
+ * first). A holder of either lock waits meanwhile only for driver calls
+ * and for locks that no thread holds while it waits for one of these (the
+ * context lock is taken before, never inside; a synchronize takes its
+ * stripe, then this lock), so they add no wait of their own beyond the
+ * driver's. (One lock, not every stripe alone: ThreadSanitizer's deadlock
+ * detector stops at 64 locks held by one thread.) */
+struct cuctx_sync_guard cuctx__pools_shared(void);
+struct cuctx_sync_guard cuctx__pools_alone(void);
+/* The statement after it runs with the pool lock shared; key: unused (the
+ * call's object, for the reader). */
 #define CUCTX__APART_FROM_POOLS(key)                                                                \
-    for (struct cuctx_sync_guard cuctx__apart_ CUCTX__SYNC_GUARD = cuctx__sync_shared((uint64_t)(uintptr_t)(key)), \
+    for (struct cuctx_sync_guard cuctx__apart_ CUCTX__SYNC_GUARD = ((void)(key), cuctx__pools_shared()), \
                                  *cuctx__apart_once_ = &cuctx__apart_;                              \
          cuctx__apart_once_; cuctx__apart_once_ = NULL)
+/* The statement after it runs with the pool lock alone. */
+#define CUCTX__POOLS_ALONE                                                                         \
+    for (struct cuctx_sync_guard cuctx__pools_ CUCTX__SYNC_GUARD = cuctx__pools_alone(),           \
+                                 *cuctx__pools_once_ = &cuctx__pools_;                              \
+         cuctx__pools_once_; cuctx__pools_once_ = NULL)
 /* cuStreamDestroy so. */
 CUresult cuctx__stream_destroy_raw(CUstream raw);
-struct cuctx_sync_all { int held; };
-void cuctx__sync_all_end(struct cuctx_sync_all *g);
-struct cuctx_sync_all cuctx__sync_all_alone(void);
-/* The statement after it runs with every stripe alone. */
-#define CUCTX__SYNC_ALL_ALONE                                                                      \
-    for (struct cuctx_sync_all cuctx__all_ __attribute__((cleanup(cuctx__sync_all_end), unused))  \
-             = cuctx__sync_all_alone(), *cuctx__all_once_ = &cuctx__all_;                           \
-         cuctx__all_once_; cuctx__all_once_ = NULL)
 
 #endif

@@ -386,7 +386,8 @@ CUCTX_API CUresult cuctx_ctx_synchronize(cuctx_ctx ctx)
     CUCTX__UNWOUND_LETS_GO(&sw) {
         struct cuctx_sync_guard beside_captures CUCTX__SYNC_GUARD = cuctx__sync_shared(o.id);
         if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
-            rc = DRV(cuCtxSynchronize)();
+            CUCTX__APART_FROM_POOLS(o.raw)
+                rc = DRV(cuCtxSynchronize)();
             cuctx__switch_back(&sw, fn);
             if (rc != CUDA_SUCCESS)
                 cuctx__fail(rc, "%s: cuCtxSynchronize failed: %s", fn, cuctx_result_name(rc));

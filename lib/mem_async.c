@@ -88,10 +88,12 @@ static CUresult free_in_context(CUdeviceptr p, struct cuctx_held *o, uint64_t un
     CUCTX__UNWOUND_LETS_GO(&sw)
         if ((rc = cuctx__switch_to(o->raw, fn, &sw)) == CUDA_SUCCESS) {
             if (unwaited) {
-                /* a capture's begin or end beside it crashes the driver (context.h) */
+                /* a capture's begin or end beside it crashes the driver, and
+                 * so does a pool's destroy (apart.h) */
                 struct cuctx_sync_guard g CUCTX__SYNC_GUARD = cuctx__sync_shared(o->id);
                 (void)g;
-                rc = DRV(cuCtxSynchronize)();
+                CUCTX__APART_FROM_POOLS(o->raw)
+                    rc = DRV(cuCtxSynchronize)();
                 if (rc == CUDA_SUCCESS)     /* its work is done: its other frees need not wait */
                     cuctx__stream_waited(unwaited);
             }

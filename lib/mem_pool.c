@@ -68,7 +68,7 @@ static CUresult pool_destroy(CUmemoryPool raw)
 {
     CUresult rc;
     CUCTX__UNWOUND_LETS_GO(NULL)
-        CUCTX__SYNC_ALL_ALONE
+        CUCTX__POOLS_ALONE
             rc = DRV(cuMemPoolDestroy)(raw);
     return rc;
 }
