@@ -745,7 +745,8 @@ Test(mem_pool, its_destroy_never_runs_beside_a_synchronize_or_a_stream_destroy)
         size_t mark = log_mark();
         pthread_t t;
         cr_assert_eq(pthread_create(&t, NULL, run_beside, &b), 0);
-        usleep(50000);      /* the other call is running */
+        while (sim()->sleeping() == 0)      /* the other call is running */
+            usleep(1000);
         if (what == 2) {    /* then the synchronize, beside the pool's destroy */
             CHECK_OK(cuctx_ctx_synchronize(c));
             CHECK_OK(cuctx_mem_pool_destroy(&pool));

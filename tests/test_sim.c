@@ -3239,7 +3239,8 @@ Test(sim_pools, a_destroy_beside_a_running_synchronize_or_stream_destroy_is_a_mi
 		OK(D.CtxSetCurrent(sc.ctx));
 		pthread_t t;
 		cr_assert_eq(pthread_create(&t, NULL, beside_pool, &a), 0);
-		usleep(50000);
+		while (D.sleeping() == 0)       /* the other call is running */
+			usleep(1000);
 		if (what == 2)
 			OK(D.StreamDestroy(sc.s));
 		else

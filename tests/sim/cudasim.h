@@ -697,8 +697,9 @@ unsigned cusim_primary_refs(int dev);
  * cancelled there; 0 removes the delay. */
 void cusim_set_delay(const char *fn, unsigned usec);
 
-/* Calls sleeping in their delay now (entered, not yet holding the lock), so
- * a test can wait until one is held there instead of guessing a time. */
+/* Calls sleeping in their delay now (entered, not yet holding the lock), or
+ * in a window of cusim_set_sync_time, so a test can wait until one is held
+ * there instead of guessing a time. */
 unsigned cusim_sleeping(void);
 
 /* Non-zero: every driver entry point but cuGetProcAddress returns rc without

@@ -427,7 +427,9 @@ void pool_apart(struct call *c, bool destroy)
 	unsigned us = S.sync_us;
 	(*running)++;
 	pthread_mutex_unlock(&S.lock);
+	__atomic_add_fetch(&S.sleeping, 1u, __ATOMIC_SEQ_CST);     /* (cusim_sleeping: a test waits for it) */
 	usleep(us);
+	__atomic_sub_fetch(&S.sleeping, 1u, __ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&S.lock);
 	(*running)--;
 }

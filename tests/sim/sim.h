@@ -286,7 +286,7 @@ struct sim_state {
 	uint64_t last_tid;              /* T.tid handed out */
 	CUresult fail_all;
 	unsigned int delay_us[F_COUNT]; /* read without the lock, so only through __atomic builtins */
-	unsigned int sleeping;          /* calls in delay() now; __atomic builtins too */
+	unsigned int sleeping;          /* calls in delay() or a sync-time window now; __atomic builtins */
 	/* stream-ordered memory (pools.c) */
 	struct obj *default_pool[SIM_MAX_DEVICES];
 	struct obj *mem_pool[SIM_MAX_DEVICES];  /* cuDeviceSetMemPool's, NULL: the default */
