@@ -1,0 +1,502 @@
+/* SPDX-License-Identifier: MIT */
+/* test_oom.c - allocation failure and leaks in lib/, seen through an
+ * allocator of the test's own.
+ *
+ * This program defines malloc, calloc, realloc, free, mmap and munmap. It is
+ * linked with the internal copy of lib/ (libcuctx_internal.la), whose calls
+ * of them bind to these definitions; the simulated driver, Criterion and
+ * libc reach them too, through their PLT. Each definition forwards to the
+ * real one (glibc's __libc_* entry points, or the system call), and looks at
+ * its caller's address: only a call made from this executable's code (lib/
+ * and the test bodies) is counted or may be made to fail.
+ *
+ * - live_blocks(): heap blocks allocated and not freed by this executable's
+ *   code, counted while `counting` is set (a test sets it around library
+ *   calls only, no assertion inside: Criterion's asserts may free from the
+ *   test body what libcriterion allocated); `made` counts the allocations,
+ *   so that a test can tell it measured something.
+ * - fail_calloc, fail_realloc: the nth calloc (realloc) from now fails
+ *   (1 = the next one); 0 = none. Only ctxmap.c calls calloc in lib/.
+ * - fail_segments: mappings of the handle table's segment size fail: that
+ *   many more (counted down), every one while it is negative.
+ * - race_segment: the first mapping of the segment size lets another thread
+ *   map the same segment (and win) before it returns.
+ *
+ * Criterion runs every test in a process of its own, so a test starts with
+ * a fresh library and no state left by another.
+ *
+ * Under AddressSanitizer or ThreadSanitizer, which bring their own allocator
+ * (the blocks they hand out are not glibc's), the program defines none of
+ * these and its tests are skipped; under valgrind, whose memcheck replaces
+ * the executable's malloc too, every test finds that its own malloc is not
+ * the one called, and skips. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "cuctx.h"
+#include "ctxmap.h"
+#include "registry.h"
+#include "testlib.h"
+
+/* ---- the allocator ------------------------------------------------------ */
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define OWN_ALLOCATOR 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define OWN_ALLOCATOR 0
+#endif
+#endif
+#ifndef OWN_ALLOCATOR
+#define OWN_ALLOCATOR 1
+#endif
+
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+extern void *__libc_realloc(void *p, size_t n);
+extern void __libc_free(void *p);
+extern char __executable_start[], etext[];
+
+static atomic_int counting;
+static atomic_long live, made, seen;
+static atomic_int fail_calloc, fail_realloc;
+static atomic_int fail_segments, race_segment;
+static atomic_int raced_unmapped;
+
+#if OWN_ALLOCATOR
+static void *raced_mapping;
+
+static int ours(const void *caller)
+{
+    return (const char *)caller >= __executable_start && (const char *)caller < etext;
+}
+
+static void count(const void *caller, long d)
+{
+    if (ours(caller) && atomic_load(&counting)) {
+        atomic_fetch_add(&live, d);
+        if (d > 0)
+            atomic_fetch_add(&made, 1);
+    }
+}
+
+/* Whether this call is the nth armed one (counting it down). */
+static int fails(atomic_int *armed, const void *caller)
+{
+    if (!ours(caller))
+        return 0;
+    int n = atomic_load(armed);
+    while (n > 0 && !atomic_compare_exchange_weak(armed, &n, n - 1))
+        ;
+    return n == 1;
+}
+
+void *malloc(size_t n)
+{
+    atomic_fetch_add(&seen, 1);
+    void *p = __libc_malloc(n);
+    if (p)
+        count(__builtin_return_address(0), 1);
+    return p;
+}
+
+void *calloc(size_t n, size_t size)
+{
+    if (fails(&fail_calloc, __builtin_return_address(0)))
+        return NULL;
+    void *p = __libc_calloc(n, size);
+    if (p)
+        count(__builtin_return_address(0), 1);
+    return p;
+}
+
+void *realloc(void *old, size_t n)
+{
+    if (fails(&fail_realloc, __builtin_return_address(0)))
+        return NULL;
+    void *p = __libc_realloc(old, n);
+    if (p && !old)
+        count(__builtin_return_address(0), 1);
+    return p;
+}
+
+void free(void *p)
+{
+    if (p)
+        count(__builtin_return_address(0), -1);
+    __libc_free(p);
+}
+
+static void *another_segment_user(void *arg)
+{
+    (void)arg;
+    return cuctx__slot_alloc();
+}
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    const void *caller = __builtin_return_address(0);
+    int segment = ours(caller) && len == CUCTX_SEG_BYTES;
+    if (segment) {
+        int n = atomic_load(&fail_segments);
+        while (n > 0 && !atomic_compare_exchange_weak(&fail_segments, &n, n - 1))
+            ;
+        if (n != 0) {
+            errno = ENOMEM;
+            return MAP_FAILED;
+        }
+    }
+    long r = syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+    void *m = r == -1 ? MAP_FAILED : (void *)r;
+    int one = 1;
+    if (segment && m != MAP_FAILED && atomic_compare_exchange_strong(&race_segment, &one, 0)) {
+        /* Another thread takes the next slot: the same segment, mapped and
+         * published by it while this one has not published its own. */
+        pthread_t t;
+        void *other = NULL;
+        raced_mapping = m;
+        if (pthread_create(&t, NULL, another_segment_user, NULL) == 0)
+            pthread_join(t, &other);
+        if (!other)
+            abort();
+    }
+    return m;
+}
+
+int munmap(void *addr, size_t len)
+{
+    if (addr && addr == raced_mapping)
+        atomic_store(&raced_unmapped, 1);
+    return (int)syscall(SYS_munmap, addr, len);
+}
+#endif
+
+/* ---- helpers ------------------------------------------------------------- */
+
+/* Skips the test unless the malloc called is this program's (called
+ * through a pointer: a direct call could be this file's malloc inlined). */
+#define NEED_OWN_ALLOCATOR()                                                        \
+    do {                                                                            \
+        long seen_ = atomic_load(&seen);                                            \
+        void *(*volatile malloc_)(size_t) = malloc;                                 \
+        free(malloc_(16));                                                          \
+        if (atomic_load(&seen) == seen_)                                            \
+            cr_skip_test("malloc is not this program's (valgrind replaces it)");   \
+    } while (0)
+
+static long live_blocks(void)
+{
+    return atomic_load(&live);
+}
+
+static size_t live_entries(void)
+{
+    int64_t n[KIND_COUNT];
+    cuctx__live_counts(n);
+    return (size_t)n[KIND_ENTRY];
+}
+
+/* Takes slots until the handle table needs a new segment, and then makes
+ * the mapping of segments fail (the first segment mapped before); the slots
+ * are kept, the last one taken in spare_slot. */
+static struct cuctx_slot *spare_slot;
+
+static void exhaust_the_table(void)
+{
+    struct cuctx_slot *first = cuctx__slot_alloc();
+    cr_assert_not_null(first);
+    cuctx__slot_discard(first);
+    atomic_store(&fail_segments, -1);
+    for (unsigned i = 0; i <= 2u << CUCTX_SEG_BITS; i++) {
+        struct cuctx_slot *s = cuctx__slot_alloc();
+        if (!s) {
+            cr_assert_not_null(spare_slot);
+            return;
+        }
+        spare_slot = s;
+    }
+    cr_assert_fail("the handle table never needed a new segment");
+}
+
+TestSuite(oom, .disabled = !OWN_ALLOCATOR);
+
+#define N_CTX 100
+
+/* Creates and destroys N_CTX owned contexts (the context map grows to 256
+ * and shrinks back to 64); the first failure's result, or CUDA_SUCCESS. */
+static CUresult churn(void)
+{
+    static cuctx_ctx c[N_CTX];
+    CUresult rc = CUDA_SUCCESS, r;
+    for (int i = 0; i < N_CTX; i++)
+        if ((r = cuctx_ctx_create(&c[i], 0, 0)) != CUDA_SUCCESS && rc == CUDA_SUCCESS)
+            rc = r;
+    for (int i = N_CTX - 1; i >= 0; i--)
+        if ((r = cuctx_ctx_destroy(&c[i])) != CUDA_SUCCESS && rc == CUDA_SUCCESS)
+            rc = r;
+    return rc;
+}
+
+/* ---- the context map ------------------------------------------------------ */
+
+Test(oom, growing_and_shrinking_the_context_map_leaks_nothing)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    CHECK_OK(churn());          /* the first run makes what lasts (the map itself) */
+    atomic_store(&counting, 1);
+    long before = live_blocks(), made0 = atomic_load(&made);
+    CUresult rc = churn();
+    long after = live_blocks();
+    atomic_store(&counting, 0);
+    cr_assert_eq(rc, CUDA_SUCCESS, "%s", cuctx_last_error_message());
+    cr_assert_geq(atomic_load(&made) - made0, 8, "the map's two growths and two shrinks were not seen");
+    cr_assert_eq(after, before, "%ld heap blocks of lib/ more after %d contexts made and destroyed",
+                 after - before, N_CTX);
+}
+
+/* The map grows when a put would take it past half full: from 64 keys at
+ * the 33rd context. Either of its two new arrays failing fails the create:
+ * out of memory, the handle {0}, the driver's context destroyed, the entry
+ * ended, and the array that was allocated freed. */
+Test(oom, a_failed_growth_of_the_context_map_fails_the_create_and_leaks_nothing)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    static cuctx_ctx c[64];
+    int n = 0;
+    while (cuctx__map_count() < 32) {
+        cr_assert_lt(n, 64);
+        CHECK_OK(cuctx_ctx_create(&c[n], 0, 0));
+        n++;
+    }
+    for (int which = 1; which <= 2; which++) {
+        cuctx_ctx d = {0};
+        size_t ctxs = sim()->live(CUSIM_CONTEXT), entries = live_entries(), mapped = cuctx__map_count();
+        atomic_store(&counting, 1);
+        long before = live_blocks();
+        atomic_store(&fail_calloc, which);
+        CUresult rc = cuctx_ctx_create(&d, 0, 0);
+        atomic_store(&fail_calloc, 0);
+        long after = live_blocks();
+        atomic_store(&counting, 0);
+        cr_assert_eq(rc, CUDA_ERROR_OUT_OF_MEMORY, "calloc %d of the growth failed: %s (%s)", which,
+                     cuctx_result_name(rc), cuctx_last_error_message());
+        cr_assert_eq(d.id, 0);
+        cr_assert_eq(sim()->live(CUSIM_CONTEXT), ctxs, "the driver's context outlived the failed create");
+        cr_assert_eq(live_entries(), entries, "the failed create left its entry published");
+        cr_assert_eq(cuctx__map_count(), mapped);
+        cr_assert_eq(after, before, "calloc %d of the growth failed: %ld heap blocks leaked", which,
+                     after - before);
+        cr_assert(strstr(cuctx_last_error_message(), "cannot grow the context map"), "%s",
+                  cuctx_last_error_message());
+        cr_assert_eq(misuses(), 0);
+    }
+    cuctx_ctx d = {0};
+    CHECK_OK(cuctx_ctx_create(&d, 0, 0));       /* and the growth works again */
+    CHECK_OK(cuctx_ctx_destroy(&d));
+    for (int i = n - 1; i >= 0; i--)
+        CHECK_OK(cuctx_ctx_destroy(&c[i]));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* The stats walk the map over a copy of its pairs (ctxmap.c's foreach). */
+Test(oom, the_stats_leak_nothing)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    cuctx_ctx c = {0}, p = {0};
+    struct cuctx_stats st;
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    cuctx_stats_get(&st);
+    atomic_store(&counting, 1);
+    long before = live_blocks(), made0 = atomic_load(&made);
+    for (int i = 0; i < 10; i++)
+        cuctx_stats_get(&st);
+    long after = live_blocks();
+    atomic_store(&counting, 0);
+    cr_assert_geq(atomic_load(&made) - made0, 10, "the stats' copies of the map were not seen");
+    cr_assert_eq(after, before, "%ld heap blocks of lib/ more after 10 stats", after - before);
+    cr_assert_eq(st.ctx_handles, 2);
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* ---- the handle table ------------------------------------------------------ */
+
+/* A context create refused for want of a slot: out of memory, the handle
+ * {0}, the driver's context destroyed, no entry left, no misuse; then,
+ * with segments mapped again, a create that works. */
+static void create_refused_for_want_of_a_slot(size_t ctxs, size_t entries)
+{
+    cuctx_ctx c = {0};
+    CUresult rc = cuctx_ctx_create(&c, 0, 0);
+    cr_assert_eq(rc, CUDA_ERROR_OUT_OF_MEMORY, "%s (%s)", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(c.id, 0);
+    cr_assert(strstr(cuctx_last_error_message(), "cannot grow the handle table"), "%s", cuctx_last_error_message());
+    cr_assert_eq(sim()->live(CUSIM_CONTEXT), ctxs, "the driver's context outlived the failed create");
+    cr_assert_eq(live_entries(), entries, "the failed create left its entry");
+    cr_assert_eq(misuses(), 0);
+    atomic_store(&fail_segments, 0);
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* The entry's slot is the one that cannot be had (the next segment's
+ * mapping fails once, a later one would succeed): the create stops there. */
+Test(oom, a_context_create_with_no_slot_left_fails_cleanly)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    size_t ctxs = sim()->live(CUSIM_CONTEXT), entries = live_entries();
+    exhaust_the_table();
+    atomic_store(&fail_segments, 1);
+    create_refused_for_want_of_a_slot(ctxs, entries);
+}
+
+/* The slot for the context's entry is the last one: its handle finds none,
+ * and the entry ends again. */
+Test(oom, a_context_create_with_one_slot_left_fails_cleanly)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    size_t ctxs = sim()->live(CUSIM_CONTEXT), entries = live_entries();
+    exhaust_the_table();
+    cr_assert_null(cuctx__slot_alloc());
+    uint64_t spare = cuctx__slot_publish(spare_slot, KIND_EVENT);
+    struct cuctx_slot *s = cuctx__close(spare, KIND_EVENT);
+    cr_assert_not_null(s);
+    cuctx__drain(s);
+    cuctx__slot_free(s);
+    create_refused_for_want_of_a_slot(ctxs, entries);
+}
+
+/* A child create that finds no slot lets go of its context's entry: the
+ * context's destroy, which drains the entry, does not wait for ever. */
+Test(oom, a_child_create_with_no_slot_left_fails_and_lets_go_of_its_context, .timeout = 30)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_event ev = {0};
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    size_t events = sim()->live(CUSIM_EVENT);
+    exhaust_the_table();
+    CUresult rc = cuctx_event_create(&ev, c, 0);
+    cr_assert_eq(rc, CUDA_ERROR_OUT_OF_MEMORY, "%s (%s)", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(ev.id, 0);
+    cr_assert(strstr(cuctx_last_error_message(), "cannot grow the handle table"), "%s", cuctx_last_error_message());
+    cr_assert_eq(sim()->live(CUSIM_EVENT), events);
+    atomic_store(&fail_segments, 0);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* Two threads cross into a new segment of the handle table at once: the
+ * one whose mapping was not published unmaps it. */
+Test(oom, the_loser_of_two_threads_making_a_segment_unmaps_its_own)
+{
+    NEED_OWN_ALLOCATOR();
+    atomic_store(&race_segment, 1);
+    for (unsigned i = 0; i <= 2u << CUCTX_SEG_BITS && atomic_load(&race_segment); i++)
+        cr_assert_not_null(cuctx__slot_alloc());
+    cr_assert_eq(atomic_load(&race_segment), 0, "no new segment was made");
+    struct cuctx_slot *s = cuctx__slot_alloc();
+    cr_assert_not_null(s);
+    uint64_t id = cuctx__slot_publish(s, KIND_EVENT);
+    cr_assert_eq(cuctx__slot_find(cuctx__id_index(id)), s);
+    cr_assert(atomic_load(&raced_unmapped), "the losing thread's mapping of the segment was not unmapped");
+}
+
+/* ---- the table of primary contexts ---------------------------------------- */
+
+/* The first use of a device's primary context grows cuctx's per-device
+ * table; realloc failing there fails the call and gives the retain back. */
+Test(oom, a_primary_retain_that_cannot_grow_the_device_table_fails_cleanly)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx p = {0};
+    atomic_store(&fail_realloc, 1);
+    CUresult rc = cuctx_ctx_primary(&p, 0);
+    atomic_store(&fail_realloc, 0);
+    cr_assert_eq(rc, CUDA_ERROR_OUT_OF_MEMORY, "%s (%s)", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(p.id, 0);
+    cr_assert(strstr(cuctx_last_error_message(), "table of primary contexts"), "%s", cuctx_last_error_message());
+    cr_assert_eq(sim()->live(CUSIM_PRIMARY), 0, "the failed call kept its primary retain");
+    cr_assert_eq(misuses(), 0);
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CHECK_OK(cuctx_ctx_destroy(&p));
+}
+
+Test(oom, a_green_create_that_cannot_grow_the_device_table_fails_cleanly)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0};
+    atomic_store(&fail_realloc, 1);
+    CUresult rc = cuctx_ctx_green(&g, 0, 8);
+    atomic_store(&fail_realloc, 0);
+    if (rc == CUDA_ERROR_NOT_SUPPORTED)
+        cr_skip_test("no green contexts: %s", cuctx_last_error_message());
+    cr_assert_eq(rc, CUDA_ERROR_OUT_OF_MEMORY, "%s (%s)", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(g.id, 0);
+    cr_assert(strstr(cuctx_last_error_message(), "table of primary contexts"), "%s", cuctx_last_error_message());
+    cr_assert_eq(sim()->live(CUSIM_GREEN), 0, "the failed create left its green context");
+    cr_assert_eq(misuses(), 0);
+    CHECK_OK(cuctx_ctx_green(&g, 0, 8));
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* ---- the list of streams destroyed while capturing ------------------------- */
+
+/* A stream that carried stream-ordered memory and is destroyed while it
+ * captures cannot be waited for: its destroy remembers it, so that its
+ * memory's frees wait for the context. When the list cannot grow (realloc),
+ * the destroy is refused: the handle ends (as at any refused destroy) and
+ * the driver's stream is kept. */
+Test(oom, a_capturing_stream_that_cannot_be_remembered_is_not_destroyed)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    cuctx_capture cap;
+    cuctx_graph g = {0};
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, 4096));
+    CHECK_OK(cuctx_capture_begin(&cap, s, &g, CU_STREAM_CAPTURE_MODE_RELAXED));
+    size_t streams = sim()->live(CUSIM_STREAM);
+    unsigned long destroys = calls("cuStreamDestroy");
+    atomic_store(&fail_realloc, 1);
+    CUresult rc = cuctx_stream_destroy(&s);
+    atomic_store(&fail_realloc, 0);
+    cr_assert_eq(rc, CUDA_ERROR_OUT_OF_MEMORY, "%s (%s)", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(s.id, 0);
+    cr_assert_eq(calls("cuStreamDestroy"), destroys, "the stream was destroyed, not remembered");
+    cr_assert_eq(sim()->live(CUSIM_STREAM), streams);
+    cr_assert_eq(cuctx_capture_end(&cap, 1), CUDA_ERROR_INVALID_HANDLE);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
