@@ -590,9 +590,10 @@ CUCTX_API CUresult cuctx_mem_free_async(cuctx_mem *m, cuctx_stream s);
  * driver crashed or hung with a destroy beside them: measured); the same
  * calls made raw are not held off. Not the whole hazard: the real driver
  * still failed in about 1 run in 4 of tests/stress with pools destroyed by
- * 8 threads while contexts died. Memory allocated from a pool by other means (a pool made
- * current with cuDeviceSetMemPool and cuctx_mem_alloc_async) is not
- * counted: allocate with cuctx_mem_alloc_from_pool. stats.mem_pools. */
+ * 8 threads while contexts died. Memory allocated from a pool by other
+ * means (a pool made current with cuDeviceSetMemPool and
+ * cuctx_mem_alloc_async) is not counted: allocate with
+ * cuctx_mem_alloc_from_pool. stats.mem_pools. */
 CUCTX_API CUresult cuctx_mem_pool_create(cuctx_mem_pool *out, CUdevice dev, const CUmemPoolProps *props);
 /* The device's default pool, or a pool made elsewhere, as a handle: owned
  * 0 (the default pool always) tracks it only, and its destroy ends the

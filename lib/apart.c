@@ -20,22 +20,10 @@ pthread_rwlock_t *cuctx__sync_stripe(uint64_t entry)
 CUresult cuctx__stream_destroy_raw(CUstream raw)
 {
     CUresult rc;
-    CUCTX__APART_FROM_POOLS(raw)
+    CUCTX__APART_FROM_POOLS
         rc = DRV(cuStreamDestroy)(raw);
     return rc;
 }
 
 /* The pool lock (apart.h). */
-static pthread_rwlock_t pools_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
-
-struct cuctx_sync_guard cuctx__pools_shared(void)
-{
-    pthread_rwlock_rdlock(&pools_lock);
-    return (struct cuctx_sync_guard){&pools_lock};
-}
-
-struct cuctx_sync_guard cuctx__pools_alone(void)
-{
-    pthread_rwlock_wrlock(&pools_lock);
-    return (struct cuctx_sync_guard){&pools_lock};
-}
+pthread_rwlock_t cuctx__pools_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;

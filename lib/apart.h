@@ -27,25 +27,29 @@ static inline void cuctx__sync_guard_end(struct cuctx_sync_guard *g)
 }
 /* (unused: a guard is held for its block, never read) */
 #define CUCTX__SYNC_GUARD __attribute__((cleanup(cuctx__sync_guard_end), unused))
-/* struct cuctx_sync_guard g CUCTX__SYNC_GUARD = cuctx__sync_shared(entry); */
+/* A guard of one side of lock: struct cuctx_sync_guard g CUCTX__SYNC_GUARD = ... */
+static inline struct cuctx_sync_guard cuctx__guard_shared(pthread_rwlock_t *lock)
+{
+    pthread_rwlock_rdlock(lock);
+    return (struct cuctx_sync_guard){lock};
+}
+static inline struct cuctx_sync_guard cuctx__guard_alone(pthread_rwlock_t *lock)
+{
+    pthread_rwlock_wrlock(lock);
+    return (struct cuctx_sync_guard){lock};
+}
+/* The statement after it runs under the guard made by take: a run-once for
+ * with the guard (named var) in its init clause (its pointer, set, is the
+ * loop's flag). */
+#define CUCTX__GUARDED(var, take)                                                                   \
+    for (struct cuctx_sync_guard var CUCTX__SYNC_GUARD = (take), *var##once_ = &var; var##once_;   \
+         var##once_ = NULL)
 static inline struct cuctx_sync_guard cuctx__sync_shared(uint64_t entry)
 {
-    struct cuctx_sync_guard g = {cuctx__sync_stripe(entry)};
-    pthread_rwlock_rdlock(g.lock);
-    return g;
+    return cuctx__guard_shared(cuctx__sync_stripe(entry));
 }
-static inline struct cuctx_sync_guard cuctx__sync_alone(uint64_t entry)
-{
-    struct cuctx_sync_guard g = {cuctx__sync_stripe(entry)};
-    pthread_rwlock_wrlock(g.lock);
-    return g;
-}
-/* The statement after it runs with the lock of entry alone: a run-once for
- * with the guard in its init clause (its pointer, set, is the loop's flag). */
-#define CUCTX__SYNC_ALONE(entry)                                                                    \
-    for (struct cuctx_sync_guard cuctx__alone_ CUCTX__SYNC_GUARD = cuctx__sync_alone(entry),        \
-                                 *cuctx__alone_once_ = &cuctx__alone_;                               \
-         cuctx__alone_once_; cuctx__alone_once_ = NULL)
+/* The statement after it runs with the lock of entry alone. */
+#define CUCTX__SYNC_ALONE(entry) CUCTX__GUARDED(cuctx__alone_, cuctx__guard_alone(cuctx__sync_stripe(entry)))
 
 /* cuMemPoolDestroy on one thread while another thread's cuCtxSynchronize
  * or cuStreamDestroy runs, in any context, crashes the real driver
@@ -64,19 +68,11 @@ static inline struct cuctx_sync_guard cuctx__sync_alone(uint64_t entry)
  * stripe, then this lock), so they add no wait of their own beyond the
  * driver's. (One lock, not every stripe alone: ThreadSanitizer's deadlock
  * detector stops at 64 locks held by one thread.) */
-struct cuctx_sync_guard cuctx__pools_shared(void);
-struct cuctx_sync_guard cuctx__pools_alone(void);
-/* The statement after it runs with the pool lock shared; key: unused (the
- * call's object, for the reader). */
-#define CUCTX__APART_FROM_POOLS(key)                                                                \
-    for (struct cuctx_sync_guard cuctx__apart_ CUCTX__SYNC_GUARD = ((void)(key), cuctx__pools_shared()), \
-                                 *cuctx__apart_once_ = &cuctx__apart_;                              \
-         cuctx__apart_once_; cuctx__apart_once_ = NULL)
+extern pthread_rwlock_t cuctx__pools_lock;
+/* The statement after it runs with the pool lock shared. */
+#define CUCTX__APART_FROM_POOLS CUCTX__GUARDED(cuctx__apart_, cuctx__guard_shared(&cuctx__pools_lock))
 /* The statement after it runs with the pool lock alone. */
-#define CUCTX__POOLS_ALONE                                                                         \
-    for (struct cuctx_sync_guard cuctx__pools_ CUCTX__SYNC_GUARD = cuctx__pools_alone(),           \
-                                 *cuctx__pools_once_ = &cuctx__pools_;                              \
-         cuctx__pools_once_; cuctx__pools_once_ = NULL)
+#define CUCTX__POOLS_ALONE CUCTX__GUARDED(cuctx__pools_, cuctx__guard_alone(&cuctx__pools_lock))
 /* cuStreamDestroy so. */
 CUresult cuctx__stream_destroy_raw(CUstream raw);
 

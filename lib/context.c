@@ -112,7 +112,7 @@ CUCTX_API CUresult cuctx_ctx_primary_at(cuctx_ctx *out, CUdevice dev, const char
         }
     }
     if (rc != CUDA_SUCCESS)
-        CUCTX__APART_FROM_POOLS(dev)
+        CUCTX__APART_FROM_POOLS
             DRV(cuDevicePrimaryCtxRelease)(dev);
     cuctx__ctx_unlock();
     return rc;
@@ -136,7 +136,7 @@ static CUresult primary_release(CUdevice dev, uint64_t handle_entry, const char 
         e = cuctx__primary_close_locked(dev, &entry);
     CUresult rc = CUDA_SUCCESS;
     if (!gone)
-        CUCTX__APART_FROM_POOLS(dev)
+        CUCTX__APART_FROM_POOLS
             rc = DRV(cuDevicePrimaryCtxRelease)(dev);
     if (e)
         cuctx__primary_settle_locked(e, entry);
@@ -171,7 +171,7 @@ CUCTX_API CUresult cuctx_ctx_primary_reset(CUdevice dev)
     }
     if (found && (e = cuctx__close(found, KIND_ENTRY)) != NULL)
         cuctx__drain(e);
-    CUCTX__APART_FROM_POOLS(dev)
+    CUCTX__APART_FROM_POOLS
         rc = DRV(cuDevicePrimaryCtxReset)(dev);
     if (e && rc == CUDA_SUCCESS) {
         cuctx__map_remove(e->u.entry.raw, found);
@@ -386,7 +386,7 @@ CUCTX_API CUresult cuctx_ctx_synchronize(cuctx_ctx ctx)
     CUCTX__UNWOUND_LETS_GO(&sw) {
         struct cuctx_sync_guard beside_captures CUCTX__SYNC_GUARD = cuctx__sync_shared(o.id);
         if ((rc = cuctx__switch_to(o.raw, fn, &sw)) == CUDA_SUCCESS) {
-            CUCTX__APART_FROM_POOLS(o.raw)
+            CUCTX__APART_FROM_POOLS
                 rc = DRV(cuCtxSynchronize)();
             cuctx__switch_back(&sw, fn);
             if (rc != CUDA_SUCCESS)

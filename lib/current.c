@@ -56,7 +56,7 @@ CUresult cuctx__create_pushed(CUcontext *raw, unsigned flags, CUdevice dev)
 CUresult cuctx__destroy_pushed(CUcontext raw)
 {
     CUresult rc;
-    CUCTX__APART_FROM_POOLS(raw)
+    CUCTX__APART_FROM_POOLS
         rc = DRV(cuCtxDestroy)(raw);
     if (rc == CUDA_SUCCESS && cuctx__me.current.pushes)
         cuctx__me.current.pushes--;
@@ -70,7 +70,7 @@ CUresult cuctx__destroy_popping(CUcontext raw, CUresult *cur_rc)
     if ((*cur_rc = DRV(cuCtxGetCurrent)(&cur)) != CUDA_SUCCESS)
         *cur_rc = DRV(cuCtxGetCurrent)(&cur);
     CUresult rc;
-    CUCTX__APART_FROM_POOLS(raw)
+    CUCTX__APART_FROM_POOLS
         rc = DRV(cuCtxDestroy)(raw);
     if (rc == CUDA_SUCCESS && *cur_rc == CUDA_SUCCESS && cur == raw && cuctx__me.current.pushes)
         cuctx__me.current.pushes--;

@@ -216,7 +216,7 @@ static CUresult green_create(cuctx_ctx *out, CUdevice dev, CUdevResourceDesc des
         cuctx__ctx_unlock();
     }
     if (rc != CUDA_SUCCESS)
-        CUCTX__APART_FROM_POOLS(g)
+        CUCTX__APART_FROM_POOLS
             DRV(cuGreenCtxDestroy)(g);
     return rc;
 }
@@ -330,7 +330,7 @@ static CUresult destroy_popping(CUgreenCtx g, CUcontext raw, const char *fn)
     if (cur_rc != CUDA_SUCCESS)
         cur_rc = DRV(cuCtxGetCurrent)(&cur);
     CUresult rc;
-    CUCTX__APART_FROM_POOLS(g)
+    CUCTX__APART_FROM_POOLS
         rc = DRV(cuGreenCtxDestroy)(g);
     if (rc != CUDA_SUCCESS)
         return cuctx__driver_gone(rc) ? rc

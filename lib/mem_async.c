@@ -92,7 +92,7 @@ static CUresult free_in_context(CUdeviceptr p, struct cuctx_held *o, uint64_t un
                  * so does a pool's destroy (apart.h) */
                 struct cuctx_sync_guard g CUCTX__SYNC_GUARD = cuctx__sync_shared(o->id);
                 (void)g;
-                CUCTX__APART_FROM_POOLS(o->raw)
+                CUCTX__APART_FROM_POOLS
                     rc = DRV(cuCtxSynchronize)();
                 if (rc == CUDA_SUCCESS)     /* its work is done: its other frees need not wait */
                     cuctx__stream_waited(unwaited);

@@ -15,8 +15,8 @@
  * handle's destroy ends the handle at once, and the driver's pool is
  * destroyed by whichever goes last - the handle, or the free of its last
  * allocation (mem_async.c). Each cuMemPoolDestroy is kept apart from
- * cuctx's synchronizes and stream destroys on other threads, which crash
- * or hang the driver beside it (apart.h). */
+ * cuctx's synchronizes, stream destroys and context destroys on other
+ * threads, which crash or hang the driver beside it (apart.h). */
 #include "config.h"
 
 #include "mem_pool.h"
@@ -63,7 +63,7 @@ struct cuctx_pool_life *cuctx__pool_ref(struct cuctx_slot *s, int *no_memory)
     return l;
 }
 
-/* The driver's destroy, apart from synchronizes and stream destroys. */
+/* The driver's destroy, apart from synchronizes and stream and context destroys. */
 static CUresult pool_destroy(CUmemoryPool raw)
 {
     CUresult rc;
