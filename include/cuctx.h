@@ -582,22 +582,36 @@ CUCTX_API CUresult cuctx_mem_free_async(cuctx_mem *m, cuctx_stream s);
 /* A pool (cuMemPoolCreate). props NULL: device-local pinned memory of dev.
  * A pool belongs to its device, not to a context (measured), so it has no
  * tether. Destroying it with cuctx memory from it alive ends the handle at
- * once, and the driver's pool with the free of the last of that memory:
- * the driver allows the destroy then, but crashed when several threads
- * did it (measured). A failure of that later cuMemPoolDestroy goes to the
- * error handler. Each such destroy waits for and holds off cuctx's context
- * synchronizes, stream destroys and context destroys on other threads (the
- * driver crashed or hung with a destroy beside them: measured); the same
- * calls made raw are not held off. Not the whole hazard: the real driver
- * still failed in about 1 run in 4 of tests/stress with pools destroyed by
- * 8 threads while contexts died. Memory allocated from a pool by other
- * means (a pool made current with cuDeviceSetMemPool and
+ * once, and the pool with the free of the last of that memory: the driver
+ * allows a destroy then, but crashed when several threads did it
+ * (measured).
+ *
+ * A pool cuctx made is never destroyed by the driver: its end *parks* it.
+ * On the H200, tests/stress with pools destroyed in the run (every one
+ * after its last free, each kept apart from synchronizes and stream and
+ * context destroys) crashed the driver in 4 runs of 15, and ran clean in 15
+ * of 15 with each destroy made a trim. So the end sets the pool back to
+ * new - release threshold 0, cuMemPoolTrimTo(0) (memory whose frees are
+ * still queued comes back at the next synchronize), the reuse flags on,
+ * the high-water marks reset, other devices' access taken away - and keeps
+ * it; the next create with the same props takes it, with no driver call.
+ * stats.parked_pools counts them; they are never more than the pools
+ * alive at once, hold no memory, and go with the process. A parked pool's
+ * CUmemoryPool may come back from a later create: a raw copy kept past
+ * the destroy names that pool then. Not parked, destroyed (kept apart as
+ * above): a pool whose props allow export (handleTypes not NONE: a parked
+ * one would stay open to the processes that imported it), one not at a
+ * device location, and one the driver refused to set back (that failure
+ * to the error handler). A failure of a destroy at a last allocation's
+ * free goes to the error handler too. Memory allocated from a pool by
+ * other means (a pool made current with cuDeviceSetMemPool and
  * cuctx_mem_alloc_async) is not counted: allocate with
  * cuctx_mem_alloc_from_pool. stats.mem_pools. */
 CUCTX_API CUresult cuctx_mem_pool_create(cuctx_mem_pool *out, CUdevice dev, const CUmemPoolProps *props);
 /* The device's default pool, or a pool made elsewhere, as a handle: owned
  * 0 (the default pool always) tracks it only, and its destroy ends the
- * handle alone. */
+ * handle alone; owned 1 is destroyed at its end (cuMemPoolDestroy, kept
+ * apart as above), never parked: cuctx does not know its props. */
 CUCTX_API CUresult cuctx_mem_pool_default(cuctx_mem_pool *out, CUdevice dev);
 CUCTX_API CUresult cuctx_mem_pool_adopt(cuctx_mem_pool *out, CUmemoryPool raw, int owned);
 CUCTX_API CUresult cuctx_mem_pool_destroy(cuctx_mem_pool *p);
@@ -977,6 +991,8 @@ struct cuctx_stats {
     size_t async_mems, mem_pools;   /* stream-ordered allocations (not in mems) and memory pools */
     size_t green_contexts;      /* live green contexts made through cuctx (in contexts and ctx_handles too) */
     size_t peers, ipc_mems;     /* peer access objects; memory opened from another process (not in mems) */
+    size_t parked_pools;        /* pools cuctx made whose end kept them for reuse (cuctx_mem_pool_create):
+                                   not live, holding no memory */
 };
 /* cuctx_stats_get(&st) fills st. The object counts are cheap at any number
  * of objects (each thread keeps its own); contexts walks the handle table,

@@ -7,6 +7,7 @@
 #include "driver.h"
 #include "entry.h"
 #include "ids.h"
+#include "mem_pool.h"
 #include "registry.h"
 
 #include <stdlib.h>
@@ -101,6 +102,7 @@ CUCTX_API size_t cuctx_stats_get_sized(struct cuctx_stats *out, size_t size)
     st.stale_skips = atomic_load(&cuctx__stale_skips);
     st.failed_destroys = atomic_load(&cuctx__failed_destroys);
     st.shutdown_skips = atomic_load(&cuctx__shutdown_skips);
+    st.parked_pools = atomic_load(&cuctx__parked_pools);
     size_t known = size < sizeof st ? size : sizeof st;
     memcpy(out, &st, known);
     if (size > known)   /* fields of a newer header: zero, not unknown */

@@ -66,6 +66,9 @@
     X(cuMemPoolCreate, 11020, 0)                \
     X(cuMemPoolDestroy, 11020, 0)               \
     X(cuMemPoolTrimTo, 11020, 0)                \
+    X(cuMemPoolSetAttribute, 11020, 0)          \
+    X(cuMemPoolGetAccess, 11020, 0)             \
+    X(cuMemPoolSetAccess, 11020, 0)             \
     X(cuDeviceGetDefaultMemPool, 11020, 0)      \
     X(cuCtxEnablePeerAccess, 4000, 0)           \
     X(cuCtxDisablePeerAccess, 4000, 0)          \

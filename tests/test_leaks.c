@@ -349,8 +349,10 @@ Test(leaks, the_plain_functions_of_graphs_libraries_pools_captures_and_launches)
     text = report();
     cr_assert_str_eq(text, "cuctx: 0 objects alive\n");
     free(text);
+    cr_assert_eq(stats().parked_pools, 1, "the pool cuctx made, parked");
     if (sim()) {
-        cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+        cr_assert_eq(sim()->live(CUSIM_ALL), 1);
+        cr_assert_eq(sim()->live(CUSIM_POOL), 1, "the parked pool");
         cr_assert_eq(misuses(), 0);
     }
 }

@@ -104,6 +104,40 @@ Test(fork, the_child_never_sends_the_parents_objects_and_never_waits_for_its_thr
     cr_assert_eq(misuses(), 0);
 }
 
+/* (the parent's parked pool, and what the child's create gave) */
+struct parked_in { CUmemoryPool parents; };
+
+static int create_pool_in_child(void *p)
+{
+    struct parked_in *in = p;
+    cuctx_mem_pool pool = {0};
+    unsigned long made = calls("cuMemPoolCreate");
+    if (stats().parked_pools != 0)
+        return 1;   /* the parent's parked pools counted in the child */
+    if (cuctx_mem_pool_create(&pool, 0, NULL) != CUDA_SUCCESS)
+        return 2;
+    if (cuctx_mem_pool_raw(pool) == in->parents || calls("cuMemPoolCreate") != made + 1)
+        return 3;   /* the child took the parent's pool */
+    if (cuctx_mem_pool_destroy(&pool) != CUDA_SUCCESS || stats().parked_pools != 1)
+        return 4;
+    return 0;
+}
+
+/* Bug caught: a forked child taking a pool the parent parked (the parent's
+ * pools are not the child's), or counting them. */
+Test(fork, the_child_has_none_of_the_parents_parked_pools)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_mem_pool pool = {0};
+    CHECK_OK(cuctx_mem_pool_create(&pool, 0, NULL));
+    struct parked_in in = {cuctx_mem_pool_raw(pool)};
+    CHECK_OK(cuctx_mem_pool_destroy(&pool));
+    cr_assert_eq(stats().parked_pools, 1);
+    cr_assert_eq(in_child(create_pool_in_child, &in), 0);
+    cr_assert_eq(stats().parked_pools, 1, "the child's pool counted in the parent");
+}
+
 struct primary_arg { cuctx_ctx p; CUresult rc; };
 
 static void *retain(void *p)

@@ -277,8 +277,13 @@ struct cusim_call {
  * - Entry points (ABI version 11020; the first three with _ptsz forms):
  *   cuMemAllocAsync, cuMemAllocFromPoolAsync, cuMemFreeAsync, cuMemPoolCreate,
  *   cuMemPoolDestroy, cuMemPoolTrimTo, cuMemPoolGetAttribute,
- *   cuMemPoolSetAttribute, cuDeviceGetDefaultMemPool, cuDeviceGetMemPool,
- *   cuDeviceSetMemPool. Fault plans, delays and fail_all reach them as any.
+ *   cuMemPoolSetAttribute, cuMemPoolGetAccess, cuMemPoolSetAccess,
+ *   cuDeviceGetDefaultMemPool, cuDeviceGetMemPool, cuDeviceSetMemPool. Fault
+ *   plans, delays and fail_all reach them as any.
+ * - Access (model): a pool's own device reads and writes it, and cannot be
+ *   set otherwise (101); another device has none until cuMemPoolSetAccess
+ *   gives it read-write (where peers can reach each other, else 101), and
+ *   none again when set so; read-only is 1.
  * - A stream-ordered allocation belongs to its pool, not to a context: no
  *   context's destroy, release or reset frees it; it stays usable from any
  *   context (copies, memsets) and is freed by cuMemFreeAsync on any live

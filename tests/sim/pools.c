@@ -556,6 +556,68 @@ CUresult sim_cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, 
 	}
 }
 
+/* Access of other devices to a pool's memory (model): its own device always
+ * reads and writes, and cannot be set otherwise; another device has none
+ * until given read-write access, if it may reach the pool's device at all
+ * (peer capability); read-only is not offered for pools (1). */
+static CUresult access_location(const CUmemLocation *loc)
+{
+	return loc && loc->type == CU_MEM_LOCATION_TYPE_DEVICE && valid_device(loc->id) ? CUDA_SUCCESS
+										    : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult sim_cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool pool, CUmemLocation *location)
+{
+	struct call c;
+	if (enter_with(&c, F_cuMemPoolGetAccess, H(pool), ARGS(.arg = location ? location->id : -1)))
+		return leave(&c, c.rc);
+	struct obj *p;
+	CUresult rc = need_pool(&c, pool, &p);
+	if (rc || (rc = access_location(location)))
+		return leave(&c, rc);
+	if (!flags)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	bool rw = location->id == p->device || (p->so.peers >> location->id & 1);
+	*flags = rw ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+	c.a.flags = (unsigned)*flags;
+	return leave(&c, CUDA_SUCCESS);
+}
+
+CUresult sim_cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count)
+{
+	struct call c;
+	if (enter_with(&c, F_cuMemPoolSetAccess, H(pool), ARGS(.arg = (long long)count)))
+		return leave(&c, c.rc);
+	struct obj *p;
+	CUresult rc = need_pool(&c, pool, &p);
+	if (rc)
+		return leave(&c, rc);
+	if (!map && count)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	uint64_t peers = p->so.peers;
+	for (size_t i = 0; i < count; i++) {
+		const CUmemAccessDesc *d = &map[i];
+		int dev = d->location.id;
+		if ((rc = access_location(&d->location)))
+			return leave(&c, rc);
+		if (d->flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && d->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+			return leave(&c, CUDA_ERROR_INVALID_VALUE);
+		if (dev == p->device) {
+			if (d->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+				return leave(&c, CUDA_ERROR_INVALID_DEVICE);
+			continue;
+		}
+		if (d->flags == CU_MEM_ACCESS_FLAGS_PROT_NONE)
+			peers &= ~(1ull << dev);
+		else if (!peer_can_access(dev, p->device))
+			return leave(&c, CUDA_ERROR_INVALID_DEVICE);
+		else
+			peers |= 1ull << dev;
+	}
+	p->so.peers = peers;
+	return leave(&c, CUDA_SUCCESS);
+}
+
 /* The device calls: cuInit is all they need, a pool belonging to its device. */
 static CUresult device_pool(enum fn fn, CUmemoryPool *pool, CUdevice dev)
 {

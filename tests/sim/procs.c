@@ -160,6 +160,8 @@ static const struct proc procs[] = {
 	SIM_PROC(cuMemPoolTrimTo, 11020, sim_cuMemPoolTrimTo)
 	SIM_PROC(cuMemPoolGetAttribute, 11020, sim_cuMemPoolGetAttribute)
 	SIM_PROC(cuMemPoolSetAttribute, 11020, sim_cuMemPoolSetAttribute)
+	SIM_PROC(cuMemPoolGetAccess, 11020, sim_cuMemPoolGetAccess)
+	SIM_PROC(cuMemPoolSetAccess, 11020, sim_cuMemPoolSetAccess)
 	SIM_PROC(cuDeviceGetDefaultMemPool, 11020, sim_cuDeviceGetDefaultMemPool)
 	SIM_PROC(cuDeviceGetMemPool, 11020, sim_cuDeviceGetMemPool)
 	SIM_PROC(cuDeviceSetMemPool, 11020, sim_cuDeviceSetMemPool)

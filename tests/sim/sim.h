@@ -110,6 +110,7 @@
 	X(cuKernelGetFunction) X(cuKernelGetName) X(cuKernelGetLibrary) \
 	X(cuMemAllocAsync) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync) X(cuMemPoolCreate) \
 	X(cuMemPoolDestroy) X(cuMemPoolTrimTo) X(cuMemPoolGetAttribute) X(cuMemPoolSetAttribute) \
+	X(cuMemPoolGetAccess) X(cuMemPoolSetAccess) \
 	X(cuDeviceGetDefaultMemPool) X(cuDeviceGetMemPool) X(cuDeviceSetMemPool) \
 	X(cuDeviceGetDevResource) X(cuDevSmResourceSplitByCount) X(cuDevResourceGenerateDesc) \
 	X(cuGreenCtxCreate) X(cuGreenCtxDestroy) X(cuCtxFromGreenCtx) X(cuGreenCtxGetId) \
@@ -161,6 +162,7 @@ struct so_state {
 	uint64_t used, cached;       /* bytes in use (cuMemFree never lowers it), freed but kept reserved */
 	uint64_t used_high, reserved_high, threshold;
 	int reuse[3];                /* the three CU_MEMPOOL_ATTR_REUSE_* flags */
+	uint64_t peers;              /* devices given read-write access (cuMemPoolSetAccess), a bit each */
 	struct obj *pool_prev, *pool_next; /* S.pools */
 };
 
@@ -608,6 +610,8 @@ CUresult sim_cuMemPoolDestroy(CUmemoryPool pool) SIM_ABI("cuMemPoolDestroy");
 CUresult sim_cuMemPoolTrimTo(CUmemoryPool pool, size_t keep) SIM_ABI("cuMemPoolTrimTo");
 CUresult sim_cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) SIM_ABI("cuMemPoolGetAttribute");
 CUresult sim_cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) SIM_ABI("cuMemPoolSetAttribute");
+CUresult sim_cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool pool, CUmemLocation *location) SIM_ABI("cuMemPoolGetAccess");
+CUresult sim_cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count) SIM_ABI("cuMemPoolSetAccess");
 CUresult sim_cuDeviceGetDefaultMemPool(CUmemoryPool *pool, CUdevice dev) SIM_ABI("cuDeviceGetDefaultMemPool");
 CUresult sim_cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev) SIM_ABI("cuDeviceGetMemPool");
 CUresult sim_cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) SIM_ABI("cuDeviceSetMemPool");
