@@ -7,7 +7,6 @@
 #include "driver.h"
 #include "entry.h"
 #include "ids.h"
-#include "mem_pool.h"
 #include "registry.h"
 
 #include <stdlib.h>

@@ -59,7 +59,6 @@ static struct {
     struct cuctx_pool_life **at;
     size_t n, cap;
 } parked = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
-_Atomic size_t cuctx__parked_pools;
 
 static void parked_lock(void) { pthread_mutex_lock(&parked.lock); }
 static void parked_unlock(void) { pthread_mutex_unlock(&parked.lock); }

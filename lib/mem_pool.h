@@ -19,7 +19,4 @@ struct cuctx_pool_life *cuctx__pool_ref(struct cuctx_slot *s, int *no_memory);
  * does nothing. */
 void cuctx__pool_unref(struct cuctx_pool_life *l, const char *fn);
 
-/* How many pools cuctx made are parked (mem_pool.c): stats.parked_pools. */
-extern _Atomic size_t cuctx__parked_pools;
-
 #endif

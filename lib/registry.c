@@ -47,6 +47,7 @@ static _Atomic uint64_t free_head;      /* tag (high 32) | index + 1 (low 32) */
 
 _Atomic uint64_t cuctx__stale_skips;
 _Atomic uint64_t cuctx__failed_destroys;
+_Atomic size_t cuctx__parked_pools;
 _Atomic uint64_t cuctx__shutdown_skips;
 
 /* One round of waiting for another thread: a few yields, then sleeps that

@@ -479,6 +479,7 @@ void cuctx__registry_after_fork(void);
 /* Destroys that did not reach the driver, or that it refused (stats). */
 extern _Atomic uint64_t cuctx__stale_skips;       /* the context had ended */
 extern _Atomic uint64_t cuctx__failed_destroys;   /* the driver refused, or could not be asked */
+extern _Atomic size_t cuctx__parked_pools;        /* pools cuctx made, parked at their end (mem_pool.c) */
 extern _Atomic uint64_t cuctx__shutdown_skips;    /* the driver had shut down */
 
 #endif
