@@ -181,17 +181,17 @@ static CUresult free_slot(struct cuctx_slot *s, const char *fn)
          * pin stops its destroy, its context's hold the context's) */
         struct cuctx_slot *st = cuctx__pin(stream, KIND_STREAM);
         if (st) {
-            CUresult held = cuctx__entry_hold_quiet(st->u.child.entry, &o);
-            if (held == CUDA_SUCCESS) {
+            rc = cuctx__entry_hold_quiet(st->u.child.entry, &o);
+            if (rc == CUDA_SUCCESS) {
                 CUCTX__UNWOUND_LETS_GO(NULL)
                     rc = DRV(cuMemFreeAsync)(p, (CUstream)(uintptr_t)st->u.child.raw);
                 cuctx__entry_release(&o);
+                cuctx__unpin(st);
+                return rc;
             }
             cuctx__unpin(st);
-            if (held == CUDA_SUCCESS)
-                return rc;
-            if (held != CUDA_ERROR_CONTEXT_IS_DESTROYED)
-                return held;    /* the check of its context failed: no free unsure of its order */
+            if (rc != CUDA_ERROR_CONTEXT_IS_DESTROYED)
+                return rc;      /* the check of its context failed: no free unsure of its order */
         }
     }
     rc = cuctx__entry_hold_quiet(a->id[1], &o);
