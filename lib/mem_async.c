@@ -62,8 +62,8 @@
 
 /* The stream of a cuctx_mem_free_async call, which the destroy below uses
  * in place of the allocation's own (one thread's call, so per thread). */
-static _Thread_local CUstream free_on;
-static _Thread_local int free_on_set;
+static CUCTX_TLS CUstream free_on;
+static CUCTX_TLS int free_on_set;
 static void free_on_reset(int *armed)
 {
     if (*armed)
