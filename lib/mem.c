@@ -9,6 +9,7 @@
 #include "driver.h"
 #include "error.h"
 #include "ids.h"
+#include "mem_async.h"
 #include "registry.h"
 #include "tether.h"
 
@@ -78,7 +79,7 @@ CUCTX_API CUresult cuctx_mem_destroy(cuctx_mem *m)
 {
     static const char fn[] = "cuctx_mem_destroy";
     if (m && cuctx__id_kind(m->id) == KIND_MEM_ASYNC)
-        return cuctx__child_destroy(&m->id, KIND_MEM_ASYNC, fn, &cuctx__mem_async_kind);
+        return cuctx__mem_async_destroy(&m->id, fn);
     if (m && cuctx__id_kind(m->id) == KIND_MEM_IPC)
         return cuctx__child_destroy(&m->id, KIND_MEM_IPC, fn, &cuctx__mem_ipc_kind);
     return cuctx__child_destroy(m ? &m->id : NULL, KIND_MEM, fn, &cuctx__mem_kind);

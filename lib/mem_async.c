@@ -56,14 +56,15 @@
 #include "error.h"
 #include "ids.h"
 #include "init.h"
+#include "mem_async.h"
 #include "mem_pool.h"
 #include "registry.h"
 #include "tether.h"
 
 /* The stream of a cuctx_mem_free_async call, which the destroy below uses
  * in place of the allocation's own (one thread's call, so per thread). */
-static _Thread_local CUstream free_on;
-static _Thread_local int free_on_set;
+static CUCTX_TLS CUstream free_on;
+static CUCTX_TLS int free_on_set;
 static void free_on_reset(int *armed)
 {
     if (*armed)
@@ -81,7 +82,8 @@ static CUresult need_async(const char *fn)
 /* Case 2 above: on the legacy stream of the held context o, after a
  * synchronize of it where the stream's destroy could not wait (unwaited:
  * that stream's id, else 0). */
-static CUresult free_in_context(CUdeviceptr p, struct cuctx_held *o, uint64_t unwaited, const char *fn)
+static __attribute__((noinline)) CUresult free_in_context(CUdeviceptr p, struct cuctx_held *o, uint64_t unwaited,
+                                                          const char *fn)
 {
     struct cuctx_switch sw;
     CUresult rc;
@@ -113,7 +115,7 @@ static CUresult free_in_context(CUdeviceptr p, struct cuctx_held *o, uint64_t un
  * does not apply (a driver without cuPointerGetAttribute, no active
  * primary context, its address another context's now), with a report
  * where a driver call failed (the pool's figure then stays up). */
-static CUresult free_in_primary(CUdeviceptr p, const char *fn)
+static __attribute__((noinline)) CUresult free_in_primary(CUdeviceptr p, const char *fn)
 {
     int dev = -1;
     CUcontext raw = NULL;
@@ -166,7 +168,9 @@ static CUresult free_in_primary(CUdeviceptr p, const char *fn)
     return rc;
 }
 
-static CUresult free_slot(struct cuctx_slot *s, const char *fn)
+/* The free, inlined into the destroy with case 1 (the usual one); cases 2
+ * to 4 are calls, kept out of it (noinline above). */
+static inline __attribute__((always_inline)) CUresult free_slot(struct cuctx_slot *s, const char *fn)
 {
     const struct cuctx_aux *a = cuctx__slot_aux(s);
     CUdeviceptr p = (CUdeviceptr)s->u.child.raw;
@@ -181,17 +185,17 @@ static CUresult free_slot(struct cuctx_slot *s, const char *fn)
          * pin stops its destroy, its context's hold the context's) */
         struct cuctx_slot *st = cuctx__pin(stream, KIND_STREAM);
         if (st) {
-            CUresult held = cuctx__entry_hold_quiet(st->u.child.entry, &o);
-            if (held == CUDA_SUCCESS) {
+            rc = cuctx__entry_hold_quiet(st->u.child.entry, &o);
+            if (rc == CUDA_SUCCESS) {
                 CUCTX__UNWOUND_LETS_GO(NULL)
                     rc = DRV(cuMemFreeAsync)(p, (CUstream)(uintptr_t)st->u.child.raw);
                 cuctx__entry_release(&o);
+                cuctx__unpin(st);
+                return rc;
             }
             cuctx__unpin(st);
-            if (held == CUDA_SUCCESS)
-                return rc;
-            if (held != CUDA_ERROR_CONTEXT_IS_DESTROYED)
-                return held;    /* the check of its context failed: no free unsure of its order */
+            if (rc != CUDA_ERROR_CONTEXT_IS_DESTROYED)
+                return rc;      /* the check of its context failed: no free unsure of its order */
         }
     }
     rc = cuctx__entry_hold_quiet(a->id[1], &o);
@@ -212,7 +216,7 @@ static CUresult free_slot(struct cuctx_slot *s, const char *fn)
 /* The free, then its pool's reference given back (the last destroys a
  * pool whose handle went first, mem_pool.c). A free refused keeps it: the
  * memory may live, and a pool destroyed under live memory can crash. */
-static CUresult destroy_slot(struct cuctx_slot *s, const char *fn)
+static inline __attribute__((always_inline)) CUresult destroy_slot(struct cuctx_slot *s, const char *fn)
 {
     CUresult rc = free_slot(s, fn);
     if (rc == CUDA_SUCCESS)
@@ -221,6 +225,12 @@ static CUresult destroy_slot(struct cuctx_slot *s, const char *fn)
 }
 const struct cuctx_child_kind cuctx__mem_async_kind = {0, NULL, destroy_slot};
 
+/* (the kind known here, its destroy_slot is called directly and inlined) */
+CUresult cuctx__mem_async_destroy(uint64_t *id, const char *fn)
+{
+    return cuctx__child_destroy(id, KIND_MEM_ASYNC, fn, &cuctx__mem_async_kind);
+}
+
 struct make_args {
     size_t bytes;
     CUmemoryPool pool;  /* NULL: the device's current pool */
@@ -228,7 +238,7 @@ struct make_args {
     const char *fn;
 };
 
-static CUresult make(void *arg, uint64_t *raw, size_t *size)
+static inline __attribute__((always_inline)) CUresult make(void *arg, uint64_t *raw, size_t *size)
 {
     const struct make_args *m = arg;
     CUdeviceptr p = 0;
@@ -249,9 +259,11 @@ static void pool_ref_drop(struct cuctx_pool_life **l)
     cuctx__pool_unref(*l, "cuctx_mem_alloc_from_pool");
 }
 
-/* Both allocations: pool_id 0 ({0}) is the device's current pool. */
-static CUresult alloc(cuctx_mem *out, uint64_t pool_id, cuctx_stream s, size_t bytes, const char *fn,
-                      const struct cuctx_site *site)
+/* Both allocations: pool_id 0 ({0}) is the device's current pool. Inline
+ * into each, with make and the stream's pin and hold: the allocation on a
+ * stream is one function. */
+static inline __attribute__((always_inline)) CUresult alloc(cuctx_mem *out, uint64_t pool_id, cuctx_stream s,
+                                                            size_t bytes, const char *fn, const struct cuctx_site *site)
 {
     struct make_args m = {bytes, NULL, NULL, fn};
     struct cuctx_use pool = {0};
@@ -337,7 +349,7 @@ CUCTX_API CUresult cuctx_mem_free_async(cuctx_mem *m, cuctx_stream s)
                            "%s: handle %#llx is not stream-ordered memory (cuctx_mem_alloc_async); "
                            "cuctx_mem_destroy frees it", fn, (unsigned long long)m->id);
     if (s.id == 0)      /* the stream it was allocated on */
-        return cuctx__child_destroy(&m->id, KIND_MEM_ASYNC, fn, &cuctx__mem_async_kind);
+        return cuctx__mem_async_destroy(&m->id, fn);
     CUCTX_INIT_OR_RETURN(fn);
     if ((rc = cuctx__stream_take(s, 0, fn, &sa)) != CUDA_SUCCESS)
         return rc;

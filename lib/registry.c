@@ -168,24 +168,19 @@ void cuctx__slot_push_slow(struct cuctx_slot *s)
 /* The pins this thread holds, so that a thread cancelled inside a driver
  * call leaves none behind: its exit releases them (thread_exit below). */
 
-struct cuctx_slot *cuctx__pin(uint64_t id, enum cuctx_kind kind)
+struct cuctx_slot *cuctx__pin_slow(struct cuctx_slot *s, uint64_t id, enum cuctx_kind kind)
 {
-    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
-    if (!s)
-        return NULL;
     cuctx__hazard_rec();     /* its key runs thread_exit */
-    uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
-    do {
-        if (!cuctx__word_matches(w, id, kind) || (w & CUCTX_W_PINS) == CUCTX_W_PINS)
-            return NULL;
-    } while (!atomic_compare_exchange_weak_explicit(&s->word, &w, w + 1,
-                                                    memory_order_acquire, memory_order_acquire));
+    if (!cuctx__pin_word(s, id, kind))
+        return NULL;
     if (cuctx__me.registry.npins < CUCTX_MY_PINS)     /* a thread never holds that many; beyond, untracked */
         cuctx__me.registry.pins[cuctx__me.registry.npins++] = s;
     return s;
 }
 
-void cuctx__unpin(struct cuctx_slot *s)
+/* A pin that is not the thread's last listed one off its list, if it is on
+ * it (one beyond CUCTX_MY_PINS is not); the caller drops it from the word. */
+void cuctx__unpin_listed(struct cuctx_slot *s)
 {
     for (unsigned i = cuctx__me.registry.npins; i-- > 0;) {
         if (cuctx__me.registry.pins[i] == s) {
@@ -193,7 +188,12 @@ void cuctx__unpin(struct cuctx_slot *s)
             break;
         }
     }
-    atomic_fetch_sub_explicit(&s->word, 1, memory_order_release);
+}
+
+/* A hold that pinned (cuctx__hold_slow) let go, out of line: rare. */
+void cuctx__unhold_pinned(struct cuctx_slot *s)
+{
+    cuctx__unpin(s);
 }
 
 /* ---- holds: hazard slots -----------------------------------------------------

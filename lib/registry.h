@@ -295,9 +295,48 @@ static inline void cuctx__slot_free(struct cuctx_slot *s)
 
 /* A pin keeps a live slot from being destroyed while held; NULL when id is
  * stale, of another kind, or closing. One CAS on the slot's word. Reports
- * deferred while pinned are the releaser's to deliver (error.h). */
-struct cuctx_slot *cuctx__pin(uint64_t id, enum cuctx_kind kind);
-void cuctx__unpin(struct cuctx_slot *s);
+ * deferred while pinned are the releaser's to deliver (error.h). The
+ * thread lists its pins (registry.c: its exit and a cancel release them).
+ * Inline for a thread with its record and room in its list; the rest - a
+ * thread's first, a pin beyond the list - in cuctx__pin_slow. */
+struct cuctx_slot *cuctx__pin_slow(struct cuctx_slot *s, uint64_t id, enum cuctx_kind kind);
+void cuctx__unpin_listed(struct cuctx_slot *s);
+/* The CAS of a pin on s, id's slot: 0 when id is not live there. */
+static inline int cuctx__pin_word(struct cuctx_slot *s, uint64_t id, enum cuctx_kind kind)
+{
+    uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
+    do {
+        if (!cuctx__word_matches(w, id, kind) || (w & CUCTX_W_PINS) == CUCTX_W_PINS)
+            return 0;
+    } while (!atomic_compare_exchange_weak_explicit(&s->word, &w, w + 1,
+                                                    memory_order_acquire, memory_order_acquire));
+    return 1;
+}
+static inline struct cuctx_slot *cuctx__pin(uint64_t id, enum cuctx_kind kind)
+{
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
+    unsigned n = cuctx__me.registry.npins;
+    if (__builtin_expect(!s, 0))
+        return NULL;
+    if (__builtin_expect(cuctx__me.registry.rec == NULL || n >= CUCTX_MY_PINS, 0))
+        return cuctx__pin_slow(s, id, kind);
+    if (!cuctx__pin_word(s, id, kind))
+        return NULL;
+    cuctx__me.registry.pins[n] = s;
+    cuctx__me.registry.npins = n + 1;
+    return s;
+}
+/* Pins are let go in the reverse order mostly: the last listed is one load
+ * away, any other is looked for (cuctx__unpin_listed). */
+static inline void cuctx__unpin(struct cuctx_slot *s)
+{
+    unsigned n = cuctx__me.registry.npins;
+    if (__builtin_expect(n != 0 && cuctx__me.registry.pins[n - 1] == s, 1))
+        cuctx__me.registry.npins = n - 1;
+    else
+        cuctx__unpin_listed(s);
+    atomic_fetch_sub_explicit(&s->word, 1, memory_order_release);
+}
 
 /* The pin of a context entry on the tether's hot path: the id goes into one
  * of the calling thread's hazard slots with plain stores, so a hold costs no
@@ -335,10 +374,11 @@ static inline struct cuctx_slot *cuctx__hold_own(uint64_t id, enum cuctx_kind ki
     return cuctx__hold_slot(cuctx__slot_own(cuctx__id_index(id)), id, kind, hazard);
 }
 
+void cuctx__unhold_pinned(struct cuctx_slot *s);
 static inline void cuctx__unhold(struct cuctx_slot *s, unsigned hazard)
 {
     if (__builtin_expect(hazard == CUCTX_NO_HAZARD, 0)) {
-        cuctx__unpin(s);
+        cuctx__unhold_pinned(s);
         return;
     }
     atomic_store_explicit(&cuctx__me.registry.rec->ids[hazard], 0, memory_order_release);

@@ -154,24 +154,10 @@ CUCTX_API CUresult cuctx_stream_destroy(cuctx_stream *s)
     return cuctx__child_destroy(s ? &s->id : NULL, KIND_STREAM, "cuctx_stream_destroy", &cuctx__stream_kind);
 }
 
-CUresult cuctx__stream_take(cuctx_stream s, int null_ok, const char *fn, struct cuctx_stream_arg *a)
+CUresult cuctx__stream_take_current(const char *fn, struct cuctx_stream_arg *a)
 {
-    a->use.obj = NULL;
-    a->use.entry.slot = NULL;
-    a->current.slot = NULL;
-    if (!(null_ok ? cuctx__stream_default(s.id, &a->raw) : cuctx__stream_named(s.id, &a->raw))) {
-        CUresult rc = cuctx__child_use(s.id, KIND_STREAM, fn, &a->use);
-        a->raw = (CUstream)(uintptr_t)a->use.raw;
-        return rc;
-    }
     CUCTX_INIT_OR_RETURN(fn);
     return cuctx__ctx_hold((cuctx_ctx){0}, fn, &a->current);
-}
-
-void cuctx__stream_done(struct cuctx_stream_arg *a)
-{
-    cuctx__entry_release(&a->current);
-    cuctx__child_done(&a->use);
 }
 
 CUCTX_API CUresult cuctx_stream_synchronize(cuctx_stream s)

@@ -138,39 +138,6 @@ CUresult cuctx__loose_create(uint64_t *out, enum cuctx_kind kind, const char *fn
     return cuctx__loose_create_aux(out, kind, fn, make, arg, site, NULL);
 }
 
-CUresult cuctx__loose_create_aux(uint64_t *out, enum cuctx_kind kind, const char *fn, cuctx_make_fn make, void *arg,
-                                 const struct cuctx_site *site, const struct cuctx_aux *aux)
-{
-    uint64_t raw = 0;
-    size_t size = 0;
-    CUresult rc = CUDA_SUCCESS;
-    struct cuctx_slot *s = cuctx__slot_alloc();
-    if (!s)
-        return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
-    if (!make) {
-        raw = ((const struct cuctx_adopted *)arg)->raw;
-        size = ((const struct cuctx_adopted *)arg)->size;
-    } else {
-        struct cuctx_unwind u CUCTX__UNWIND = {1, 0, s, NULL};     /* cancelled in make: s goes back */
-        rc = make(arg, &raw, &size);
-        u.armed = 0;
-    }
-    if (rc != CUDA_SUCCESS) {
-        cuctx__slot_discard(s);
-        return rc;
-    }
-    static const struct cuctx_aux none;
-    *cuctx__slot_aux(s) = aux ? *aux : none;
-    cuctx__child_publish(out, s, kind, 0, raw, size, site);
-    return CUDA_SUCCESS;
-}
-
-CUresult cuctx__loose_destroy(struct cuctx_slot *s, const char *fn, enum cuctx_kind kind,
-                              const struct cuctx_child_kind *k)
-{
-    return cuctx__child_destroyed(s, k->destroy_slot ? k->destroy_slot(s, fn) : k->destroy(s->u.child.raw), fn, kind);
-}
-
 /* A destroy that took the last name of a borrow's entry: the handle ends as
  * any other's, then the entry (entry.h). */
 CUresult cuctx__child_last_name(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind)
@@ -218,35 +185,21 @@ void cuctx__unwound(struct cuctx_slot *s, int called, int pushed)
 
 CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u)
 {
+    return cuctx__child_use_inline(id, kind, fn, u);
+}
+
+/* Its context could not be held: the pin goes too. */
+CUresult cuctx__child_unused(struct cuctx_use *u, CUresult rc)
+{
+    cuctx__unpin(u->obj);
     u->obj = NULL;
-    u->entry.slot = NULL;
-    CUCTX_INIT_OR_RETURN(fn);
-    if (!(u->obj = cuctx__pin(id, kind)))
-        return cuctx__child_bad_handle(id, kind, fn);
-    uint64_t entry = u->obj->u.child.entry;
-    if (entry == 0 && !cuctx__kind_tethered(kind)) {   /* in no context */
-        u->entry.id = 0;
-        u->raw = u->obj->u.child.raw;
-        return CUDA_SUCCESS;
-    }
-    CUresult rc = cuctx__entry_hold(entry, fn, &u->entry);
-    if (rc != CUDA_SUCCESS) {
-        cuctx__unpin(u->obj);
-        u->obj = NULL;
-        cuctx__deliver_reports();
-        return rc;
-    }
-    u->raw = u->obj->u.child.raw;
-    return CUDA_SUCCESS;
+    cuctx__deliver_reports();
+    return rc;
 }
 
 void cuctx__child_done(struct cuctx_use *u)
 {
-    cuctx__entry_release(&u->entry);
-    if (u->obj)
-        cuctx__unpin(u->obj);
-    u->obj = NULL;
-    cuctx__deliver_reports();
+    cuctx__child_done_inline(u);
 }
 
 CUresult cuctx__child_use_beside(struct cuctx_held *a, uint64_t b_id, enum cuctx_kind b_kind, const char *fn,

@@ -91,11 +91,6 @@ static inline __attribute__((always_inline)) void cuctx__unwind(struct cuctx_unw
  * tethered path and is skipped, as every object of the parent's is. */
 CUresult cuctx__loose_create(uint64_t *out, enum cuctx_kind kind, const char *fn, cuctx_make_fn make, void *arg,
                              const struct cuctx_site *site);
-/* The same with the slot's aux record filled before it is published. */
-CUresult cuctx__loose_create_aux(uint64_t *out, enum cuctx_kind kind, const char *fn, cuctx_make_fn make, void *arg,
-                                 const struct cuctx_site *site, const struct cuctx_aux *aux);
-CUresult cuctx__loose_destroy(struct cuctx_slot *s, const char *fn, enum cuctx_kind kind,
-                              const struct cuctx_child_kind *k);
 
 /* The end of every create, tethered or not (entry 0): the object's fields
  * stored in its slot, then the slot published as *out. */
@@ -120,6 +115,50 @@ cuctx__child_destroyed(struct cuctx_slot *s, CUresult rc, const char *fn, enum c
         return cuctx__child_refused(s, rc, fn, kind);
     cuctx__slot_free(s);
     return CUDA_SUCCESS;
+}
+
+/* The untethered create with the slot's aux record filled before it is
+ * published (aux NULL: zeroed). Inline, so that a kind's create has its
+ * make inlined as a tethered kind's has; cuctx__loose_create is it out of
+ * line. */
+static inline __attribute__((always_inline)) CUresult
+cuctx__loose_create_aux(uint64_t *out, enum cuctx_kind kind, const char *fn, cuctx_make_fn make, void *arg,
+                        const struct cuctx_site *site, const struct cuctx_aux *aux)
+{
+    uint64_t raw = 0;
+    size_t size = 0;
+    CUresult rc = CUDA_SUCCESS;
+    struct cuctx_slot *s = cuctx__slot_alloc();
+    if (__builtin_expect(!s, 0))
+        return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
+    if (__builtin_expect(!make, 0)) {
+        raw = ((const struct cuctx_adopted *)arg)->raw;
+        size = ((const struct cuctx_adopted *)arg)->size;
+    } else {
+        struct cuctx_unwind u CUCTX__UNWIND = {1, 0, s, NULL};     /* cancelled in make: s goes back */
+        rc = make(arg, &raw, &size);
+        u.armed = 0;
+    }
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0)) {
+        cuctx__slot_discard(s);
+        return rc;
+    }
+    struct cuctx_aux *x = cuctx__slot_aux(s);
+    if (aux) {
+        *x = *aux;
+    } else {
+        x->id[0] = x->id[1] = 0;
+        x->ptr = NULL;
+    }
+    cuctx__child_publish(out, s, kind, 0, raw, size, site);
+    return CUDA_SUCCESS;
+}
+
+/* An untethered child's destroy, its slot closed and drained: k's. */
+static inline __attribute__((always_inline)) CUresult
+cuctx__loose_destroy(struct cuctx_slot *s, const char *fn, enum cuctx_kind kind, const struct cuctx_child_kind *k)
+{
+    return cuctx__child_destroyed(s, k->destroy_slot ? k->destroy_slot(s, fn) : k->destroy(s->u.child.raw), fn, kind);
 }
 
 /* The holds a create has beside `in` let go: `to` when it is another
@@ -331,6 +370,40 @@ struct cuctx_use {
 };
 CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u);
 void cuctx__child_done(struct cuctx_use *u);
+/* The same two inline, for a call's hot path (cuctx__stream_take); the
+ * failure's end out of line (tether.c). */
+CUresult cuctx__child_unused(struct cuctx_use *u, CUresult rc);
+static inline __attribute__((always_inline)) CUresult cuctx__child_use_inline(uint64_t id, enum cuctx_kind kind,
+                                                                              const char *fn, struct cuctx_use *u)
+{
+    u->obj = NULL;
+    u->entry.slot = NULL;
+    CUCTX_INIT_OR_RETURN(fn);
+    if (__builtin_expect(!(u->obj = cuctx__pin(id, kind)), 0))
+        return cuctx__child_bad_handle(id, kind, fn);
+    uint64_t entry = u->obj->u.child.entry;
+    if (entry == 0 && !cuctx__kind_tethered(kind)) {   /* in no context */
+        u->entry.id = 0;
+        u->raw = u->obj->u.child.raw;
+        return CUDA_SUCCESS;
+    }
+    CUresult rc = cuctx__entry_hold(entry, fn, &u->entry);
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0))
+        return cuctx__child_unused(u, rc);
+    u->raw = u->obj->u.child.raw;
+    return CUDA_SUCCESS;
+}
+/* (reports wait while anything is held: delivered once, after both) */
+static inline __attribute__((always_inline)) void cuctx__child_done_inline(struct cuctx_use *u)
+{
+    if (u->entry.slot)
+        cuctx__unhold(u->entry.slot, u->entry.hazard);
+    u->entry.slot = NULL;
+    if (u->obj)
+        cuctx__unpin(u->obj);
+    u->obj = NULL;
+    cuctx__deliver_reports();
+}
 /* A pair pinned for use, both its contexts held (the second in *second). */
 CUresult cuctx__pair_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u,
                          struct cuctx_held *second);
@@ -434,8 +507,27 @@ struct cuctx_stream_arg {
     struct cuctx_held current;
     CUstream raw;
 };
-CUresult cuctx__stream_take(cuctx_stream s, int null_ok, const char *fn, struct cuctx_stream_arg *a);
-void cuctx__stream_done(struct cuctx_stream_arg *a);
+CUresult cuctx__stream_take_current(const char *fn, struct cuctx_stream_arg *a);
+static inline __attribute__((always_inline)) CUresult cuctx__stream_take(cuctx_stream s, int null_ok, const char *fn,
+                                                                         struct cuctx_stream_arg *a)
+{
+    a->use.obj = NULL;
+    a->use.entry.slot = NULL;
+    a->current.slot = NULL;
+    if (__builtin_expect(!(null_ok ? cuctx__stream_default(s.id, &a->raw) : cuctx__stream_named(s.id, &a->raw)), 1)) {
+        CUresult rc = cuctx__child_use_inline(s.id, KIND_STREAM, fn, &a->use);
+        a->raw = (CUstream)(uintptr_t)a->use.raw;
+        return rc;
+    }
+    return cuctx__stream_take_current(fn, a);   /* a default stream: the current context's */
+}
+static inline __attribute__((always_inline)) void cuctx__stream_done(struct cuctx_stream_arg *a)
+{
+    if (a->current.slot)
+        cuctx__unhold(a->current.slot, a->current.hazard);
+    a->current.slot = NULL;
+    cuctx__child_done_inline(&a->use);
+}
 /* Whether the stream of id was destroyed, with stream-ordered memory made
  * on it, while it captured, so that its work was not waited for
  * (stream.c). */
