@@ -343,6 +343,41 @@ Test(foreign, entries_of_dead_borrowed_contexts_are_swept)
     ASSERT_NO_MISUSE();
 }
 
+/* The stats' sweep (entry.c, sweep_one over ctxmap.c's foreach) asks the
+ * driver for the id of every borrowed context in the address map, whatever
+ * slot of the map its address hashes to, the first one included. Each round
+ * borrows 32 contexts at fresh addresses (the map holds them at 64 slots,
+ * half full), so that over the rounds every slot holds one of them. */
+#define SWEEP_ROUNDS 32
+#define SWEEP_BORROWS 32
+
+Test(foreign, the_stats_sweep_asks_the_driver_about_every_borrowed_context)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    sim()->set_recycling(0);
+    for (int round = 0; round < SWEEP_ROUNDS; round++) {
+        CUcontext x[SWEEP_BORROWS];
+        cuctx_ctx b[SWEEP_BORROWS] = {{0}};
+        for (int i = 0; i < SWEEP_BORROWS; i++) {
+            x[i] = new_raw_ctx(0);
+            CUresult rc = cuctx_ctx_borrow(&b[i], x[i]);
+            cr_assert_eq(rc, CUDA_SUCCESS, "round %d, borrow %d: %s", round, i, cuctx_last_error_message());
+        }
+        size_t mark = log_mark();
+        cr_assert_eq(stats().contexts, SWEEP_BORROWS, "round %d", round);
+        for (int i = 0; i < SWEEP_BORROWS; i++)
+            cr_assert_eq(calls_on("cuCtxGetId", H(x[i]), mark), 1,
+                         "round %d: the sweep did not ask about borrowed context %d of %d", round, i, SWEEP_BORROWS);
+        for (int i = SWEEP_BORROWS - 1; i >= 0; i--) {
+            CHECK_OK(cuctx_ctx_destroy(&b[i]));
+            CHECK_OK(raw()->ctx_destroy(x[i]));
+        }
+    }
+    cr_assert_eq(stats().contexts, 0);
+    ASSERT_NO_MISUSE();
+}
+
 /* ------------------------------------------------------------------------
  *  5. Registration reports the driver's errors
  * ------------------------------------------------------------------------ */
