@@ -401,6 +401,39 @@ Test(foreign, borrow_reports_a_failed_cuCtxGetDevice_and_a_retry_works)
     ASSERT_NO_MISUSE();
 }
 
+/* A borrow identifies a context it has not met under the context lock,
+ * making it current to ask its device: a failed pop after that is reported
+ * then. The report waits while the thread holds the lock; with the device
+ * not found either, the borrow fails and holds nothing after the lock, so
+ * the report reaches the error handler when the lock is let go (entry.c,
+ * cuctx__ctx_unlock), before the borrow returns, not at some later call. */
+Test(foreign, a_failed_pop_inside_a_failed_borrow_reaches_the_handler_before_it_returns)
+{
+    cuctx_ctx b = {0};
+    struct handler_count hc;
+    NEED_DRIVER();
+    NEED_SIM();
+    CUcontext x = new_raw_ctx(0);
+    CUcontext y = new_raw_ctx(0);      /* current, so the borrow of x pushes x */
+    count_handler_install(&hc);
+    size_t mark = log_mark();
+    sim()->fail_call("cuCtxGetDevice", 1, CUDA_ERROR_INVALID_DEVICE);
+    sim()->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(cuctx_ctx_borrow(&b, x), CUDA_ERROR_INVALID_DEVICE, "%s", cuctx_last_error_message());
+    cr_assert_eq(hc.calls, 1, "the handler was called %d times during the borrow", hc.calls);
+    cr_assert_eq(hc.last_rc, CUDA_ERROR_UNKNOWN);
+    cr_assert_not_null(strstr(hc.last_msg, "cannot restore the previous context"), "%s", hc.last_msg);
+    cr_assert_eq(calls_on("cuCtxPushCurrent", H(x), mark), 1);
+    cr_assert_eq(nth_call("cuCtxPopCurrent", mark, 0).rc, CUDA_ERROR_UNKNOWN);
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(b.id, 0);
+    CHECK_OK(cuctx_pop_current());     /* the level the failed pop left */
+    EXPECT_CURRENT(y);
+    CHECK_OK(raw()->ctx_destroy(y));
+    CHECK_OK(raw()->ctx_destroy(x));
+    ASSERT_NO_MISUSE();
+}
+
 Test(foreign, borrow_reports_a_failed_cuCtxGetId_as_the_drivers_error)
 {
     cuctx_ctx b = {0};
