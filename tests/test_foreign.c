@@ -434,6 +434,31 @@ Test(foreign, a_failed_pop_inside_a_failed_borrow_reaches_the_handler_before_it_
     ASSERT_NO_MISUSE();
 }
 
+/* A context met as the current one by a {0} create is registered once
+ * (its id, and its device asked with it made current) and is not a borrow:
+ * its entry is not counted, so it outlives the child that met it, and the
+ * next {0} create there checks its id alone, without registering it again.
+ * (Only cuctx_ctx_borrow's entries end with their last name.) */
+Test(foreign, a_current_context_met_by_a_create_is_registered_once_and_not_ended_with_its_child)
+{
+    cuctx_event ev = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CUcontext x = new_raw_ctx(0);
+    unsigned long devs = calls("cuCtxGetDevice");
+    CHECK_OK(cuctx_event_create(&ev, (cuctx_ctx){0}, 0));
+    cr_assert_eq(calls("cuCtxGetDevice") - devs, 1, "registered with its device");
+    CHECK_OK(cuctx_event_destroy(&ev));
+    size_t mark = log_mark();
+    devs = calls("cuCtxGetDevice");
+    CHECK_OK(cuctx_event_create(&ev, (cuctx_ctx){0}, 0));
+    cr_assert_eq(calls("cuCtxGetDevice"), devs, "registered again: its entry ended with the first event");
+    cr_assert_eq(calls_on("cuCtxGetId", H(x), mark), 1, "its id checked once");
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(raw()->ctx_destroy(x));
+    ASSERT_NO_MISUSE();
+}
+
 Test(foreign, borrow_reports_a_failed_cuCtxGetId_as_the_drivers_error)
 {
     cuctx_ctx b = {0};
