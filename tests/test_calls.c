@@ -172,6 +172,26 @@ Test(calls, driver_symbol_flags_refuses_other_flags)
     cr_assert_eq(lookups_since(mark), 0, "nothing asked of the driver");
 }
 
+/* Catches the driver's own error replaced: asked for an ABI version newer
+ * than itself, cuGetProcAddress answers CUDA_ERROR_INVALID_VALUE (its status
+ * says the symbol was not found), and the caller gets that error, not
+ * CUDA_ERROR_NOT_FOUND, which cuctx gives only for a success without an
+ * entry point. */
+Test(calls, driver_symbol_passes_on_the_drivers_own_error)
+{
+    void *p = (void *)1;
+    NEED_SIM();
+    CHECK_OK(cuctx_init());
+    size_t mark = log_mark();
+    CUresult rc = cuctx_driver_symbol("cuStreamQuery", 999999, &p);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_VALUE, "%s (%s)", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_null(p, "cleared");
+    struct cusim_call q = last_call("cuGetProcAddress", mark);
+    cr_assert_eq(q.arg, 999999, "the driver was asked for version %lld", q.arg);
+    cr_assert_eq(q.rc, CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(lookups_since(mark), 1);
+}
+
 /* ---- cuctx_launch ------------------------------------------------------ */
 
 static const cuctx_dim3 grid = {3, 2, 5}, block = {64, 2, 1};

@@ -343,6 +343,41 @@ Test(foreign, entries_of_dead_borrowed_contexts_are_swept)
     ASSERT_NO_MISUSE();
 }
 
+/* The stats' sweep (entry.c, sweep_one over ctxmap.c's foreach) asks the
+ * driver for the id of every borrowed context in the address map, whatever
+ * slot of the map its address hashes to, the first one included. Each round
+ * borrows 32 contexts at fresh addresses (the map holds them at 64 slots,
+ * half full), so that over the rounds every slot holds one of them. */
+#define SWEEP_ROUNDS 32
+#define SWEEP_BORROWS 32
+
+Test(foreign, the_stats_sweep_asks_the_driver_about_every_borrowed_context)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    sim()->set_recycling(0);
+    for (int round = 0; round < SWEEP_ROUNDS; round++) {
+        CUcontext x[SWEEP_BORROWS];
+        cuctx_ctx b[SWEEP_BORROWS] = {{0}};
+        for (int i = 0; i < SWEEP_BORROWS; i++) {
+            x[i] = new_raw_ctx(0);
+            CUresult rc = cuctx_ctx_borrow(&b[i], x[i]);
+            cr_assert_eq(rc, CUDA_SUCCESS, "round %d, borrow %d: %s", round, i, cuctx_last_error_message());
+        }
+        size_t mark = log_mark();
+        cr_assert_eq(stats().contexts, SWEEP_BORROWS, "round %d", round);
+        for (int i = 0; i < SWEEP_BORROWS; i++)
+            cr_assert_eq(calls_on("cuCtxGetId", H(x[i]), mark), 1,
+                         "round %d: the sweep did not ask about borrowed context %d of %d", round, i, SWEEP_BORROWS);
+        for (int i = SWEEP_BORROWS - 1; i >= 0; i--) {
+            CHECK_OK(cuctx_ctx_destroy(&b[i]));
+            CHECK_OK(raw()->ctx_destroy(x[i]));
+        }
+    }
+    cr_assert_eq(stats().contexts, 0);
+    ASSERT_NO_MISUSE();
+}
+
 /* ------------------------------------------------------------------------
  *  5. Registration reports the driver's errors
  * ------------------------------------------------------------------------ */
@@ -362,6 +397,64 @@ Test(foreign, borrow_reports_a_failed_cuCtxGetDevice_and_a_retry_works)
     CHECK_OK(cuctx_ctx_borrow(&b, x));
     cr_assert_eq(cuctx_ctx_device(b), 1);
     CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(raw()->ctx_destroy(x));
+    ASSERT_NO_MISUSE();
+}
+
+/* A borrow identifies a context it has not met under the context lock,
+ * making it current to ask its device: a failed pop after that is reported
+ * then. The report waits while the thread holds the lock; with the device
+ * not found either, the borrow fails and holds nothing after the lock, so
+ * the report reaches the error handler when the lock is let go (entry.c,
+ * cuctx__ctx_unlock), before the borrow returns, not at some later call. */
+Test(foreign, a_failed_pop_inside_a_failed_borrow_reaches_the_handler_before_it_returns)
+{
+    cuctx_ctx b = {0};
+    struct handler_count hc;
+    NEED_DRIVER();
+    NEED_SIM();
+    CUcontext x = new_raw_ctx(0);
+    CUcontext y = new_raw_ctx(0);      /* current, so the borrow of x pushes x */
+    count_handler_install(&hc);
+    size_t mark = log_mark();
+    sim()->fail_call("cuCtxGetDevice", 1, CUDA_ERROR_INVALID_DEVICE);
+    sim()->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(cuctx_ctx_borrow(&b, x), CUDA_ERROR_INVALID_DEVICE, "%s", cuctx_last_error_message());
+    cr_assert_eq(hc.calls, 1, "the handler was called %d times during the borrow", hc.calls);
+    cr_assert_eq(hc.last_rc, CUDA_ERROR_UNKNOWN);
+    cr_assert_not_null(strstr(hc.last_msg, "cannot restore the previous context"), "%s", hc.last_msg);
+    cr_assert_eq(calls_on("cuCtxPushCurrent", H(x), mark), 1);
+    cr_assert_eq(nth_call("cuCtxPopCurrent", mark, 0).rc, CUDA_ERROR_UNKNOWN);
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(b.id, 0);
+    CHECK_OK(cuctx_pop_current());     /* the level the failed pop left */
+    EXPECT_CURRENT(y);
+    CHECK_OK(raw()->ctx_destroy(y));
+    CHECK_OK(raw()->ctx_destroy(x));
+    ASSERT_NO_MISUSE();
+}
+
+/* A context met as the current one by a {0} create is registered once
+ * (its id, and its device asked with it made current) and is not a borrow:
+ * its entry is not counted, so it outlives the child that met it, and the
+ * next {0} create there checks its id alone, without registering it again.
+ * (Only cuctx_ctx_borrow's entries end with their last name.) */
+Test(foreign, a_current_context_met_by_a_create_is_registered_once_and_not_ended_with_its_child)
+{
+    cuctx_event ev = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CUcontext x = new_raw_ctx(0);
+    unsigned long devs = calls("cuCtxGetDevice");
+    CHECK_OK(cuctx_event_create(&ev, (cuctx_ctx){0}, 0));
+    cr_assert_eq(calls("cuCtxGetDevice") - devs, 1, "registered with its device");
+    CHECK_OK(cuctx_event_destroy(&ev));
+    size_t mark = log_mark();
+    devs = calls("cuCtxGetDevice");
+    CHECK_OK(cuctx_event_create(&ev, (cuctx_ctx){0}, 0));
+    cr_assert_eq(calls("cuCtxGetDevice"), devs, "registered again: its entry ended with the first event");
+    cr_assert_eq(calls_on("cuCtxGetId", H(x), mark), 1, "its id checked once");
+    CHECK_OK(cuctx_event_destroy(&ev));
     CHECK_OK(raw()->ctx_destroy(x));
     ASSERT_NO_MISUSE();
 }

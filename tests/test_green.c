@@ -737,6 +737,34 @@ Test(green, a_create_while_its_destroy_is_under_way_is_refused)
     ASSERT_NO_MISUSE();
 }
 
+/* A green context made after another was destroyed takes creates, though
+ * its entry may be the slot of the one destroyed, whose destroy marked it
+ * ending: a new entry starts not ending (entry.c, cuctx__entry_new). Each
+ * round's stream and event reach the driver in the round's green context. */
+Test(green, a_green_context_made_after_one_destroyed_takes_creates)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    for (int round = 0; round < 4; round++) {
+        cuctx_ctx g = {0};
+        cuctx_stream s = {0};
+        cuctx_event e = {0};
+        green(&g, 16, NULL);
+        size_t mark = log_mark();
+        CUresult rc = cuctx_stream_create(&s, g, 0, 0);
+        cr_assert_eq(rc, CUDA_SUCCESS, "round %d: stream: %s", round, cuctx_last_error_message());
+        rc = cuctx_event_create(&e, g, 0);
+        cr_assert_eq(rc, CUDA_SUCCESS, "round %d: event: %s", round, cuctx_last_error_message());
+        cr_assert_eq(nth_call("cuStreamCreateWithPriority", mark, 0).rc, CUDA_SUCCESS, "round %d", round);
+        cr_assert_eq(nth_call("cuEventCreate", mark, 0).rc, CUDA_SUCCESS, "round %d", round);
+        CHECK_OK(cuctx_event_destroy(&e));
+        CHECK_OK(cuctx_stream_destroy(&s));
+        CHECK_OK(cuctx_ctx_destroy(&g));
+    }
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
 /* ---- everything else: the primary context's ---------------------------------- */
 
 /* Every kind but streams made in the green context, the green context

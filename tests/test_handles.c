@@ -429,7 +429,13 @@ Test(adopt, null_and_default_streams_are_refused)
     cr_assert_eq(cuctx_mem_adopt(&mem, a, 0, 16, 1), CUDA_ERROR_INVALID_VALUE);
     cr_assert_eq(cuctx_stream_adopt(&s, a, CU_STREAM_LEGACY, 1), CUDA_ERROR_INVALID_VALUE);
     cr_assert_neq(strstr(cuctx_last_error_message(), "CUCTX_STREAM_LEGACY"), NULL, "%s", cuctx_last_error_message());
+    cr_assert_neq(strstr(cuctx_last_error_message(), ": CU_STREAM_LEGACY is a default stream"), NULL, "%s",
+                  cuctx_last_error_message());
     cr_assert_eq(cuctx_stream_adopt(&s, a, CU_STREAM_PER_THREAD, 0), CUDA_ERROR_INVALID_VALUE);
+    /* each named as itself, not as the other default stream */
+    cr_assert_neq(strstr(cuctx_last_error_message(), ": CU_STREAM_PER_THREAD is a default stream"), NULL, "%s",
+                  cuctx_last_error_message());
+    cr_assert_neq(strstr(cuctx_last_error_message(), "CUCTX_STREAM_PER_THREAD"), NULL, "%s", cuctx_last_error_message());
     cr_assert_eq(s.id | e.id | mem.id, 0);
     cr_assert_eq(calls_since(m), 0);
     CHECK_OK(cuctx_ctx_destroy(&a));

@@ -333,6 +333,37 @@ Test(oom, the_stats_leak_nothing)
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
 
+/* The stats count contexts by collecting the entry ids the live handles
+ * name (diagnostics.c), into an array grown by realloc. When it cannot
+ * grow, the count falls back to the live entries (exact here: each entry
+ * is named by a handle), not to 0, and the array is freed. */
+Test(oom, stats_that_cannot_collect_the_handles_count_the_live_entries)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    cuctx_ctx c = {0}, p = {0};
+    struct cuctx_stats st;
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    cuctx_stats_get(&st);
+    cr_assert_eq(st.contexts, 2);
+    atomic_store(&counting, 1);
+    long before = live_blocks();
+    atomic_store(&fail_realloc, 1);
+    cuctx_stats_get(&st);
+    int left = atomic_load(&fail_realloc);
+    atomic_store(&fail_realloc, 0);
+    long after = live_blocks();
+    atomic_store(&counting, 0);
+    cr_assert_eq(left, 0, "the stats made no realloc");
+    cr_assert_eq(live_entries(), 2);
+    cr_assert_eq(st.contexts, 2, "%zu contexts counted when the handles could not be collected", st.contexts);
+    cr_assert_eq(st.ctx_handles, 2);
+    cr_assert_eq(after, before, "%ld heap blocks of lib/ more after the stats' failed realloc", after - before);
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
 /* ---- the handle table ------------------------------------------------------ */
 
 /* A context create refused for want of a slot: out of memory, the handle

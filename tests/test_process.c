@@ -138,6 +138,63 @@ Test(fork, the_child_has_none_of_the_parents_parked_pools)
     cr_assert_eq(stats().parked_pools, 1, "the child's pool counted in the parent");
 }
 
+/* The slot index in a handle's id (kind 6 bits | index 26 | generation 32). */
+static unsigned slot_index(uint64_t id)
+{
+    return (unsigned)(id >> 32) & ((1u << 26) - 1);
+}
+
+static int destroy_event_in_child(void *p)
+{
+    cuctx_event *ev = p;
+    unsigned long destroys = calls("cuEventDestroy");
+    if (cuctx_event_destroy(ev) != CUDA_SUCCESS || ev->id != 0)
+        return 1;
+    if (calls("cuEventDestroy") != destroys)
+        return 2;   /* the parent's event reached the child's driver */
+    return 0;
+}
+
+/* The fork forgets the pins of the parent's other threads on every slot,
+ * the table's first included (registry.c, cuctx__registry_after_fork): an
+ * event in slot 0 (the slot of a context destroyed first), pinned by a
+ * thread inside its synchronize at the fork, is destroyed in the child
+ * without waiting for that thread, which the child does not have. */
+Test(fork, a_pin_on_the_first_slot_held_by_another_thread_is_forgotten_in_the_child)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx first = {0}, c = {0};
+    cuctx_event ev[3] = {{0}};
+    CHECK_OK(cuctx_ctx_create(&first, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    new_ctx(&c, 0, NULL, POPPED);
+    CHECK_OK(cuctx_ctx_destroy(&first));    /* its slots, 0 among them, are free now */
+    int at = -1;
+    for (int i = 0; i < 3 && at < 0; i++) {
+        CHECK_OK(cuctx_event_create(&ev[i], c, 0));
+        if (slot_index(ev[i].id) == 0)
+            at = i;
+    }
+    cr_assert_geq(at, 0, "no event took slot 0 (the table hands out slots in another order now)");
+    CHECK_OK(cuctx_event_record(ev[at], (cuctx_stream){0}));
+    sim()->set_delay("cuEventSynchronize", 400000);
+    struct sync_arg a = {ev[at], CUDA_ERROR_UNKNOWN};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, synchronize, &a), 0);
+    while (sim()->sleeping() == 0)
+        sleep_ms(1);                    /* the thread is inside the driver call, the event pinned */
+    cuctx_event in_child_ev = ev[at];
+    cr_assert_eq(in_child(destroy_event_in_child, &in_child_ev), 0);
+    pthread_join(t, NULL);
+    CHECK_OK(a.rc);
+    sim()->set_delay("cuEventSynchronize", 0);
+    for (int i = 0; i < 3; i++)
+        CHECK_OK(cuctx_event_destroy(&ev[i]));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(misuses(), 0);
+}
+
 struct primary_arg { cuctx_ctx p; CUresult rc; };
 
 static void *retain(void *p)

@@ -180,6 +180,39 @@ Test(scope_stack, set_current_inside_replaces_the_scopes_level_only)
     CHECK_OK(cuctx_ctx_destroy(&x));
 }
 
+/* A scope on a borrowed context that is current pushes nothing and runs on
+ * that context's own level; a set inside replaces the level. If the
+ * borrowed context is destroyed by its owner inside the block and a new
+ * context takes its address, exit finds another id there and does not put
+ * that unrelated context back on the level: the set's context stays. */
+Test(scope_stack, a_borrowed_scope_context_whose_address_is_retaken_inside_is_not_put_back)
+{
+    cuctx_ctx b = {0}, c = {0};
+    NEED_DRIVER();
+    NEED_SIM();                         /* needs the simulator's address reuse */
+    CUcontext C = new_ctx(&c, 0, "C", POPPED);
+    CUcontext X = raw_create();         /* current: the scope pushes nothing */
+    CHECK_OK(cuctx_ctx_borrow(&b, X));
+    size_t mark = log_mark();
+    CUCTX_SCOPED(b) {
+        CHECK_OK(cuctx_ctx_set_current(c));
+        EXPECT_CURRENT(C);
+        raw_destroy(X);
+        cr_assert_eq(raw_create(), X, "the simulator gave the new context X's address");
+        cr_assert_eq(raw_pop(), X);
+        EXPECT_CURRENT(C);
+        mark = log_mark();
+    }
+    EXPECT_CURRENT(C);
+    cr_assert_geq(calls_on("cuCtxGetId", H(X), mark), 1, "exit did not ask which context X's address is");
+    cr_assert_eq(bound(X, mark), 0, "the new context at X's address was put back on the scope's level");
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    raw_destroy(X);                     /* the new context */
+    cr_assert_eq(raw_pop(), C);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(misuses(), 0);
+}
+
 /* [X Y], the scope destroys Y: Y stays where it was, dead, and X below it;
  * nothing dead is ever handed to the driver. */
 Test(scope_stack, previous_destroyed_inside_stays_dead_in_its_place_over_the_rest)
