@@ -60,6 +60,7 @@ static struct {
     size_t n, cap;
 } parked = {PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0};
 
+static CUresult pool_destroy(CUmemoryPool raw);
 static void parked_lock(void) { pthread_mutex_lock(&parked.lock); }
 static void parked_unlock(void) { pthread_mutex_unlock(&parked.lock); }
 static void parked_after_fork(void)
@@ -115,6 +116,24 @@ static int park(struct cuctx_pool_life *l)
     }
     parked_unlock();
     return ok;
+}
+
+/* Destroys every parked pool (mem_pool.h). */
+void cuctx__pools_destroy_parked(void)
+{
+    for (;;) {
+        struct cuctx_pool_life *l = NULL;
+        parked_lock();
+        if (parked.n) {
+            l = parked.at[--parked.n];
+            atomic_fetch_sub_explicit(&cuctx__parked_pools, 1, memory_order_relaxed);
+        }
+        parked_unlock();
+        if (!l)
+            return;
+        (void)pool_destroy(l->raw);
+        free(l);
+    }
 }
 
 /* The pool back as cuMemPoolCreate makes one: its memory given back, the

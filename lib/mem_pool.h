@@ -19,4 +19,9 @@ struct cuctx_pool_life *cuctx__pool_ref(struct cuctx_slot *s, int *no_memory);
  * does nothing. */
 void cuctx__pool_unref(struct cuctx_pool_life *l, const char *fn);
 
+/* Destroys every parked pool, with no other thread in the driver: for a
+ * harness that resets the driver between runs (tests/fuzz), where parked
+ * pools would outlive the driver's record of them. */
+void cuctx__pools_destroy_parked(void);
+
 #endif

@@ -127,6 +127,8 @@
 #include <unistd.h>
 
 #include "cuctx.h"
+
+void cuctx__pools_destroy_parked(void);     /* lib/mem_pool.h: the harness links lib/ itself */
 #include "cudasim.h"
 #include "../kinds.h"
 
@@ -636,7 +638,11 @@ static void verify(const char *where)
     /* the driver counts stream-ordered allocations with the others */
     drv[O_MEM] += drv[O_MASYNC];
     /* a pool whose handle was destroyed with memory from it alive lives on
-     * in the driver until the last of that memory is freed (mem_pool.c) */
+     * in the driver until the last of that memory is freed; then, as one
+     * ended with none, it is parked (every owned pool here is one cuctx
+     * made), alive in the driver until a create takes it again: at most
+     * the pools ended (mem_pool.c) */
+    size_t ended = 0;
     for (int i = 0; i < M.nobj; i++) {
         if (M.obj[i].kind != O_POOL || M.obj[i].alive || M.obj[i].borrowed)
             continue;
@@ -644,7 +650,11 @@ static void verify(const char *where)
         for (int j = 0; j < M.nobj && !kept; j++)
             kept = M.obj[j].kind == O_MASYNC && M.obj[j].alive && M.obj[j].pobj == i + 1;
         drv[O_POOL] += kept;
+        ended += !kept;
     }
+    if (st.parked_pools > ended)
+        fail("%s: cuctx_stats_get says %zu pools parked, more than the %zu pools ended", where, st.parked_pools, ended);
+    drv[O_POOL] += st.parked_pools;
     drv[O_GRAPH] += M.graph ? 1 : 0;    /* the raw one graph_exec instantiates */
     #define O_STAT(name, type, stat, ...) st.stat,
     size_t got[O_KINDS] = {0, st.ctx_handles, TEST_CHILD_KINDS(O_STAT) st.graphs, st.libraries, st.async_mems,
@@ -3123,6 +3133,12 @@ static void teardown(void)
              "%zu mem pools, %zu peers, %zu ipc mems",
              st.contexts, st.ctx_handles, st.events, st.streams, st.modules, st.mems, st.host_mems, st.graph_execs,
              st.graphs, st.libraries, st.async_mems, st.mem_pools, st.peers, st.ipc_mems);
+    /* the pools parked (alive in the driver, counted by verify) go before
+     * the simulator's reset, which would leave cuctx naming pools it forgot */
+    cuctx__pools_destroy_parked();
+    cuctx_stats_get(&st);
+    if (st.parked_pools != 0)
+        fail("teardown: %zu pools still parked", st.parked_pools);
     if (sim.live(CUSIM_ALL) != 0)
         fail("teardown: the driver still has %zu live objects", sim.live(CUSIM_ALL));
     if (sim.misuse_count() != 0)
