@@ -78,6 +78,15 @@ static int same_props(const CUmemPoolProps *a, const CUmemPoolProps *b)
            a->maxSize == b->maxSize && a->usage == b->usage && memcmp(a->reserved, b->reserved, sizeof a->reserved) == 0;
 }
 
+/* The list's i-th pool, taken out of it; under the list's lock. */
+static struct cuctx_pool_life *take(size_t i)
+{
+    struct cuctx_pool_life *l = parked.at[i];
+    parked.at[i] = parked.at[--parked.n];
+    atomic_fetch_sub_explicit(&cuctx__parked_pools, 1, memory_order_relaxed);
+    return l;
+}
+
 /* A parked pool made with props, taken out of the list; NULL if none. */
 static struct cuctx_pool_life *unpark(const CUmemPoolProps *props)
 {
@@ -85,9 +94,7 @@ static struct cuctx_pool_life *unpark(const CUmemPoolProps *props)
     parked_lock();
     for (size_t i = parked.n; i-- > 0;) {
         if (same_props(&parked.at[i]->props, props)) {
-            l = parked.at[i];
-            parked.at[i] = parked.at[--parked.n];
-            atomic_fetch_sub_explicit(&cuctx__parked_pools, 1, memory_order_relaxed);
+            l = take(i);
             break;
         }
     }
@@ -124,10 +131,8 @@ void cuctx__pools_destroy_parked(void)
     for (;;) {
         struct cuctx_pool_life *l = NULL;
         parked_lock();
-        if (parked.n) {
-            l = parked.at[--parked.n];
-            atomic_fetch_sub_explicit(&cuctx__parked_pools, 1, memory_order_relaxed);
-        }
+        if (parked.n)
+            l = take(parked.n - 1);
         parked_unlock();
         if (!l)
             return;
