@@ -14,10 +14,11 @@
  * (cuctx_graph_exec_launch against cuGraphLaunch) and of the same kernel
  * from a library (cuctx_launch of a CUkernel against cuLaunchKernel of it
  * cast to CUfunction), the stream synchronized after each block of
- * launches on both sides alike. Prints nanoseconds per operation (best run
+ * launches on both sides alike. Each round interleaves the two sides in
+ * short slices (benchlib.h). Prints nanoseconds per operation (best round
  * of each) and cuctx / raw time: the ratio of the bests, the median of the
- * paired ratios, and the least and the greatest of them (lo, hi); writes
- * the same rows to bench-ops.dat.
+ * per-round ratios, and the least and the greatest of them (lo, hi);
+ * writes the same rows to bench-ops.dat.
  * Usage: bench_ops [-s SECONDS] [-r ROUNDS] [-o FILE] (see benchlib.h) */
 #include "benchlib.h"
 
@@ -345,25 +346,29 @@ static const struct op {
     {"library_launch", "library kernel launch", 256, {NULL, NULL}, {library_launch_raw, library_launch_cuctx}, 1},
 };
 
-/* Nanoseconds per operation over one run of about `seconds` of one side. */
-static double run(const struct op *op, enum side side, double seconds)
+/* n operations of one side of a row, in blocks of the row's size (the
+ * launch rows synchronize their stream after each block, both sides with
+ * the same raw call); returns how many failed. */
+static long side_ops(int side, long n, void *arg)
 {
+    const struct op *op = arg;
     pair_fn *pair = op->pair[side];
     body_fn *body = op->body[side];
-    long n = 0, bad = 0;
-    double start = bench_now(), end = start + seconds, t;
-    do {
-        bad += pair ? pairs(pair, op->block) : body(op->block);
-        /* the same raw call for both sides, so that it adds the same to each */
-        if (op->sync)
-            bad += bench_raw.stream_sync(launch_raw_stream) != CUDA_SUCCESS;
-        n += op->block;
-    } while ((t = bench_now()) < end);
+    long bad = pair ? pairs(pair, n) : body(n);
+    if (op->sync)
+        bad += bench_raw.stream_sync(launch_raw_stream) != CUDA_SUCCESS;
+    return bad;
+}
+
+/* One round of a row: raw and cuctx interleaved (benchlib.h); ns[RAW] and
+ * ns[CUCTX] per operation. */
+static void round_of(const struct bench_cfg *cfg, const struct op *op, double ns[2])
+{
+    long bad = bench_interleave(cfg, 2, side_ops, (void *)op, op->block, ns);
     if (bad) {
-        fprintf(stderr, "%s: %ld of %ld %s operations failed\n", prog, bad, n, op->name);
+        fprintf(stderr, "%s: %ld %s operations failed\n", prog, bad, op->name);
         bench_die(prog, op->title);
     }
-    return (t - start) * 1e9 / (double)n;
 }
 
 int main(int argc, char **argv)
@@ -380,29 +385,27 @@ int main(int argc, char **argv)
         bench_die(prog, "stream create");
 
     FILE *data = bench_data_open(&cfg, prog,
-        "# one thread, an owned context current; ns per operation, best run of each;\n"
+        "# one thread, an owned context current; ns per operation, best round of each;\n"
+        "# a round interleaves raw and cuctx in BENCH_SLICES slices each\n"
         "# best = cuctx / raw of the bests, median = median over rounds of cuctx / raw,\n"
         "# lo and hi = the least and the greatest of those per-round ratios\n"
         "# op raw_ns cuctx_ns best median lo hi\n");
-    printf("single operations, one thread, owned context current: ns per operation, best of %d runs of %g s;\n"
+    printf("single operations, one thread, owned context current: ns per operation, best of %d rounds of %g s\n"
+           "a side, each round raw and cuctx interleaved in %d slices each;\n"
            "best = cuctx / raw time of the bests, median = median over the rounds of cuctx / raw,\n"
            "lo, hi = the least and the greatest of those per-round ratios\n",
-           cfg.rounds, cfg.seconds);
+           cfg.rounds, cfg.seconds, cfg.slices);
     printf("%-24s %10s %10s %7s %7s %7s %7s\n", "operation", "raw", "cuctx", "best", "median", "lo", "hi");
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
         const struct op *op = &ops[k];
-        double raw[BENCH_MAX_ROUNDS], mine[BENCH_MAX_ROUNDS], ratio[BENCH_MAX_ROUNDS];
-        run(op, RAW, cfg.seconds / 4);      /* warm-up: caches, driver pools */
-        run(op, CUCTX, cfg.seconds / 4);
+        double raw[BENCH_MAX_ROUNDS], mine[BENCH_MAX_ROUNDS], ratio[BENCH_MAX_ROUNDS], ns[2];
+        struct bench_cfg warm = cfg;
+        warm.seconds = cfg.seconds / 4;
+        round_of(&warm, op, ns);            /* warm-up: caches, driver pools */
         for (int r = 0; r < cfg.rounds; r++) {
-            /* alternate which goes first, so that drift hits both alike */
-            if (r & 1) {
-                mine[r] = run(op, CUCTX, cfg.seconds);
-                raw[r] = run(op, RAW, cfg.seconds);
-            } else {
-                raw[r] = run(op, RAW, cfg.seconds);
-                mine[r] = run(op, CUCTX, cfg.seconds);
-            }
+            round_of(&cfg, op, ns);
+            raw[r] = ns[RAW];
+            mine[r] = ns[CUCTX];
             ratio[r] = mine[r] / raw[r];
         }
         double braw = bench_min(raw, cfg.rounds), bmine = bench_min(mine, cfg.rounds);

@@ -3,11 +3,11 @@
  * it replaces, in one run, on one thread: cuCtxGetCurrent + cuCtxSetCurrent
  * + cuCtxSetCurrent, cuCtxPushCurrent + cuCtxPopCurrent, CUCTX_SCOPED, and
  * the driver calls CUCTX_SCOPED makes without anything around them (floor),
- * entering a context that is not current and one that is. The four run one
- * after the other in each round, in a rotating order. Prints nanoseconds per
- * enter+exit (best run of each) and SCOPED / each raw sequence: the ratio of
- * the bests and the median of the ratios within a round; writes the same
- * rows to bench-scope.dat.
+ * entering a context that is not current and one that is. Each round
+ * interleaves the four in short slices, in a rotating order (benchlib.h).
+ * Prints nanoseconds per enter+exit (best round of each) and SCOPED / each
+ * raw sequence: the ratio of the bests and the median of the ratios within
+ * a round; writes the same rows to bench-scope.dat.
  * Usage: bench_scope [-s SECONDS] [-r ROUNDS] [-o FILE] (see benchlib.h) */
 #include "benchlib.h"
 
@@ -59,19 +59,21 @@ static long body(enum way way, cuctx_ctx in, CUcontext raw_in, long n)
     return bad;
 }
 
-/* Nanoseconds per enter+exit over one run of about `seconds`. */
-static double run(enum way way, cuctx_ctx in, double seconds)
+struct target { cuctx_ctx in; CUcontext raw_in; };
+
+static long way_ops(int way, long n, void *arg)
 {
-    CUcontext raw_in = cuctx_ctx_raw(in);
-    long n = 0, bad = 0;
-    double start = bench_now(), end = start + seconds, t;
-    do {
-        bad += body(way, in, raw_in, 1024);
-        n += 1024;
-    } while ((t = bench_now()) < end);
-    if (bad)
+    const struct target *t = arg;
+    if (body((enum way)way, t->in, t->raw_in, n))
         bench_die(prog, way_name[way]);
-    return (t - start) * 1e9 / (double)n;
+    return 0;
+}
+
+/* One round: the four ways interleaved; ns[way] per enter+exit. */
+static void round_of(const struct bench_cfg *cfg, cuctx_ctx in, double ns[WAYS])
+{
+    struct target t = {in, cuctx_ctx_raw(in)};
+    (void)bench_interleave(cfg, WAYS, way_ops, &t, 1024, ns);     /* (a failure ends the program) */
 }
 
 int main(int argc, char **argv)
@@ -85,12 +87,15 @@ int main(int argc, char **argv)
         bench_die(prog, "context create");
     /* base stays current below everything: the usual case of a scope */
     FILE *data = bench_data_open(&cfg, prog,
-        "# one thread, ns per enter+exit, best run of each; ratios: SCOPED / raw sequence,\n"
+        "# one thread, ns per enter+exit, best round of each (the ways interleaved in BENCH_SLICES slices);\n"
+        "# ratios: SCOPED / raw sequence,\n"
         "# of the bests (best) and median over rounds (median)\n"
         "# floor_ns: the driver calls SCOPED makes (get, and push+pop when not current), alone\n"
         "# entered gss_ns pp_ns scoped_ns gss_best gss_median pp_best pp_median floor_ns floor_best floor_median\n");
-    printf("scoped context switch, one thread: ns per enter+exit, best of %d runs of %g s;\n"
-           "SCOPED / raw: best = of the bests, median = median over the rounds\n", cfg.rounds, cfg.seconds);
+    printf("scoped context switch, one thread: ns per enter+exit, best of %d rounds of %g s a way,\n"
+           "each round the four ways interleaved in %d slices each;\n"
+           "SCOPED / raw: best = of the bests, median = median over the rounds\n", cfg.rounds, cfg.seconds,
+           cfg.slices);
     printf("floor = the driver calls SCOPED makes, alone: get, and push+pop when not current\n");
     printf("%-12s %12s %9s %9s %9s %9s %9s %9s %9s %9s %9s\n", "entered", "get+set+set", "push+pop", "SCOPED",
            "/gss best", "median", "/pp best", "median", "floor", "/fl best", "median");
@@ -100,14 +105,14 @@ int main(int argc, char **argv)
     };
     for (int c = 0; c < 2; c++) {
         double t[WAYS][BENCH_MAX_ROUNDS], vs_gss[BENCH_MAX_ROUNDS], vs_pp[BENCH_MAX_ROUNDS], best[WAYS];
-        double vs_floor[BENCH_MAX_ROUNDS];
-        for (int w = 0; w < WAYS; w++)
-            run((enum way)w, cases[c].in, cfg.seconds / 4);       /* warm-up */
+        double vs_floor[BENCH_MAX_ROUNDS], ns[WAYS];
+        struct bench_cfg warm = cfg;
+        warm.seconds = cfg.seconds / 4;
+        round_of(&warm, cases[c].in, ns);       /* warm-up */
         for (int r = 0; r < cfg.rounds; r++) {
-            for (int k = 0; k < WAYS; k++) {
-                int w = (r + k) % WAYS;       /* each way takes each place in the order in turn */
-                t[w][r] = run((enum way)w, cases[c].in, cfg.seconds);
-            }
+            round_of(&cfg, cases[c].in, ns);
+            for (int w = 0; w < WAYS; w++)
+                t[w][r] = ns[w];
             vs_gss[r] = t[SCOPED][r] / t[GET_SET_SET][r];
             vs_pp[r] = t[SCOPED][r] / t[PUSH_POP][r];
             vs_floor[r] = t[SCOPED][r] / t[FLOOR][r];

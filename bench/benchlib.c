@@ -39,6 +39,7 @@ void bench_config_own(struct bench_cfg *cfg, const char *name, int argc, char **
     cfg->seconds = 0.1;
     cfg->rounds = 9;
     cfg->max_threads = 16;
+    cfg->slices = 20;
     cfg->data = NULL;
     if ((s = getenv("BENCH_SECONDS")) && *s)
         cfg->seconds = bench_number(prog, "BENCH_SECONDS", s, 1e-4, 3600);
@@ -46,6 +47,8 @@ void bench_config_own(struct bench_cfg *cfg, const char *name, int argc, char **
         cfg->rounds = (int)bench_number(prog, "BENCH_ROUNDS", s, 1, BENCH_MAX_ROUNDS);
     if ((s = getenv("BENCH_THREADS")) && *s)
         cfg->max_threads = (int)bench_number(prog, "BENCH_THREADS", s, 1, BENCH_MAX_THREADS);
+    if ((s = getenv("BENCH_SLICES")) && *s)
+        cfg->slices = (int)bench_number(prog, "BENCH_SLICES", s, 1, 1000);
     for (int i = 1; i < argc; i += 2) {
         const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!val || opt[0] != '-' || !opt[1] || opt[2]) {
@@ -112,6 +115,26 @@ double bench_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+long bench_interleave(const struct bench_cfg *cfg, int k, bench_slice_fn *fn, void *arg, long block, double *ns)
+{
+    double spent[8] = {0}, slice = cfg->seconds / cfg->slices;
+    long done[8] = {0}, bad = 0;
+    for (int turn = 0; turn < cfg->slices; turn++) {
+        for (int j = 0; j < k; j++) {
+            int who = (turn + j) % k;
+            double start = bench_now(), t;
+            do {
+                bad += fn(who, block, arg);
+                done[who] += block;
+            } while ((t = bench_now()) - start < slice);
+            spent[who] += t - start;
+        }
+    }
+    for (int i = 0; i < k; i++)
+        ns[i] = spent[i] * 1e9 / (double)done[i];
+    return bad;
+}
+
 static int by_value(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -159,8 +182,8 @@ FILE *bench_data_open(const struct bench_cfg *cfg, const char *prog, const char 
         drv = "libcuda.so.1";
     else if (strrchr(drv, '/'))
         drv = strrchr(drv, '/') + 1;
-    fprintf(f, "# %s: BENCH_SECONDS=%g BENCH_ROUNDS=%d BENCH_THREADS=%d, %s, driver version %d\n", prog,
-            cfg->seconds, cfg->rounds, cfg->max_threads, drv, version);
+    fprintf(f, "# %s: BENCH_SECONDS=%g BENCH_ROUNDS=%d BENCH_SLICES=%d BENCH_THREADS=%d, %s, driver version %d\n",
+            prog, cfg->seconds, cfg->rounds, cfg->slices, cfg->max_threads, drv, version);
     fputs(header, f);
     return f;
 }

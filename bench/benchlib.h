@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /* benchlib.h - what the benchmarks share: settings from the environment,
- * the clock, the raw driver entry points, paired statistics, data files.
+ * the clock, the raw driver entry points, the interleaved round, paired
+ * statistics, data files.
  *
- * Every benchmark times cuctx and the raw driver in one process, one run
- * after the other, alternating which goes first, for BENCH_ROUNDS rounds.
- * Noise on a shared machine only ever slows a run down, so the best run of
- * each is its figure, and the ratio of the bests is one summary; the other is
- * the median over the rounds of the ratio of the two runs of a round, which
- * is robust to drift (both runs of a pair see the same machine state). */
+ * Every benchmark times cuctx and the raw driver in one process, for
+ * BENCH_ROUNDS rounds. In the single-thread programs a round interleaves
+ * the contenders: BENCH_SLICES short slices of each in turn (raw, cuctx,
+ * raw, cuctx, ..., which goes first rotating from turn to turn), so that a
+ * change of the machine's speed during the round (clock, another process)
+ * falls on every contender alike. Noise on a shared machine only ever slows
+ * a run down, so the best round of each is its figure, and the ratio of the
+ * bests is one summary; the other is the median over the rounds of the
+ * ratio within a round, which drift between rounds cannot move. */
 #ifndef BENCHLIB_H
 #define BENCHLIB_H
 
@@ -22,6 +26,7 @@ struct bench_cfg {
     double seconds;      /* one timed run: BENCH_SECONDS, default 0.1 */
     int rounds;          /* paired runs per row: BENCH_ROUNDS, default 9 */
     int max_threads;     /* the sweep's largest thread count: BENCH_THREADS, default 16 */
+    int slices;          /* slices per contender in a round: BENCH_SLICES, default 20 */
     const char *data;    /* the data file: argument -o FILE, else BENCH_DATA_DIR/bench-NAME.dat */
 };
 
@@ -69,6 +74,15 @@ void bench_start(const char *prog);
 void bench_die(const char *prog, const char *what);
 
 double bench_now(void);                     /* seconds, monotonic */
+
+/* Runs n operations of contender `who`; returns how many failed. */
+typedef long bench_slice_fn(int who, long n, void *arg);
+/* One round of k contenders (at most 8), interleaved: cfg->slices turns,
+ * in each a slice of about cfg->seconds / cfg->slices of every contender,
+ * the first of a turn rotating; a slice runs blocks of `block` operations
+ * until its time is up. ns[i] = nanoseconds per operation of contender i
+ * over all its slices. Returns the failed operations of all of them. */
+long bench_interleave(const struct bench_cfg *cfg, int k, bench_slice_fn *fn, void *arg, long block, double *ns);
 double bench_median(const double *v, int n);
 double bench_max(const double *v, int n);
 double bench_min(const double *v, int n);
