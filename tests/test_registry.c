@@ -2,16 +2,21 @@
 /* test_registry.c - the slot table, generations, pins and the close/drain
  * protocol that the tether is built on, tested directly (no driver), and
  * the address map beside them (with the simulated driver). */
+#define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <cudaTypedefs.h>
+#include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cuctx.h"
 #include "ctxmap.h"
+#include "entry.h"
 #include "testlib.h"
 #include "registry.h"
 
@@ -492,3 +497,151 @@ Test(registry, a_borrows_entry_ends_with_the_last_handle_or_child_that_names_it)
     cr_assert_eq(release(0), CUDA_SUCCESS);
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- the context lock ------------------------------------------------------- */
+
+/* Whether thread tid (of this process) is asleep in a futex wait, as a
+ * thread waiting for a pthread mutex held by another is: 1 yes, 0 no, -1
+ * when /proc does not say (no /proc/self/task/TID/syscall). */
+static int in_futex_wait(pid_t tid)
+{
+    char path[64], line[256];
+    long nr = -1;
+    unsigned long uaddr = 0, op = 0;
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int got = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    if (!got)
+        return -1;
+    if (sscanf(line, "%ld %lx %lx", &nr, &uaddr, &op) != 3)
+        return 0;   /* "running", or blocked outside a system call */
+    op &= FUTEX_CMD_MASK;
+    return nr == SYS_futex && (op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET);
+}
+
+/* A cuctx call run on a thread of its own while the test holds the
+ * context lock. */
+struct locked_call {
+    CUresult (*call)(struct locked_call *);
+    cuctx_ctx c;
+    CUresult rc;
+    _Atomic pid_t tid;
+    _Atomic int done;
+};
+
+static void *run_locked_call(void *p)
+{
+    struct locked_call *l = p;
+    atomic_store(&l->tid, gettid());
+    l->rc = l->call(l);
+    atomic_store(&l->done, 1);
+    return NULL;
+}
+
+#define NEED_PROC_SYSCALL()                                                               \
+    do {                                                                                  \
+        if (in_futex_wait(gettid()) < 0)                                                  \
+            cr_skip_test("/proc/self/task/TID/syscall is not readable here");             \
+    } while (0)
+
+/* With the context lock held by the calling thread, starts l->call on
+ * another thread and waits until that thread is asleep in a futex wait
+ * (the lock, the only one the test holds: 1) or its call has returned (0:
+ * it went through without the lock); -1 if neither comes within 10 s. The
+ * caller lets go of the lock and joins *t. The wait decides nothing by
+ * time: the other thread can only end up in one of the two states. */
+static int runs_into_the_lock(struct locked_call *l, pthread_t *t)
+{
+    cr_assert_eq(pthread_create(t, NULL, run_locked_call, l), 0);
+    for (int ms = 0; ms < 10000; ms++) {
+        pid_t tid = atomic_load(&l->tid);
+        if (atomic_load(&l->done))
+            return 0;
+        if (tid && in_futex_wait(tid) == 1)
+            return 1;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    return -1;
+}
+
+static CUresult destroy_ctx(struct locked_call *l)
+{
+    return cuctx_ctx_destroy(&l->c);
+}
+
+/* An owned context's destroy takes the context lock to end the entry
+ * (cuctx__entry_finish, after the driver's cuCtxDestroy): with the lock
+ * held by another thread the destroy waits there, past its cuCtxDestroy,
+ * and finishes once the lock is let go. No other acquisition of the lock
+ * comes first on that path (handle_destroy, owned_destroy,
+ * cuctx__destroy_popping take none). Mutant killed: lib/entry.c:117
+ * (cuctx__ctx_lock() in cuctx__entry_finish removed; seed 23): the destroy
+ * went through while the lock was held, and its unlock let go of the
+ * test's. */
+Test(ctx_lock, a_context_destroy_ends_its_entry_under_the_context_lock, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    struct locked_call l = {.call = destroy_ctx, .rc = CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_ctx_create(&l.c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    uint64_t handle = l.c.id;
+    unsigned long destroys = calls("cuCtxDestroy");
+    size_t contexts = sim()->live(CUSIM_CONTEXT);
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    unsigned long destroyed = calls("cuCtxDestroy") - destroys;
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_neq(waited, 0, "the destroy went through while another thread held the context lock");
+    cr_assert_eq(waited, 1, "the destroy neither waited for the lock nor returned in 10 s");
+    cr_assert_eq(destroyed, 1, "the destroy waited for the lock before its cuCtxDestroy");
+    CHECK_OK(l.rc);
+    cr_assert_not(cuctx__alive(handle, KIND_CTX_HANDLE));
+    cr_assert_eq(sim()->live(CUSIM_CONTEXT), contexts - 1);
+    cr_assert_eq(misuses(), 0);
+}
+
+#if CUDA_VERSION >= 12040
+static CUresult make_green(struct locked_call *l)
+{
+    return cuctx_ctx_green(&l->c, 0, 16);
+}
+
+/* A green context's create registers it (its entry, the primary
+ * context's, its handle) under the context lock: with the lock held by
+ * another thread the create waits there, past the driver's
+ * cuGreenCtxCreate, and finishes once the lock is let go. No other
+ * acquisition of the lock comes first on that path (need_green, desc_of
+ * and the driver calls take none). Mutant killed: lib/green.c:214
+ * (cuctx__ctx_lock() before register_locked removed; seed 23). */
+Test(ctx_lock, a_green_context_is_registered_under_the_context_lock, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    struct locked_call l = {.call = make_green, .rc = CUDA_ERROR_UNKNOWN};
+    unsigned long creates = calls("cuGreenCtxCreate");
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    unsigned long created = calls("cuGreenCtxCreate") - creates;
+    uint64_t handle_meanwhile = l.c.id;
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_neq(waited, 0, "the green create went through while another thread held the context lock");
+    cr_assert_eq(waited, 1, "the green create neither waited for the lock nor returned in 10 s");
+    cr_assert_eq(created, 1, "the green create waited for the lock before its cuGreenCtxCreate");
+    cr_assert_eq(handle_meanwhile, 0, "the handle was handed out before the lock was had");
+    CHECK_OK(l.rc);
+    cr_assert_eq(sim()->live(CUSIM_GREEN), 1);
+    CHECK_OK(cuctx_ctx_destroy(&l.c));
+    cr_assert_eq(sim()->live(CUSIM_GREEN), 0);
+    cr_assert_eq(misuses(), 0);
+}
+#endif
