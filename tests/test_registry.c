@@ -610,6 +610,37 @@ Test(ctx_lock, a_context_destroy_ends_its_entry_under_the_context_lock, .timeout
     cr_assert_eq(misuses(), 0);
 }
 
+/* The release of cuctx's primary retain takes the context lock first
+ * (primary_release: the retain count, the primary's entry, then the
+ * driver's cuDevicePrimaryCtxRelease): with the lock held by another
+ * thread the destroy of a primary handle waits before its release, and
+ * finishes once the lock is let go. No other acquisition of the lock comes
+ * first on that path (handle_destroy takes none for a primary handle).
+ * Mutant killed: lib/context.c:126 (now :133, cuctx__ctx_lock() in
+ * primary_release removed; listed as out of reach). */
+Test(ctx_lock, a_primary_release_takes_the_context_lock, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    struct locked_call l = {.call = destroy_ctx, .rc = CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_ctx_primary(&l.c, 0));
+    unsigned long releases = calls("cuDevicePrimaryCtxRelease");
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    unsigned long released = calls("cuDevicePrimaryCtxRelease") - releases;
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_neq(waited, 0, "the primary's release went through while another thread held the context lock");
+    cr_assert_eq(waited, 1, "the primary's release neither waited for the lock nor returned in 10 s");
+    cr_assert_eq(released, 0, "the primary was released before the lock was had");
+    CHECK_OK(l.rc);
+    cr_assert_eq(calls("cuDevicePrimaryCtxRelease"), releases + 1);
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    cr_assert_eq(misuses(), 0);
+}
+
 #if CUDA_VERSION >= 12040
 static CUresult make_green(struct locked_call *l)
 {
