@@ -5,7 +5,9 @@
 #include "testlib.h"
 
 #include <cudaTypedefs.h>
+#include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #define H(p) ((uint64_t)(uintptr_t)(p))
 #define ASSERT_NO_MISUSE() cr_assert_eq(misuses(), 0, "the simulated driver recorded misuses (listed above)")
@@ -699,4 +701,61 @@ Test(foreign, a_child_destroy_whose_context_check_fails_is_counted_as_failed)
     cr_assert_eq(st1.failed_destroys, st0.failed_destroys + 1);
     cr_assert_eq(st1.events, st0.events - 1);
     CHECK_OK(cuctx_ctx_destroy(&p));
+}
+
+/* A context made (by raw code) at the address of an owned context whose
+ * destroy has reached the driver but whose entry has not yet left the
+ * address map: a borrow of it sees that the closing entry's address now
+ * names another context (cuCtxGetId differs: retaken_while_closing) and
+ * registers the new one, instead of refusing it as being destroyed. The
+ * simulator holds the destroying thread right after its cuCtxDestroy
+ * (cusim_hold_after) and gives the new context the freed address.
+ * Mutants killed: lib/entry.c:367 (seed 23), retaken_while_closing
+ * returning 0, or with `== CUDA_SUCCESS` made `!=`: the borrow failed with
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED. */
+struct destroy_on_thread { cuctx_ctx c; CUresult rc; };
+
+static void *destroy_there(void *p)
+{
+    struct destroy_on_thread *d = p;
+    d->rc = cuctx_ctx_destroy(&d->c);
+    return NULL;
+}
+
+Test(foreign, a_context_made_at_the_address_of_one_being_destroyed_is_borrowed, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct destroy_on_thread d = {.rc = CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_ctx_create(&d.c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    CUcontext old = cuctx_ctx_raw(d.c);
+    sim()->hold_after("cuCtxDestroy");
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, destroy_there, &d), 0);
+    int held = 0;
+    for (int ms = 0; ms < 10000 && !(held = sim()->sleeping() == 1); ms++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    CUcontext fresh = NULL;
+    cuctx_ctx b = {0};
+    CUresult rc = CUDA_ERROR_UNKNOWN;
+    char msg[512] = "";
+    if (held) {     /* the destroy is past its cuCtxDestroy, its entry still in the map */
+        fresh = new_raw_ctx(0);
+        rc = cuctx_ctx_borrow(&b, fresh);
+        snprintf(msg, sizeof msg, "%s", cuctx_last_error_message());
+    }
+    sim()->let_go();
+    pthread_join(t, NULL);
+    cr_assert(held, "the destroy was not held after its cuCtxDestroy within 10 s");
+    cr_assert_eq(fresh, old, "the simulator did not give the destroyed context's address again");
+    cr_assert_eq(rc, CUDA_SUCCESS, "borrow of the new context at the address: %s (%s)", cuctx_result_name(rc), msg);
+    CHECK_OK(d.rc);
+    cuctx_event ev = {0};     /* the borrow names the new context, after the old entry's end too */
+    CHECK_OK(cuctx_event_create(&ev, b, 0));
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_eq(cuctx_ctx_raw(b), fresh);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(raw()->ctx_destroy(fresh));
+    ASSERT_NO_MISUSE();
 }

@@ -16,7 +16,8 @@
  *   test body what libcriterion allocated); `made` counts the allocations,
  *   so that a test can tell it measured something.
  * - fail_calloc, fail_realloc: the nth calloc (realloc) from now fails
- *   (1 = the next one); 0 = none. Only ctxmap.c calls calloc in lib/.
+ *   (1 = the next one); 0 = none. In lib/ ctxmap.c calls calloc, and
+ *   mem_pool.c for a pool's record.
  * - fail_segments: mappings of the handle table's segment size fail: that
  *   many more (counted down), every one while it is negative.
  * - race_segment: the first mapping of the segment size lets another thread
@@ -40,6 +41,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cuctx.h"
@@ -494,6 +496,71 @@ Test(oom, a_green_create_that_cannot_grow_the_device_table_fails_cleanly)
     cr_assert_eq(misuses(), 0);
     CHECK_OK(cuctx_ctx_green(&g, 0, 8));
     CHECK_OK(cuctx_ctx_destroy(&g));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* ---- the record of an adopted pool ----------------------------------------- */
+
+struct timed_destroy { cuctx_mem_pool pool; CUresult rc; atomic_int done; };
+
+static void *destroy_pool(void *p)
+{
+    struct timed_destroy *d = p;
+    d->rc = cuctx_mem_pool_destroy(&d->pool);
+    atomic_store(&d->done, 1);
+    return NULL;
+}
+
+/* An owned pool's record is made at its first allocation (calloc in
+ * cuctx__pool_ref). When it cannot be, the allocation is refused with
+ * CUDA_ERROR_OUT_OF_MEMORY and lets go of its use of the pool: the pool's
+ * destroy then returns (here within 10 s, on a thread of its own, so that a
+ * destroy waiting for ever fails the test instead of hanging it) and
+ * destroys the driver's pool once. Mutant killed: lib/mem_async.c's
+ * cuctx__child_done(&pool) on that path removed (seed 23). */
+Test(oom, an_allocation_whose_pool_record_cannot_be_made_lets_go_of_the_pool, .timeout = 30)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    struct timed_destroy d = {.pool = {0}};
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    PFN_cuMemPoolCreate_v11020 create = (PFN_cuMemPoolCreate_v11020)drv_sym("cuMemPoolCreate", 11020);
+    CUmemPoolProps pp;
+    memset(&pp, 0, sizeof pp);
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUmemoryPool raw = NULL;
+    CHECK_OK(create(&raw, &pp));
+    CHECK_OK(cuctx_mem_pool_adopt(&d.pool, raw, 1));
+    size_t pools = sim()->live(CUSIM_POOL);
+    unsigned long allocs = calls("cuMemAllocFromPoolAsync");
+    atomic_store(&fail_calloc, 1);
+    CUresult rc = cuctx_mem_alloc_from_pool(&m, d.pool, s, 4096);
+    int armed = atomic_exchange(&fail_calloc, 0);
+    cr_assert_eq(armed, 0, "the allocation made no calloc");
+    cr_assert_eq(rc, CUDA_ERROR_OUT_OF_MEMORY, "%s (%s)", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(m.id, 0);
+    cr_assert_eq(calls("cuMemAllocFromPoolAsync"), allocs, "the driver was asked for the memory");
+    unsigned long destroys = calls("cuMemPoolDestroy");
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, destroy_pool, &d), 0);
+    for (int ms = 0; !atomic_load(&d.done); ms++) {
+        if (ms == 10000)
+            cr_assert_fail("cuctx_mem_pool_destroy has not returned after 10 s: the refused allocation kept the pool");
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    pthread_join(t, NULL);
+    CHECK_OK(d.rc);
+    cr_assert_eq(calls("cuMemPoolDestroy"), destroys + 1);
+    cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)raw, 0), 1);
+    cr_assert_eq(sim()->live(CUSIM_POOL), pools - 1);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
     cr_assert_eq(misuses(), 0);
 }
 

@@ -2,16 +2,24 @@
 /* test_registry.c - the slot table, generations, pins and the close/drain
  * protocol that the tether is built on, tested directly (no driver), and
  * the address map beside them (with the simulated driver). */
+#define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <cudaTypedefs.h>
+#include <dlfcn.h>
+#include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cuctx.h"
 #include "ctxmap.h"
+#include "entry.h"
 #include "testlib.h"
 #include "registry.h"
 
@@ -491,4 +499,263 @@ Test(registry, a_borrows_entry_ends_with_the_last_handle_or_child_that_names_it)
     cr_assert_eq(cuctx_ctx_destroy(&p), CUDA_SUCCESS);
     cr_assert_eq(release(0), CUDA_SUCCESS);
     cr_assert_eq(misuses(), 0);
+}
+
+/* ---- the context lock ------------------------------------------------------- */
+
+/* Whether thread tid (of this process) is asleep in a futex wait, as a
+ * thread waiting for a pthread mutex held by another is: 1 yes, 0 no, -1
+ * when /proc does not say (no /proc/self/task/TID/syscall). */
+static int in_futex_wait(pid_t tid)
+{
+    char path[64], line[256];
+    long nr = -1;
+    unsigned long uaddr = 0, op = 0;
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    int got = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    if (!got)
+        return -1;
+    if (sscanf(line, "%ld %lx %lx", &nr, &uaddr, &op) != 3)
+        return 0;   /* "running", or blocked outside a system call */
+    op &= FUTEX_CMD_MASK;
+    return nr == SYS_futex && (op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET);
+}
+
+/* A cuctx call run on a thread of its own while the test holds the
+ * context lock. */
+struct locked_call {
+    CUresult (*call)(struct locked_call *);
+    cuctx_ctx c;
+    CUresult rc;
+    _Atomic pid_t tid;
+    _Atomic int done;
+};
+
+static void *run_locked_call(void *p)
+{
+    struct locked_call *l = p;
+    atomic_store(&l->tid, gettid());
+    l->rc = l->call(l);
+    atomic_store(&l->done, 1);
+    return NULL;
+}
+
+#define NEED_PROC_SYSCALL()                                                               \
+    do {                                                                                  \
+        if (in_futex_wait(gettid()) < 0)                                                  \
+            cr_skip_test("/proc/self/task/TID/syscall is not readable here");             \
+    } while (0)
+
+/* With the context lock held by the calling thread, starts l->call on
+ * another thread and waits until that thread is asleep in a futex wait
+ * (the lock, the only one the test holds: 1) or its call has returned (0:
+ * it went through without the lock); -1 if neither comes within 10 s. The
+ * caller lets go of the lock and joins *t. The wait decides nothing by
+ * time: the other thread can only end up in one of the two states. */
+static int runs_into_the_lock(struct locked_call *l, pthread_t *t)
+{
+    cr_assert_eq(pthread_create(t, NULL, run_locked_call, l), 0);
+    for (int ms = 0; ms < 10000; ms++) {
+        pid_t tid = atomic_load(&l->tid);
+        if (atomic_load(&l->done))
+            return 0;
+        if (tid && in_futex_wait(tid) == 1)
+            return 1;
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    return -1;
+}
+
+static CUresult destroy_ctx(struct locked_call *l)
+{
+    return cuctx_ctx_destroy(&l->c);
+}
+
+/* An owned context's destroy takes the context lock to end the entry
+ * (cuctx__entry_finish, after the driver's cuCtxDestroy): with the lock
+ * held by another thread the destroy waits there, past its cuCtxDestroy,
+ * and finishes once the lock is let go. No other acquisition of the lock
+ * comes first on that path (handle_destroy, owned_destroy,
+ * cuctx__destroy_popping take none). Mutant killed: lib/entry.c:117
+ * (cuctx__ctx_lock() in cuctx__entry_finish removed; seed 23): the destroy
+ * went through while the lock was held, and its unlock let go of the
+ * test's. */
+Test(ctx_lock, a_context_destroy_ends_its_entry_under_the_context_lock, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    struct locked_call l = {.call = destroy_ctx, .rc = CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_ctx_create(&l.c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    uint64_t handle = l.c.id;
+    unsigned long destroys = calls("cuCtxDestroy");
+    size_t contexts = sim()->live(CUSIM_CONTEXT);
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    unsigned long destroyed = calls("cuCtxDestroy") - destroys;
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_neq(waited, 0, "the destroy went through while another thread held the context lock");
+    cr_assert_eq(waited, 1, "the destroy neither waited for the lock nor returned in 10 s");
+    cr_assert_eq(destroyed, 1, "the destroy waited for the lock before its cuCtxDestroy");
+    CHECK_OK(l.rc);
+    cr_assert_not(cuctx__alive(handle, KIND_CTX_HANDLE));
+    cr_assert_eq(sim()->live(CUSIM_CONTEXT), contexts - 1);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* The release of cuctx's primary retain takes the context lock first
+ * (primary_release: the retain count, the primary's entry, then the
+ * driver's cuDevicePrimaryCtxRelease): with the lock held by another
+ * thread the destroy of a primary handle waits before its release, and
+ * finishes once the lock is let go. No other acquisition of the lock comes
+ * first on that path (handle_destroy takes none for a primary handle).
+ * Mutant killed: lib/context.c:126 (now :133, cuctx__ctx_lock() in
+ * primary_release removed; listed as out of reach). */
+Test(ctx_lock, a_primary_release_takes_the_context_lock, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    struct locked_call l = {.call = destroy_ctx, .rc = CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_ctx_primary(&l.c, 0));
+    unsigned long releases = calls("cuDevicePrimaryCtxRelease");
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    unsigned long released = calls("cuDevicePrimaryCtxRelease") - releases;
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_neq(waited, 0, "the primary's release went through while another thread held the context lock");
+    cr_assert_eq(waited, 1, "the primary's release neither waited for the lock nor returned in 10 s");
+    cr_assert_eq(released, 0, "the primary was released before the lock was had");
+    CHECK_OK(l.rc);
+    cr_assert_eq(calls("cuDevicePrimaryCtxRelease"), releases + 1);
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    cr_assert_eq(misuses(), 0);
+}
+
+#if CUDA_VERSION >= 12040
+static CUresult make_green(struct locked_call *l)
+{
+    return cuctx_ctx_green(&l->c, 0, 16);
+}
+
+/* A green context's create registers it (its entry, the primary
+ * context's, its handle) under the context lock: with the lock held by
+ * another thread the create waits there, past the driver's
+ * cuGreenCtxCreate, and finishes once the lock is let go. No other
+ * acquisition of the lock comes first on that path (need_green, desc_of
+ * and the driver calls take none). Mutant killed: lib/green.c:214
+ * (cuctx__ctx_lock() before register_locked removed; seed 23). */
+Test(ctx_lock, a_green_context_is_registered_under_the_context_lock, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    struct locked_call l = {.call = make_green, .rc = CUDA_ERROR_UNKNOWN};
+    unsigned long creates = calls("cuGreenCtxCreate");
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    unsigned long created = calls("cuGreenCtxCreate") - creates;
+    uint64_t handle_meanwhile = l.c.id;
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_neq(waited, 0, "the green create went through while another thread held the context lock");
+    cr_assert_eq(waited, 1, "the green create neither waited for the lock nor returned in 10 s");
+    cr_assert_eq(created, 1, "the green create waited for the lock before its cuGreenCtxCreate");
+    cr_assert_eq(handle_meanwhile, 0, "the handle was handed out before the lock was had");
+    CHECK_OK(l.rc);
+    cr_assert_eq(sim()->live(CUSIM_GREEN), 1);
+    CHECK_OK(cuctx_ctx_destroy(&l.c));
+    cr_assert_eq(sim()->live(CUSIM_GREEN), 0);
+    cr_assert_eq(misuses(), 0);
+}
+#endif
+
+/* ---- the closer's membarrier ----------------------------------------------- */
+
+/* This program's syscall(2): the internal copy of lib/ linked in calls it
+ * (a static archive: the call binds here at link time), and so does any
+ * shared object through its PLT. It forwards to libc's and counts the
+ * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) calls that succeeded. */
+static atomic_long private_expedited;
+
+long syscall(long nr, ...)
+{
+    static long (*_Atomic real)(long, ...);
+    long (*f)(long, ...) = atomic_load(&real);
+    if (!f) {
+        *(void **)&f = dlsym(RTLD_NEXT, "syscall");
+        if (!f)
+            abort();
+        atomic_store(&real, f);
+    }
+    va_list ap;
+    long a[6];
+    va_start(ap, nr);
+    for (int i = 0; i < 6; i++)
+        a[i] = va_arg(ap, long);
+    va_end(ap);
+    long r = f(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+#ifdef SYS_membarrier
+    if (nr == SYS_membarrier && a[0] == MEMBARRIER_CMD_PRIVATE_EXPEDITED && a[1] == 0 && r == 0)
+        atomic_fetch_add(&private_expedited, 1);
+#endif
+    return r;
+}
+
+/* Where the process registered for membarrier(2) (cuctx__asymmetric), a
+ * holder's half of the hold/drain fence is a compiler barrier only, and the
+ * closer's drain makes every thread fence: each drain of a context entry
+ * makes one successful membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0),
+ * here with a hold of another entry registered on another thread. Mutants
+ * killed: lib/registry.c:334 (seed 23; now :335), closer_fence's membarrier
+ * skipped where cuctx__asymmetric, or asked with flags 1 (EINVAL, and the
+ * closer fell back to a fence of its own, which orders nothing on the
+ * holders' side). */
+struct other_hold { uint64_t id; _Atomic int held, stop; };
+
+static void *hold_meanwhile(void *p)
+{
+    struct other_hold *o = p;
+    unsigned hazard;
+    struct cuctx_slot *s = cuctx__hold_own(o->id, KIND_ENTRY, &hazard);
+    if (!s)
+        abort();
+    atomic_store(&o->held, 1);
+    while (!atomic_load(&o->stop))
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    cuctx__unhold(s, hazard);
+    return NULL;
+}
+
+Test(membarrier, the_drain_of_a_context_entry_makes_every_thread_fence)
+{
+#ifndef SYS_membarrier
+    cr_skip_test("no membarrier(2) on this system");
+#else
+    destroy(make(KIND_ENTRY, 0), KIND_ENTRY);   /* the registry set up: cuctx__asymmetric settled */
+    if (!cuctx__asymmetric)
+        cr_skip_test("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) is not available here: holders fence themselves");
+    struct other_hold o = {.id = make(KIND_ENTRY, 1)};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, hold_meanwhile, &o), 0);
+    while (!atomic_load(&o.held))
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    long before = atomic_load(&private_expedited);
+    destroy(make(KIND_ENTRY, 2), KIND_ENTRY);
+    long fences = atomic_load(&private_expedited) - before;
+    atomic_store(&o.stop, 1);
+    pthread_join(t, NULL);
+    destroy(o.id, KIND_ENTRY);
+    cr_assert_eq(fences, 1, "%ld successful membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) by the drain", fences);
+#endif
 }

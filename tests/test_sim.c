@@ -1395,6 +1395,47 @@ Test(sim_faults, a_delay_holds_the_call_but_not_the_simulator)
 	cr_assert_eq(D.calls("cuCtxGetCurrent"), 1);
 }
 
+/* cusim_hold_after: the next call of the entry point named, once done and
+ * logged, waits before it returns (counted by cusim_sleeping) until
+ * cusim_let_go; other calls, of it too, go through meanwhile; one call
+ * only; reset lets a held call go and disarms. */
+Test(sim_faults, a_call_held_after_it_is_done_waits_for_let_go)
+{
+	SIM_ONLY("cusim_hold_after holds a call");
+	struct delayed d = { NULL, CUDA_ERROR_UNKNOWN };
+	CUcontext c = NULL;
+	OK(D.CtxCreate(&c, 0, 0));
+	D.hold_after("cuCtxGetCurrent");
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, delayed_get_current, &d), 0);
+	while (D.sleeping() == 0)
+		sched_yield();
+	cr_assert_eq(D.calls("cuCtxGetCurrent"), 1, "held once done: counted");
+	cr_assert_eq(last_call("cuCtxGetCurrent").rc, CUDA_SUCCESS, "and logged");
+	CUcontext mine = NULL;
+	OK(D.CtxGetCurrent(&mine));     /* another call of it goes through */
+	cr_assert_eq(mine, c);
+	cr_assert_eq(d.rc, CUDA_ERROR_UNKNOWN, "the held call has not returned");
+	D.let_go();
+	pthread_join(t, NULL);
+	OK(d.rc);
+	cr_assert_eq(D.sleeping(), 0);
+	OK(D.CtxGetCurrent(&mine));     /* one call only */
+
+	D.hold_after("cuCtxGetCurrent");
+	cr_assert_eq(pthread_create(&t, NULL, delayed_get_current, &d), 0);
+	while (D.sleeping() == 0)
+		sched_yield();
+	D.reset();                      /* lets it go, and disarms */
+	pthread_join(t, NULL);
+	cr_assert_eq(D.sleeping(), 0);
+	D.hold_after("cuDeviceGetCount");
+	D.hold_after(NULL);             /* disarmed */
+	int n;
+	OK(D.DeviceGetCount(&n));
+	cr_assert_eq(D.sleeping(), 0);
+}
+
 Test(sim_faults, fail_all_fails_every_entry_point_but_lookup_until_turned_off)
 {
 	SIM_ONLY("cusim_fail_all fails every call");

@@ -124,11 +124,29 @@ bool enter_with(struct call *c, enum fn fn, uint64_t handle, struct args a)
 	return enter_as(c, fn, handle, true, a);
 }
 
+/* cusim_hold_after: the call armed for, once done, waits here for cusim_let_go. */
+static void hold_after(enum fn fn)
+{
+	int want = (int)fn + 1;
+	if (__atomic_load_n(&S.hold_after, __ATOMIC_SEQ_CST) != want ||
+	    !__atomic_compare_exchange_n(&S.hold_after, &want, 0, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+		return;
+	__atomic_store_n(&S.held, 1, __ATOMIC_SEQ_CST);
+	__atomic_add_fetch(&S.sleeping, 1u, __ATOMIC_SEQ_CST);
+	pthread_cleanup_push(not_sleeping, NULL);
+	while (__atomic_load_n(&S.held, __ATOMIC_SEQ_CST)) {
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
+	pthread_cleanup_pop(1);
+}
+
 CUresult leave(struct call *c, CUresult rc)
 {
 	c->rc = rc;
 	log_append(c);
 	pthread_mutex_unlock(&S.lock);
+	hold_after(c->fn);
 	return rc;
 }
 

@@ -58,6 +58,8 @@ SIM_VISIBLE void cusim_reset(void)
 	S.fail_all = CUDA_SUCCESS;
 	for (int i = 0; i < F_COUNT; i++)
 		__atomic_store_n(&S.delay_us[i], 0u, __ATOMIC_RELAXED);
+	__atomic_store_n(&S.hold_after, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&S.held, 0, __ATOMIC_SEQ_CST);
 	/* Every thread's stack names values that no longer exist: a new epoch empties them all. */
 	S.epoch++;
 	stack_sync();
@@ -270,6 +272,17 @@ SIM_VISIBLE void cusim_set_sync_time(unsigned usec)
 	pthread_mutex_lock(&S.lock);
 	S.sync_us = usec;
 	pthread_mutex_unlock(&S.lock);
+}
+
+SIM_VISIBLE void cusim_hold_after(const char *fn)
+{
+	int i = fn ? fn_index(fn) : -1;
+	__atomic_store_n(&S.hold_after, i + 1, __ATOMIC_SEQ_CST);
+}
+
+SIM_VISIBLE void cusim_let_go(void)
+{
+	__atomic_store_n(&S.held, 0, __ATOMIC_SEQ_CST);
 }
 
 SIM_VISIBLE unsigned cusim_sleeping(void)

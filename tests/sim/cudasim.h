@@ -707,6 +707,18 @@ void cusim_set_delay(const char *fn, unsigned usec);
  * there instead of guessing a time. */
 unsigned cusim_sleeping(void);
 
+/* The next call of entry point fn (base name), once done (its effect made,
+ * logged, the simulator's lock let go), waits before it returns to its
+ * caller until cusim_let_go(), counted by cusim_sleeping meanwhile; so a
+ * test can run code of its own between a driver call and what its caller
+ * does next, without guessing a time. A later cusim_hold_after replaces an
+ * armed one that no call has taken yet; NULL (or an unknown name) disarms.
+ * cusim_reset disarms it and lets a waiting call go. */
+void cusim_hold_after(const char *fn);
+
+/* Lets the call that cusim_hold_after holds return (none held: nothing). */
+void cusim_let_go(void);
+
 /* Non-zero: every driver entry point but cuGetProcAddress returns rc without
  * doing anything, still logged and counted (e.g. CUDA_ERROR_DEINITIALIZED,
  * as at process exit); 0 turns it off. */
@@ -787,6 +799,8 @@ int cusim_peer_enabled(uint64_t from, uint64_t to);
 	X(primary_refs)                 \
 	X(set_delay)                    \
 	X(sleeping)                     \
+	X(hold_after)                   \
+	X(let_go)                       \
 	X(fail_all)                     \
 	X(set_stale_levels)             \
 	X(set_sync_time)                \

@@ -288,7 +288,9 @@ struct sim_state {
 	uint64_t last_tid;              /* T.tid handed out */
 	CUresult fail_all;
 	unsigned int delay_us[F_COUNT]; /* read without the lock, so only through __atomic builtins */
-	unsigned int sleeping;          /* calls in delay() or a sync-time window now; __atomic builtins */
+	unsigned int sleeping;          /* calls in delay(), a sync-time window or held now; __atomic builtins */
+	int hold_after;                 /* cusim_hold_after: the fn + 1 of the next call held, 0 none; __atomic */
+	int held;                       /* a call held until cusim_let_go; __atomic */
 	/* stream-ordered memory (pools.c) */
 	struct obj *default_pool[SIM_MAX_DEVICES];
 	struct obj *mem_pool[SIM_MAX_DEVICES];  /* cuDeviceSetMemPool's, NULL: the default */
