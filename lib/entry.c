@@ -433,14 +433,14 @@ static CUresult hold_waiting(uint64_t entry, const char *fn, int quiet, int chec
     /* A closing entry may be reopened (a primary context that lived on past
      * cuctx's last release): wait for the verdict - but not while this
      * thread holds any entry or the context lock: the closer may be waiting
-     * for that entry to drain, or for the lock. A pin of a child (a child
-     * call's own, taken before its entry is held) blocks no entry's closer,
-     * so a child call waits: its context may live on. */
+     * for that entry to drain, or for the lock. A pin or hold of a child (a
+     * child call's own, taken before its entry is held) blocks no entry's
+     * closer, so a child call waits: its context may live on. */
     while (!(s = cuctx__hold_own(entry, KIND_ENTRY, &out->hazard))) {
         if (!cuctx__closing(entry, KIND_ENTRY) || cuctx__thread_holds_entry() || cuctx__me.lock.held)
             return quiet ? CUDA_ERROR_CONTEXT_IS_DESTROYED
                          : cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s: the context has been destroyed", fn);
-        CUCTX__LET_GO_ON_UNWIND     /* (a child call's pin of its child) */
+        CUCTX__LET_GO_ON_UNWIND     /* (a child call's pin or hold of its child) */
             cuctx__wait_closed(entry, KIND_ENTRY);
     }
     return check_held(s, entry, fn, quiet, check, out);

@@ -32,7 +32,7 @@
  * synchronize of the context at the free instead would be refused, and
  * would end the capture, while any stream of the context captures.) The
  * memory's destroy frees:
- *   1. on its stream, pinned so that no destroy of it can come between,
+ *   1. on its stream, held so that no destroy of it can come between,
  *      while that stream lives (no context switch: the call takes the
  *      stream alone, measured);
  *   2. else, while its context lives, on that context's legacy stream
@@ -45,7 +45,15 @@
  *      pool counting it as used (measured: 8 MB after 24 contexts);
  *   4. else with cuMemFree and no context.
  * A free is never skipped, except in a forked child (the parent's memory)
- * and after the driver shut down. */
+ * and after the driver shut down.
+ *
+ * The allocation and the free of case 1 hold the stream through the
+ * thread's hazard slots (cuctx__hold_child, registry.h) rather than pin
+ * it: a pin and its release are two locked read-modify-writes on the
+ * stream's line each, four per pair, which the H200 showed as most of
+ * what cuctx added to the raw pair. The price is the membarrier(2) the
+ * stream's destroy pays once it was held (a few microseconds), on a
+ * destroy that, for a non-blocking stream, synchronizes it anyway. */
 #include "config.h"
 
 #include "apart.h"
@@ -182,18 +190,19 @@ static inline __attribute__((always_inline)) CUresult free_slot(struct cuctx_slo
     struct cuctx_held o;
     if (!cuctx__stream_default(stream, &named)) {
         /* 1: its stream lives, and stays until the free is queued (its
-         * pin stops its destroy, its context's hold the context's) */
-        struct cuctx_slot *st = cuctx__pin(stream, KIND_STREAM);
+         * hold stops its destroy, its context's hold the context's) */
+        unsigned hz;
+        struct cuctx_slot *st = cuctx__hold_child(stream, KIND_STREAM, &hz);
         if (st) {
             rc = cuctx__entry_hold_quiet(st->u.child.entry, &o);
             if (rc == CUDA_SUCCESS) {
                 CUCTX__UNWOUND_LETS_GO(NULL)
                     rc = DRV(cuMemFreeAsync)(p, (CUstream)(uintptr_t)st->u.child.raw);
                 cuctx__entry_release(&o);
-                cuctx__unpin(st);
+                cuctx__unhold_child(st, hz);
                 return rc;
             }
-            cuctx__unpin(st);
+            cuctx__unhold_child(st, hz);
             if (rc != CUDA_ERROR_CONTEXT_IS_DESTROYED)
                 return rc;      /* the check of its context failed: no free unsure of its order */
         }
@@ -260,8 +269,8 @@ static void pool_ref_drop(struct cuctx_pool_life **l)
 }
 
 /* Both allocations: pool_id 0 ({0}) is the device's current pool. Inline
- * into each, with make and the stream's pin and hold: the allocation on a
- * stream is one function. */
+ * into each, with make and the holds of the stream and its context: the
+ * allocation on a stream is one function. */
 static inline __attribute__((always_inline)) CUresult alloc(cuctx_mem *out, uint64_t pool_id, cuctx_stream s,
                                                             size_t bytes, const char *fn, const struct cuctx_site *site)
 {
@@ -291,7 +300,7 @@ static inline __attribute__((always_inline)) CUresult alloc(cuctx_mem *out, uint
             return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: no memory for the pool's record", fn);
         }
     }
-    if ((rc = cuctx__stream_take(s, 1, fn, &sa)) == CUDA_SUCCESS) {
+    if ((rc = cuctx__stream_take_as(s, 1, 1, fn, &sa)) == CUDA_SUCCESS) {     /* (the stream held) */
         struct cuctx_aux aux = {{s.id, 0}, life};
         if (sa.use.obj) {
             aux.id[1] = sa.use.entry.id;
@@ -302,7 +311,7 @@ static inline __attribute__((always_inline)) CUresult alloc(cuctx_mem *out, uint
         m.stream = sa.raw;
         if ((rc = cuctx__loose_create_aux(&out->id, KIND_MEM_ASYNC, fn, make, &m, site, &aux)) == CUDA_SUCCESS)
             life = NULL;
-        cuctx__stream_done(&sa);
+        cuctx__stream_done_as(&sa, 1);
     }
     if (pool_id)
         cuctx__child_done(&pool);

@@ -13,7 +13,8 @@
  *
  * Context entries, which every child call touches, are held rather than
  * pinned: through per-thread hazard slots, with no read-modify-write at all
- * (see "holds" below).
+ * (see "holds" below); so is a stream on the stream-ordered allocation's
+ * and free's path ("holds of children").
  *
  * No lock is taken. The table grows in segments of 65536 slots that never
  * move, so a reader holding a stale id reads a slot that
@@ -209,7 +210,26 @@ void cuctx__unhold_pinned(struct cuctx_slot *s)
  * the closer, about to spend milliseconds in cuCtxDestroy anyway, makes
  * every running thread of the process execute a full barrier. Otherwise the
  * holder pays a full fence. A thread holding more than CUCTX_HAZARDS entries
- * at once falls back to pinning the word. */
+ * at once falls back to pinning the word.
+ *
+ * Holds of children (cuctx__hold_child). A child's close scans the hazard
+ * slots only if its word has CUCTX_W_HELD, so that a child never held
+ * (most) closes without the membarrier. The holder:
+ *   store the id in a hazard slot; fence (as above); read the word: not
+ *   live or closing, clear the slot and fail; held bit set, done; else CAS
+ *   the bit on, which fails if the word changed (a pin, a close), and read
+ *   again.
+ * The closer: CAS closing on (cuctx__close_pinned), which returns the word
+ * it replaced; if that had the bit, fence and scan as for an entry.
+ * A hold succeeds only with the bit set in a word without closing it read
+ * or wrote, so the bit came before the close in the word's order, and the
+ * close's CAS, which reads the latest word, saw it: the scan runs. Then the
+ * holder's read came before the close in that order too, and the argument
+ * above holds (the first holder's CAS is itself a full barrier). A close
+ * whose CAS saw no bit comes before every bit-setting CAS, which then fails
+ * on the closing flag, and the holder's read again says closing. The bit
+ * lives as long as the generation (publish and free write the word whole);
+ * a reopened slot keeps it, so its next close scans too. */
 static _Atomic(struct cuctx_hazard_rec *) hazard_list;
 static pthread_key_t hazard_key;
 static pthread_once_t hazard_once = PTHREAD_ONCE_INIT;
@@ -369,11 +389,43 @@ struct cuctx_slot *cuctx__hold_slow(uint64_t id, enum cuctx_kind kind, unsigned 
     return s;
 }
 
+/* A child's hold without a free hazard slot (pins), or before its record,
+ * or whose fast check failed: its generation's first hold, which sets the
+ * held bit (above), or a hold refused. The full fence: the slow path. */
+struct cuctx_slot *cuctx__hold_child_slow(struct cuctx_slot *s, uint64_t id, enum cuctx_kind kind, unsigned *hazard)
+{
+    struct cuctx_hazard_rec *r = cuctx__hazard_rec();
+    unsigned used = cuctx__me.registry.used;
+    if (!r || used == (1u << CUCTX_HAZARDS) - 1) {
+        *hazard = CUCTX_NO_HAZARD;
+        return cuctx__pin(id, kind);
+    }
+    unsigned i = (unsigned)__builtin_ctz(~used);
+    atomic_store_explicit(&r->ids[i], id, memory_order_relaxed);
+    atomic_thread_fence(memory_order_seq_cst);
+    uint64_t w = atomic_load_explicit(&s->word, memory_order_acquire);
+    while (!(w & CUCTX_W_HELD)) {
+        if (!cuctx__word_matches(w, id, kind))
+            break;
+        if (atomic_compare_exchange_weak_explicit(&s->word, &w, w | CUCTX_W_HELD, memory_order_seq_cst,
+                                                  memory_order_acquire))
+            w |= CUCTX_W_HELD;
+    }
+    if (!cuctx__word_matches(w, id, kind)) {
+        atomic_store_explicit(&r->ids[i], 0, memory_order_release);
+        return NULL;
+    }
+    cuctx__me.registry.used = used | 1u << i;
+    *hazard = i;
+    return s;
+}
+
 void cuctx__drain_slow(struct cuctx_slot *s)
 {
     uint64_t w = atomic_load_explicit(&s->word, memory_order_seq_cst);
-    if (cuctx__word_kind(w) == KIND_ENTRY)
-        hazards_wait(cuctx__id_make(KIND_ENTRY, s->index, cuctx__word_gen(w)));
+    unsigned kind = cuctx__word_kind(w);
+    if (kind == KIND_ENTRY || (w & CUCTX_W_HELD))    /* (a child's bit is set before its close, if ever) */
+        hazards_wait(cuctx__id_make((enum cuctx_kind)kind, s->index, cuctx__word_gen(w)));
     for (unsigned round = 0; atomic_load_explicit(&s->word, memory_order_seq_cst) & CUCTX_W_PINS;)
         backoff(&round);
 }

@@ -14,12 +14,16 @@
  *   alloc     take a free slot; publish makes it live as a kind.
  *   pin       a CAS on a live slot's word (pins+1): it is not destroyed
  *             while pinned. Children are pinned for use.
- *   hold      a context entry pinned through the thread's hazard slots,
- *             with plain stores (cuctx__hold_own, cuctx__hold_slot). An
- *             entry held for one call, with its fields, is a struct
- *             cuctx_held (entry.h):
+ *   hold      a slot pinned through the thread's hazard slots, with plain
+ *             stores: a context entry (cuctx__hold_own, cuctx__hold_slot),
+ *             or a child on a hot path (cuctx__hold_child: a stream for a
+ *             stream-ordered allocation or free). An entry held for one
+ *             call, with its fields, is a struct cuctx_held (entry.h):
  *             cuctx__entry_hold (by entry id), cuctx__ctx_hold (by handle),
  *             cuctx__entry_hold_raw (by driver address).
+ *   held      a child slot's word bit, set (one CAS) by the first hold of
+ *             its generation: its close then waits for holds as an
+ *             entry's does; a child never held drains its pins alone.
  *   close     claim the one destroy of an id: new pins and holds fail.
  *   drain     wait out the pins and holds taken before the close.
  *   reopen    abandon a close (the slot lives on, same generation).
@@ -53,7 +57,8 @@
  * not bounce a line between them with their pins (measured: 0.6 of the raw
  * driver's rate at 2-8 threads with 40-byte slots, on an H200 host).
  * `word` packs what every reader checks atomically:
- * generation (bits 32-63), kind (26-31), closing (25) and pins (0-24).
+ * generation (bits 32-63), kind (26-31), closing (25), held (24) and pins
+ * (0-23).
  * The payload is written before the slot is published and read only by
  * holders of a pin, or by the one closer after the pins drained. */
 #define CUCTX_CACHE_LINE 64
@@ -100,13 +105,15 @@ struct cuctx_slot {
 };
 _Static_assert(sizeof(struct cuctx_slot) == CUCTX_CACHE_LINE, "a slot is one cache line");
 
-/* A slot's word: generation (bits 32-63), kind (26-31), closing (25) and
- * pins (0-24). */
+/* A slot's word: generation (bits 32-63), kind (26-31), closing (25), held
+ * (24: a child's generation was held through hazard slots at least once,
+ * so its close scans them; an entry's close always does) and pins (0-23). */
 #define CUCTX_W_GEN_SHIFT 32
 #define CUCTX_W_KIND_SHIFT 26
 #define CUCTX_W_KIND_MASK 0x3fu
 #define CUCTX_W_CLOSING (UINT64_C(1) << 25)
-#define CUCTX_W_PINS ((UINT64_C(1) << 25) - 1)
+#define CUCTX_W_HELD (UINT64_C(1) << 24)
+#define CUCTX_W_PINS ((UINT64_C(1) << 24) - 1)
 
 /* What a child kind keeps beside its slot when one line has no room: two
  * ids and a pointer (a stream-ordered allocation's stream, the context it
@@ -170,10 +177,10 @@ static inline struct cuctx_slot *cuctx__slot_own(uint32_t index)
 }
 
 /* Whether word w is the live, not closing, slot of id as kind: the word
- * less its pins must be exactly the id's generation and kind. */
+ * less its pins and held bit must be exactly the id's generation and kind. */
 static inline int cuctx__word_matches_own(uint64_t w, uint64_t id, enum cuctx_kind kind)
 {
-    return (w & ~CUCTX_W_PINS) == ((id << CUCTX_W_GEN_SHIFT) | (uint64_t)kind << CUCTX_W_KIND_SHIFT);
+    return (w & ~(CUCTX_W_PINS | CUCTX_W_HELD)) == ((id << CUCTX_W_GEN_SHIFT) | (uint64_t)kind << CUCTX_W_KIND_SHIFT);
 }
 /* The same for an id from outside, which may name another kind. */
 static inline int cuctx__word_matches(uint64_t w, uint64_t id, enum cuctx_kind kind)
@@ -374,7 +381,55 @@ static inline struct cuctx_slot *cuctx__hold_own(uint64_t id, enum cuctx_kind ki
     return cuctx__hold_slot(cuctx__slot_own(cuctx__id_index(id)), id, kind, hazard);
 }
 
+/* A child held as an entry is (above), for a hot path that would otherwise
+ * pin it and unpin it: two locked read-modify-writes on the child's line
+ * per call. The child's close must then scan the hazard slots, which costs
+ * a membarrier(2), so only a child's held generation does: the first hold
+ * sets CUCTX_W_HELD in its word (one CAS, once), and the hold counts only
+ * if the bit was set before any close - the close's CAS then sees it
+ * (registry.c, "holds of children"). NULL when id is stale, of another
+ * kind, or closing; *hazard as for cuctx__hold_slot (CUCTX_NO_HAZARD: it
+ * pinned, the thread's hazard slots being all in use). Reports deferred
+ * while held are the releaser's to deliver, as for a pin. */
+struct cuctx_slot *cuctx__hold_child_slow(struct cuctx_slot *s, uint64_t id, enum cuctx_kind kind, unsigned *hazard);
+static inline struct cuctx_slot *cuctx__hold_child(uint64_t id, enum cuctx_kind kind, unsigned *hazard)
+{
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
+    struct cuctx_hazard_rec *r = cuctx__me.registry.rec;
+    unsigned used = cuctx__me.registry.used;
+    if (__builtin_expect(!s || cuctx__id_kind(id) != kind, 0))
+        return NULL;
+    if (__builtin_expect(!r || used == (1u << CUCTX_HAZARDS) - 1, 0))
+        return cuctx__hold_child_slow(s, id, kind, hazard);
+    unsigned i = (unsigned)__builtin_ctz(~used);
+    atomic_store_explicit(&r->ids[i], id, memory_order_relaxed);
+    if (__builtin_expect(cuctx__asymmetric, 1))     /* the holder's half of the fence, as above */
+        atomic_signal_fence(memory_order_seq_cst);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+    /* live, not closing, and held before: one compare */
+    if (__builtin_expect((atomic_load_explicit(&s->word, memory_order_acquire) & ~CUCTX_W_PINS)
+                         != ((id << CUCTX_W_GEN_SHIFT) | (uint64_t)kind << CUCTX_W_KIND_SHIFT | CUCTX_W_HELD), 0)) {
+        atomic_store_explicit(&r->ids[i], 0, memory_order_release);
+        return cuctx__hold_child_slow(s, id, kind, hazard);     /* the generation's first hold, or a failure */
+    }
+    cuctx__me.registry.used = used | 1u << i;
+    *hazard = i;
+    return s;
+}
+
 void cuctx__unhold_pinned(struct cuctx_slot *s);
+/* Lets go of a child held by cuctx__hold_child, or pinned (hazard
+ * CUCTX_NO_HAZARD): both inline. */
+static inline void cuctx__unhold_child(struct cuctx_slot *s, unsigned hazard)
+{
+    if (hazard == CUCTX_NO_HAZARD) {
+        cuctx__unpin(s);
+        return;
+    }
+    atomic_store_explicit(&cuctx__me.registry.rec->ids[hazard], 0, memory_order_release);
+    cuctx__me.registry.used &= ~(1u << hazard);
+}
 static inline void cuctx__unhold(struct cuctx_slot *s, unsigned hazard)
 {
     if (__builtin_expect(hazard == CUCTX_NO_HAZARD, 0)) {
@@ -386,8 +441,10 @@ static inline void cuctx__unhold(struct cuctx_slot *s, unsigned hazard)
 }
 
 /* Claims the one destroy of id (NULL if stale, wrong kind or already
- * closing); new pins fail from here on. *pins: the pins the slot had at the
- * close, the most there can be from then on. */
+ * closing); new pins and holds fail from here on. *pins: the pins the slot
+ * had at the close, the most there can be from then on, and CUCTX_W_HELD
+ * if its generation was ever held: nonzero, cuctx__drain_slow has
+ * something to wait for. */
 static inline struct cuctx_slot *cuctx__close_pinned(uint64_t id, enum cuctx_kind kind, uint64_t *pins)
 {
     struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
@@ -399,7 +456,7 @@ static inline struct cuctx_slot *cuctx__close_pinned(uint64_t id, enum cuctx_kin
             return NULL;
     } while (!atomic_compare_exchange_weak_explicit(&s->word, &w, w | CUCTX_W_CLOSING,
                                                     memory_order_seq_cst, memory_order_acquire));
-    *pins = w & CUCTX_W_PINS;
+    *pins = w & (CUCTX_W_PINS | CUCTX_W_HELD);
     return s;
 }
 
@@ -411,11 +468,12 @@ static inline struct cuctx_slot *cuctx__close(uint64_t id, enum cuctx_kind kind)
 
 /* Waits until the pins and holds taken before the close are released;
  * sleeps, with backoff, when they last. A child slot with no pins left at
- * the close has nothing to wait for: pins cannot be taken once it closes. */
+ * the close, never held, has nothing to wait for: pins and holds cannot be
+ * taken once it closes. */
 static inline void cuctx__drain(struct cuctx_slot *s)
 {
     uint64_t w = atomic_load_explicit(&s->word, memory_order_seq_cst);
-    if (__builtin_expect(cuctx__word_kind(w) != KIND_ENTRY && !(w & CUCTX_W_PINS), 1))
+    if (__builtin_expect(cuctx__word_kind(w) != KIND_ENTRY && !(w & (CUCTX_W_PINS | CUCTX_W_HELD)), 1))
         return;
     cuctx__drain_slow(s);
 }
@@ -490,11 +548,13 @@ static inline int cuctx__thread_holds(void)
     return cuctx__me.registry.used != 0 || cuctx__me.registry.npins != 0;
 }
 /* Whether the calling thread holds a context entry (a hold, or a pin of an
- * entry's slot): a pin of a child's slot is no entry. */
+ * entry's slot): a pin or hold of a child's slot is no entry. */
 static inline int cuctx__thread_holds_entry(void)
 {
-    if (cuctx__me.registry.used != 0)
-        return 1;       /* holds are of entries only */
+    for (unsigned i = 0; i < CUCTX_HAZARDS; i++)
+        if ((cuctx__me.registry.used & (1u << i))
+            && cuctx__id_kind(atomic_load_explicit(&cuctx__me.registry.rec->ids[i], memory_order_relaxed)) == KIND_ENTRY)
+            return 1;
     for (unsigned i = 0; i < cuctx__me.registry.npins; i++)
         if (cuctx__word_kind(atomic_load_explicit(&cuctx__me.registry.pins[i]->word, memory_order_relaxed))
             == KIND_ENTRY)

@@ -197,6 +197,15 @@ CUresult cuctx__child_unused(struct cuctx_use *u, CUresult rc)
     return rc;
 }
 
+/* The same for a child held (cuctx__child_use_as). */
+CUresult cuctx__child_unused_held(struct cuctx_use *u, CUresult rc)
+{
+    cuctx__unhold_child(u->obj, u->hazard);
+    u->obj = NULL;
+    cuctx__deliver_reports();
+    return rc;
+}
+
 void cuctx__child_done(struct cuctx_use *u)
 {
     cuctx__child_done_inline(u);

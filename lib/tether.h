@@ -328,7 +328,7 @@ cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const s
         return cuctx__child_unclosed(mine, kind, fn);
     struct cuctx_switch sw = {0};
     struct cuctx_unwind u CUCTX__UNWIND = {1, 0, s, &sw};
-    if (__builtin_expect(pins != 0, 0))     /* a child has no holds: pins taken before the close */
+    if (__builtin_expect(pins != 0, 0))     /* pins taken before the close, or holds (registry.h) */
         cuctx__drain_slow(s);
     if (__builtin_expect(s->u.child.site.unowned, 0)) {    /* adopted to track only: not cuctx's to destroy */
         u.armed = 0;
@@ -361,25 +361,33 @@ cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const s
     return cuctx__child_destroy_held(s, &o, &u, fn, kind, k, 0);
 }
 
-/* A child pinned for use, with its context's entry held too (none for a
- * child of an untethered kind: entry.slot NULL, entry.id 0). */
+/* A child pinned for use, or held (cuctx__child_use_as; hazard: then its
+ * hazard slot, or CUCTX_NO_HAZARD where the hold pinned), with its
+ * context's entry held too (none for a child of an untethered kind:
+ * entry.slot NULL, entry.id 0). */
 struct cuctx_use {
     struct cuctx_slot *obj;
+    unsigned hazard;
     struct cuctx_held entry;
     uint64_t raw;
 };
 CUresult cuctx__child_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u);
 void cuctx__child_done(struct cuctx_use *u);
 /* The same two inline, for a call's hot path (cuctx__stream_take); the
- * failure's end out of line (tether.c). */
+ * failure's end out of line (tether.c). hold: the child is held rather
+ * than pinned (cuctx__hold_child: no locked instruction, but the child's
+ * destroy then pays a membarrier), for the stream-ordered allocation; its
+ * end is then cuctx__child_done_as with hold too. */
 CUresult cuctx__child_unused(struct cuctx_use *u, CUresult rc);
-static inline __attribute__((always_inline)) CUresult cuctx__child_use_inline(uint64_t id, enum cuctx_kind kind,
-                                                                              const char *fn, struct cuctx_use *u)
+CUresult cuctx__child_unused_held(struct cuctx_use *u, CUresult rc);
+static inline __attribute__((always_inline)) CUresult cuctx__child_use_as(uint64_t id, enum cuctx_kind kind, int hold,
+                                                                          const char *fn, struct cuctx_use *u)
 {
     u->obj = NULL;
     u->entry.slot = NULL;
     CUCTX_INIT_OR_RETURN(fn);
-    if (__builtin_expect(!(u->obj = cuctx__pin(id, kind)), 0))
+    u->obj = hold ? cuctx__hold_child(id, kind, &u->hazard) : cuctx__pin(id, kind);
+    if (__builtin_expect(!u->obj, 0))
         return cuctx__child_bad_handle(id, kind, fn);
     uint64_t entry = u->obj->u.child.entry;
     if (entry == 0 && !cuctx__kind_tethered(kind)) {   /* in no context */
@@ -389,20 +397,33 @@ static inline __attribute__((always_inline)) CUresult cuctx__child_use_inline(ui
     }
     CUresult rc = cuctx__entry_hold(entry, fn, &u->entry);
     if (__builtin_expect(rc != CUDA_SUCCESS, 0))
-        return cuctx__child_unused(u, rc);
+        return hold ? cuctx__child_unused_held(u, rc) : cuctx__child_unused(u, rc);
     u->raw = u->obj->u.child.raw;
     return CUDA_SUCCESS;
 }
+static inline __attribute__((always_inline)) CUresult cuctx__child_use_inline(uint64_t id, enum cuctx_kind kind,
+                                                                              const char *fn, struct cuctx_use *u)
+{
+    return cuctx__child_use_as(id, kind, 0, fn, u);
+}
 /* (reports wait while anything is held: delivered once, after both) */
-static inline __attribute__((always_inline)) void cuctx__child_done_inline(struct cuctx_use *u)
+static inline __attribute__((always_inline)) void cuctx__child_done_as(struct cuctx_use *u, int hold)
 {
     if (u->entry.slot)
         cuctx__unhold(u->entry.slot, u->entry.hazard);
     u->entry.slot = NULL;
-    if (u->obj)
-        cuctx__unpin(u->obj);
+    if (u->obj) {
+        if (hold)
+            cuctx__unhold_child(u->obj, u->hazard);
+        else
+            cuctx__unpin(u->obj);
+    }
     u->obj = NULL;
     cuctx__deliver_reports();
+}
+static inline __attribute__((always_inline)) void cuctx__child_done_inline(struct cuctx_use *u)
+{
+    cuctx__child_done_as(u, 0);
 }
 /* A pair pinned for use, both its contexts held (the second in *second). */
 CUresult cuctx__pair_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u,
@@ -508,25 +529,35 @@ struct cuctx_stream_arg {
     CUstream raw;
 };
 CUresult cuctx__stream_take_current(const char *fn, struct cuctx_stream_arg *a);
-static inline __attribute__((always_inline)) CUresult cuctx__stream_take(cuctx_stream s, int null_ok, const char *fn,
-                                                                         struct cuctx_stream_arg *a)
+static inline __attribute__((always_inline)) CUresult cuctx__stream_take_as(cuctx_stream s, int null_ok, int hold,
+                                                                            const char *fn, struct cuctx_stream_arg *a)
 {
     a->use.obj = NULL;
     a->use.entry.slot = NULL;
     a->current.slot = NULL;
     if (__builtin_expect(!(null_ok ? cuctx__stream_default(s.id, &a->raw) : cuctx__stream_named(s.id, &a->raw)), 1)) {
-        CUresult rc = cuctx__child_use_inline(s.id, KIND_STREAM, fn, &a->use);
+        CUresult rc = cuctx__child_use_as(s.id, KIND_STREAM, hold, fn, &a->use);
         a->raw = (CUstream)(uintptr_t)a->use.raw;
         return rc;
     }
     return cuctx__stream_take_current(fn, a);   /* a default stream: the current context's */
 }
-static inline __attribute__((always_inline)) void cuctx__stream_done(struct cuctx_stream_arg *a)
+static inline __attribute__((always_inline)) CUresult cuctx__stream_take(cuctx_stream s, int null_ok, const char *fn,
+                                                                         struct cuctx_stream_arg *a)
+{
+    return cuctx__stream_take_as(s, null_ok, 0, fn, a);
+}
+/* (hold: as its cuctx__stream_take_as) */
+static inline __attribute__((always_inline)) void cuctx__stream_done_as(struct cuctx_stream_arg *a, int hold)
 {
     if (a->current.slot)
         cuctx__unhold(a->current.slot, a->current.hazard);
     a->current.slot = NULL;
-    cuctx__child_done_inline(&a->use);
+    cuctx__child_done_as(&a->use, hold);
+}
+static inline __attribute__((always_inline)) void cuctx__stream_done(struct cuctx_stream_arg *a)
+{
+    cuctx__stream_done_as(a, 0);
 }
 /* Whether the stream of id was destroyed, with stream-ordered memory made
  * on it, while it captured, so that its work was not waited for
@@ -538,7 +569,8 @@ void cuctx__stream_waited(uint64_t id);
 /* A stream slot's size holds its flags as cuctx made it: known, and
  * whether CU_STREAM_NON_BLOCKING (an adopted stream's are not known); and
  * whether stream-ordered memory was allocated on it (mem_async.c), set
- * once, by the allocations, which pin the stream. */
+ * once, by the allocations, which hold the stream (its destroy reads it
+ * once the holds drained). */
 #define CUCTX__STREAM_FLAGS_KNOWN (UINT64_C(1) << 32)
 #define CUCTX__STREAM_CARRIED (UINT64_C(1) << 33)
 static inline void cuctx__stream_carries(struct cuctx_slot *s)

@@ -310,6 +310,74 @@ Test(async_mem, a_stream_destroy_racing_the_free_is_never_crossed)
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
 
+/* Bug caught: a stream destroy not waiting for an allocation or a free on
+ * the stream that is inside its driver call, which holds the stream
+ * through the thread's hazard slots (registry.h, "holds of children"): the
+ * destroy reaches the driver first and the call names a dead stream. The
+ * call is slowed (a sleep before the simulator takes it) and the destroy
+ * starts once it sleeps there, so the two cross every time they can.
+ * first: the allocation is the stream's first hold, which sets its held
+ * bit; else the stream was held before (the hold's fast path). */
+static long call_at(const char *fn, uint64_t h, size_t mark);
+struct held_call { cuctx_stream s; cuctx_mem *m; int free; CUresult rc; };
+static void *held_call(void *arg)
+{
+    struct held_call *h = arg;
+    h->rc = h->free ? cuctx_mem_destroy(h->m) : cuctx_mem_alloc_async(h->m, h->s, BYTES);
+    return NULL;
+}
+static void stream_destroy_beside(int free, int first, unsigned flags)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    const char *fn = free ? "cuMemFreeAsync" : "cuMemAllocAsync";
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0}, before = {0};
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&s, c, flags, 0));
+    uint64_t raw = (uint64_t)(uintptr_t)cuctx_stream_raw(s);
+    if (!first) {
+        CHECK_OK(cuctx_mem_alloc_async(&before, s, BYTES));
+        CHECK_OK(cuctx_mem_destroy(&before));
+    }
+    if (free)
+        CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    struct held_call h = {s, &m, free, CUDA_ERROR_UNKNOWN};
+    size_t mark = log_mark();
+    pthread_t t;
+    sim()->set_delay(fn, 100000);
+    cr_assert_eq(pthread_create(&t, NULL, held_call, &h), 0);
+    while (sim()->sleeping() == 0)      /* the call is in the driver, the stream held */
+        usleep(1000);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    pthread_join(t, NULL);
+    sim()->set_delay(fn, 0);
+    ASSERT_NO_MISUSE();
+    cr_assert_eq(h.rc, CUDA_SUCCESS, "the %s beside the stream's destroy: %s", free ? "free" : "allocation",
+                 cuctx_result_name(h.rc));
+    long call = -1, destroy = call_at("cuStreamDestroy", raw, mark);
+    for (size_t i = mark; call < 0 && i < log_mark(); i++) {
+        struct cusim_call rec;
+        if (sim()->log_get(i, &rec) == 0 && strcmp(rec.fn, fn) == 0)
+            call = (long)i;
+    }
+    cr_assert(call >= 0 && destroy > call, "%s (log %ld) did not come before the stream's destroy (log %ld)", fn, call,
+              destroy);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    cr_assert_eq(stats().async_mems, 0);
+    cr_assert_eq(pool_used(default_pool()), 0);
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+Test(async_mem, a_stream_destroy_waits_for_the_first_allocation_on_it) { stream_destroy_beside(0, 1, 0); }
+Test(async_mem, a_stream_destroy_waits_for_an_allocation_on_it) { stream_destroy_beside(0, 0, 0); }
+Test(async_mem, a_stream_destroy_waits_for_an_allocation_on_it_non_blocking)
+{
+    stream_destroy_beside(0, 0, CU_STREAM_NON_BLOCKING);
+}
+Test(async_mem, a_stream_destroy_waits_for_a_free_on_it) { stream_destroy_beside(1, 0, 0); }
+
 /* ---- the free, once its context is gone ---------------------------------- */
 
 /* Bug caught: stream-ordered memory tethered to its context - skipped

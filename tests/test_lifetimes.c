@@ -238,6 +238,52 @@ Test(lifetimes, a_thread_cancelled_while_its_context_destroy_drains_still_ends_t
     context_ended(&s.ev, raw);
 }
 
+/* Bug caught: the hold of a stream (registry.h, "holds of children") by a
+ * stream-ordered allocation or free not let go when a cancel unwinds it in
+ * the driver: the thread's own cleanup handler, which destroys the stream
+ * (its destroy then scans the hazard slots), waits for ever on its own
+ * hold (the alarm ends it). */
+struct async_arg { cuctx_stream s; cuctx_mem m; CUresult destroyed; };
+static void destroy_its_stream(void *p)
+{
+    struct async_arg *a = p;
+    a->destroyed = cuctx_stream_destroy(&a->s);
+}
+static void *alloc_on_stream(void *p)
+{
+    struct async_arg *a = p;
+    pthread_cleanup_push(destroy_its_stream, a);
+    (void)cuctx_mem_alloc_async(&a->m, a->s, 4096);
+    pthread_cleanup_pop(0);
+    return NULL;
+}
+static void *free_on_stream(void *p)
+{
+    struct async_arg *a = p;
+    pthread_cleanup_push(destroy_its_stream, a);
+    (void)cuctx_mem_destroy(&a->m);
+    pthread_cleanup_pop(0);
+    return NULL;
+}
+Test(lifetimes, a_thread_cancelled_in_a_stream_ordered_call_lets_its_stream_go)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    cuctx_ctx c = {0};
+    struct async_arg a = {{0}, {0}, CUDA_ERROR_UNKNOWN}, b = {{0}, {0}, CUDA_ERROR_UNKNOWN};
+    new_ctx(&c, 0, "a", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&a.s, c, 0, 0));
+    cancel_in_driver_call("cuMemAllocAsync", alloc_on_stream, &a);     /* the stream's first hold */
+    CHECK_OK(a.destroyed);
+    CHECK_OK(cuctx_stream_create(&b.s, c, 0, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&b.m, b.s, 4096));
+    cancel_in_driver_call("cuMemFreeAsync", free_on_stream, &b);
+    CHECK_OK(b.destroyed);
+    cr_assert_eq(misuses(), 0);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
 /* ---- 3: a thread cancelled inside a child's destroy ------------------------ */
 
 /* The report's count of live objects, and whether any line names kind. */
