@@ -1300,3 +1300,31 @@ Test(async_mem, a_stream_waited_for_twice_leaves_another_remembered)
     CHECK_OK(cuctx_ctx_destroy(&c2));
     CHECK_OK(cuctx_ctx_destroy(&c1));
 }
+
+/* Bug caught: a pool create given no handle to fill going on (no error),
+ * or an adopt into a handle that holds a live pool overwriting it or
+ * claiming success while doing nothing. Mutants killed:
+ * lib/mem_pool.c:302 (the NULL out's error replaced by success) and
+ * lib/mem_pool.c:344 (the adopt's refused claim answered with success),
+ * seed 29. */
+Test(mem_pool, a_null_or_live_handle_to_fill_is_refused)
+{
+    NEED_DRIVER();
+    cuctx_mem_pool pool = {0};
+    unsigned long creates = sim() ? calls("cuMemPoolCreate") : 0;
+    cr_assert_eq(cuctx_mem_pool_create(NULL, 0, NULL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_VALUE);
+    if (sim())
+        cr_assert_eq(calls("cuMemPoolCreate"), creates, "a pool was made for no handle");
+    CHECK_OK(cuctx_mem_pool_create(&pool, 0, NULL));
+    uint64_t id = pool.id;
+    CUmemoryPool raw = cuctx_mem_pool_raw(pool);
+    cr_assert_eq(cuctx_mem_pool_adopt(&pool, default_pool(), 0), CUDA_ERROR_INVALID_VALUE,
+                 "an adopt into a live pool's handle was not refused");
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(pool.id, id, "the refused adopt changed the handle");
+    cr_assert_eq(cuctx_mem_pool_raw(pool), raw);
+    cr_assert_eq(stats().mem_pools, 1);
+    CHECK_OK(cuctx_mem_pool_destroy(&pool));
+    cr_assert_eq(stats().mem_pools, 0);
+}

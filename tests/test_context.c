@@ -214,6 +214,32 @@ Test(context, set_current_and_is_current)
     CHECK_OK(cuctx_ctx_destroy(&b));
 }
 
+/* The context is current by address, but its id could not be read (the
+ * driver's cuCtxGetId failed, not as for a dead context): the error, and
+ * is says no, not yes. Mutant killed: lib/context.c:371 (*out = 0 on that
+ * failure made *out = 1; seed 29). */
+Test(context, is_current_says_no_when_the_current_contexts_id_cannot_be_read)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx a = {0};
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
+    cr_assert_eq(current(), cuctx_ctx_raw(a));
+    int is = -1;
+    CHECK_OK(cuctx_ctx_is_current(a, &is));
+    cr_assert_eq(is, 1);
+    unsigned long ids = calls("cuCtxGetId");
+    sim()->fail_call("cuCtxGetId", 1, CUDA_ERROR_UNKNOWN);
+    is = -1;
+    cr_assert_eq(cuctx_ctx_is_current(a, &is), CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(calls("cuCtxGetId"), ids + 1, "the failed cuCtxGetId was not the current context's");
+    cr_assert_eq(is, 0, "a context whose id could not be read was said to be current");
+    is = -1;
+    CHECK_OK(cuctx_ctx_is_current(a, &is));
+    cr_assert_eq(is, 1);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+}
+
 Test(context, synchronize_runs_in_the_context_and_leaves_current_alone)
 {
     NEED_DRIVER();

@@ -501,6 +501,39 @@ Test(registry, a_borrows_entry_ends_with_the_last_handle_or_child_that_names_it)
     cr_assert_eq(misuses(), 0);
 }
 
+/* A borrowed context destroyed by its owner: the sweep (cuctx_stats_get)
+ * ends its entry and takes its address out of the map with it, though the
+ * borrow's handle still names the entry. Mutant killed: lib/entry.c:128
+ * (cuctx__map_remove in cuctx__entry_end_locked removed; seed 29): the
+ * dead context's address stayed mapped. */
+Test(registry, a_swept_entry_leaves_the_address_map)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    PFN_cuCtxDestroy_v4000 destroy_raw = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+    PFN_cuCtxPopCurrent_v4000 pop = (PFN_cuCtxPopCurrent_v4000)drv_sym("cuCtxPopCurrent", 4000);
+    CUcontext raw = NULL, popped = NULL;
+    cuctx_ctx b = {0};
+    size_t map0 = cuctx__map_count(), live0 = live_entries();
+    cr_assert_eq(create(&raw, 0, 0), CUDA_SUCCESS);
+    cr_assert_eq(pop(&popped), CUDA_SUCCESS);
+    cr_assert_eq(cuctx_ctx_borrow(&b, raw), CUDA_SUCCESS, "%s", cuctx_last_error_message());
+    uint64_t entry = cuctx__map_find(raw);
+    cr_assert_neq(entry, 0);
+    cr_assert_eq(cuctx__map_count(), map0 + 1);
+    cr_assert_eq(destroy_raw(raw), CUDA_SUCCESS);
+    cr_assert_eq(cuctx__map_count(), map0 + 1, "(no sweep yet)");
+    (void)stats();  /* sweeps */
+    cr_assert_not(cuctx__alive(entry, KIND_ENTRY), "the sweep did not end the dead context's entry");
+    cr_assert_eq(cuctx__map_find(raw), 0, "the dead context's address is still mapped");
+    cr_assert_eq(cuctx__map_count(), map0, "the swept entry stayed in the address map");
+    cr_assert_eq(live_entries(), live0);
+    cr_assert_eq(cuctx_ctx_destroy(&b), CUDA_SUCCESS);
+    cr_assert_eq(cuctx__map_count(), map0);
+    cr_assert_eq(misuses(), 0);
+}
+
 /* ---- the context lock ------------------------------------------------------- */
 
 /* Whether thread tid (of this process) is asleep in a futex wait, as a
@@ -678,7 +711,78 @@ Test(ctx_lock, a_green_context_is_registered_under_the_context_lock, .timeout = 
     cr_assert_eq(sim()->live(CUSIM_GREEN), 0);
     cr_assert_eq(misuses(), 0);
 }
+
+/* A green context's destroy settles the primary context's books (its
+ * green count, maybe the primary's end) and destroys the green context
+ * under the context lock: with the lock held by another thread the
+ * destroy waits there, before its cuGreenCtxDestroy, and finishes once
+ * the lock is let go. No other acquisition of the lock comes first on
+ * that path (handle_destroy, end_streams and the entry's close take none).
+ * Mutant killed: lib/green.c:364 (cuctx__ctx_lock() in cuctx__green_end
+ * removed; seed 29): the green context was destroyed while the lock was
+ * held, and the unlock let go of the test's. */
+Test(ctx_lock, a_green_contexts_destroy_takes_the_context_lock, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    struct locked_call l = {.call = destroy_ctx, .rc = CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_ctx_green(&l.c, 0, 16));
+    cr_assert_eq(sim()->live(CUSIM_GREEN), 1);
+    uint64_t handle = l.c.id;
+    unsigned long destroys = calls("cuGreenCtxDestroy");
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    unsigned long destroyed = calls("cuGreenCtxDestroy") - destroys;
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_neq(waited, 0, "the green destroy went through while another thread held the context lock");
+    cr_assert_eq(waited, 1, "the green destroy neither waited for the lock nor returned in 10 s");
+    cr_assert_eq(destroyed, 0, "the green context was destroyed before the lock was had");
+    CHECK_OK(l.rc);
+    cr_assert_not(cuctx__alive(handle, KIND_CTX_HANDLE));
+    cr_assert_eq(sim()->live(CUSIM_GREEN), 0);
+    cr_assert_eq(misuses(), 0);
+}
 #endif
+
+static CUresult get_stats(struct locked_call *l)
+{
+    struct cuctx_stats st;
+    (void)l;
+    return cuctx_stats_get_sized(&st, sizeof st) == sizeof st ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+}
+
+/* The stats count the contexts handed out (and sweep the dead ones out of
+ * the address map) under the context lock: with the lock held by another
+ * thread cuctx_stats_get waits, and returns once the lock is let go. No
+ * other acquisition of the lock comes first on that path
+ * (cuctx__live_counts takes none). Mutant killed: lib/diagnostics.c:65
+ * (cuctx__ctx_lock() in contexts_handed_out removed; seed 29). */
+Test(ctx_lock, the_stats_count_contexts_under_the_context_lock, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    cuctx_ctx a = {0};
+    CHECK_OK(cuctx_ctx_create(&a, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    struct locked_call l = {.call = get_stats, .rc = CUDA_ERROR_UNKNOWN};
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    int done_meanwhile = atomic_load(&l.done);
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_neq(waited, 0, "the stats went through while another thread held the context lock");
+    cr_assert_eq(waited, 1, "the stats neither waited for the lock nor returned in 10 s");
+    cr_assert_eq(done_meanwhile, 0);
+    CHECK_OK(l.rc);
+    cr_assert_eq(stats().contexts, 1);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    cr_assert_eq(stats().contexts, 0);
+}
 
 /* ---- the closer's membarrier ----------------------------------------------- */
 

@@ -556,3 +556,29 @@ Test(scope_stack, a_scope_asks_which_context_is_current_once)
     EXPECT_CURRENT(NULL);
     CHECK_OK(cuctx_ctx_destroy(&a));
 }
+
+/* The header's promise about the reserved words: the enter zeroes them,
+ * also when it fails at once (a {0} handle, a destroyed context). Mutant
+ * killed: lib/scope.c:104 (the second reserved word left as it was;
+ * seed 29). */
+Test(scope_stack, a_failed_enter_still_zeroes_the_reserved_words)
+{
+    NEED_DRIVER();
+    cuctx_scope sc;
+    memset(&sc, 0xff, sizeof sc);
+    cr_assert_eq(cuctx_scope_enter(&sc, (cuctx_ctx){0}), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(sc.cuctx__reserved[0], 0);
+    cr_assert_eq(sc.cuctx__reserved[1], 0, "the failed enter left the second reserved word alone");
+    cuctx_scope_exit(&sc);
+    cuctx_ctx a = {0};
+    CHECK_OK(cuctx_ctx_create(&a, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    cuctx_ctx copy = a;
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    memset(&sc, 0xff, sizeof sc);
+    cr_assert_neq(cuctx_scope_enter(&sc, copy), CUDA_SUCCESS);
+    cr_assert_eq(sc.cuctx__reserved[0], 0);
+    cr_assert_eq(sc.cuctx__reserved[1], 0, "the failed enter left the second reserved word alone");
+    cuctx_scope_exit(&sc);
+    cr_assert_null(current());
+}
