@@ -549,6 +549,9 @@ CUCTX_API CUlibrary cuctx_library_raw(cuctx_library lib);
  *     a stream that carried stream-ordered memory first waits for its
  *     work (cuStreamSynchronize): the one wait this adds, and only where a
  *     stream is destroyed with its memory's frees possibly still to come.
+ *     (The allocations and frees hold their stream as child calls hold
+ *     their context, with plain stores; a stream that was ever so held
+ *     pays for it at its destroy with one membarrier(2), a few us.)
  *     (A stream handle that only tracks its stream, adopted with owned 0,
  *     ends without it: order the raw stream's work before such frees.)
  *     The legacy stream takes part in captures of blocking streams: a free
