@@ -423,15 +423,25 @@ struct life {
 };
 
 /* A snapshot of the other side's marks, taken just after marking one's own
- * begin. */
+ * begin. The order matters: each side counts itself in flight before it
+ * counts itself begun, and reads the other's begun count before its in-flight
+ * count. Then a snapshot that misses the other's in-flight mark was taken
+ * before that mark, so before the other's begun mark too, and the begun count
+ * the side looks at again later has moved. (Counting begun first and reading
+ * in flight first, as this once did, let a snapshot fall between the other
+ * side's two marks and see neither: a synchronize refused by a capture it
+ * never saw: one CI run under TSan failed so, 67 reruns did not.) */
 struct overlap { long in_flight; unsigned long begun; };
 
 static struct overlap overlap_mark(_Atomic long *mine, _Atomic unsigned long *mine_begun, _Atomic long *theirs,
                                    _Atomic unsigned long *theirs_begun)
 {
-    atomic_fetch_add(mine_begun, 1);
     atomic_fetch_add(mine, 1);
-    return (struct overlap){atomic_load(theirs), atomic_load(theirs_begun)};
+    atomic_fetch_add(mine_begun, 1);
+    struct overlap o;
+    o.begun = atomic_load(theirs_begun);
+    o.in_flight = atomic_load(theirs);
+    return o;
 }
 
 /* Whether the other side may have run at any time since the snapshot. */
