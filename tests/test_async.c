@@ -868,14 +868,8 @@ Test(mem_pool, a_refused_allocation_and_a_borrowed_pool_hold_nothing)
     cr_assert_eq(stats().parked_pools, 1, "the refused allocation kept the pool alive");
     assert_parked(raw, mark);
     /* a pool made elsewhere, borrowed: its owner destroys it */
-    PFN_cuMemPoolCreate_v11020 create = (PFN_cuMemPoolCreate_v11020)drv_sym("cuMemPoolCreate", 11020);
     PFN_cuMemPoolDestroy_v11020 destroy = (PFN_cuMemPoolDestroy_v11020)drv_sym("cuMemPoolDestroy", 11020);
-    CUmemPoolProps pp;
-    memset(&pp, 0, sizeof pp);
-    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    CUmemoryPool mine = NULL;
-    CHECK_OK(create(&mine, &pp));
+    CUmemoryPool mine = make_raw_pool();
     CHECK_OK(cuctx_mem_pool_adopt(&theirs, mine, 0));
     CHECK_OK(cuctx_mem_alloc_from_pool(&n, theirs, s, BYTES));
     CHECK_OK(cuctx_mem_pool_destroy(&theirs));
@@ -935,20 +929,6 @@ Test(mem_pool, the_default_pool_is_borrowed)
         ASSERT_NO_MISUSE();
     }
     cr_assert_eq(stats().mem_pools, 0);
-}
-
-/* A pool made by the driver directly, adopted as owned: cuctx destroys it
- * at its end (it parks only the pools it made itself). */
-static void adopt_new_pool(cuctx_mem_pool *out)
-{
-    PFN_cuMemPoolCreate_v11020 create = (PFN_cuMemPoolCreate_v11020)drv_sym("cuMemPoolCreate", 11020);
-    CUmemPoolProps pp;
-    memset(&pp, 0, sizeof pp);
-    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    CUmemoryPool raw = NULL;
-    CHECK_OK(create(&raw, &pp));
-    CHECK_OK(cuctx_mem_pool_adopt(out, raw, 1));
 }
 
 /* Bug caught: a pool's destroy (an adopted owned pool's: those cuctx made

@@ -529,14 +529,8 @@ Test(oom, an_allocation_whose_pool_record_cannot_be_made_lets_go_of_the_pool, .t
     struct timed_destroy d = {.pool = {0}};
     CHECK_OK(cuctx_ctx_create(&c, 0, 0));
     CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
-    PFN_cuMemPoolCreate_v11020 create = (PFN_cuMemPoolCreate_v11020)drv_sym("cuMemPoolCreate", 11020);
-    CUmemPoolProps pp;
-    memset(&pp, 0, sizeof pp);
-    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    CUmemoryPool raw = NULL;
-    CHECK_OK(create(&raw, &pp));
-    CHECK_OK(cuctx_mem_pool_adopt(&d.pool, raw, 1));
+    adopt_new_pool(&d.pool);
+    CUmemoryPool raw = cuctx_mem_pool_raw(d.pool);
     size_t pools = sim()->live(CUSIM_POOL);
     unsigned long allocs = calls("cuMemAllocFromPoolAsync");
     atomic_store(&fail_calloc, 1);

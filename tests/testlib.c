@@ -127,6 +127,24 @@ void *drv_sym(const char *name, int version)
     return p;
 }
 
+CUmemoryPool make_raw_pool(void)
+{
+    PFN_cuMemPoolCreate_v11020 create = (PFN_cuMemPoolCreate_v11020)drv_sym("cuMemPoolCreate", 11020);
+    CUmemPoolProps pp;
+    memset(&pp, 0, sizeof pp);
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUmemoryPool raw = NULL;
+    cr_assert_eq(create(&raw, &pp), CUDA_SUCCESS, "cuMemPoolCreate");
+    return raw;
+}
+
+void adopt_new_pool(cuctx_mem_pool *out)
+{
+    CUresult rc = cuctx_mem_pool_adopt(out, make_raw_pool(), 1);
+    cr_assert_eq(rc, CUDA_SUCCESS, "cuctx_mem_pool_adopt: %s", cuctx_last_error_message());
+}
+
 static void count_errors(CUresult rc, const char *message, void *user)
 {
     struct handler_count *c = user;

@@ -80,6 +80,11 @@ const char *test_data_path(const char *file);
 /* A driver entry point through cuctx_driver_symbol; fails the test if absent. */
 void *drv_sym(const char *name, int version);
 
+/* A new device-local pool of device 0, made by the driver (cuMemPoolCreate);
+ * the same, adopted as owned into *out (cuctx destroys it with the handle). */
+CUmemoryPool make_raw_pool(void);
+void adopt_new_pool(cuctx_mem_pool *out);
+
 /* Counts errors passed to the error handler while installed. */
 struct handler_count { int calls; CUresult last_rc; char last_msg[512]; };
 void count_handler_install(struct handler_count *c);
