@@ -121,6 +121,33 @@ static long async_pair_cuctx(cuctx_ctx c)
     return bad + (cuctx_mem_destroy(&m) != CUDA_SUCCESS);
 }
 
+/* A stream's whole life when it carries stream-ordered memory: create,
+ * one 4 KiB pair on it, destroy. cuctx's destroy of such a stream pays what
+ * its allocations' holds of it leave: one membarrier(2) (the stream row's
+ * streams, never held, do not). */
+static long stream_async_raw(cuctx_ctx c)
+{
+    (void)c;
+    CUstream s;
+    CUdeviceptr p;
+    if (bench_raw.stream_create(&s, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS)
+        return 1;
+    long bad = bench_raw.mem_alloc_async(&p, 4096, s) != CUDA_SUCCESS;
+    bad += bad ? 0 : bench_raw.mem_free_async(p, s) != CUDA_SUCCESS;
+    return bad + (bench_raw.stream_destroy(s) != CUDA_SUCCESS);
+}
+
+static long stream_async_cuctx(cuctx_ctx c)
+{
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    if (cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0) != CUDA_SUCCESS)
+        return 1;
+    long bad = cuctx_mem_alloc_async(&m, s, 4096) != CUDA_SUCCESS;
+    bad += bad ? 0 : cuctx_mem_destroy(&m) != CUDA_SUCCESS;
+    return bad + (cuctx_stream_destroy(&s) != CUDA_SUCCESS);
+}
+
 /* A row's own loop, one per side: n operations; returns how many failed. A
  * lookup row has one so that no call per operation is timed (it would be
  * most of a lookup's cost), a launch row because a launch is no pair. */
@@ -332,6 +359,7 @@ static const struct op {
     {"stream", "stream create+destroy", 16, {stream_pair_raw, stream_pair_cuctx}, {NULL, NULL}, 0},
     {"mem4k", "4 KiB alloc+free", 4, {mem_pair_raw, mem_pair_cuctx}, {NULL, NULL}, 0},
     {"async4k", "4 KiB async alloc+free", 16, {async_pair_raw, async_pair_cuctx}, {NULL, NULL}, 0},
+    {"stream_async", "stream+async pair+destroy", 8, {stream_async_raw, stream_async_cuctx}, {NULL, NULL}, 0},
     {"event_raw", "cuctx_event_raw lookup", 4096, {NULL, NULL}, {event_lookup_raw, event_lookup_cuctx}, 0},
     {"ctx_raw", "cuctx_ctx_raw lookup", 4096, {NULL, NULL}, {ctx_lookup_raw, ctx_lookup_cuctx}, 0},
     {"stream_raw", "cuctx_stream_raw", 4096, {NULL, NULL}, {stream_lookup_raw, stream_lookup_cuctx}, 0},
@@ -395,7 +423,7 @@ int main(int argc, char **argv)
            "best = cuctx / raw time of the bests, median = median over the rounds of cuctx / raw,\n"
            "lo, hi = the least and the greatest of those per-round ratios\n",
            cfg.rounds, cfg.seconds, cfg.slices);
-    printf("%-24s %10s %10s %7s %7s %7s %7s\n", "operation", "raw", "cuctx", "best", "median", "lo", "hi");
+    printf("%-25s %10s %10s %7s %7s %7s %7s\n", "operation", "raw", "cuctx", "best", "median", "lo", "hi");
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
         const struct op *op = &ops[k];
         double raw[BENCH_MAX_ROUNDS], mine[BENCH_MAX_ROUNDS], ratio[BENCH_MAX_ROUNDS], ns[2];
@@ -411,7 +439,7 @@ int main(int argc, char **argv)
         double braw = bench_min(raw, cfg.rounds), bmine = bench_min(mine, cfg.rounds);
         double med = bench_median(ratio, cfg.rounds);
         double lo = bench_min(ratio, cfg.rounds), hi = bench_max(ratio, cfg.rounds);
-        printf("%-24s %10.1f %10.1f %7.3f %7.3f %7.3f %7.3f\n", op->title, braw, bmine, bmine / braw, med, lo, hi);
+        printf("%-25s %10.1f %10.1f %7.3f %7.3f %7.3f %7.3f\n", op->title, braw, bmine, bmine / braw, med, lo, hi);
         fprintf(data, "%s %.2f %.2f %.4f %.4f %.4f %.4f\n", op->name, braw, bmine, bmine / braw, med, lo, hi);
         fflush(stdout);
     }
