@@ -53,7 +53,11 @@
  * stream's line each, four per pair, which the H200 showed as most of
  * what cuctx added to the raw pair. The price is the membarrier(2) the
  * stream's destroy pays once it was held (a few microseconds), on a
- * destroy that, for a non-blocking stream, synchronizes it anyway. */
+ * destroy that, for a non-blocking stream, synchronizes it anyway. Both
+ * take the stream and its context's entry in one inline path
+ * (cuctx__child_hold_fast, tether.h: hazard slots 0 and 1, each hold made
+ * as before); whatever that path does not cover goes the full way, out of
+ * line (alloc_slow, free_slow). */
 #include "config.h"
 
 #include "apart.h"
@@ -237,7 +241,7 @@ static inline __attribute__((always_inline)) CUresult free_slot(struct cuctx_slo
         return DRV(cuMemFreeAsync)(p, free_on);
     struct cuctx_use u;
     /* (a default stream's id never matches a slot's word: generation 0) */
-    if (__builtin_expect(!cuctx__child_hold_fast(stream, KIND_STREAM, &u), 0))
+    if (__builtin_expect(!cuctx__child_hold_fast(stream, KIND_STREAM, 1, &u), 0))
         return free_slow(p, stream, a->id[1], fn);
     CUCTX__UNWOUND_LETS_GO(NULL)
         rc = DRV(cuMemFreeAsync)(p, (CUstream)(uintptr_t)u.raw);
@@ -252,7 +256,7 @@ static inline __attribute__((always_inline)) CUresult destroy_slot_as(struct cuc
 {
     struct cuctx_pool_life *life = cuctx__slot_aux(s)->ptr;     /* (read before the call: kept in a register) */
     CUresult rc = free_slot(s, fn, on_free_async);
-    if (rc == CUDA_SUCCESS && life)
+    if (__builtin_expect(life != NULL, 0) && rc == CUDA_SUCCESS)    /* (most memory has none) */
         cuctx__pool_unref(life, fn);
     return rc;
 }
@@ -328,10 +332,12 @@ static inline __attribute__((always_inline)) CUresult made_on(cuctx_mem *out, cu
  * default stream by name or {0}, the current context's, whose entry is
  * held alone. */
 static __attribute__((noinline)) CUresult alloc_slow(cuctx_mem *out, cuctx_stream s, size_t bytes, CUmemoryPool pool,
-                                                    const char *fn, const struct cuctx_site *site,
+                                                    const char *fn, const char *file, const char *func, int line,
                                                     struct cuctx_pool_life *life)
 {
     struct make_args m = {bytes, pool, NULL, fn};
+    struct cuctx_site where = {.file = file, .func = func, .line = line};
+    const struct cuctx_site *site = &where;
     struct cuctx_use st;
     CUstream named;
     CUresult rc;
@@ -385,11 +391,12 @@ static inline __attribute__((always_inline)) CUresult alloc(cuctx_mem *out, uint
     }
     /* the stream held, and its context (a default stream's id never takes
      * the fast path: generation 0 matches no slot's word) */
-    if (__builtin_expect(cuctx__child_hold_fast(s.id, KIND_STREAM, &st), 1)) {
+    if (__builtin_expect(cuctx__child_hold_fast(s.id, KIND_STREAM, 0, &st), 1)) {
         rc = made_on(out, s, &st, &m, site, life);
         cuctx__child_done_pair();   /* (the reports delivered) */
     } else {
-        rc = alloc_slow(out, s, bytes, m.pool, fn, site, life);
+        /* (the site's fields, not its address: in registers here) */
+        rc = alloc_slow(out, s, bytes, m.pool, fn, site->file, site->func, site->line, life);
     }
     if (rc == CUDA_SUCCESS)
         life = NULL;    /* (the memory's now) */

@@ -243,10 +243,13 @@ static inline void cuctx__count_live(unsigned kind, int64_t delta)
 static inline struct cuctx_slot *cuctx__slot_alloc(void)
 {
     struct cuctx_slot *s;
-    if (__builtin_expect(cuctx__me.registry.ncache != 0, 1))
+    if (__builtin_expect(cuctx__me.registry.ncache != 0, 1)) {
         s = cuctx__me.registry.cache[--cuctx__me.registry.ncache];
-    else
+        if (!s)     /* (the cache holds slots only: the caller's NULL test folds away here) */
+            __builtin_unreachable();
+    } else {
         s = cuctx__slot_alloc_slow();
+    }
     atomic_thread_fence(memory_order_release);
     return s;
 }

@@ -93,17 +93,32 @@ CUresult cuctx__loose_create(uint64_t *out, enum cuctx_kind kind, const char *fn
                              const struct cuctx_site *site);
 
 /* The end of every create, tethered or not (entry 0): the object's fields
- * stored in its slot, then the slot published as *out. */
+ * stored in its slot, then the slot published as *out. The fields known
+ * before the driver's create (entry, site) may be stored before it, by
+ * cuctx__child_fields, and the rest then by cuctx__child_publish_made: an
+ * unpublished slot's fields are read by nobody but peekers with stale
+ * ids, which find its word moved on. */
+static inline __attribute__((always_inline)) void cuctx__child_fields(struct cuctx_slot *s, uint64_t entry,
+                                                                      const struct cuctx_site *site)
+{
+    /* atomic: peekers with stale ids may read the reused slot (cuctx__slot_alloc) */
+    __atomic_store_n(&s->u.child.entry, entry, __ATOMIC_RELAXED);
+    cuctx__site_store(&s->u.child.site, site);
+}
+static inline __attribute__((always_inline)) void cuctx__child_publish_made(uint64_t *out, struct cuctx_slot *s,
+                                                                           enum cuctx_kind kind, uint64_t raw,
+                                                                           size_t size)
+{
+    __atomic_store_n(&s->u.child.raw, raw, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.child.size, size, __ATOMIC_RELAXED);
+    *out = cuctx__slot_publish(s, kind);
+}
 static inline __attribute__((always_inline)) void
 cuctx__child_publish(uint64_t *out, struct cuctx_slot *s, enum cuctx_kind kind, uint64_t entry, uint64_t raw,
                      size_t size, const struct cuctx_site *site)
 {
-    /* atomic: peekers with stale ids may read the reused slot (cuctx__slot_alloc) */
-    __atomic_store_n(&s->u.child.entry, entry, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->u.child.raw, raw, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->u.child.size, size, __ATOMIC_RELAXED);
-    cuctx__site_store(&s->u.child.site, site);
-    *out = cuctx__slot_publish(s, kind);
+    cuctx__child_fields(s, entry, site);
+    cuctx__child_publish_made(out, s, kind, raw, size);
 }
 
 /* The end of every destroy once the driver's destroy answered rc: the
@@ -131,6 +146,15 @@ cuctx__loose_create_aux(uint64_t *out, enum cuctx_kind kind, const char *fn, cuc
     struct cuctx_slot *s = cuctx__slot_alloc();
     if (__builtin_expect(!s, 0))
         return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
+    /* what is known already goes in first: fewer values kept across make */
+    struct cuctx_aux *x = cuctx__slot_aux(s);
+    if (aux) {
+        *x = *aux;
+    } else {
+        x->id[0] = x->id[1] = 0;
+        x->ptr = NULL;
+    }
+    cuctx__child_fields(s, 0, site);
     if (__builtin_expect(!make, 0)) {
         raw = ((const struct cuctx_adopted *)arg)->raw;
         size = ((const struct cuctx_adopted *)arg)->size;
@@ -143,14 +167,7 @@ cuctx__loose_create_aux(uint64_t *out, enum cuctx_kind kind, const char *fn, cuc
         cuctx__slot_discard(s);
         return rc;
     }
-    struct cuctx_aux *x = cuctx__slot_aux(s);
-    if (aux) {
-        *x = *aux;
-    } else {
-        x->id[0] = x->id[1] = 0;
-        x->ptr = NULL;
-    }
-    cuctx__child_publish(out, s, kind, 0, raw, size, site);
+    cuctx__child_publish_made(out, s, kind, raw, size);
     return CUDA_SUCCESS;
 }
 
@@ -446,14 +463,17 @@ static inline __attribute__((always_inline)) void cuctx__child_done_inline(struc
  * set but hazard and entry.hazard; their end is cuctx__child_done_pair. 0:
  * nothing held, and the caller takes the full path, cuctx__child_use_as
  * with hold (its generation's first hold, an entry to check or wait for,
- * hazard slot 0 or 1 in use, no record yet, an error). */
+ * hazard slot 0 or 1 in use, no record yet, an error). kind_known: id was
+ * accepted as one of kind before, or has generation 0 (a default stream
+ * by name, {0}), which no slot's word has: its kind need not be tested
+ * apart, the word's compare does it. */
 static inline __attribute__((always_inline)) int cuctx__child_hold_fast(uint64_t id, enum cuctx_kind kind,
-                                                                        struct cuctx_use *u)
+                                                                        int kind_known, struct cuctx_use *u)
 {
     struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
     struct cuctx_hazard_rec *r = cuctx__me.registry.rec;
     unsigned used = cuctx__me.registry.used;
-    if (__builtin_expect(!s || cuctx__id_kind(id) != kind || !r || (used & 3u), 0))
+    if (__builtin_expect(!s || (!kind_known && cuctx__id_kind(id) != kind) || !r || (used & 3u), 0))
         return 0;
     int asymmetric = cuctx__asymmetric;     /* (settled: the thread has its record) */
     atomic_store_explicit(&r->ids[0], id, memory_order_relaxed);
