@@ -74,15 +74,30 @@ CUCTX_API CUresult cuctx_mem_ctx(cuctx_mem m, cuctx_ctx *out)
 
 /* Stream-ordered memory (mem_async.c) and memory opened from another
  * process (ipc.c) share the handle type: the kind is the id's, and each
- * path below is inline for its kind. */
+ * path below is inline for its kind. The stream-ordered one is a tail call
+ * from a function that saves no register: the others are a function of
+ * their own. */
+static const char destroy_fn[] = "cuctx_mem_destroy";
+static __attribute__((noinline)) CUresult destroy_tethered(uint64_t *var, uint64_t id)
+{
+    if (id == 0)
+        return CUDA_SUCCESS;
+    *var = 0;   /* (as cuctx__child_destroy does first) */
+    if (cuctx__id_kind(id) == KIND_MEM_IPC)
+        return cuctx__child_destroy_id(id, KIND_MEM_IPC, destroy_fn, &cuctx__mem_ipc_kind);
+    return cuctx__child_destroy_id(id, KIND_MEM, destroy_fn, &cuctx__mem_kind);
+}
+
 CUCTX_API CUresult cuctx_mem_destroy(cuctx_mem *m)
 {
-    static const char fn[] = "cuctx_mem_destroy";
-    if (m && cuctx__id_kind(m->id) == KIND_MEM_ASYNC)
-        return cuctx__mem_async_destroy(&m->id, fn);
-    if (m && cuctx__id_kind(m->id) == KIND_MEM_IPC)
-        return cuctx__child_destroy(&m->id, KIND_MEM_IPC, fn, &cuctx__mem_ipc_kind);
-    return cuctx__child_destroy(m ? &m->id : NULL, KIND_MEM, fn, &cuctx__mem_kind);
+    if (!m)
+        return cuctx__child_null(destroy_fn);
+    uint64_t id = m->id;
+    if (cuctx__id_kind(id) == KIND_MEM_ASYNC) {
+        m->id = 0;
+        return cuctx__mem_async_destroy(id, destroy_fn);
+    }
+    return destroy_tethered(&m->id, id);
 }
 
 CUCTX_API size_t cuctx_mem_size(cuctx_mem m)

@@ -53,7 +53,11 @@
  * stream's line each, four per pair, which the H200 showed as most of
  * what cuctx added to the raw pair. The price is the membarrier(2) the
  * stream's destroy pays once it was held (a few microseconds), on a
- * destroy that, for a non-blocking stream, synchronizes it anyway. */
+ * destroy that, for a non-blocking stream, synchronizes it anyway. Both
+ * take the stream and its context's entry in one inline path
+ * (cuctx__child_hold_fast, tether.h: hazard slots 0 and 1, each hold made
+ * as before); whatever that path does not cover goes the full way, out of
+ * line (alloc_slow, free_slow). */
 #include "config.h"
 
 #include "apart.h"
@@ -176,16 +180,14 @@ static __attribute__((noinline)) CUresult free_in_primary(CUdeviceptr p, const c
     return rc;
 }
 
-/* The free, inlined into the destroy with case 1 (the usual one); cases 2
- * to 4 are calls, kept out of it (noinline above). */
-static inline __attribute__((always_inline)) CUresult free_slot(struct cuctx_slot *s, const char *fn)
+/* Cases 1 to 4 above the full way, out of line: where the fast path of
+ * case 1 (free_slot, below) did not apply - the allocation's stream a
+ * default one by name, gone, or its generation not yet held by this path;
+ * its context to check, wait for, or gone; the thread's hazard slots 0 and
+ * 1 in use. stream and entry: the allocation's aux record. */
+static __attribute__((noinline)) CUresult free_slow(CUdeviceptr p, uint64_t stream, uint64_t entry, const char *fn)
 {
-    const struct cuctx_aux *a = cuctx__slot_aux(s);
-    CUdeviceptr p = (CUdeviceptr)s->u.child.raw;
-    uint64_t stream = a->id[0];
     CUresult rc;
-    if (free_on_set)    /* cuctx_mem_free_async's stream, pinned by its caller */
-        return DRV(cuMemFreeAsync)(p, free_on);
     CUstream named;
     struct cuctx_held o;
     if (!cuctx__stream_default(stream, &named)) {
@@ -207,7 +209,7 @@ static inline __attribute__((always_inline)) CUresult free_slot(struct cuctx_slo
                 return rc;      /* the check of its context failed: no free unsure of its order */
         }
     }
-    rc = cuctx__entry_hold_quiet(a->id[1], &o);
+    rc = cuctx__entry_hold_quiet(entry, &o);
     if (rc == CUDA_SUCCESS) {   /* 2 */
         rc = free_in_context(p, &o, !cuctx__stream_default(stream, &named) && cuctx__stream_unwaited(stream) ? stream : 0,
                              fn);
@@ -222,22 +224,61 @@ static inline __attribute__((always_inline)) CUresult free_slot(struct cuctx_slo
         rc = DRV(cuMemFree)(p);
     return rc;
 }
+
+/* The free, inlined into the destroy with case 1's usual form: the stream
+ * and its context held at once (cuctx__child_hold_fast, tether.h), no
+ * context switch. on_free_async: where cuctx_mem_free_async's stream may
+ * replace the allocation's (its kind, below); the plain destroy never
+ * looks. */
+static inline __attribute__((always_inline)) CUresult free_slot(struct cuctx_slot *s, const char *fn,
+                                                                int on_free_async)
+{
+    const struct cuctx_aux *a = cuctx__slot_aux(s);
+    CUdeviceptr p = (CUdeviceptr)s->u.child.raw;
+    uint64_t stream = a->id[0];
+    CUresult rc;
+    if (on_free_async && free_on_set)   /* cuctx_mem_free_async's stream, pinned by its caller */
+        return DRV(cuMemFreeAsync)(p, free_on);
+    struct cuctx_use u;
+    /* (a default stream's id never matches a slot's word: generation 0) */
+    if (__builtin_expect(!cuctx__child_hold_fast(stream, KIND_STREAM, 1, &u), 0))
+        return free_slow(p, stream, a->id[1], fn);
+    CUCTX__UNWOUND_LETS_GO(NULL)
+        rc = DRV(cuMemFreeAsync)(p, (CUstream)(uintptr_t)u.raw);
+    cuctx__child_done_pair();
+    return rc;
+}
 /* The free, then its pool's reference given back (the last destroys a
  * pool whose handle went first, mem_pool.c). A free refused keeps it: the
  * memory may live, and a pool destroyed under live memory can crash. */
-static inline __attribute__((always_inline)) CUresult destroy_slot(struct cuctx_slot *s, const char *fn)
+static inline __attribute__((always_inline)) CUresult destroy_slot_as(struct cuctx_slot *s, const char *fn,
+                                                                      int on_free_async)
 {
-    CUresult rc = free_slot(s, fn);
-    if (rc == CUDA_SUCCESS)
-        cuctx__pool_unref(cuctx__slot_aux(s)->ptr, fn);
+    struct cuctx_pool_life *life = cuctx__slot_aux(s)->ptr;     /* (read before the call: kept in a register) */
+    CUresult rc = free_slot(s, fn, on_free_async);
+    if (__builtin_expect(life != NULL, 0) && rc == CUDA_SUCCESS)    /* (most memory has none) */
+        cuctx__pool_unref(life, fn);
     return rc;
 }
-const struct cuctx_child_kind cuctx__mem_async_kind = {0, NULL, destroy_slot};
-
-/* (the kind known here, its destroy_slot is called directly and inlined) */
-CUresult cuctx__mem_async_destroy(uint64_t *id, const char *fn)
+static inline __attribute__((always_inline)) CUresult destroy_slot(struct cuctx_slot *s, const char *fn)
 {
-    return cuctx__child_destroy(id, KIND_MEM_ASYNC, fn, &cuctx__mem_async_kind);
+    return destroy_slot_as(s, fn, 0);
+}
+static CUresult destroy_slot_free_async(struct cuctx_slot *s, const char *fn)
+{
+    return destroy_slot_as(s, fn, 1);
+}
+const struct cuctx_child_kind cuctx__mem_async_kind = {0, NULL, destroy_slot};
+/* cuctx_mem_free_async's, which looks for its stream first */
+static const struct cuctx_child_kind free_async_kind = {0, NULL, destroy_slot_free_async};
+
+/* (the kind known here, its destroy_slot is called directly and inlined;
+ * the caller checked id's kind, and so that it is not 0, on this value) */
+CUresult cuctx__mem_async_destroy(uint64_t id, const char *fn)
+{
+    if (cuctx__id_kind(id) != KIND_MEM_ASYNC)
+        __builtin_unreachable();
+    return cuctx__child_destroy_id(id, KIND_MEM_ASYNC, fn, &cuctx__mem_async_kind);
 }
 
 struct make_args {
@@ -265,7 +306,55 @@ static inline __attribute__((always_inline)) CUresult make(void *arg, uint64_t *
  * destroys the pool) */
 static void pool_ref_drop(struct cuctx_pool_life **l)
 {
-    cuctx__pool_unref(*l, "cuctx_mem_alloc_from_pool");
+    if (*l)     /* (known NULL without a pool: the cleanup folds away) */
+        cuctx__pool_unref(*l, "cuctx_mem_alloc_from_pool");
+}
+
+/* The memory made on the stream held in st (its context's entry held
+ * too, or for a default stream the current context's alone: st->obj
+ * NULL). Its aux record names the stream as the allocation was given it,
+ * s, the entry of the context it was made in, and the pool's reference
+ * life, which the memory takes when made. */
+static inline __attribute__((always_inline)) CUresult made_on(cuctx_mem *out, cuctx_stream s, const struct cuctx_use *st,
+                                                              struct make_args *m, const struct cuctx_site *site,
+                                                              struct cuctx_pool_life *life)
+{
+    struct cuctx_aux aux = {{s.id, st->entry.id}, life};
+    if (st->obj)
+        cuctx__stream_carries(st->obj);
+    m->stream = (CUstream)(uintptr_t)st->raw;
+    return cuctx__loose_create_aux(&out->id, KIND_MEM_ASYNC, m->fn, make, m, site, &aux);
+}
+
+/* The allocation where cuctx__child_hold_fast did not hold its stream, out
+ * of line: a handle the full way (cuctx__child_use_as with hold: its
+ * generation's first hold, an entry to check or wait for, an error), or a
+ * default stream by name or {0}, the current context's, whose entry is
+ * held alone. */
+static __attribute__((noinline)) CUresult alloc_slow(cuctx_mem *out, cuctx_stream s, size_t bytes, CUmemoryPool pool,
+                                                    const char *fn, const char *file, const char *func, int line,
+                                                    struct cuctx_pool_life *life)
+{
+    struct make_args m = {bytes, pool, NULL, fn};
+    struct cuctx_site where = {.file = file, .func = func, .line = line};
+    const struct cuctx_site *site = &where;
+    struct cuctx_use st;
+    CUstream named;
+    CUresult rc;
+    if (!cuctx__stream_default(s.id, &named)) {
+        rc = cuctx__child_use_as(s.id, KIND_STREAM, 1, fn, &st);
+    } else {
+        st.obj = NULL;
+        st.raw = (uint64_t)(uintptr_t)named;
+        rc = cuctx__ctx_hold((cuctx_ctx){0}, fn, &st.entry);
+    }
+    if (rc != CUDA_SUCCESS) {
+        cuctx__deliver_reports();   /* (what child_done of the empty use did) */
+        return rc;
+    }
+    rc = made_on(out, s, &st, &m, site, life);
+    cuctx__child_done_as(&st, 1);
+    return rc;
 }
 
 /* Both allocations: pool_id 0 ({0}) is the device's current pool. Inline
@@ -276,7 +365,7 @@ static inline __attribute__((always_inline)) CUresult alloc(cuctx_mem *out, uint
 {
     struct make_args m = {bytes, NULL, NULL, fn};
     struct cuctx_use pool = {0};
-    struct cuctx_stream_arg sa;
+    struct cuctx_use st;
     /* the pool's reference, given back unless the memory took it (a cancel too) */
     struct cuctx_pool_life *life __attribute__((cleanup(pool_ref_drop))) = NULL;
     CUresult rc;
@@ -300,23 +389,19 @@ static inline __attribute__((always_inline)) CUresult alloc(cuctx_mem *out, uint
             return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: no memory for the pool's record", fn);
         }
     }
-    if ((rc = cuctx__stream_take_as(s, 1, 1, fn, &sa)) == CUDA_SUCCESS) {     /* (the stream held) */
-        struct cuctx_aux aux = {{s.id, 0}, life};
-        if (sa.use.obj) {
-            aux.id[1] = sa.use.entry.id;
-            cuctx__stream_carries(sa.use.obj);
-        } else {
-            aux.id[1] = sa.current.id;
-        }
-        m.stream = sa.raw;
-        if ((rc = cuctx__loose_create_aux(&out->id, KIND_MEM_ASYNC, fn, make, &m, site, &aux)) == CUDA_SUCCESS)
-            life = NULL;
-        cuctx__stream_done_as(&sa, 1);
+    /* the stream held, and its context (a default stream's id never takes
+     * the fast path: generation 0 matches no slot's word) */
+    if (__builtin_expect(cuctx__child_hold_fast(s.id, KIND_STREAM, 0, &st), 1)) {
+        rc = made_on(out, s, &st, &m, site, life);
+        cuctx__child_done_pair();   /* (the reports delivered) */
+    } else {
+        /* (the site's fields, not its address: in registers here) */
+        rc = alloc_slow(out, s, bytes, m.pool, fn, site->file, site->func, site->line, life);
     }
+    if (rc == CUDA_SUCCESS)
+        life = NULL;    /* (the memory's now) */
     if (pool_id)
         cuctx__child_done(&pool);
-    else
-        cuctx__deliver_reports();   /* (what child_done of the empty use did) */
     return rc;
 }
 
@@ -351,14 +436,17 @@ CUCTX_API CUresult cuctx_mem_free_async(cuctx_mem *m, cuctx_stream s)
     CUresult rc;
     if (!m)
         return cuctx__child_null(fn);
-    if (m->id == 0)
+    uint64_t id = m->id;
+    if (id == 0)
         return CUDA_SUCCESS;
-    if (cuctx__id_kind(m->id) != KIND_MEM_ASYNC)
+    if (cuctx__id_kind(id) != KIND_MEM_ASYNC)
         return cuctx__fail(CUDA_ERROR_INVALID_VALUE,
                            "%s: handle %#llx is not stream-ordered memory (cuctx_mem_alloc_async); "
-                           "cuctx_mem_destroy frees it", fn, (unsigned long long)m->id);
-    if (s.id == 0)      /* the stream it was allocated on */
-        return cuctx__mem_async_destroy(&m->id, fn);
+                           "cuctx_mem_destroy frees it", fn, (unsigned long long)id);
+    if (s.id == 0) {    /* the stream it was allocated on */
+        m->id = 0;
+        return cuctx__mem_async_destroy(id, fn);
+    }
     CUCTX_INIT_OR_RETURN(fn);
     if ((rc = cuctx__stream_take(s, 0, fn, &sa)) != CUDA_SUCCESS)
         return rc;
@@ -368,7 +456,7 @@ CUCTX_API CUresult cuctx_mem_free_async(cuctx_mem *m, cuctx_stream s)
         int armed __attribute__((cleanup(free_on_reset))) = 1;
         free_on = sa.raw;
         free_on_set = 1;
-        rc = cuctx__child_destroy(&m->id, KIND_MEM_ASYNC, fn, &cuctx__mem_async_kind);
+        rc = cuctx__child_destroy(&m->id, KIND_MEM_ASYNC, fn, &free_async_kind);
         free_on_set = 0;
         armed = 0;
     }

@@ -243,10 +243,13 @@ static inline void cuctx__count_live(unsigned kind, int64_t delta)
 static inline struct cuctx_slot *cuctx__slot_alloc(void)
 {
     struct cuctx_slot *s;
-    if (__builtin_expect(cuctx__me.registry.ncache != 0, 1))
+    if (__builtin_expect(cuctx__me.registry.ncache != 0, 1)) {
         s = cuctx__me.registry.cache[--cuctx__me.registry.ncache];
-    else
+        if (!s)     /* (the cache holds slots only: the caller's NULL test folds away here) */
+            __builtin_unreachable();
+    } else {
         s = cuctx__slot_alloc_slow();
+    }
     atomic_thread_fence(memory_order_release);
     return s;
 }
@@ -345,6 +348,20 @@ static inline void cuctx__unpin(struct cuctx_slot *s)
     atomic_fetch_sub_explicit(&s->word, 1, memory_order_release);
 }
 
+/* The holder's half of the fence (registry.c), between the store of the id
+ * into a hazard slot and the read of the word: a compiler barrier where the
+ * closer makes every thread fence with membarrier(2) (asymmetric: the value
+ * of cuctx__asymmetric, which a caller holding twice may read once: it is
+ * settled before the thread's record exists, and changes after that only
+ * in a forked child, which has one thread). */
+static inline __attribute__((always_inline)) void cuctx__holder_fence(int asymmetric)
+{
+    if (__builtin_expect(asymmetric, 1))
+        atomic_signal_fence(memory_order_seq_cst);
+    else
+        atomic_thread_fence(memory_order_seq_cst);
+}
+
 /* The pin of a context entry on the tether's hot path: the id goes into one
  * of the calling thread's hazard slots with plain stores, so a hold costs no
  * atomic read-modify-write and threads sharing a context share no written
@@ -359,12 +376,7 @@ static inline struct cuctx_slot *cuctx__hold_slot(struct cuctx_slot *s, uint64_t
         return cuctx__hold_slow(id, kind, hazard);
     unsigned i = (unsigned)__builtin_ctz(~used);
     atomic_store_explicit(&r->ids[i], id, memory_order_relaxed);
-    /* The holder's half of the fence (registry.c): a compiler barrier where
-     * the closer makes every thread fence with membarrier(2). */
-    if (__builtin_expect(cuctx__asymmetric, 1))
-        atomic_signal_fence(memory_order_seq_cst);
-    else
-        atomic_thread_fence(memory_order_seq_cst);
+    cuctx__holder_fence(cuctx__asymmetric);
     if (!cuctx__word_matches_own(atomic_load_explicit(&s->word, memory_order_acquire), id, kind)) {
         atomic_store_explicit(&r->ids[i], 0, memory_order_release);
         return NULL;
@@ -403,10 +415,7 @@ static inline struct cuctx_slot *cuctx__hold_child(uint64_t id, enum cuctx_kind 
         return cuctx__hold_child_slow(s, id, kind, hazard);
     unsigned i = (unsigned)__builtin_ctz(~used);
     atomic_store_explicit(&r->ids[i], id, memory_order_relaxed);
-    if (__builtin_expect(cuctx__asymmetric, 1))     /* the holder's half of the fence, as above */
-        atomic_signal_fence(memory_order_seq_cst);
-    else
-        atomic_thread_fence(memory_order_seq_cst);
+    cuctx__holder_fence(cuctx__asymmetric);
     /* live, not closing, and held before: one compare */
     if (__builtin_expect((atomic_load_explicit(&s->word, memory_order_acquire) & ~CUCTX_W_PINS)
                          != ((id << CUCTX_W_GEN_SHIFT) | (uint64_t)kind << CUCTX_W_KIND_SHIFT | CUCTX_W_HELD), 0)) {

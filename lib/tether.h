@@ -93,17 +93,32 @@ CUresult cuctx__loose_create(uint64_t *out, enum cuctx_kind kind, const char *fn
                              const struct cuctx_site *site);
 
 /* The end of every create, tethered or not (entry 0): the object's fields
- * stored in its slot, then the slot published as *out. */
+ * stored in its slot, then the slot published as *out. The fields known
+ * before the driver's create (entry, site) may be stored before it, by
+ * cuctx__child_fields, and the rest then by cuctx__child_publish_made: an
+ * unpublished slot's fields are read by nobody but peekers with stale
+ * ids, which find its word moved on. */
+static inline __attribute__((always_inline)) void cuctx__child_fields(struct cuctx_slot *s, uint64_t entry,
+                                                                      const struct cuctx_site *site)
+{
+    /* atomic: peekers with stale ids may read the reused slot (cuctx__slot_alloc) */
+    __atomic_store_n(&s->u.child.entry, entry, __ATOMIC_RELAXED);
+    cuctx__site_store(&s->u.child.site, site);
+}
+static inline __attribute__((always_inline)) void cuctx__child_publish_made(uint64_t *out, struct cuctx_slot *s,
+                                                                           enum cuctx_kind kind, uint64_t raw,
+                                                                           size_t size)
+{
+    __atomic_store_n(&s->u.child.raw, raw, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->u.child.size, size, __ATOMIC_RELAXED);
+    *out = cuctx__slot_publish(s, kind);
+}
 static inline __attribute__((always_inline)) void
 cuctx__child_publish(uint64_t *out, struct cuctx_slot *s, enum cuctx_kind kind, uint64_t entry, uint64_t raw,
                      size_t size, const struct cuctx_site *site)
 {
-    /* atomic: peekers with stale ids may read the reused slot (cuctx__slot_alloc) */
-    __atomic_store_n(&s->u.child.entry, entry, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->u.child.raw, raw, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->u.child.size, size, __ATOMIC_RELAXED);
-    cuctx__site_store(&s->u.child.site, site);
-    *out = cuctx__slot_publish(s, kind);
+    cuctx__child_fields(s, entry, site);
+    cuctx__child_publish_made(out, s, kind, raw, size);
 }
 
 /* The end of every destroy once the driver's destroy answered rc: the
@@ -131,6 +146,15 @@ cuctx__loose_create_aux(uint64_t *out, enum cuctx_kind kind, const char *fn, cuc
     struct cuctx_slot *s = cuctx__slot_alloc();
     if (__builtin_expect(!s, 0))
         return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the handle table", fn);
+    /* what is known already goes in first: fewer values kept across make */
+    struct cuctx_aux *x = cuctx__slot_aux(s);
+    if (aux) {
+        *x = *aux;
+    } else {
+        x->id[0] = x->id[1] = 0;
+        x->ptr = NULL;
+    }
+    cuctx__child_fields(s, 0, site);
     if (__builtin_expect(!make, 0)) {
         raw = ((const struct cuctx_adopted *)arg)->raw;
         size = ((const struct cuctx_adopted *)arg)->size;
@@ -143,14 +167,7 @@ cuctx__loose_create_aux(uint64_t *out, enum cuctx_kind kind, const char *fn, cuc
         cuctx__slot_discard(s);
         return rc;
     }
-    struct cuctx_aux *x = cuctx__slot_aux(s);
-    if (aux) {
-        *x = *aux;
-    } else {
-        x->id[0] = x->id[1] = 0;
-        x->ptr = NULL;
-    }
-    cuctx__child_publish(out, s, kind, 0, raw, size, site);
+    cuctx__child_publish_made(out, s, kind, raw, size);
     return CUDA_SUCCESS;
 }
 
@@ -310,22 +327,22 @@ CUresult cuctx__child_destroy_counted(struct cuctx_slot *s, struct cuctx_held *o
 
 /* Destroys a child: the driver is called only while the owner lives.
  * Inline for the kind k (its destroy is called directly); the skips and
- * failures are in tether.c. */
+ * failures are in tether.c. The id's value, mine (not 0), taken from the
+ * handle variable by the caller, which cleared it (cuctx__child_destroy). */
 static inline __attribute__((always_inline)) CUresult
-cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const struct cuctx_child_kind *k)
+cuctx__child_destroy_id(uint64_t mine, enum cuctx_kind kind, const char *fn, const struct cuctx_child_kind *k)
 {
     struct cuctx_held o;
-    if (__builtin_expect(!id, 0))
-        return cuctx__child_null(fn);
-    if (*id == 0)
-        return CUDA_SUCCESS;
-    uint64_t mine = *id;
-    *id = 0;    /* whatever happens, the variable names nothing afterwards */
-    CUCTX_INIT_OR_RETURN(fn);
     uint64_t pins;
     struct cuctx_slot *s = cuctx__close_pinned(mine, kind, &pins);
-    if (__builtin_expect(!s, 0))
+    if (__builtin_expect(!s, 0)) {
+        /* Only here is cuctx started, if it was not: a slot that closed
+         * was published by a create, which started it, and cuctx__init_ok
+         * is never cleared once set; the close's CAS orders this thread
+         * after that create, and so after the driver's loading. */
+        CUCTX_INIT_OR_RETURN(fn);
         return cuctx__child_unclosed(mine, kind, fn);
+    }
     struct cuctx_switch sw = {0};
     struct cuctx_unwind u CUCTX__UNWIND = {1, 0, s, &sw};
     if (__builtin_expect(pins != 0, 0))     /* pins taken before the close, or holds (registry.h) */
@@ -359,6 +376,17 @@ cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const s
         return cuctx__child_destroy_counted(s, &o, fn, kind, k);
     }
     return cuctx__child_destroy_held(s, &o, &u, fn, kind, k, 0);
+}
+static inline __attribute__((always_inline)) CUresult
+cuctx__child_destroy(uint64_t *id, enum cuctx_kind kind, const char *fn, const struct cuctx_child_kind *k)
+{
+    if (__builtin_expect(!id, 0))
+        return cuctx__child_null(fn);
+    if (*id == 0)
+        return CUDA_SUCCESS;
+    uint64_t mine = *id;
+    *id = 0;    /* whatever happens, the variable names nothing afterwards */
+    return cuctx__child_destroy_id(mine, kind, fn, k);
 }
 
 /* A child pinned for use, or held (cuctx__child_use_as; hazard: then its
@@ -424,6 +452,63 @@ static inline __attribute__((always_inline)) void cuctx__child_done_as(struct cu
 static inline __attribute__((always_inline)) void cuctx__child_done_inline(struct cuctx_use *u)
 {
     cuctx__child_done_as(u, 0);
+}
+/* The hot path of the above with hold, for a child of a tethered kind (the
+ * stream of a stream-ordered allocation or free): the child and its
+ * context's entry held through the thread's hazard slots 0 and 1, each as
+ * cuctx__hold_child and cuctx__hold_slot hold - the id stored, the
+ * holder's fence, the word read - with the thread's record, its used bits
+ * and cuctx__asymmetric read once for both, and one store of the used
+ * bits. 1: both held (the entry's fast path: live, not by_id), u's fields
+ * set but hazard and entry.hazard; their end is cuctx__child_done_pair. 0:
+ * nothing held, and the caller takes the full path, cuctx__child_use_as
+ * with hold (its generation's first hold, an entry to check or wait for,
+ * hazard slot 0 or 1 in use, no record yet, an error). kind_known: id was
+ * accepted as one of kind before, or has generation 0 (a default stream
+ * by name, {0}), which no slot's word has: its kind need not be tested
+ * apart, the word's compare does it. */
+static inline __attribute__((always_inline)) int cuctx__child_hold_fast(uint64_t id, enum cuctx_kind kind,
+                                                                        int kind_known, struct cuctx_use *u)
+{
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
+    struct cuctx_hazard_rec *r = cuctx__me.registry.rec;
+    unsigned used = cuctx__me.registry.used;
+    if (__builtin_expect(!s || (!kind_known && cuctx__id_kind(id) != kind) || !r || (used & 3u), 0))
+        return 0;
+    int asymmetric = cuctx__asymmetric;     /* (settled: the thread has its record) */
+    atomic_store_explicit(&r->ids[0], id, memory_order_relaxed);
+    cuctx__holder_fence(asymmetric);
+    /* live, not closing, and held before (cuctx__hold_child): one compare */
+    if (__builtin_expect((atomic_load_explicit(&s->word, memory_order_acquire) & ~CUCTX_W_PINS)
+                         == ((id << CUCTX_W_GEN_SHIFT) | (uint64_t)kind << CUCTX_W_KIND_SHIFT | CUCTX_W_HELD), 1)) {
+        uint64_t entry = s->u.child.entry;     /* (fixed while the child is held) */
+        struct cuctx_slot *e = cuctx__slot_own(cuctx__id_index(entry));
+        atomic_store_explicit(&r->ids[1], entry, memory_order_relaxed);
+        cuctx__holder_fence(asymmetric);
+        if (__builtin_expect(cuctx__word_matches_own(atomic_load_explicit(&e->word, memory_order_acquire), entry,
+                                                     KIND_ENTRY) && !e->u.entry.by_id, 1)) {
+            cuctx__me.registry.used = used | 3u;
+            u->obj = s;
+            u->entry.slot = e;
+            u->entry.id = entry;
+            u->entry.raw = e->u.entry.raw;
+            u->raw = s->u.child.raw;
+            return 1;
+        }
+        atomic_store_explicit(&r->ids[1], 0, memory_order_release);
+    }
+    atomic_store_explicit(&r->ids[0], 0, memory_order_release);
+    return 0;
+}
+/* The end of the hold of the above: hazard slots 0 and 1 cleared, and
+ * the reports delivered. */
+static inline __attribute__((always_inline)) void cuctx__child_done_pair(void)
+{
+    struct cuctx_hazard_rec *r = cuctx__me.registry.rec;
+    atomic_store_explicit(&r->ids[1], 0, memory_order_release);
+    atomic_store_explicit(&r->ids[0], 0, memory_order_release);
+    cuctx__me.registry.used &= ~3u;
+    cuctx__deliver_reports();
 }
 /* A pair pinned for use, both its contexts held (the second in *second). */
 CUresult cuctx__pair_use(uint64_t id, enum cuctx_kind kind, const char *fn, struct cuctx_use *u,
@@ -529,35 +614,25 @@ struct cuctx_stream_arg {
     CUstream raw;
 };
 CUresult cuctx__stream_take_current(const char *fn, struct cuctx_stream_arg *a);
-static inline __attribute__((always_inline)) CUresult cuctx__stream_take_as(cuctx_stream s, int null_ok, int hold,
-                                                                            const char *fn, struct cuctx_stream_arg *a)
+static inline __attribute__((always_inline)) CUresult cuctx__stream_take(cuctx_stream s, int null_ok, const char *fn,
+                                                                         struct cuctx_stream_arg *a)
 {
     a->use.obj = NULL;
     a->use.entry.slot = NULL;
     a->current.slot = NULL;
     if (__builtin_expect(!(null_ok ? cuctx__stream_default(s.id, &a->raw) : cuctx__stream_named(s.id, &a->raw)), 1)) {
-        CUresult rc = cuctx__child_use_as(s.id, KIND_STREAM, hold, fn, &a->use);
+        CUresult rc = cuctx__child_use_inline(s.id, KIND_STREAM, fn, &a->use);
         a->raw = (CUstream)(uintptr_t)a->use.raw;
         return rc;
     }
     return cuctx__stream_take_current(fn, a);   /* a default stream: the current context's */
 }
-static inline __attribute__((always_inline)) CUresult cuctx__stream_take(cuctx_stream s, int null_ok, const char *fn,
-                                                                         struct cuctx_stream_arg *a)
-{
-    return cuctx__stream_take_as(s, null_ok, 0, fn, a);
-}
-/* (hold: as its cuctx__stream_take_as) */
-static inline __attribute__((always_inline)) void cuctx__stream_done_as(struct cuctx_stream_arg *a, int hold)
+static inline __attribute__((always_inline)) void cuctx__stream_done(struct cuctx_stream_arg *a)
 {
     if (a->current.slot)
         cuctx__unhold(a->current.slot, a->current.hazard);
     a->current.slot = NULL;
-    cuctx__child_done_as(&a->use, hold);
-}
-static inline __attribute__((always_inline)) void cuctx__stream_done(struct cuctx_stream_arg *a)
-{
-    cuctx__stream_done_as(a, 0);
+    cuctx__child_done_inline(&a->use);
 }
 /* Whether the stream of id was destroyed, with stream-ordered memory made
  * on it, while it captured, so that its work was not waited for
