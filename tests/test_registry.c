@@ -534,6 +534,29 @@ Test(registry, a_swept_entry_leaves_the_address_map)
     cr_assert_eq(misuses(), 0);
 }
 
+/* A primary context that cuctx alone retained, released by its last
+ * handle: the driver ends it, and its entry leaves the address map with it.
+ * Mutant killed: lib/entry.c:311 (cuctx__map_remove in
+ * cuctx__primary_settle_locked removed; seed 31): the ended primary's
+ * address stayed mapped. */
+Test(registry, a_released_primary_context_leaves_the_address_map)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx p = {0};
+    size_t map0 = cuctx__map_count(), live0 = live_entries();
+    cr_assert_eq(cuctx_ctx_primary(&p, 0), CUDA_SUCCESS, "%s", cuctx_last_error_message());
+    CUcontext raw = cuctx_ctx_raw(p);
+    cr_assert_neq(cuctx__map_find(raw), 0);
+    cr_assert_eq(cuctx__map_count(), map0 + 1);
+    cr_assert_eq(cuctx_ctx_destroy(&p), CUDA_SUCCESS);
+    cr_assert_eq(calls("cuDevicePrimaryCtxRelease"), 1);
+    cr_assert_eq(live_entries(), live0, "the primary's entry outlived its last release");
+    cr_assert_eq(cuctx__map_find(raw), 0, "the ended primary context's address is still mapped");
+    cr_assert_eq(cuctx__map_count(), map0, "the ended primary's entry stayed in the address map");
+    cr_assert_eq(misuses(), 0);
+}
+
 /* ---- the context lock ------------------------------------------------------- */
 
 /* Whether thread tid (of this process) is asleep in a futex wait, as a
