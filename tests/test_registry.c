@@ -666,6 +666,41 @@ Test(ctx_lock, a_context_destroy_ends_its_entry_under_the_context_lock, .timeout
     cr_assert_eq(misuses(), 0);
 }
 
+/* A hold of an entry that is closing, asked by a thread that holds the
+ * context lock, is refused at once: the closer may be waiting for that
+ * lock (here an owned context's destroy, past its cuCtxDestroy, waits for
+ * it to end the entry), so waiting for the close would wait for ever.
+ * Mutant killed: lib/entry.c:440 (`|| cuctx__me.lock.held` made
+ * `&& cuctx__me.lock.held`: the thread holding the lock alone waited for
+ * the close; seed 31, and seed 29's open item). The timeout only ends a
+ * hung test. */
+Test(ctx_lock, a_closing_entry_met_under_the_context_lock_is_refused_without_waiting, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    struct locked_call l = {.call = destroy_ctx, .rc = CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_ctx_create(&l.c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    uint64_t entry = cuctx__map_find(cuctx_ctx_raw(l.c));
+    cr_assert_neq(entry, 0);
+    struct cuctx_held o = {.slot = NULL};
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    int closing = cuctx__closing(entry, KIND_ENTRY);
+    CUresult rc = waited == 1 && closing ? cuctx__entry_hold_quiet(entry, &o) : CUDA_ERROR_UNKNOWN;
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_eq(waited, 1, "the destroy did not wait for the context lock");
+    cr_assert(closing, "the destroy waiting for the lock had not closed the entry");
+    cr_assert_eq(rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s", cuctx_result_name(rc));
+    cr_assert_null(o.slot);
+    CHECK_OK(l.rc);
+    cr_assert_not(cuctx__alive(entry, KIND_ENTRY));
+    cr_assert_eq(misuses(), 0);
+}
+
 /* The release of cuctx's primary retain takes the context lock first
  * (primary_release: the retain count, the primary's entry, then the
  * driver's cuDevicePrimaryCtxRelease): with the lock held by another
