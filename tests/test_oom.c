@@ -51,6 +51,7 @@
 
 #include "cuctx.h"
 #include "ctxmap.h"
+#include "driver.h"
 #include "registry.h"
 #include "testlib.h"
 
@@ -758,6 +759,68 @@ Test(oom, an_adopted_pools_record_goes_with_the_pool)
     CHECK_OK(cuctx_stream_destroy(&s));
     CHECK_OK(cuctx_ctx_destroy(&c));
     cr_assert_eq(misuses(), 0);
+}
+
+/* The same record when the driver shuts down while the pool's last
+ * memory is being freed (its handle destroyed before): the free, held by
+ * the simulator right after its cuMemFreeAsync, finds the shutdown flag
+ * set (as cuctx's exit hook, or a driver answering
+ * CUDA_ERROR_DEINITIALIZED on another thread, sets it) when it ends the
+ * pool, which is then not destroyed - the driver is gone - but its record
+ * is freed all the same. Mutant killed: lib/mem_pool.c:222 (that
+ * `free(l);` removed; seed 31). */
+struct freeing { cuctx_mem m; CUresult rc; };
+
+static void *free_mem(void *p)
+{
+    struct freeing *f = p;
+    f->rc = cuctx_mem_destroy(&f->m);
+    return NULL;
+}
+
+Test(oom, a_pools_record_ended_after_the_driver_shut_down_is_freed, .timeout = 30)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem_pool pool = {0};
+    struct freeing f = {{0}, CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    PFN_cuMemPoolCreate_v11020 create = (PFN_cuMemPoolCreate_v11020)drv_sym("cuMemPoolCreate", 11020);
+    CUmemPoolProps pp;
+    memset(&pp, 0, sizeof pp);
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUmemoryPool raw = NULL;
+    CHECK_OK(create(&raw, &pp));
+    CHECK_OK(cuctx_mem_pool_adopt(&pool, raw, 1));
+    CHECK_OK(cuctx_mem_alloc_from_pool(&f.m, pool, s, 4096));   /* the record made */
+    CHECK_OK(cuctx_mem_pool_destroy(&pool));    /* its memory lives: the pool stays */
+    cr_assert_eq(calls("cuMemPoolDestroy"), 0);
+    pthread_t t;
+    atomic_store(&counting, 1);
+    long before = live_blocks();
+    sim()->hold_after("cuMemFreeAsync");
+    cr_assert_eq(pthread_create(&t, NULL, free_mem, &f), 0);
+    for (int i = 0; i < 10000 && sim()->sleeping() == 0; i++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    int held = sim()->sleeping() > 0;
+    atomic_store(&cuctx__shutdown, 1);
+    sim()->let_go();
+    pthread_join(t, NULL);
+    atomic_store(&cuctx__shutdown, 0);
+    long after = live_blocks();
+    atomic_store(&counting, 0);
+    cr_assert(held, "the free was not held after its cuMemFreeAsync");
+    CHECK_OK(f.rc);
+    cr_assert_eq(calls("cuMemFreeAsync"), 1);
+    cr_assert_eq(calls("cuMemPoolDestroy"), 0, "the pool was destroyed after the driver shut down");
+    cr_assert_eq(after, before - 1, "%ld heap blocks of lib/ freed by the pool's end, not 1", before - after);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
 }
 
 /* ---- the list of streams destroyed while capturing ------------------------- */
