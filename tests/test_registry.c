@@ -557,6 +557,35 @@ Test(registry, a_released_primary_context_leaves_the_address_map)
     cr_assert_eq(misuses(), 0);
 }
 
+/* A thread that ends with a pin taken (as one cancelled inside a driver
+ * call could; its exit hook, thread_exit, is the backstop): its exit lets
+ * go of the pin, so that the child's destroy does not wait for it. Mutant
+ * killed: lib/registry.c:271 (cuctx__let_go_all() in thread_exit removed;
+ * seed 31): the slot kept the ended thread's pin. */
+static void *pin_and_end(void *p)
+{
+    return cuctx__pin(*(const uint64_t *)p, KIND_EVENT);
+}
+
+Test(registry, a_thread_that_ends_with_a_pin_lets_go_of_it, .timeout = 30)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_event ev = {0};
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_event_create(&ev, c, 0));
+    pthread_t t;
+    void *pinned = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, pin_and_end, &ev.id), 0);
+    cr_assert_eq(pthread_join(t, &pinned), 0);
+    cr_assert_not_null(pinned, "the thread could not pin the event");
+    uint64_t w = atomic_load(&((struct cuctx_slot *)pinned)->word);
+    cr_assert_eq(w & CUCTX_W_PINS, 0, "the ended thread's pin is still counted (%llu)",
+                 (unsigned long long)(w & CUCTX_W_PINS));
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
 /* ---- the context lock ------------------------------------------------------- */
 
 /* Whether thread tid (of this process) is asleep in a futex wait, as a
