@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
@@ -901,6 +902,56 @@ long syscall(long nr, ...)
         atomic_fetch_add(&private_expedited, 1);
 #endif
     return r;
+}
+
+/* This program's pthread_setspecific, as its syscall above: it forwards
+ * to libc's, except on a thread that armed it (refuse_setspecific), where
+ * the next call fails with ENOMEM, as glibc's does when it cannot allocate
+ * the thread's second-level table; the value refused is kept. */
+static _Thread_local int refuse_setspecific;
+static _Thread_local const void *refused_value;
+
+int pthread_setspecific(pthread_key_t key, const void *value)
+{
+    static int (*_Atomic real)(pthread_key_t, const void *);
+    int (*f)(pthread_key_t, const void *) = atomic_load(&real);
+    if (!f) {
+        *(void **)&f = dlsym(RTLD_NEXT, "pthread_setspecific");
+        if (!f)
+            abort();
+        atomic_store(&real, f);
+    }
+    if (refuse_setspecific) {
+        refuse_setspecific = 0;
+        refused_value = value;
+        return ENOMEM;
+    }
+    return f(key, value);
+}
+
+/* A thread whose hazard record cannot be bound to it (its key's
+ * pthread_setspecific failed) goes on without one and gives the record
+ * back, untaken, for the next thread. Mutant killed: lib/registry.c:324
+ * (the record's `taken` left set on that failure; seed 31): the record
+ * stayed taken by no thread for good. */
+static void *record_refused(void *p)
+{
+    (void)p;
+    refuse_setspecific = 1;
+    struct cuctx_hazard_rec *r = cuctx__hazard_rec();
+    return r ? NULL : (void *)refused_value;
+}
+
+Test(registry, a_hazard_record_that_cannot_be_bound_is_given_back)
+{
+    pthread_t t;
+    void *rec = NULL;
+    cr_assert_not_null(cuctx__hazard_rec());    /* this thread's: the key made */
+    cr_assert_eq(pthread_create(&t, NULL, record_refused, NULL), 0);
+    cr_assert_eq(pthread_join(t, &rec), 0);
+    cr_assert_not_null(rec, "the thread's record was bound, or not offered");
+    cr_assert_eq(atomic_load(&((struct cuctx_hazard_rec *)rec)->taken), 0,
+                 "the record a thread could not bind stayed taken");
 }
 
 /* Where the process registered for membarrier(2) (cuctx__asymmetric), a
