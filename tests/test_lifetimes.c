@@ -398,14 +398,10 @@ static void cancel_a_mem_call(const struct mem_case *k)
  * seed 31). */
 static void cancel_a_destroy_before_its_driver_call(int borrowed)
 {
-    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
-    PFN_cuCtxPopCurrent_v4000 pop = (PFN_cuCtxPopCurrent_v4000)drv_sym("cuCtxPopCurrent", 4000);
-    PFN_cuCtxDestroy_v4000 destroy_raw = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
-    CUcontext raw = NULL, popped = NULL;
+    CUcontext raw = NULL;
     cuctx_ctx c = {0};
     if (borrowed) {
-        CHECK_OK(create(&raw, 0, 0));
-        CHECK_OK(pop(&popped));
+        raw = raw_ctx_popped(0);
         CHECK_OK(cuctx_ctx_borrow(&c, raw));
     } else {
         new_ctx(&c, 0, "c", POPPED);
@@ -424,7 +420,7 @@ static void cancel_a_destroy_before_its_driver_call(int borrowed)
     cr_assert_eq(sim()->is_live(CUSIM_MEM, H(ptr)), 0);
     CHECK_OK(cuctx_ctx_destroy(&c));
     if (borrowed)
-        CHECK_OK(destroy_raw(raw));
+        raw_ctx_destroy(raw);
     cr_assert_eq(stats().contexts, 0);
     cr_assert_eq(misuses(), 0);
 }

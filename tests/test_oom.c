@@ -496,14 +496,9 @@ Test(oom, the_context_maps_walk_reads_nothing_past_its_arrays)
     NEED_OWN_ALLOCATOR();
     NEED_DRIVER();
     NEED_SIM();
-    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
-    PFN_cuCtxPopCurrent_v4000 pop = (PFN_cuCtxPopCurrent_v4000)drv_sym("cuCtxPopCurrent", 4000);
-    PFN_cuCtxDestroy_v4000 destroy_raw = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
-    CUcontext raw = NULL, popped = NULL;
     cuctx_ctx b = {0};
     cr_assert_eq(cuctx__map_count(), 0, "the map was made before the guard");
-    CHECK_OK(create(&raw, 0, 0));
-    CHECK_OK(pop(&popped));
+    CUcontext raw = raw_ctx_popped(0);
     atomic_store(&guarding, 1);
     CHECK_OK(cuctx_ctx_borrow(&b, raw));    /* the map's first entry: its arrays made */
     unsigned long ids = calls("cuCtxGetId");
@@ -513,7 +508,7 @@ Test(oom, the_context_maps_walk_reads_nothing_past_its_arrays)
     cr_assert_gt(calls("cuCtxGetId"), ids, "the stats made no sweep by id");
     cr_assert_eq(st.contexts, 1);
     CHECK_OK(cuctx_ctx_destroy(&b));
-    CHECK_OK(destroy_raw(raw));
+    raw_ctx_destroy(raw);
     cr_assert_eq(misuses(), 0);
 }
 
@@ -652,6 +647,19 @@ Test(oom, a_green_create_that_cannot_grow_the_device_table_fails_cleanly)
 
 /* ---- the record of an adopted pool ----------------------------------------- */
 
+/* An owned context with a non-blocking stream in it; their destroys. */
+static void ctx_and_stream(cuctx_ctx *c, cuctx_stream *s)
+{
+    CHECK_OK(cuctx_ctx_create(c, 0, 0));
+    CHECK_OK(cuctx_stream_create(s, *c, CU_STREAM_NON_BLOCKING, 0));
+}
+
+static void ctx_and_stream_end(cuctx_ctx *c, cuctx_stream *s)
+{
+    CHECK_OK(cuctx_stream_destroy(s));
+    CHECK_OK(cuctx_ctx_destroy(c));
+}
+
 struct timed_destroy { cuctx_mem_pool pool; CUresult rc; atomic_int done; };
 
 static void *destroy_pool(void *p)
@@ -678,15 +686,8 @@ Test(oom, an_allocation_whose_pool_record_cannot_be_made_lets_go_of_the_pool, .t
     cuctx_stream s = {0};
     cuctx_mem m = {0};
     struct timed_destroy d = {.pool = {0}};
-    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
-    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
-    PFN_cuMemPoolCreate_v11020 create = (PFN_cuMemPoolCreate_v11020)drv_sym("cuMemPoolCreate", 11020);
-    CUmemPoolProps pp;
-    memset(&pp, 0, sizeof pp);
-    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    CUmemoryPool raw = NULL;
-    CHECK_OK(create(&raw, &pp));
+    ctx_and_stream(&c, &s);
+    CUmemoryPool raw = raw_pool(0);
     CHECK_OK(cuctx_mem_pool_adopt(&d.pool, raw, 1));
     size_t pools = sim()->live(CUSIM_POOL);
     unsigned long allocs = calls("cuMemAllocFromPoolAsync");
@@ -710,8 +711,7 @@ Test(oom, an_allocation_whose_pool_record_cannot_be_made_lets_go_of_the_pool, .t
     cr_assert_eq(calls("cuMemPoolDestroy"), destroys + 1);
     cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)raw, 0), 1);
     cr_assert_eq(sim()->live(CUSIM_POOL), pools - 1);
-    CHECK_OK(cuctx_stream_destroy(&s));
-    CHECK_OK(cuctx_ctx_destroy(&c));
+    ctx_and_stream_end(&c, &s);
     cr_assert_eq(misuses(), 0);
 }
 
@@ -722,15 +722,9 @@ Test(oom, an_allocation_whose_pool_record_cannot_be_made_lets_go_of_the_pool, .t
  * lib/mem_pool.c:235 (`free(l);` before the driver's destroy removed; seed 31). */
 static void adopted_pool_round(cuctx_stream s)
 {
-    PFN_cuMemPoolCreate_v11020 create = (PFN_cuMemPoolCreate_v11020)drv_sym("cuMemPoolCreate", 11020);
-    CUmemPoolProps pp;
-    memset(&pp, 0, sizeof pp);
-    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    CUmemoryPool raw = NULL;
+    CUmemoryPool raw = raw_pool(0);
     cuctx_mem_pool pool = {0};
     cuctx_mem m = {0};
-    CHECK_OK(create(&raw, &pp));
     CHECK_OK(cuctx_mem_pool_adopt(&pool, raw, 1));
     CHECK_OK(cuctx_mem_alloc_from_pool(&m, pool, s, 4096));
     CHECK_OK(cuctx_mem_destroy(&m));
@@ -746,8 +740,7 @@ Test(oom, an_adopted_pools_record_goes_with_the_pool)
     NEED_SIM();
     cuctx_ctx c = {0};
     cuctx_stream s = {0};
-    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
-    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    ctx_and_stream(&c, &s);
     adopted_pool_round(s);
     atomic_store(&counting, 1);
     long before = live_blocks(), made0 = atomic_load(&made);
@@ -756,8 +749,7 @@ Test(oom, an_adopted_pools_record_goes_with_the_pool)
     atomic_store(&counting, 0);
     cr_assert_geq(atomic_load(&made) - made0, 1, "the pool's record was not seen made");
     cr_assert_eq(after, before, "%ld heap blocks of lib/ more after a pool's round", after - before);
-    CHECK_OK(cuctx_stream_destroy(&s));
-    CHECK_OK(cuctx_ctx_destroy(&c));
+    ctx_and_stream_end(&c, &s);
     cr_assert_eq(misuses(), 0);
 }
 
@@ -787,15 +779,8 @@ Test(oom, a_pools_record_ended_after_the_driver_shut_down_is_freed, .timeout = 3
     cuctx_stream s = {0};
     cuctx_mem_pool pool = {0};
     struct freeing f = {{0}, CUDA_ERROR_UNKNOWN};
-    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
-    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
-    PFN_cuMemPoolCreate_v11020 create = (PFN_cuMemPoolCreate_v11020)drv_sym("cuMemPoolCreate", 11020);
-    CUmemPoolProps pp;
-    memset(&pp, 0, sizeof pp);
-    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    CUmemoryPool raw = NULL;
-    CHECK_OK(create(&raw, &pp));
+    ctx_and_stream(&c, &s);
+    CUmemoryPool raw = raw_pool(0);
     CHECK_OK(cuctx_mem_pool_adopt(&pool, raw, 1));
     CHECK_OK(cuctx_mem_alloc_from_pool(&f.m, pool, s, 4096));   /* the record made */
     CHECK_OK(cuctx_mem_pool_destroy(&pool));    /* its memory lives: the pool stays */
@@ -819,8 +804,7 @@ Test(oom, a_pools_record_ended_after_the_driver_shut_down_is_freed, .timeout = 3
     cr_assert_eq(calls("cuMemFreeAsync"), 1);
     cr_assert_eq(calls("cuMemPoolDestroy"), 0, "the pool was destroyed after the driver shut down");
     cr_assert_eq(after, before - 1, "%ld heap blocks of lib/ freed by the pool's end, not 1", before - after);
-    CHECK_OK(cuctx_stream_destroy(&s));
-    CHECK_OK(cuctx_ctx_destroy(&c));
+    ctx_and_stream_end(&c, &s);
 }
 
 /* ---- the list of streams destroyed while capturing ------------------------- */
@@ -840,8 +824,7 @@ Test(oom, a_capturing_stream_that_cannot_be_remembered_is_not_destroyed)
     cuctx_mem m = {0};
     cuctx_capture cap;
     cuctx_graph g = {0};
-    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
-    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    ctx_and_stream(&c, &s);
     CHECK_OK(cuctx_mem_alloc_async(&m, s, 4096));
     CHECK_OK(cuctx_capture_begin(&cap, s, &g, CU_STREAM_CAPTURE_MODE_RELAXED));
     size_t streams = sim()->live(CUSIM_STREAM);

@@ -661,6 +661,14 @@ static CUresult destroy_ctx(struct locked_call *l)
     return cuctx_ctx_destroy(&l->c);
 }
 
+/* l set to destroy a new owned context, made and popped here. */
+static void new_ctx_to_destroy(struct locked_call *l)
+{
+    *l = (struct locked_call){.call = destroy_ctx, .rc = CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_ctx_create(&l->c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+}
+
 /* An owned context's destroy takes the context lock to end the entry
  * (cuctx__entry_finish, after the driver's cuCtxDestroy): with the lock
  * held by another thread the destroy waits there, past its cuCtxDestroy,
@@ -675,9 +683,8 @@ Test(ctx_lock, a_context_destroy_ends_its_entry_under_the_context_lock, .timeout
     NEED_DRIVER();
     NEED_SIM();
     NEED_PROC_SYSCALL();
-    struct locked_call l = {.call = destroy_ctx, .rc = CUDA_ERROR_UNKNOWN};
-    CHECK_OK(cuctx_ctx_create(&l.c, 0, 0));
-    CHECK_OK(cuctx_pop_current());
+    struct locked_call l;
+    new_ctx_to_destroy(&l);
     uint64_t handle = l.c.id;
     unsigned long destroys = calls("cuCtxDestroy");
     size_t contexts = sim()->live(CUSIM_CONTEXT);
@@ -709,9 +716,8 @@ Test(ctx_lock, a_closing_entry_met_under_the_context_lock_is_refused_without_wai
     NEED_DRIVER();
     NEED_SIM();
     NEED_PROC_SYSCALL();
-    struct locked_call l = {.call = destroy_ctx, .rc = CUDA_ERROR_UNKNOWN};
-    CHECK_OK(cuctx_ctx_create(&l.c, 0, 0));
-    CHECK_OK(cuctx_pop_current());
+    struct locked_call l;
+    new_ctx_to_destroy(&l);
     uint64_t entry = cuctx__map_find(cuctx_ctx_raw(l.c));
     cr_assert_neq(entry, 0);
     struct cuctx_held o = {.slot = NULL};

@@ -229,6 +229,36 @@ CUcontext new_ctx(cuctx_ctx *c, CUdevice dev, const char *name, enum ctx_left le
     return raw;
 }
 
+CUcontext raw_ctx_popped(CUdevice dev)
+{
+    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    PFN_cuCtxPopCurrent_v4000 pop = (PFN_cuCtxPopCurrent_v4000)drv_sym("cuCtxPopCurrent", 4000);
+    CUcontext c = NULL, popped = NULL;
+    CHECK_OK(create(&c, 0, dev));
+    CHECK_OK(pop(&popped));
+    cr_assert_eq(popped, c);
+    return c;
+}
+
+void raw_ctx_destroy(CUcontext c)
+{
+    PFN_cuCtxDestroy_v4000 destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+    CHECK_OK(destroy(c));
+}
+
+CUmemoryPool raw_pool(CUdevice dev)
+{
+    PFN_cuMemPoolCreate_v11020 create = (PFN_cuMemPoolCreate_v11020)drv_sym("cuMemPoolCreate", 11020);
+    CUmemPoolProps pp;
+    memset(&pp, 0, sizeof pp);
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    pp.location.id = dev;
+    CUmemoryPool p = NULL;
+    CHECK_OK(create(&p, &pp));
+    return p;
+}
+
 static CUgraph the_graph;
 
 CUgraph test_graph(cuctx_ctx c)

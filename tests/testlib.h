@@ -131,6 +131,12 @@ const char *trace(size_t from, char *buf, size_t n);
                      name_of('c', (uint64_t)(uintptr_t)want_));                             \
     } while (0)
 
+/* Made through the driver, as code outside cuctx would: a context on dev,
+ * popped again (not current); its destroy; a pinned memory pool on dev. */
+CUcontext raw_ctx_popped(CUdevice dev);
+void raw_ctx_destroy(CUcontext c);
+CUmemoryPool raw_pool(CUdevice dev);
+
 /* ---- the child kinds (kinds.h) --------------------------------------- */
 
 /* The graph graph execs are instantiated from: one per test process, made
