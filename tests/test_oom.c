@@ -112,7 +112,7 @@ static int fails(atomic_int *armed, const void *caller)
 /* The guarded blocks (see `guarding` above): block, its mapping, its size. */
 #define GUARDED_MAX 4096
 static struct guarded { char *block, *map; size_t len, size; } guarded[GUARDED_MAX];
-static size_t n_guarded;
+static _Atomic size_t n_guarded;     /* (read without the lock by free: 0 is the usual answer) */
 static atomic_flag guarded_lock = ATOMIC_FLAG_INIT;
 
 static void guarded_lock_take(void)
