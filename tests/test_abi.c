@@ -116,6 +116,26 @@ Test(stats_abi, null_or_empty_writes_nothing)
         cr_assert_eq(b[i], 0xab);
 }
 
+/* One byte is room for one byte: a size smaller than the first field gets
+ * that much of it, not nothing (here the low byte of `contexts`, 1 on a
+ * little-endian machine with one context live). Mutant killed:
+ * lib/diagnostics.c:91 (`size == 0` made `size == 1`: a size of 1 taken
+ * for none; seed 31). */
+Test(stats_abi, a_one_byte_struct_gets_one_byte)
+{
+    cuctx_ctx ctx = {0};
+    CHECK_OK(cuctx_ctx_create(&ctx, 0, 0));
+    struct cuctx_stats st;
+    memset(&st, 0xab, sizeof st);
+    cr_assert_eq(cuctx_stats_get_sized(&st, 1), 1);
+    const unsigned char *b = (const unsigned char *)&st;
+    size_t one = 1;
+    cr_assert_eq(b[0], *(const unsigned char *)&one == 1 ? 1 : 0, "the first byte of contexts: %#x", b[0]);
+    for (size_t i = 1; i < sizeof st; i++)
+        cr_assert_eq(b[i], 0xab, "byte %zu written", i);
+    CHECK_OK(cuctx_ctx_destroy(&ctx));
+}
+
 /* The reserved words are the room later versions grow into: a successful
  * enter zeroes them, whatever the caller's stack held. */
 Test(scope_abi, enter_zeroes_the_reserved_words)

@@ -869,7 +869,7 @@ Test(mem_pool, a_refused_allocation_and_a_borrowed_pool_hold_nothing)
     assert_parked(raw, mark);
     /* a pool made elsewhere, borrowed: its owner destroys it */
     PFN_cuMemPoolDestroy_v11020 destroy = (PFN_cuMemPoolDestroy_v11020)drv_sym("cuMemPoolDestroy", 11020);
-    CUmemoryPool mine = make_raw_pool();
+    CUmemoryPool mine = raw_pool(0);
     CHECK_OK(cuctx_mem_pool_adopt(&theirs, mine, 0));
     CHECK_OK(cuctx_mem_alloc_from_pool(&n, theirs, s, BYTES));
     CHECK_OK(cuctx_mem_pool_destroy(&theirs));

@@ -579,6 +579,29 @@ Test(default_stream, raw_destroy_and_ctx_of_named_streams)
  *  Accessors
  * ------------------------------------------------------------------------ */
 
+/* A child's context asked into NULL: refused, and no handle made.
+ * Mutant killed: lib/context.c:217 (the refusal in cuctx__child_ctx made
+ * `return 0;`: success with nowhere to write; seed 31). */
+Test(accessor, a_childs_context_asked_into_null_is_refused)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    cuctx_event ev = {0};
+    cuctx_stream s = {0};
+    CHECK_OK(cuctx_ctx_create(&a, 0, 0));
+    CHECK_OK(cuctx_event_create(&ev, a, 0));
+    CHECK_OK(cuctx_stream_create(&s, a, 0, 0));
+    size_t handles = stats().ctx_handles;
+    cr_assert_eq(cuctx_event_ctx(ev, NULL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_neq(strstr(cuctx_last_error_message(), "cuctx_event_ctx: out is NULL"), NULL, "%s",
+                  cuctx_last_error_message());
+    cr_assert_eq(cuctx_stream_ctx(s, NULL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(stats().ctx_handles, handles);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+}
+
 /* Catches: an accessor that asks the driver for a child of an owned
  * context (the unpinned read fell back, or never was), or that skips the
  * driver's check for a context others can end. */

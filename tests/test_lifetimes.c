@@ -386,6 +386,61 @@ static void cancel_a_mem_call(const struct mem_case *k)
     cr_assert_eq(misuses(), 0);
 }
 
+/* Cancelled before its driver call, while the destroy makes the child's
+ * context current (cuCtxPushCurrent): the driver was never asked, so the
+ * handle lives on - counted, its memory alive - and a destroy through a
+ * copy of it frees the memory once. The same for a child of an owned
+ * context and of a borrowed one (whose destroy is the out-of-line
+ * cuctx__child_destroy_counted). Mutants killed: lib/tether.c:183
+ * (`cuctx__reopen(s);` of the unwinding removed: the handle left closing
+ * for good) and lib/tether.c:155 (the borrowed kind's guard starting as
+ * if the driver had been called: the handle freed, the memory leaked;
+ * seed 31). */
+static void cancel_a_destroy_before_its_driver_call(int borrowed)
+{
+    CUcontext raw = NULL;
+    cuctx_ctx c = {0};
+    if (borrowed) {
+        raw = raw_ctx_popped(0);
+        CHECK_OK(cuctx_ctx_borrow(&c, raw));
+    } else {
+        new_ctx(&c, 0, "c", POPPED);
+    }
+    struct mem_arg a = {{0}, CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_mem_alloc(&a.m, c, 4096));
+    cuctx_mem copy = a.m;
+    CUdeviceptr ptr = cuctx_mem_ptr(a.m);
+    EXPECT_CURRENT(NULL);
+    cancel_in_driver_call("cuCtxPushCurrent", destroy_mem, &a);
+    cr_assert_eq(calls_on("cuMemFree", H(ptr), 0), 0, "the driver was asked to free");
+    cr_assert_eq(sim()->is_live(CUSIM_MEM, H(ptr)), 1);
+    cr_assert_eq(stats().mems, 1, "the handle whose destroy never reached the driver ended");
+    CHECK_OK(cuctx_mem_destroy(&copy));
+    cr_assert_eq(calls_on("cuMemFree", H(ptr), 0), 1);
+    cr_assert_eq(sim()->is_live(CUSIM_MEM, H(ptr)), 0);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    if (borrowed)
+        raw_ctx_destroy(raw);
+    cr_assert_eq(stats().contexts, 0);
+    cr_assert_eq(misuses(), 0);
+}
+
+Test(lifetimes, a_thread_cancelled_before_its_childs_destroy_reached_the_driver_leaves_the_child)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    cancel_a_destroy_before_its_driver_call(0);
+}
+
+Test(lifetimes, a_thread_cancelled_before_its_borrowed_childs_destroy_reached_the_driver_leaves_the_child)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    cancel_a_destroy_before_its_driver_call(1);
+}
+
 Test(lifetimes, a_thread_cancelled_in_the_drivers_mem_free_leaves_its_current_context_and_holds_nothing)
 {
     NEED_DRIVER();

@@ -258,6 +258,19 @@ Test(errors, result_names_work_without_a_driver)
     cr_assert_not_null(strstr(cuctx_result_name((CUresult)12345), "unrecognised"));
 }
 
+/* A code the table lacks, below its first, between two of its codes and
+ * past its last: the search ends with the fallback name. Mutant killed:
+ * lib/error.c:294 (`lo < hi` made `lo <= hi`: the search never ends on an
+ * empty range inside the table; seed 31). The timeout only ends a hung
+ * test: no time is asserted. */
+Test(errors, codes_the_table_lacks_are_unrecognised, .timeout = 30)
+{
+    static const int lacking[] = {-1, 50, 99, 998, 1000, 12345};
+    for (size_t i = 0; i < sizeof lacking / sizeof lacking[0]; i++)
+        cr_assert_str_eq(cuctx_result_name((CUresult)lacking[i]), "CUDA_ERROR_(unrecognised code)", "code %d",
+                         lacking[i]);
+}
+
 Test(errors, last_error_starts_clear_and_is_per_thread)
 {
     cr_assert_eq(cuctx_last_error(), CUDA_SUCCESS);

@@ -809,6 +809,24 @@ Test(ipc_mem, get_refuses_what_cannot_be_exported_before_the_driver)
     ASSERT_NO_MISUSE();
 }
 
+/* An IPC get as the process's first call to cuctx (Criterion runs each
+ * test in a process of its own): the driver is loaded before the library
+ * asks whether it has CUDA IPC, so the answer is the handle's refusal, not
+ * "no CUDA IPC". Mutant killed: lib/ipc.c:69 (CUCTX_INIT_OR_RETURN of
+ * get_begin removed; seed 31). */
+Test(ipc_mem, a_get_as_the_first_call_loads_the_driver_first)
+{
+    CUipcMemHandle h, zero;
+    memset(&zero, 0, sizeof zero);
+    memset(&h, 0x77, sizeof h);
+    CUresult rc = cuctx_ipc_mem_get((cuctx_mem){0}, &h);
+    NEED_DRIVER();      /* (after: it would load the driver itself) */
+    NEED_SIM();
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_HANDLE, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(memcmp(&h, &zero, sizeof h), 0, "zeroed on failure");
+    cr_assert_eq(calls("cuIpcGetMemHandle"), 0);
+}
+
 /* Bug caught: an IPC handle of memory the exporter freed opening
  * something (the simulator refuses it, a misuse: the real driver's answer
  * is not measured), and cuctx then keeping a handle. */

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
@@ -534,6 +535,58 @@ Test(registry, a_swept_entry_leaves_the_address_map)
     cr_assert_eq(misuses(), 0);
 }
 
+/* A primary context that cuctx alone retained, released by its last
+ * handle: the driver ends it, and its entry leaves the address map with it.
+ * Mutant killed: lib/entry.c:311 (cuctx__map_remove in
+ * cuctx__primary_settle_locked removed; seed 31): the ended primary's
+ * address stayed mapped. */
+Test(registry, a_released_primary_context_leaves_the_address_map)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx p = {0};
+    size_t map0 = cuctx__map_count(), live0 = live_entries();
+    cr_assert_eq(cuctx_ctx_primary(&p, 0), CUDA_SUCCESS, "%s", cuctx_last_error_message());
+    CUcontext raw = cuctx_ctx_raw(p);
+    cr_assert_neq(cuctx__map_find(raw), 0);
+    cr_assert_eq(cuctx__map_count(), map0 + 1);
+    cr_assert_eq(cuctx_ctx_destroy(&p), CUDA_SUCCESS);
+    cr_assert_eq(calls("cuDevicePrimaryCtxRelease"), 1);
+    cr_assert_eq(live_entries(), live0, "the primary's entry outlived its last release");
+    cr_assert_eq(cuctx__map_find(raw), 0, "the ended primary context's address is still mapped");
+    cr_assert_eq(cuctx__map_count(), map0, "the ended primary's entry stayed in the address map");
+    cr_assert_eq(misuses(), 0);
+}
+
+/* A thread that ends with a pin taken (as one cancelled inside a driver
+ * call could; its exit hook, thread_exit, is the backstop): its exit lets
+ * go of the pin, so that the child's destroy does not wait for it. Mutant
+ * killed: lib/registry.c:271 (cuctx__let_go_all() in thread_exit removed;
+ * seed 31): the slot kept the ended thread's pin. */
+static void *pin_and_end(void *p)
+{
+    return cuctx__pin(*(const uint64_t *)p, KIND_EVENT);
+}
+
+Test(registry, a_thread_that_ends_with_a_pin_lets_go_of_it, .timeout = 30)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_event ev = {0};
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_event_create(&ev, c, 0));
+    pthread_t t;
+    void *pinned = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, pin_and_end, &ev.id), 0);
+    cr_assert_eq(pthread_join(t, &pinned), 0);
+    cr_assert_not_null(pinned, "the thread could not pin the event");
+    uint64_t w = atomic_load(&((struct cuctx_slot *)pinned)->word);
+    cr_assert_eq(w & CUCTX_W_PINS, 0, "the ended thread's pin is still counted (%llu)",
+                 (unsigned long long)(w & CUCTX_W_PINS));
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
 /* ---- the context lock ------------------------------------------------------- */
 
 /* Whether thread tid (of this process) is asleep in a futex wait, as a
@@ -608,6 +661,14 @@ static CUresult destroy_ctx(struct locked_call *l)
     return cuctx_ctx_destroy(&l->c);
 }
 
+/* l set to destroy a new owned context, made and popped here. */
+static void new_ctx_to_destroy(struct locked_call *l)
+{
+    *l = (struct locked_call){.call = destroy_ctx, .rc = CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_ctx_create(&l->c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+}
+
 /* An owned context's destroy takes the context lock to end the entry
  * (cuctx__entry_finish, after the driver's cuCtxDestroy): with the lock
  * held by another thread the destroy waits there, past its cuCtxDestroy,
@@ -622,9 +683,8 @@ Test(ctx_lock, a_context_destroy_ends_its_entry_under_the_context_lock, .timeout
     NEED_DRIVER();
     NEED_SIM();
     NEED_PROC_SYSCALL();
-    struct locked_call l = {.call = destroy_ctx, .rc = CUDA_ERROR_UNKNOWN};
-    CHECK_OK(cuctx_ctx_create(&l.c, 0, 0));
-    CHECK_OK(cuctx_pop_current());
+    struct locked_call l;
+    new_ctx_to_destroy(&l);
     uint64_t handle = l.c.id;
     unsigned long destroys = calls("cuCtxDestroy");
     size_t contexts = sim()->live(CUSIM_CONTEXT);
@@ -640,6 +700,40 @@ Test(ctx_lock, a_context_destroy_ends_its_entry_under_the_context_lock, .timeout
     CHECK_OK(l.rc);
     cr_assert_not(cuctx__alive(handle, KIND_CTX_HANDLE));
     cr_assert_eq(sim()->live(CUSIM_CONTEXT), contexts - 1);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* A hold of an entry that is closing, asked by a thread that holds the
+ * context lock, is refused at once: the closer may be waiting for that
+ * lock (here an owned context's destroy, past its cuCtxDestroy, waits for
+ * it to end the entry), so waiting for the close would wait for ever.
+ * Mutant killed: lib/entry.c:440 (`|| cuctx__me.lock.held` made
+ * `&& cuctx__me.lock.held`: the thread holding the lock alone waited for
+ * the close; seed 31, and seed 29's open item). The timeout only ends a
+ * hung test. */
+Test(ctx_lock, a_closing_entry_met_under_the_context_lock_is_refused_without_waiting, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    struct locked_call l;
+    new_ctx_to_destroy(&l);
+    uint64_t entry = cuctx__map_find(cuctx_ctx_raw(l.c));
+    cr_assert_neq(entry, 0);
+    struct cuctx_held o = {.slot = NULL};
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    int closing = cuctx__closing(entry, KIND_ENTRY);
+    CUresult rc = waited == 1 && closing ? cuctx__entry_hold_quiet(entry, &o) : CUDA_ERROR_UNKNOWN;
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_eq(waited, 1, "the destroy did not wait for the context lock");
+    cr_assert(closing, "the destroy waiting for the lock had not closed the entry");
+    cr_assert_eq(rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s", cuctx_result_name(rc));
+    cr_assert_null(o.slot);
+    CHECK_OK(l.rc);
+    cr_assert_not(cuctx__alive(entry, KIND_ENTRY));
     cr_assert_eq(misuses(), 0);
 }
 
@@ -814,6 +908,56 @@ long syscall(long nr, ...)
         atomic_fetch_add(&private_expedited, 1);
 #endif
     return r;
+}
+
+/* This program's pthread_setspecific, as its syscall above: it forwards
+ * to libc's, except on a thread that armed it (refuse_setspecific), where
+ * the next call fails with ENOMEM, as glibc's does when it cannot allocate
+ * the thread's second-level table; the value refused is kept. */
+static _Thread_local int refuse_setspecific;
+static _Thread_local const void *refused_value;
+
+int pthread_setspecific(pthread_key_t key, const void *value)
+{
+    static int (*_Atomic real)(pthread_key_t, const void *);
+    int (*f)(pthread_key_t, const void *) = atomic_load(&real);
+    if (!f) {
+        *(void **)&f = dlsym(RTLD_NEXT, "pthread_setspecific");
+        if (!f)
+            abort();
+        atomic_store(&real, f);
+    }
+    if (refuse_setspecific) {
+        refuse_setspecific = 0;
+        refused_value = value;
+        return ENOMEM;
+    }
+    return f(key, value);
+}
+
+/* A thread whose hazard record cannot be bound to it (its key's
+ * pthread_setspecific failed) goes on without one and gives the record
+ * back, untaken, for the next thread. Mutant killed: lib/registry.c:324
+ * (the record's `taken` left set on that failure; seed 31): the record
+ * stayed taken by no thread for good. */
+static void *record_refused(void *p)
+{
+    (void)p;
+    refuse_setspecific = 1;
+    struct cuctx_hazard_rec *r = cuctx__hazard_rec();
+    return r ? NULL : (void *)refused_value;
+}
+
+Test(registry, a_hazard_record_that_cannot_be_bound_is_given_back)
+{
+    pthread_t t;
+    void *rec = NULL;
+    cr_assert_not_null(cuctx__hazard_rec());    /* this thread's: the key made */
+    cr_assert_eq(pthread_create(&t, NULL, record_refused, NULL), 0);
+    cr_assert_eq(pthread_join(t, &rec), 0);
+    cr_assert_not_null(rec, "the thread's record was bound, or not offered");
+    cr_assert_eq(atomic_load(&((struct cuctx_hazard_rec *)rec)->taken), 0,
+                 "the record a thread could not bind stayed taken");
 }
 
 /* Where the process registered for membarrier(2) (cuctx__asymmetric), a

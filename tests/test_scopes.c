@@ -582,3 +582,30 @@ Test(scope_stack, a_failed_enter_still_zeroes_the_reserved_words)
     cuctx_scope_exit(&sc);
     cr_assert_null(current());
 }
+
+/* A previous context this thread met lately and cuctx owns needs no
+ * second look: the enter holds the entered context once, and asks the
+ * driver nothing more than at the first enter over the same previous
+ * context (there it was looked up once, by address). Mutants killed:
+ * lib/scope.c:82 (prev_seen's `return 1` made `return 0`: the entered
+ * context let go and held again, its id asked again) and lib/scope.c:79
+ * (the last check there negated, with the same effect; seed 31). */
+Test(scope_stack, an_owned_previous_context_met_lately_costs_no_second_hold)
+{
+    cuctx_ctx x = {0}, p = {0};
+    char buf[512];
+    need_driver_unique_addresses();
+    NEED_SIM();     /* counts driver calls */
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    new_ctx(&x, 0, "X", LEFT_CURRENT);
+    CUCTX_SCOPED(p) {
+    }
+    size_t mark = log_mark();
+    CUCTX_SCOPED(p) {
+        /* the primary's id checked once at its hold, then pushed */
+        cr_assert_str_eq(log_seq(mark, NULL, buf, sizeof buf), "cuCtxGetCurrent,cuCtxGetId,cuCtxPushCurrent");
+    }
+    EXPECT_CURRENT(cuctx_ctx_raw(x));
+    CHECK_OK(cuctx_ctx_destroy(&x));
+    CHECK_OK(cuctx_ctx_destroy(&p));
+}

@@ -127,21 +127,9 @@ void *drv_sym(const char *name, int version)
     return p;
 }
 
-CUmemoryPool make_raw_pool(void)
-{
-    PFN_cuMemPoolCreate_v11020 create = (PFN_cuMemPoolCreate_v11020)drv_sym("cuMemPoolCreate", 11020);
-    CUmemPoolProps pp;
-    memset(&pp, 0, sizeof pp);
-    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    CUmemoryPool raw = NULL;
-    cr_assert_eq(create(&raw, &pp), CUDA_SUCCESS, "cuMemPoolCreate");
-    return raw;
-}
-
 void adopt_new_pool(cuctx_mem_pool *out)
 {
-    CUresult rc = cuctx_mem_pool_adopt(out, make_raw_pool(), 1);
+    CUresult rc = cuctx_mem_pool_adopt(out, raw_pool(0), 1);
     cr_assert_eq(rc, CUDA_SUCCESS, "cuctx_mem_pool_adopt: %s", cuctx_last_error_message());
 }
 
@@ -245,6 +233,36 @@ CUcontext new_ctx(cuctx_ctx *c, CUdevice dev, const char *name, enum ctx_left le
     if (name)
         name_handle('c', (uint64_t)(uintptr_t)raw, name);
     return raw;
+}
+
+CUcontext raw_ctx_popped(CUdevice dev)
+{
+    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    PFN_cuCtxPopCurrent_v4000 pop = (PFN_cuCtxPopCurrent_v4000)drv_sym("cuCtxPopCurrent", 4000);
+    CUcontext c = NULL, popped = NULL;
+    CHECK_OK(create(&c, 0, dev));
+    CHECK_OK(pop(&popped));
+    cr_assert_eq(popped, c);
+    return c;
+}
+
+void raw_ctx_destroy(CUcontext c)
+{
+    PFN_cuCtxDestroy_v4000 destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+    CHECK_OK(destroy(c));
+}
+
+CUmemoryPool raw_pool(CUdevice dev)
+{
+    PFN_cuMemPoolCreate_v11020 create = (PFN_cuMemPoolCreate_v11020)drv_sym("cuMemPoolCreate", 11020);
+    CUmemPoolProps pp;
+    memset(&pp, 0, sizeof pp);
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    pp.location.id = dev;
+    CUmemoryPool p = NULL;
+    CHECK_OK(create(&p, &pp));
+    return p;
 }
 
 static CUgraph the_graph;

@@ -80,9 +80,8 @@ const char *test_data_path(const char *file);
 /* A driver entry point through cuctx_driver_symbol; fails the test if absent. */
 void *drv_sym(const char *name, int version);
 
-/* A new device-local pool of device 0, made by the driver (cuMemPoolCreate);
- * the same, adopted as owned into *out (cuctx destroys it with the handle). */
-CUmemoryPool make_raw_pool(void);
+/* A new pool of device 0 made by the driver (raw_pool, below), adopted as
+ * owned into *out: cuctx destroys it with the handle. */
 void adopt_new_pool(cuctx_mem_pool *out);
 
 /* Counts errors passed to the error handler while installed. */
@@ -135,6 +134,12 @@ const char *trace(size_t from, char *buf, size_t n);
                      name_of('c', (uint64_t)(uintptr_t)cur_),                               \
                      name_of('c', (uint64_t)(uintptr_t)want_));                             \
     } while (0)
+
+/* Made through the driver, as code outside cuctx would: a context on dev,
+ * popped again (not current); its destroy; a pinned memory pool on dev. */
+CUcontext raw_ctx_popped(CUdevice dev);
+void raw_ctx_destroy(CUcontext c);
+CUmemoryPool raw_pool(CUdevice dev);
 
 /* ---- the child kinds (kinds.h) --------------------------------------- */
 
