@@ -73,6 +73,8 @@
 #include "registry.h"
 #include "tether.h"
 
+#include <pthread.h>
+
 /* The stream of a cuctx_mem_free_async call, which the destroy below uses
  * in place of the allocation's own (one thread's call, so per thread). */
 static CUCTX_TLS CUstream free_on;
@@ -116,6 +118,50 @@ static __attribute__((noinline)) CUresult free_in_context(CUdeviceptr p, struct 
             cuctx__switch_back(&sw, fn);
         }
     return rc;
+}
+
+/* A free the driver refused with CUDA_ERROR_CONTEXT_IS_DESTROYED although
+ * the stream it names, or no context at all, would do: the calling
+ * thread's current context is a destroyed one (ended by another thread
+ * while current here, as in a scope over a context that died; seen on the
+ * H200 in the stress runs: the free refused, the memory kept). Case 1 then
+ * frees again with the stream's live context pushed over that level (its
+ * pop leaves the level as it was); case 4, with no live context to push,
+ * on a thread of its own, where nothing is current. Both are rare: cold,
+ * out of line. */
+static __attribute__((noinline, cold)) CUresult free_on_stream_pushed(CUdeviceptr p, CUstream s, CUcontext ctx,
+                                                                      const char *fn)
+{
+    struct cuctx_switch sw;
+    CUresult rc;
+    CUCTX__UNWOUND_LETS_GO(&sw)
+        if ((rc = cuctx__switch_slow(ctx, CUDA_SUCCESS, fn, &sw)) == CUDA_SUCCESS) {   /* a push, always */
+            rc = DRV(cuMemFreeAsync)(p, s);
+            cuctx__switch_back(&sw, fn);
+        }
+    return rc;
+}
+
+struct free_apart { CUdeviceptr p; CUresult rc; };
+static void *free_apart_run(void *arg)
+{
+    struct free_apart *f = arg;
+    f->rc = DRV(cuMemFree)(f->p);
+    return NULL;
+}
+
+static __attribute__((noinline, cold)) CUresult free_with_none_current(CUdeviceptr p)
+{
+    struct free_apart f = {p, CUDA_ERROR_UNKNOWN};
+    pthread_t t;
+    int old;
+    /* not left halfway by a cancel: the thread frees whatever this one does */
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    int e = pthread_create(&t, NULL, free_apart_run, &f);
+    if (e == 0)
+        pthread_join(t, NULL);
+    pthread_setcancelstate(old, NULL);
+    return e == 0 ? f.rc : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 /* Case 3 above: on the legacy stream of the primary context of the
@@ -200,6 +246,8 @@ static __attribute__((noinline)) CUresult free_slow(CUdeviceptr p, uint64_t stre
             if (rc == CUDA_SUCCESS) {
                 CUCTX__UNWOUND_LETS_GO(NULL)
                     rc = DRV(cuMemFreeAsync)(p, (CUstream)(uintptr_t)st->u.child.raw);
+                if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED)
+                    rc = free_on_stream_pushed(p, (CUstream)(uintptr_t)st->u.child.raw, o.raw, fn);
                 cuctx__entry_release(&o);
                 cuctx__unhold_child(st, hz);
                 return rc;
@@ -222,6 +270,8 @@ static __attribute__((noinline)) CUresult free_slow(CUdeviceptr p, uint64_t stre
         return CUDA_SUCCESS;
     CUCTX__UNWOUND_LETS_GO(NULL)    /* 4 */
         rc = DRV(cuMemFree)(p);
+    if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED)
+        rc = free_with_none_current(p);
     return rc;
 }
 
@@ -245,6 +295,8 @@ static inline __attribute__((always_inline)) CUresult free_slot(struct cuctx_slo
         return free_slow(p, stream, a->id[1], fn);
     CUCTX__UNWOUND_LETS_GO(NULL)
         rc = DRV(cuMemFreeAsync)(p, (CUstream)(uintptr_t)u.raw);
+    if (__builtin_expect(rc == CUDA_ERROR_CONTEXT_IS_DESTROYED, 0))
+        rc = free_on_stream_pushed(p, (CUstream)(uintptr_t)u.raw, u.entry.raw, fn);
     cuctx__child_done_pair();
     return rc;
 }

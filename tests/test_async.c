@@ -487,6 +487,85 @@ Test(async_mem, with_no_primary_context_or_no_answer_cuMemFree_frees_it)
     }
 }
 
+/* A thread whose current context another thread destroyed (a scope over
+ * a context that died): the driver refuses its frees with
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED, even on a live stream or with none
+ * needed (seen on the H200: stress runs with scopes over dying contexts).
+ * Bug caught: that answer passed on, the memory kept and the destroy
+ * failed - on the memory's live stream (case 1: freed again with the
+ * stream's context pushed over the dead level), and with its stream and
+ * context gone (case 4: freed on a thread where nothing is current). */
+static void *destroy_ctx_there(void *p)
+{
+    CHECK_OK(cuctx_ctx_destroy((cuctx_ctx *)p));
+    return NULL;
+}
+static void destroy_ctx_elsewhere(cuctx_ctx *c)
+{
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, destroy_ctx_there, c), 0);
+    pthread_join(t, NULL);
+}
+Test(async_mem, a_thread_whose_current_context_died_frees_on_a_live_stream)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0}, d = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    new_ctx(&c, 0, "C", POPPED);
+    new_ctx(&d, 0, "D", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    uint64_t p = cuctx_mem_ptr(m);
+    CUcontext dead = cuctx_ctx_raw(d);
+    CUCTX_SCOPED(d) {
+        destroy_ctx_elsewhere(&d);
+        size_t mark = log_mark();
+        CHECK_OK(cuctx_mem_destroy(&m));
+        cr_assert_eq(m.id, 0);
+        cr_assert_eq(current(), dead, "the dead level was not left as it was");
+        struct cusim_call f = last_call("cuMemFreeAsync", mark);
+        cr_assert_eq(f.handle, p);
+        cr_assert_eq(f.rc, CUDA_SUCCESS, "the last free was refused: %s", cuctx_result_name(f.rc));
+        cr_assert_eq(f.stream, (uint64_t)(uintptr_t)cuctx_stream_raw(s), "not on its stream");
+        cr_assert_eq(f.ctx, (uint64_t)(uintptr_t)cuctx_ctx_raw(c), "not with the stream's context pushed");
+        cr_assert_eq(sim()->async_allocs_live(), 0, "the memory was kept");
+    }
+    cr_assert_eq(stats().async_mems, 0);
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+Test(async_mem, a_thread_whose_current_context_died_frees_memory_whose_context_is_gone)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    new_ctx(&c, 0, "C", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    uint64_t p = cuctx_mem_ptr(m);
+    CUcontext dead = cuctx_ctx_raw(c);
+    CUCTX_SCOPED(c) {
+        destroy_ctx_elsewhere(&c);
+        size_t mark = log_mark();
+        CHECK_OK(cuctx_mem_destroy(&m));
+        cr_assert_eq(m.id, 0);
+        cr_assert_eq(current(), dead, "the dead level was not left as it was");
+        struct cusim_call f = last_call("cuMemFree", mark);
+        cr_assert_eq(f.handle, p);
+        cr_assert_eq(f.rc, CUDA_SUCCESS, "the last free was refused: %s", cuctx_result_name(f.rc));
+        cr_assert_eq(f.ctx, 0, "freed with a context current");
+        cr_assert_eq(sim()->async_allocs_live(), 0, "the memory was kept");
+    }
+    cr_assert_eq(stats().async_mems, 0);
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_stream_destroy(&s));
+}
+
 /* Bug caught: the memory of a primary context counted gone with a reset
  * (measured: the pool keeps it), or freed with a switch to a context that
  * the reset ended. */

@@ -187,6 +187,12 @@ CUresult need_current(struct obj **out)
 	return CUDA_SUCCESS;
 }
 
+bool current_is_dead(void)
+{
+	struct obj *o;
+	return stack_top() != 0 && need_current(&o) == CUDA_ERROR_CONTEXT_IS_DESTROYED;
+}
+
 bool is_default_stream(CUstream s)
 {
 	return s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;

@@ -62,6 +62,11 @@ CUresult sim_cuMemFree(CUdeviceptr dptr)
 		return leave(&c, c.rc);
 	if (!dptr)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	/* a destroyed context current on this thread: 709, nothing freed (the
+	 * real driver refused cuctx's frees so, from threads in scopes over
+	 * contexts that died) */
+	if (current_is_dead())
+		return leave(&c, CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	struct obj *o = find(K_MEM, dptr);
 	/* a graph allocation a capture gave, outside its graph: measured 1 */
 	if (o && o->so.graph_alloc)

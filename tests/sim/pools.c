@@ -354,6 +354,11 @@ CUresult sim_cuMemFreeAsync(CUdeviceptr dptr, CUstream s)
 		return leave(&c, rc);
 	if (!dptr)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	/* a destroyed context current on this thread, the stream another's:
+	 * refused as cuMemFree is (memory.c); not measured for a live stream
+	 * (stricter, until it is) */
+	if (current_is_dead())
+		return leave(&c, CUDA_ERROR_CONTEXT_IS_DESTROYED);
 	/* a graph allocation outside its graph: measured 1 */
 	if (o && o->so.graph_alloc)
 		return leave(&c, CUDA_ERROR_INVALID_VALUE);

@@ -372,6 +372,9 @@ bool enter_with(struct call *c, enum fn fn, uint64_t handle, struct args a);
 CUresult leave(struct call *c, CUresult rc);
 CUresult need_live(const struct call *c, enum kind k, uint64_t v, struct obj **out);
 CUresult need_current(struct obj **out);
+/* Whether the calling thread's current context is a destroyed one (ended on
+ * another thread while current here): frees are refused then (memory.c). */
+bool current_is_dead(void);
 /* The context that owns what is made while ctx is current: the device's
  * primary context for a green context's CUcontext (green.c), else ctx. */
 struct obj *ctx_home(struct obj *ctx);
