@@ -245,7 +245,7 @@ static inline __attribute__((always_inline)) CUresult free_slot(struct cuctx_slo
         return free_slow(p, stream, a->id[1], fn);
     CUCTX__UNWOUND_LETS_GO(NULL)
         rc = DRV(cuMemFreeAsync)(p, (CUstream)(uintptr_t)u.raw);
-    cuctx__child_done_pair();
+    cuctx__child_done_fast(2);
     return rc;
 }
 /* The free, then its pool's reference given back (the last destroys a
@@ -393,7 +393,7 @@ static inline __attribute__((always_inline)) CUresult alloc(cuctx_mem *out, uint
      * the fast path: generation 0 matches no slot's word) */
     if (__builtin_expect(cuctx__child_hold_fast(s.id, KIND_STREAM, 0, &st), 1)) {
         rc = made_on(out, s, &st, &m, site, life);
-        cuctx__child_done_pair();   /* (the reports delivered) */
+        cuctx__child_done_fast(2);   /* (the reports delivered) */
     } else {
         /* (the site's fields, not its address: in registers here) */
         rc = alloc_slow(out, s, bytes, m.pool, fn, site->file, site->func, site->line, life);
