@@ -453,7 +453,12 @@ CUCTX_API void *cuctx_host_mem_ptr(cuctx_host_mem h);
 CUCTX_API CUresult cuctx_graph_exec_instantiate(cuctx_graph_exec *out, cuctx_ctx ctx, CUgraph graph, unsigned long long flags);
 CUCTX_API CUresult cuctx_graph_exec_destroy(cuctx_graph_exec *ge);
 /* s = {0}: the owner's default stream. Graph exec and stream must share a
- * context (CUDA_ERROR_INVALID_CONTEXT otherwise). */
+ * context (CUDA_ERROR_INVALID_CONTEXT otherwise). A launch on a stream
+ * handle holds the graph exec and the stream as child calls hold their
+ * context, with plain stores (from the second launch of the pair on): a
+ * graph exec or stream ever launched so pays for it at its destroy with
+ * one membarrier(2), a few us, as a stream that carried stream-ordered
+ * memory does (cuctx_mem_alloc_async). */
 CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s);
 CUCTX_API CUgraphExec cuctx_graph_exec_raw(cuctx_graph_exec ge);
 
@@ -550,8 +555,9 @@ CUCTX_API CUlibrary cuctx_library_raw(cuctx_library lib);
  *     work (cuStreamSynchronize): the one wait this adds, and only where a
  *     stream is destroyed with its memory's frees possibly still to come.
  *     (The allocations and frees hold their stream as child calls hold
- *     their context, with plain stores; a stream that was ever so held
- *     pays for it at its destroy with one membarrier(2), a few us.)
+ *     their context, with plain stores; a stream that was ever so held -
+ *     by these or by cuctx_graph_exec_launch - pays for it at its destroy
+ *     with one membarrier(2), a few us.)
  *     (A stream handle that only tracks its stream, adopted with owned 0,
  *     ends without it: order the raw stream's work before such frees.)
  *     The legacy stream takes part in captures of blocking streams: a free

@@ -68,9 +68,28 @@ CUCTX_API CUresult cuctx_graph_exec_destroy(cuctx_graph_exec *ge)
     return cuctx__child_destroy(ge ? &ge->id : NULL, KIND_GRAPH_EXEC, "cuctx_graph_exec_destroy", &cuctx__graph_exec_kind);
 }
 
-CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s)
+static CUresult launch_failed(CUresult rc, const char *fn)
 {
-    static const char fn[] = "cuctx_graph_exec_launch";
+    return cuctx__fail(rc, "%s: cuGraphLaunch failed: %s", fn, cuctx_result_name(rc));
+}
+
+/* A child's generation held once through hazard slots, so that its next
+ * launches may take the fast path (cuctx__hold_child sets its CUCTX_W_HELD
+ * bit; its destroy then pays a membarrier). Called while it is pinned. */
+static void mark_held(uint64_t id, enum cuctx_kind kind)
+{
+    unsigned hz;
+    struct cuctx_slot *x = cuctx__hold_child(id, kind, &hz);
+    if (x)
+        cuctx__unhold_child(x, hz);
+}
+
+/* The launch where cuctx__child_hold_fast2 did not hold: both pinned, the
+ * context held once or twice; a default stream's in the exec's context
+ * made current. A launch on a handle's stream in the exec's own context
+ * marks both held, for the fast path of the next. */
+static __attribute__((noinline)) CUresult launch_slow(cuctx_graph_exec ge, cuctx_stream s, const char *fn)
+{
     struct cuctx_use g, st = {0};
     struct cuctx_switch sw;
     CUstream dflt;
@@ -84,6 +103,10 @@ CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s)
             rc = cuctx__fail(CUDA_ERROR_INVALID_CONTEXT,
                              "%s: the graph exec and the stream belong to different contexts", fn);
             goto out;
+        }
+        if (st.entry.id == g.entry.id) {
+            mark_held(ge.id, KIND_GRAPH_EXEC);
+            mark_held(s.id, KIND_STREAM);
         }
         CUCTX__UNWOUND_LETS_GO(NULL)
             rc = DRV(cuGraphLaunch)((CUgraphExec)(uintptr_t)g.raw, (CUstream)(uintptr_t)st.raw);
@@ -99,10 +122,32 @@ CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s)
             goto out;
     }
     if (rc != CUDA_SUCCESS)
-        cuctx__fail(rc, "%s: cuGraphLaunch failed: %s", fn, cuctx_result_name(rc));
+        launch_failed(rc, fn);
 out:
     cuctx__child_done2(&g, &st);
     return rc;
+}
+
+/* The common launch: the exec, the stream and their context's entry held
+ * through the thread's hazard slots 0 to 2 (cuctx__child_hold_fast2,
+ * tether.h), no locked instruction; a destroy of either child waits for
+ * the hold (their held bits: the close scans the hazard slots), as does
+ * the context's. cuGraphLaunch on a stream needs no context current.
+ * Anything else (launch_slow): a default stream, a green context's stream,
+ * either child not yet held, contexts to check, slots in use, errors. */
+CUCTX_API CUresult cuctx_graph_exec_launch(cuctx_graph_exec ge, cuctx_stream s)
+{
+    static const char fn[] = "cuctx_graph_exec_launch";
+    struct cuctx_use g, st;
+    if (__builtin_expect(!cuctx__child_hold_fast2(ge.id, KIND_GRAPH_EXEC, s.id, KIND_STREAM, &g, &st), 0))
+        return launch_slow(ge, s, fn);
+    CUresult rc;
+    CUCTX__UNWOUND_LETS_GO(NULL)
+        rc = DRV(cuGraphLaunch)((CUgraphExec)(uintptr_t)g.raw, (CUstream)(uintptr_t)st.raw);
+    cuctx__child_done_fast(3);
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0))
+        return launch_failed(rc, fn);
+    return CUDA_SUCCESS;
 }
 
 CUCTX_API CUgraphExec cuctx_graph_exec_raw(cuctx_graph_exec ge)

@@ -297,7 +297,7 @@ static inline __attribute__((always_inline)) CUresult free_slot(struct cuctx_slo
         rc = DRV(cuMemFreeAsync)(p, (CUstream)(uintptr_t)u.raw);
     if (__builtin_expect(rc == CUDA_ERROR_CONTEXT_IS_DESTROYED, 0))
         rc = free_on_stream_pushed(p, (CUstream)(uintptr_t)u.raw, u.entry.raw, fn);
-    cuctx__child_done_pair();
+    cuctx__child_done_fast(2);
     return rc;
 }
 /* The free, then its pool's reference given back (the last destroys a
@@ -445,7 +445,7 @@ static inline __attribute__((always_inline)) CUresult alloc(cuctx_mem *out, uint
      * the fast path: generation 0 matches no slot's word) */
     if (__builtin_expect(cuctx__child_hold_fast(s.id, KIND_STREAM, 0, &st), 1)) {
         rc = made_on(out, s, &st, &m, site, life);
-        cuctx__child_done_pair();   /* (the reports delivered) */
+        cuctx__child_done_fast(2);   /* (the reports delivered) */
     } else {
         /* (the site's fields, not its address: in registers here) */
         rc = alloc_slow(out, s, bytes, m.pool, fn, site->file, site->func, site->line, life);

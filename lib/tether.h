@@ -453,20 +453,49 @@ static inline __attribute__((always_inline)) void cuctx__child_done_inline(struc
 {
     cuctx__child_done_as(u, 0);
 }
+/* The steps of the fast holds below, each as cuctx__hold_child and
+ * cuctx__hold_slot hold - the id stored in hazard slot i, the holder's
+ * fence, the word read - with the thread's record r and cuctx__asymmetric
+ * read once by the caller. 1: held; 0: slot i cleared again. A child
+ * counts only live, not closing, and held before (its CUCTX_W_HELD bit,
+ * as cuctx__hold_child requires it): one compare; an entry only live and
+ * not by_id (cuctx__entry_hold_as's fast path). */
+static inline __attribute__((always_inline)) int cuctx__hold_fast_child_at(struct cuctx_hazard_rec *r, unsigned i,
+                                                                           struct cuctx_slot *s, uint64_t id,
+                                                                           enum cuctx_kind kind, int asymmetric)
+{
+    atomic_store_explicit(&r->ids[i], id, memory_order_relaxed);
+    cuctx__holder_fence(asymmetric);
+    if (__builtin_expect((atomic_load_explicit(&s->word, memory_order_acquire) & ~CUCTX_W_PINS)
+                         == ((id << CUCTX_W_GEN_SHIFT) | (uint64_t)kind << CUCTX_W_KIND_SHIFT | CUCTX_W_HELD), 1))
+        return 1;
+    atomic_store_explicit(&r->ids[i], 0, memory_order_release);
+    return 0;
+}
+static inline __attribute__((always_inline)) struct cuctx_slot *
+cuctx__hold_fast_entry_at(struct cuctx_hazard_rec *r, unsigned i, uint64_t entry, int asymmetric)
+{
+    struct cuctx_slot *e = cuctx__slot_own(cuctx__id_index(entry));
+    atomic_store_explicit(&r->ids[i], entry, memory_order_relaxed);
+    cuctx__holder_fence(asymmetric);
+    if (__builtin_expect(cuctx__word_matches_own(atomic_load_explicit(&e->word, memory_order_acquire), entry,
+                                                 KIND_ENTRY) && !e->u.entry.by_id, 1))
+        return e;
+    atomic_store_explicit(&r->ids[i], 0, memory_order_release);
+    return NULL;
+}
 /* The hot path of the above with hold, for a child of a tethered kind (the
  * stream of a stream-ordered allocation or free): the child and its
- * context's entry held through the thread's hazard slots 0 and 1, each as
- * cuctx__hold_child and cuctx__hold_slot hold - the id stored, the
- * holder's fence, the word read - with the thread's record, its used bits
- * and cuctx__asymmetric read once for both, and one store of the used
- * bits. 1: both held (the entry's fast path: live, not by_id), u's fields
- * set but hazard and entry.hazard; their end is cuctx__child_done_pair. 0:
- * nothing held, and the caller takes the full path, cuctx__child_use_as
- * with hold (its generation's first hold, an entry to check or wait for,
- * hazard slot 0 or 1 in use, no record yet, an error). kind_known: id was
- * accepted as one of kind before, or has generation 0 (a default stream
- * by name, {0}), which no slot's word has: its kind need not be tested
- * apart, the word's compare does it. */
+ * context's entry held through the thread's hazard slots 0 and 1 (the
+ * steps above), with the thread's record, its used bits and
+ * cuctx__asymmetric read once for both, and one store of the used bits.
+ * 1: both held, u's fields set but hazard and entry.hazard; their end is
+ * cuctx__child_done_fast(2). 0: nothing held, and the caller takes the
+ * full path, cuctx__child_use_as with hold (its generation's first hold,
+ * an entry to check or wait for, hazard slot 0 or 1 in use, no record
+ * yet, an error). kind_known: id was accepted as one of kind before, or
+ * has generation 0 (a default stream by name, {0}), which no slot's word
+ * has: its kind need not be tested apart, the word's compare does it. */
 static inline __attribute__((always_inline)) int cuctx__child_hold_fast(uint64_t id, enum cuctx_kind kind,
                                                                         int kind_known, struct cuctx_use *u)
 {
@@ -476,17 +505,10 @@ static inline __attribute__((always_inline)) int cuctx__child_hold_fast(uint64_t
     if (__builtin_expect(!s || (!kind_known && cuctx__id_kind(id) != kind) || !r || (used & 3u), 0))
         return 0;
     int asymmetric = cuctx__asymmetric;     /* (settled: the thread has its record) */
-    atomic_store_explicit(&r->ids[0], id, memory_order_relaxed);
-    cuctx__holder_fence(asymmetric);
-    /* live, not closing, and held before (cuctx__hold_child): one compare */
-    if (__builtin_expect((atomic_load_explicit(&s->word, memory_order_acquire) & ~CUCTX_W_PINS)
-                         == ((id << CUCTX_W_GEN_SHIFT) | (uint64_t)kind << CUCTX_W_KIND_SHIFT | CUCTX_W_HELD), 1)) {
+    if (__builtin_expect(cuctx__hold_fast_child_at(r, 0, s, id, kind, asymmetric), 1)) {
         uint64_t entry = s->u.child.entry;     /* (fixed while the child is held) */
-        struct cuctx_slot *e = cuctx__slot_own(cuctx__id_index(entry));
-        atomic_store_explicit(&r->ids[1], entry, memory_order_relaxed);
-        cuctx__holder_fence(asymmetric);
-        if (__builtin_expect(cuctx__word_matches_own(atomic_load_explicit(&e->word, memory_order_acquire), entry,
-                                                     KIND_ENTRY) && !e->u.entry.by_id, 1)) {
+        struct cuctx_slot *e = cuctx__hold_fast_entry_at(r, 1, entry, asymmetric);
+        if (__builtin_expect(e != NULL, 1)) {
             cuctx__me.registry.used = used | 3u;
             u->obj = s;
             u->entry.slot = e;
@@ -495,19 +517,61 @@ static inline __attribute__((always_inline)) int cuctx__child_hold_fast(uint64_t
             u->raw = s->u.child.raw;
             return 1;
         }
+        atomic_store_explicit(&r->ids[0], 0, memory_order_release);
+    }
+    return 0;
+}
+/* The same for two children of one context that a call uses together (a
+ * graph exec and the stream it is launched on): a in hazard slot 0, b in
+ * 1, and the entry both name in 2, by the same steps. 1: all three held,
+ * a's obj, entry.slot, entry.id and raw set, and b's obj and raw (the
+ * caller needs no context current); their end is cuctx__child_done_fast(3).
+ * 0: nothing held, for the full path: either
+ * generation not yet held, ids of other kinds or stale (a default stream
+ * by name has generation 0, which no slot's word has), children of
+ * different entries (a green context's stream), hazard slots 0 to 2 in
+ * use, and what the one child's path leaves to its full path. */
+static inline __attribute__((always_inline)) int cuctx__child_hold_fast2(uint64_t a_id, enum cuctx_kind a_kind,
+                                                                         uint64_t b_id, enum cuctx_kind b_kind,
+                                                                         struct cuctx_use *a, struct cuctx_use *b)
+{
+    struct cuctx_slot *sa = cuctx__slot_find(cuctx__id_index(a_id));
+    struct cuctx_slot *sb = cuctx__slot_find(cuctx__id_index(b_id));
+    struct cuctx_hazard_rec *r = cuctx__me.registry.rec;
+    unsigned used = cuctx__me.registry.used;
+    if (__builtin_expect(!sa || !sb || cuctx__id_kind(a_id) != a_kind || cuctx__id_kind(b_id) != b_kind || !r
+                         || (used & 7u), 0))
+        return 0;
+    int asymmetric = cuctx__asymmetric;     /* (settled: the thread has its record) */
+    if (__builtin_expect(!cuctx__hold_fast_child_at(r, 0, sa, a_id, a_kind, asymmetric), 0))
+        return 0;
+    if (__builtin_expect(cuctx__hold_fast_child_at(r, 1, sb, b_id, b_kind, asymmetric), 1)) {
+        uint64_t entry = sa->u.child.entry;    /* (fixed while the children are held) */
+        struct cuctx_slot *e;
+        if (__builtin_expect(sb->u.child.entry == entry && (e = cuctx__hold_fast_entry_at(r, 2, entry, asymmetric)),
+                             1)) {
+            cuctx__me.registry.used = used | 7u;
+            a->obj = sa;
+            a->entry.slot = e;
+            a->entry.id = entry;
+            a->raw = sa->u.child.raw;
+            b->obj = sb;
+            b->raw = sb->u.child.raw;
+            return 1;
+        }
         atomic_store_explicit(&r->ids[1], 0, memory_order_release);
     }
     atomic_store_explicit(&r->ids[0], 0, memory_order_release);
     return 0;
 }
-/* The end of the hold of the above: hazard slots 0 and 1 cleared, and
+/* The end of the holds of the above: hazard slots 0 to n - 1 cleared, and
  * the reports delivered. */
-static inline __attribute__((always_inline)) void cuctx__child_done_pair(void)
+static inline __attribute__((always_inline)) void cuctx__child_done_fast(unsigned n)
 {
     struct cuctx_hazard_rec *r = cuctx__me.registry.rec;
-    atomic_store_explicit(&r->ids[1], 0, memory_order_release);
-    atomic_store_explicit(&r->ids[0], 0, memory_order_release);
-    cuctx__me.registry.used &= ~3u;
+    for (unsigned i = n; i-- > 0;)
+        atomic_store_explicit(&r->ids[i], 0, memory_order_release);
+    cuctx__me.registry.used &= ~((1u << n) - 1);
     cuctx__deliver_reports();
 }
 /* A pair pinned for use, both its contexts held (the second in *second). */

@@ -18,10 +18,12 @@
 
 #include <criterion/logging.h>
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cudaTypedefs.h>
 
@@ -1210,6 +1212,77 @@ Test(graph_exec, launch_on_stream_and_default_stream)
         cr_assert_eq(sim()->live(CUSIM_ALL), 0);
     ASSERT_NO_MISUSE();
 }
+
+/* Bug caught: a graph exec's or a stream's destroy not waiting for a
+ * launch of the exec on the stream that is inside its driver call, which
+ * holds both (and their context) through the thread's hazard slots
+ * (cuctx__child_hold_fast2, tether.h): the destroy reaches the driver
+ * first and the launch names a dead object. The launch is slowed (a sleep
+ * before the simulator takes it) and the destroy starts once it sleeps
+ * there. first: the launch is the pair's first, which pins both and sets
+ * their held bits; else they were launched before (the fast path). */
+struct launch_call { cuctx_graph_exec ge; cuctx_stream s; CUresult rc; };
+static void *launch_call(void *arg)
+{
+    struct launch_call *h = arg;
+    /* (a first call that holds a context gives the thread its hazard slots) */
+    if ((h->rc = cuctx_stream_synchronize(h->s)) == CUDA_SUCCESS)
+        h->rc = cuctx_graph_exec_launch(h->ge, h->s);
+    return NULL;
+}
+static long log_index(const char *fn, uint64_t h, size_t from)
+{
+    struct cusim_call c;
+    for (size_t i = from; sim()->log_get(i, &c) == 0; i++)
+        if (strcmp(c.fn, fn) == 0 && c.handle == h)
+            return (long)i;
+    return -1;
+}
+static void destroy_beside_launch(int exec, int first)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    new_ctx(&c, 0, NULL, LEFT_CURRENT);
+    cuctx_graph_exec ge = {0};
+    CHECK_OK(cuctx_graph_exec_instantiate(&ge, c, test_graph(c), 0));
+    cuctx_stream s = {0};
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    uint64_t rge = (uint64_t)(uintptr_t)cuctx_graph_exec_raw(ge), rs = (uint64_t)(uintptr_t)cuctx_stream_raw(s);
+    if (!first) {
+        CHECK_OK(cuctx_graph_exec_launch(ge, s));
+        CHECK_OK(cuctx_stream_synchronize(s));
+    }
+    struct launch_call h = {ge, s, CUDA_ERROR_UNKNOWN};
+    size_t mark = log_mark();
+    pthread_t t;
+    sim()->set_delay("cuGraphLaunch", 100000);
+    cr_assert_eq(pthread_create(&t, NULL, launch_call, &h), 0);
+    while (sim()->sleeping() == 0)      /* the launch is in the driver, both held */
+        usleep(1000);
+    if (exec)
+        CHECK_OK(cuctx_graph_exec_destroy(&ge));
+    else
+        CHECK_OK(cuctx_stream_destroy(&s));
+    pthread_join(t, NULL);
+    sim()->set_delay("cuGraphLaunch", 0);
+    ASSERT_NO_MISUSE();
+    cr_assert_eq(h.rc, CUDA_SUCCESS, "the launch beside the %s's destroy: %s", exec ? "graph exec" : "stream",
+                 cuctx_result_name(h.rc));
+    long launch = log_index("cuGraphLaunch", rge, mark);
+    long destroy = exec ? log_index("cuGraphExecDestroy", rge, mark) : log_index("cuStreamDestroy", rs, mark);
+    cr_assert(launch >= 0 && destroy > launch, "the launch (log %ld) did not come before the %s's destroy (log %ld)",
+              launch, exec ? "graph exec" : "stream", destroy);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_graph_exec_destroy(&ge));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    graph_fini();
+    ASSERT_NO_MISUSE();
+}
+Test(graph_exec, a_destroy_waits_for_the_first_launch_of_it) { destroy_beside_launch(1, 1); }
+Test(graph_exec, a_destroy_waits_for_a_launch_of_it) { destroy_beside_launch(1, 0); }
+Test(graph_exec, a_stream_destroy_waits_for_the_first_launch_on_it) { destroy_beside_launch(0, 1); }
+Test(graph_exec, a_stream_destroy_waits_for_a_launch_on_it) { destroy_beside_launch(0, 0); }
 
 Test(children, stats_count_every_kind_at_once)
 {

@@ -284,6 +284,51 @@ Test(lifetimes, a_thread_cancelled_in_a_stream_ordered_call_lets_its_stream_go)
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
 
+/* Bug caught: the holds of a graph exec launch (the exec, the stream and
+ * their context in the thread's hazard slots, cuctx__child_hold_fast2,
+ * tether.h; or both pinned, the first time) not let go when a cancel
+ * unwinds it in the driver: the thread's cleanup handler, which destroys
+ * the exec and the stream (each destroy then scans the hazard slots or
+ * waits for the pins), waits for ever on its own holds (the alarm ends
+ * it). */
+struct launch_arg { cuctx_graph_exec ge; cuctx_stream s; CUresult destroyed; };
+static void destroy_its_exec(void *p)
+{
+    struct launch_arg *a = p;
+    a->destroyed = cuctx_graph_exec_destroy(&a->ge);
+    if (a->destroyed == CUDA_SUCCESS)
+        a->destroyed = cuctx_stream_destroy(&a->s);
+}
+static void *launch_on_stream(void *p)
+{
+    struct launch_arg *a = p;
+    pthread_cleanup_push(destroy_its_exec, a);
+    (void)cuctx_stream_synchronize(a->s);  /* (its hazard slots, taken outside the delayed call) */
+    (void)cuctx_graph_exec_launch(a->ge, a->s);
+    pthread_cleanup_pop(0);
+    return NULL;
+}
+static void cancelled_launch(int first)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    cuctx_ctx c = {0};
+    struct launch_arg a = {{0}, {0}, CUDA_ERROR_UNKNOWN};
+    new_ctx(&c, 0, "a", LEFT_CURRENT);
+    CHECK_OK(cuctx_graph_exec_instantiate(&a.ge, c, test_graph(c), 0));
+    CHECK_OK(cuctx_stream_create(&a.s, c, 0, 0));
+    if (!first)
+        CHECK_OK(cuctx_graph_exec_launch(a.ge, a.s));      /* both held once: the next launch's fast path */
+    cancel_in_driver_call("cuGraphLaunch", launch_on_stream, &a);
+    CHECK_OK(a.destroyed);
+    cr_assert_eq(misuses(), 0);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    graph_fini();
+}
+Test(lifetimes, a_thread_cancelled_in_its_first_graph_launch_lets_the_exec_and_stream_go) { cancelled_launch(1); }
+Test(lifetimes, a_thread_cancelled_in_a_graph_launch_lets_the_exec_and_stream_go) { cancelled_launch(0); }
+
 /* ---- 3: a thread cancelled inside a child's destroy ------------------------ */
 
 /* The report's count of live objects, and whether any line names kind. */
