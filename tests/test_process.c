@@ -195,6 +195,41 @@ Test(fork, a_pin_on_the_first_slot_held_by_another_thread_is_forgotten_in_the_ch
     cr_assert_eq(misuses(), 0);
 }
 
+static int report_in_child(void *p)
+{
+    (void)p;
+    struct handler_count h;
+    count_handler_install(&h);
+    any_handle bogus = {1};    /* names no object: its cleanup fails and reports */
+    (cuctx_cleanup)(&bogus);
+    int told = h.calls;
+    cuctx_set_error_handler(NULL, NULL);
+    return told == 1 ? 0 : 10 + told;   /* 10: the report waits for a release that never comes */
+}
+
+/* The forking thread's own pins are dropped in the child too (the fork
+ * forgets every pin): the child holds nothing, so a report it makes goes to
+ * the error handler at once instead of waiting for a release. The parent
+ * pinned handles before the fork, as any program that used cuctx has.
+ * Mutant killed: lib/registry.c:290 `const` (the thread's pin count set to
+ * 1 instead of 0 in the child: the child took itself for busy and held the
+ * report back; seed 29). */
+Test(fork, the_child_holds_nothing_and_reports_at_once)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_event ev = {0};
+    new_ctx(&c, 0, NULL, POPPED);
+    CHECK_OK(cuctx_event_create(&ev, c, 0));
+    CHECK_OK(cuctx_event_record(ev, (cuctx_stream){0}));
+    CHECK_OK(cuctx_event_synchronize(ev));     /* pins the event, and lets go */
+    cr_assert_eq(in_child(report_in_child, NULL), 0);
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(misuses(), 0);
+}
+
 struct primary_arg { cuctx_ctx p; CUresult rc; };
 
 static void *retain(void *p)
