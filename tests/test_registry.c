@@ -534,6 +534,69 @@ Test(registry, a_swept_entry_leaves_the_address_map)
     cr_assert_eq(misuses(), 0);
 }
 
+/* A child adopted only to track (owned 0) in a borrowed context names the
+ * borrow's entry as a made child does; its handle's destroy (which never
+ * reaches the driver) gives the name back, and the last name ends the
+ * entry. Mutant killed: lib/tether.c:84 `call` (cuctx__entry_unname_locked
+ * in give_back removed: the entry and its address outlived the last name;
+ * seed 29). */
+Test(registry, a_tracked_childs_destroy_gives_its_name_of_a_borrow_back)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    PFN_cuCtxDestroy_v4000 destroy_raw = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+    PFN_cuEventCreate_v2000 event_create = (PFN_cuEventCreate_v2000)drv_sym("cuEventCreate", 2000);
+    PFN_cuEventDestroy_v4000 event_destroy = (PFN_cuEventDestroy_v4000)drv_sym("cuEventDestroy", 4000);
+    CUcontext raw = NULL;
+    CUevent raw_ev = NULL;
+    cuctx_ctx b = {0};
+    cuctx_event ev = {0};
+    size_t map0 = cuctx__map_count(), live0 = live_entries();
+    cr_assert_eq(create(&raw, 0, 0), CUDA_SUCCESS);    /* current: the event is made in it */
+    cr_assert_eq(event_create(&raw_ev, 0), CUDA_SUCCESS);
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    CHECK_OK(cuctx_event_adopt(&ev, b, raw_ev, 0));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(cuctx__map_count(), map0 + 1, "the entry ended while the tracked event named it");
+    unsigned long destroys = calls("cuEventDestroy");
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_eq(calls("cuEventDestroy"), destroys, "a tracked event reached the driver's destroy");
+    cr_assert_eq(cuctx__map_count(), map0, "the borrow's entry outlived the tracked event, its last name");
+    cr_assert_eq(live_entries(), live0);
+    cr_assert_eq(event_destroy(raw_ev), CUDA_SUCCESS);
+    cr_assert_eq(cuctx_pop_current(), CUDA_SUCCESS);
+    cr_assert_eq(destroy_raw(raw), CUDA_SUCCESS);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* An owned context's entry names its handle (cuctx__handle_new), and a
+ * thread that held the entry through that handle keeps it at hand
+ * (cuctx__me.entry.last), so that its next calls on the context take the
+ * short path. Mutant killed: lib/entry.c:280 `lcr` (`life == LIFE_OWNED
+ * || life == LIFE_GREEN` made `&&`: no entry named its handle, and no
+ * hold of an owned context was ever kept at hand; seed 29). */
+Test(registry, an_owned_contexts_entry_names_its_handle)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_event ev = {0};
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    CUcontext raw = cuctx_ctx_raw(c);
+    uint64_t entry = cuctx__map_find(raw);
+    cr_assert_neq(entry, 0);
+    struct cuctx_slot *e = cuctx__peek(entry, KIND_ENTRY);
+    cr_assert_not_null(e);
+    cr_assert_eq(__atomic_load_n(&e->u.entry.owner_handle, __ATOMIC_RELAXED), c.id,
+                 "the owned context's entry does not name its handle");
+    CHECK_OK(cuctx_event_create(&ev, c, 0));
+    cr_assert_eq(cuctx__me.entry.last.handle, c.id, "the hold through the handle was not kept at hand");
+    cr_assert_eq(cuctx__me.entry.last.entry, entry);
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
 /* ---- the context lock ------------------------------------------------------- */
 
 /* Whether thread tid (of this process) is asleep in a futex wait, as a
