@@ -15,6 +15,10 @@
  *   calls only, no assertion inside: Criterion's asserts may free from the
  *   test body what libcriterion allocated); `made` counts the allocations,
  *   so that a test can tell it measured something.
+ * - empty_callocs: callocs from this executable's code that asked for no
+ *   bytes (a count or a size of 0): a block lib/ then writes into is too
+ *   small, which glibc's allocator does not notice (its smallest block has
+ *   room for a few words).
  * - fail_calloc, fail_realloc: the nth calloc (realloc) from now fails
  *   (1 = the next one); 0 = none. In lib/ ctxmap.c calls calloc, and
  *   mem_pool.c for a pool's record.
@@ -71,6 +75,7 @@ extern char __executable_start[], etext[];
 static atomic_int counting;
 static atomic_long live, made, seen;
 static atomic_int fail_calloc, fail_realloc;
+static atomic_long empty_callocs;
 static atomic_int fail_segments, race_segment;
 static atomic_int raced_unmapped;
 
@@ -115,6 +120,8 @@ void *calloc(size_t n, size_t size)
 {
     if (fails(&fail_calloc, __builtin_return_address(0)))
         return NULL;
+    if ((n == 0 || size == 0) && ours(__builtin_return_address(0)))
+        atomic_fetch_add(&empty_callocs, 1);
     void *p = __libc_calloc(n, size);
     if (p)
         count(__builtin_return_address(0), 1);
@@ -559,6 +566,50 @@ Test(oom, an_allocation_whose_pool_record_cannot_be_made_lets_go_of_the_pool, .t
     cr_assert_eq(calls("cuMemPoolDestroy"), destroys + 1);
     cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)raw, 0), 1);
     cr_assert_eq(sim()->live(CUSIM_POOL), pools - 1);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* An adopted pool's record, made at its first allocation, is a block of the
+ * record's size: the allocation asks calloc for it, never for an empty
+ * block it would then write past (glibc's smallest block holds the fields
+ * an adopted pool's record uses, so nothing else would tell). Mutant
+ * killed: lib/mem_pool.c:186 `const` (`calloc(1, sizeof *mine)` made
+ * `calloc(0, sizeof *mine)`; seed 29). */
+Test(oom, an_adopted_pools_record_is_allocated_at_its_size)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    cuctx_mem_pool pool = {0};
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    PFN_cuMemPoolCreate_v11020 create = (PFN_cuMemPoolCreate_v11020)drv_sym("cuMemPoolCreate", 11020);
+    CUmemPoolProps pp;
+    memset(&pp, 0, sizeof pp);
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    CUmemoryPool raw = NULL;
+    CHECK_OK(create(&raw, &pp));
+    CHECK_OK(cuctx_mem_pool_adopt(&pool, raw, 1));
+    atomic_store(&empty_callocs, 0);
+    atomic_store(&made, 0);
+    atomic_store(&counting, 1);
+    CUresult rc = cuctx_mem_alloc_from_pool(&m, pool, s, 4096);
+    atomic_store(&counting, 0);
+    CHECK_OK(rc);
+    cr_assert_gt(atomic_load(&made), 0, "the first allocation made no record");
+    cr_assert_eq(atomic_load(&empty_callocs), 0, "the pool's record was asked of calloc as an empty block");
+    CHECK_OK(cuctx_mem_free_async(&m, s));
+    CHECK_OK(cuctx_stream_synchronize(s));
+    unsigned long destroys = calls("cuMemPoolDestroy");
+    CHECK_OK(cuctx_mem_pool_destroy(&pool));
+    cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)raw, 0), 1, "the owned pool was not destroyed");
+    cr_assert_eq(calls("cuMemPoolDestroy"), destroys + 1);
     CHECK_OK(cuctx_stream_destroy(&s));
     CHECK_OK(cuctx_ctx_destroy(&c));
     cr_assert_eq(misuses(), 0);
