@@ -597,6 +597,46 @@ Test(registry, an_owned_contexts_entry_names_its_handle)
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
 
+static int report_in_child(void *p)
+{
+    (void)p;
+    if (cuctx__me.registry.npins != 0 || cuctx__thread_busy())
+        return 1;   /* the forking thread's pins (or holds) outlived the fork */
+    struct handler_count h;
+    count_handler_install(&h);
+    any_handle bogus = {1};     /* names no object: its cleanup fails and reports */
+    (cuctx_cleanup)(&bogus);
+    int told = h.calls;
+    cuctx_set_error_handler(NULL, NULL);
+    return told == 1 ? 0 : 10 + told;   /* 10: the report waits for a release that never comes */
+}
+
+/* The fork forgets the forking thread's pins too, not only those of the
+ * threads left behind: the child holds nothing, so a report it makes goes
+ * to the error handler at once instead of waiting for a release. The
+ * parent pinned handles before the fork, as any program that used cuctx
+ * has. (Here, not in test_process: this program's children dump their
+ * gcov data, so tools/mutate sees the child's lines run here.) Mutant
+ * killed: lib/registry.c:290 `const` (the thread's pin count set to 1
+ * instead of 0 in the child: the child took itself for busy and held the
+ * report back; seed 29). */
+Test(registry, a_forked_child_holds_no_pin_and_reports_at_once)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_event ev = {0};
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    CHECK_OK(cuctx_event_create(&ev, c, 0));
+    CHECK_OK(cuctx_event_record(ev, (cuctx_stream){0}));
+    CHECK_OK(cuctx_event_synchronize(ev));     /* pins the event, and lets go */
+    int st = in_child(report_in_child, NULL);
+    cr_assert_neq(st, 1, "the child still counts pins or holds of the forking thread");
+    cr_assert_eq(st, 0, "the child's report reached the handler %d times, not once", st - 10);
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
 /* ---- the context lock ------------------------------------------------------- */
 
 /* The system call thread tid (of this process) is blocked in, its second

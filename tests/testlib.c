@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static struct sim the_sim;
@@ -259,4 +260,28 @@ void graph_fini(void)
     CUresult rc = destroy(the_graph);
     the_graph = NULL;
     cr_expect_eq(rc, CUDA_SUCCESS, "cuGraphDestroy of the test graph: %s", cuctx_result_name(rc));
+}
+
+#ifdef CUCTX_GCOV_DUMP
+void __gcov_dump(void);     /* libgcov's */
+#endif
+
+int in_child(int (*child)(void *), void *arg)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        alarm(5);
+        int status = child(arg);
+#ifdef CUCTX_GCOV_DUMP
+        __gcov_dump();      /* _exit skips it */
+#endif
+        _exit(status);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status), "the child did not exit (signal %d: a hang ends in SIGALRM)",
+              WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return WEXITSTATUS(status);
 }

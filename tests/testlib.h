@@ -84,6 +84,13 @@ void *drv_sym(const char *name, int version);
 struct handler_count { int calls; CUresult last_rc; char last_msg[512]; };
 void count_handler_install(struct handler_count *c);
 
+/* Runs child(arg) in a forked child with a watchdog (a hang ends in
+ * SIGALRM after 5 s, failing the test); returns its exit status (0 when
+ * every check in it held). In a build that defines CUCTX_GCOV_DUMP (the
+ * coverage builds of tools/mutate) the child dumps its gcov data before
+ * _exit, so that what it ran of a statically linked lib/ is recorded. */
+int in_child(int (*child)(void *), void *arg);
+
 /* ---- traces: the driver calls of a test, by names the test gave -------- */
 
 /* Names a driver handle of kind 'c' (context), 'e' (event), 's' (stream),
