@@ -544,16 +544,13 @@ Test(registry, a_tracked_childs_destroy_gives_its_name_of_a_borrow_back)
 {
     NEED_DRIVER();
     NEED_SIM();
-    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
-    PFN_cuCtxDestroy_v4000 destroy_raw = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
     PFN_cuEventCreate_v2000 event_create = (PFN_cuEventCreate_v2000)drv_sym("cuEventCreate", 2000);
     PFN_cuEventDestroy_v4000 event_destroy = (PFN_cuEventDestroy_v4000)drv_sym("cuEventDestroy", 4000);
-    CUcontext raw = NULL;
     CUevent raw_ev = NULL;
     cuctx_ctx b = {0};
     cuctx_event ev = {0};
     size_t map0 = cuctx__map_count(), live0 = live_entries();
-    cr_assert_eq(create(&raw, 0, 0), CUDA_SUCCESS);    /* current: the event is made in it */
+    CUcontext raw = raw_ctx_create(0, LEFT_CURRENT);   /* current: the event is made in it */
     cr_assert_eq(event_create(&raw_ev, 0), CUDA_SUCCESS);
     CHECK_OK(cuctx_ctx_borrow(&b, raw));
     CHECK_OK(cuctx_event_adopt(&ev, b, raw_ev, 0));
@@ -566,7 +563,7 @@ Test(registry, a_tracked_childs_destroy_gives_its_name_of_a_borrow_back)
     cr_assert_eq(live_entries(), live0);
     cr_assert_eq(event_destroy(raw_ev), CUDA_SUCCESS);
     cr_assert_eq(cuctx_pop_current(), CUDA_SUCCESS);
-    cr_assert_eq(destroy_raw(raw), CUDA_SUCCESS);
+    raw_ctx_destroy(raw);
     cr_assert_eq(misuses(), 0);
 }
 
@@ -957,14 +954,9 @@ Test(drain, a_retired_borrows_entry_waits_for_the_holds_under_way, .timeout = 30
     NEED_DRIVER();
     NEED_SIM();
     NEED_PROC_SYSCALL();
-    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
-    PFN_cuCtxDestroy_v4000 destroy_raw = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
-    PFN_cuCtxPopCurrent_v4000 pop = (PFN_cuCtxPopCurrent_v4000)drv_sym("cuCtxPopCurrent", 4000);
-    CUcontext raw = NULL, popped = NULL;
     cuctx_ctx b = {0};
     cuctx_event ev = {0};
-    cr_assert_eq(create(&raw, 0, 0), CUDA_SUCCESS);
-    cr_assert_eq(pop(&popped), CUDA_SUCCESS);
+    CUcontext raw = raw_ctx_create(0, POPPED);
     CHECK_OK(cuctx_ctx_borrow(&b, raw));
     CHECK_OK(cuctx_event_create(&ev, b, 0));
     CHECK_OK(cuctx_event_record(ev, (cuctx_stream){0}));
@@ -974,7 +966,7 @@ Test(drain, a_retired_borrows_entry_waits_for_the_holds_under_way, .timeout = 30
     sim()->hold_after("cuEventSynchronize");
     cr_assert_eq(pthread_create(&th, NULL, synchronize_event, &holder), 0);
     until_sim_holds(1);     /* the holder is past its driver call, the entry held */
-    cr_assert_eq(destroy_raw(raw), CUDA_SUCCESS);
+    raw_ctx_destroy(raw);
     unsigned long checks = calls("cuCtxGetId");
     int waited = returns_or_sleeps(&retirer, &tr, in_backoff_sleep);
     int holder_done = atomic_load(&holder.done);
@@ -1028,11 +1020,9 @@ Test(drain, a_call_waiting_for_a_close_holds_no_other_context, .timeout = 30)
     struct locked_call closer = {.call = destroy_ctx, .rc = CUDA_ERROR_UNKNOWN};
     struct locked_call waiter = {.call = wait_event, .arg = &w, .rc = CUDA_ERROR_UNKNOWN};
     struct locked_call other = {.call = destroy_ctx, .rc = CUDA_ERROR_UNKNOWN};
-    CHECK_OK(cuctx_ctx_create(&other.c, 0, 0));
-    CHECK_OK(cuctx_pop_current());
+    new_ctx(&other.c, 0, NULL, POPPED);
     CHECK_OK(cuctx_stream_create(&w.s, other.c, 0, 0));
-    CHECK_OK(cuctx_ctx_create(&x, 0, 0));
-    CHECK_OK(cuctx_pop_current());
+    new_ctx(&x, 0, NULL, POPPED);
     CHECK_OK(cuctx_event_create(&w.ev, x, 0));
     closer.c = x;
     pthread_t tc, tw, to;
@@ -1076,8 +1066,7 @@ Test(drain, a_call_that_waited_out_an_abandoned_close_holds_both_contexts, .time
     struct locked_call releaser = {.call = destroy_ctx, .rc = CUDA_ERROR_UNKNOWN};
     struct locked_call waiter = {.call = wait_event, .arg = &w, .rc = CUDA_ERROR_UNKNOWN};
     struct locked_call resetter = {.call = reset_primary, .rc = CUDA_ERROR_UNKNOWN};
-    CHECK_OK(cuctx_ctx_create(&y, 0, 0));
-    CHECK_OK(cuctx_pop_current());
+    new_ctx(&y, 0, NULL, POPPED);
     CHECK_OK(cuctx_stream_create(&w.s, y, 0, 0));
     CHECK_OK(cuctx_ctx_primary(&releaser.c, 0));
     CHECK_OK(cuctx_event_create(&w.ev, releaser.c, 0));

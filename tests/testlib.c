@@ -230,6 +230,36 @@ CUcontext new_ctx(cuctx_ctx *c, CUdevice dev, const char *name, enum ctx_left le
     return raw;
 }
 
+CUcontext raw_ctx_create(CUdevice dev, enum ctx_left left)
+{
+    PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
+    PFN_cuCtxPopCurrent_v4000 pop = (PFN_cuCtxPopCurrent_v4000)drv_sym("cuCtxPopCurrent", 4000);
+    CUcontext raw = NULL, popped = NULL;
+    cr_assert_eq(create(&raw, 0, dev), CUDA_SUCCESS, "cuCtxCreate");
+    if (left == POPPED)
+        cr_assert_eq(pop(&popped), CUDA_SUCCESS, "cuCtxPopCurrent");
+    return raw;
+}
+
+void raw_ctx_destroy(CUcontext raw)
+{
+    PFN_cuCtxDestroy_v4000 destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+    cr_assert_eq(destroy(raw), CUDA_SUCCESS, "cuCtxDestroy");
+}
+
+CUmemoryPool raw_pool_create(CUdevice dev)
+{
+    PFN_cuMemPoolCreate_v11020 create = (PFN_cuMemPoolCreate_v11020)drv_sym("cuMemPoolCreate", 11020);
+    CUmemPoolProps pp;
+    memset(&pp, 0, sizeof pp);
+    pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    pp.location.id = dev;
+    CUmemoryPool raw = NULL;
+    cr_assert_eq(create(&raw, &pp), CUDA_SUCCESS, "cuMemPoolCreate");
+    return raw;
+}
+
 static CUgraph the_graph;
 
 CUgraph test_graph(cuctx_ctx c)

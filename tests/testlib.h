@@ -113,6 +113,15 @@ enum ctx_left { LEFT_CURRENT, POPPED };
 /* A new owned context on dev (the one helper that makes a context through
  * cuctx), named for traces unless name is NULL; returns its driver handle. */
 CUcontext new_ctx(cuctx_ctx *c, CUdevice dev, const char *name, enum ctx_left left);
+/* A context made by the driver itself (cuCtxCreate, flags 0), as code
+ * outside cuctx makes one, left current or popped; raw_ctx_destroy ends it
+ * with the driver's cuCtxDestroy. */
+CUcontext raw_ctx_create(CUdevice dev, enum ctx_left left);
+void raw_ctx_destroy(CUcontext raw);
+/* A memory pool made by the driver itself (cuMemPoolCreate: pinned, on
+ * device dev, no export), as code outside cuctx makes one. */
+CUmemoryPool raw_pool_create(CUdevice dev);
+
 /* Context switches and destroys from log position `from` on, as
  * "cuCtxPushCurrent(B),cuEventDestroy(ev),cuCtxPopCurrent(B)". */
 const char *trace(size_t from, char *buf, size_t n);
