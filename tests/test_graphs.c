@@ -541,9 +541,14 @@ static void count_abandon_reports(CUresult rc, const char *message, void *user)
 }
 
 /* A capture abandoned by a jump whose end and graph destroy succeed tells
- * the error handler nothing. Mutant killed: lib/capture.c:176 `lcr`
- * (`... && c->report` made `... || c->report`: every abandoned capture of
- * the reporting form told the handler, of a success too; seed 29). */
+ * the error handler nothing; nor does the ELSE form's, whose failures are
+ * for the program to look at, when its abandon fails (the graph's destroy
+ * made to fail: the one case that reaches the form's flag in the test of
+ * lib/capture.c:175-176, so that gcov sees this program run the line).
+ * Mutant killed: lib/capture.c:176 `lcr` (`... && c->report` made `... ||
+ * c->report`: every abandon of the reporting form told the handler, of a
+ * success too; and the other `lcr` of the line, whose `rc !=
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED && c->report` stood alone; seed 29). */
 Test(capture, a_capture_abandoned_cleanly_tells_the_handler_nothing)
 {
     NEED_DRIVER();
@@ -567,6 +572,23 @@ Test(capture, a_capture_abandoned_cleanly_tells_the_handler_nothing)
     }
     CHECK_OK(cuctx_stream_synchronize(t.s));
     CHECK_OK(cuctx_event_destroy(&t.ev));
+    if (sim()) {
+        sim()->fail_call("cuGraphDestroy", 1, CUDA_ERROR_UNKNOWN);
+        cuctx_set_error_handler(count_abandon_reports, &a);
+        CUCTX_CAPTURE_ELSE(t.s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL, (void)0) {
+            queue_work(&t);
+            break;
+        }
+        cuctx_set_error_handler(NULL, NULL);
+        cr_assert_eq(a.n, 0, "the ELSE form told the handler %d times of the abandon (%s)", a.n,
+                     cuctx_result_name(a.rc));
+        cr_assert_eq(g.id, 0);
+        cr_assert_eq(calls("cuGraphDestroy"), 2);
+        cr_assert_eq(last_call("cuGraphDestroy", 0).rc, CUDA_ERROR_UNKNOWN, "the destroy did not fail as made to");
+        cr_assert_eq(capture_status(t.s), CU_STREAM_CAPTURE_STATUS_NONE);
+        CHECK_OK(cuctx_stream_synchronize(t.s));
+        CHECK_OK(cuctx_event_destroy(&t.ev));
+    }
     capture_teardown(&t);
 }
 

@@ -88,7 +88,8 @@ void count_handler_install(struct handler_count *c);
  * SIGALRM after 5 s, failing the test); returns its exit status (0 when
  * every check in it held). In a build that defines CUCTX_GCOV_DUMP (the
  * coverage builds of tools/mutate) the child dumps its gcov data before
- * _exit, so that what it ran of a statically linked lib/ is recorded. */
+ * _exit, so that what it ran of a statically linked lib/ is recorded, its
+ * fork handlers included. */
 int in_child(int (*child)(void *), void *arg);
 
 /* ---- traces: the driver calls of a test, by names the test gave -------- */
