@@ -361,6 +361,33 @@ Test(library, a_modules_bad_ptx_error_carries_the_jit_log)
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
 
+/* A file that cuModuleLoad refused as bad PTX is read once more, through
+ * cuModuleLoadDataEx, for its JIT log; when that second load succeeds (the
+ * file was fine after all, or changed in between) the module it made is
+ * unloaded at once. Here the first load is made to fail. Mutant killed:
+ * lib/module.c:38 `call` (that cuModuleUnload removed: the module leaked;
+ * gcov had seen no test run the line; seed 29). */
+Test(library, a_file_that_loads_on_its_second_reading_leaves_no_module)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_module m = {0};
+    new_ctx(&c, 0, "C", POPPED);
+    size_t mark = log_mark();
+    sim()->fail_call("cuModuleLoad", 1, CUDA_ERROR_INVALID_PTX);
+    cr_assert_eq(cuctx_module_load(&m, c, test_data_path("vadd.ptx")), CUDA_ERROR_INVALID_PTX);
+    cr_assert_eq(m.id, 0);
+    cr_assert_eq(calls("cuModuleLoadDataEx"), 1, "the file was not read again for its log");
+    struct cusim_call load = last_call("cuModuleLoadDataEx", mark);
+    cr_assert_eq(load.rc, CUDA_SUCCESS, "the second reading did not load (%d)", (int)load.rc);
+    cr_assert_eq(calls("cuModuleUnload"), 1, "the module of the second reading was not unloaded");
+    cr_assert_eq(sim()->live(CUSIM_MODULE), 0, "the load made to read the log left a module");
+    cr_assert_eq(stats().modules, 0);
+    cr_assert_eq(misuses(), 0);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
 /* Bug caught: a global's address or size wrong, or looked up on a stale
  * module. */
 Test(library, a_modules_global)
@@ -496,6 +523,71 @@ Test(capture, break_goto_and_return_abandon_it)
         cr_assert_eq(calls("cuGraphDestroy"), 3, "an abandoned graph leaked");
         cr_assert_eq(sim()->live(CUSIM_GRAPH), 0);
         ASSERT_NO_MISUSE();
+    }
+    capture_teardown(&t);
+}
+
+/* Counts what reaches the error handler about abandoning a capture,
+ * whatever its code (count_handler_install leaves out CUDA_SUCCESS). */
+struct abandon_reports { int n; CUresult rc; };
+
+static void count_abandon_reports(CUresult rc, const char *message, void *user)
+{
+    struct abandon_reports *a = user;
+    if (strncmp(message, "CUCTX_CAPTURE: abandoning", 25) == 0) {
+        a->n++;
+        a->rc = rc;
+    }
+}
+
+/* A capture abandoned by a jump whose end and graph destroy succeed tells
+ * the error handler nothing; nor does the ELSE form's, whose failures are
+ * for the program to look at, when its abandon fails (the graph's destroy
+ * made to fail: the one case that reaches the form's flag in the test of
+ * lib/capture.c:175-176, so that gcov sees this program run the line).
+ * Mutant killed: lib/capture.c:176 `lcr` (`... && c->report` made `... ||
+ * c->report`: every abandon of the reporting form told the handler, of a
+ * success too; and the other `lcr` of the line, whose `rc !=
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED && c->report` stood alone; seed 29). */
+Test(capture, a_capture_abandoned_cleanly_tells_the_handler_nothing)
+{
+    NEED_DRIVER();
+    struct captured t;
+    capture_setup(&t);
+    cuctx_graph g = {0};
+    struct abandon_reports a = {0, CUDA_SUCCESS};
+    cuctx_set_error_handler(count_abandon_reports, &a);
+    CUCTX_CAPTURE(t.s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL) {
+        queue_work(&t);
+        break;
+    }
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(a.n, 0, "the handler was told %d times of the abandon (%s)", a.n, cuctx_result_name(a.rc));
+    cr_assert_eq(g.id, 0);
+    cr_assert_eq(capture_status(t.s), CU_STREAM_CAPTURE_STATUS_NONE);
+    if (sim()) {
+        cr_assert_eq(calls("cuStreamEndCapture"), 1);
+        cr_assert_eq(calls("cuGraphDestroy"), 1);
+        ASSERT_NO_MISUSE();
+    }
+    CHECK_OK(cuctx_stream_synchronize(t.s));
+    CHECK_OK(cuctx_event_destroy(&t.ev));
+    if (sim()) {
+        sim()->fail_call("cuGraphDestroy", 1, CUDA_ERROR_UNKNOWN);
+        cuctx_set_error_handler(count_abandon_reports, &a);
+        CUCTX_CAPTURE_ELSE(t.s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL, (void)0) {
+            queue_work(&t);
+            break;
+        }
+        cuctx_set_error_handler(NULL, NULL);
+        cr_assert_eq(a.n, 0, "the ELSE form told the handler %d times of the abandon (%s)", a.n,
+                     cuctx_result_name(a.rc));
+        cr_assert_eq(g.id, 0);
+        cr_assert_eq(calls("cuGraphDestroy"), 2);
+        cr_assert_eq(last_call("cuGraphDestroy", 0).rc, CUDA_ERROR_UNKNOWN, "the destroy did not fail as made to");
+        cr_assert_eq(capture_status(t.s), CU_STREAM_CAPTURE_STATUS_NONE);
+        CHECK_OK(cuctx_stream_synchronize(t.s));
+        CHECK_OK(cuctx_event_destroy(&t.ev));
     }
     capture_teardown(&t);
 }

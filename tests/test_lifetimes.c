@@ -446,7 +446,7 @@ static void cancel_a_destroy_before_its_driver_call(int borrowed)
     CUcontext raw = NULL;
     cuctx_ctx c = {0};
     if (borrowed) {
-        raw = raw_ctx_popped(0);
+        raw = raw_ctx_create(0, POPPED);
         CHECK_OK(cuctx_ctx_borrow(&c, raw));
     } else {
         new_ctx(&c, 0, "c", POPPED);

@@ -15,6 +15,10 @@
  *   calls only, no assertion inside: Criterion's asserts may free from the
  *   test body what libcriterion allocated); `made` counts the allocations,
  *   so that a test can tell it measured something.
+ * - empty_callocs: callocs from this executable's code that asked for no
+ *   bytes (a count or a size of 0): a block lib/ then writes into is too
+ *   small, which glibc's allocator does not notice (its smallest block has
+ *   room for a few words).
  * - fail_calloc, fail_realloc: the nth calloc (realloc) from now fails
  *   (1 = the next one); 0 = none. In lib/ ctxmap.c calls calloc, and
  *   mem_pool.c for a pool's record.
@@ -77,6 +81,7 @@ extern char __executable_start[], etext[];
 static atomic_int counting;
 static atomic_long live, made, seen;
 static atomic_int fail_calloc, fail_realloc;
+static atomic_long empty_callocs;
 static atomic_int fail_segments, race_segment;
 static atomic_int raced_unmapped;
 static atomic_int guarding;
@@ -177,6 +182,8 @@ void *calloc(size_t n, size_t size)
 {
     if (fails(&fail_calloc, __builtin_return_address(0)))
         return NULL;
+    if ((n == 0 || size == 0) && ours(__builtin_return_address(0)))
+        atomic_fetch_add(&empty_callocs, 1);
     void *p = guarded_here(__builtin_return_address(0)) && size && n <= SIZE_MAX / size ? guarded_alloc(n * size)
                                                                                        : __libc_calloc(n, size);
     if (p)
@@ -498,7 +505,7 @@ Test(oom, the_context_maps_walk_reads_nothing_past_its_arrays)
     NEED_SIM();
     cuctx_ctx b = {0};
     cr_assert_eq(cuctx__map_count(), 0, "the map was made before the guard");
-    CUcontext raw = raw_ctx_popped(0);
+    CUcontext raw = raw_ctx_create(0, POPPED);
     atomic_store(&guarding, 1);
     CHECK_OK(cuctx_ctx_borrow(&b, raw));    /* the map's first entry: its arrays made */
     unsigned long ids = calls("cuCtxGetId");
@@ -805,6 +812,44 @@ Test(oom, a_pools_record_ended_after_the_driver_shut_down_is_freed, .timeout = 3
     cr_assert_eq(calls("cuMemPoolDestroy"), 0, "the pool was destroyed after the driver shut down");
     cr_assert_eq(after, before - 1, "%ld heap blocks of lib/ freed by the pool's end, not 1", before - after);
     ctx_and_stream_end(&c, &s);
+}
+
+/* An adopted pool's record, made at its first allocation, is a block of the
+ * record's size: the allocation asks calloc for it, never for an empty
+ * block it would then write past (glibc's smallest block holds the fields
+ * an adopted pool's record uses, so nothing else would tell). Mutant
+ * killed: lib/mem_pool.c:186 `const` (`calloc(1, sizeof *mine)` made
+ * `calloc(0, sizeof *mine)`; seed 29). */
+Test(oom, an_adopted_pools_record_is_allocated_at_its_size)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_mem_pool pool = {0};
+    cuctx_ctx c = {0};
+    new_ctx(&c, 0, NULL, POPPED);
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    CUmemoryPool raw = raw_pool(0);
+    CHECK_OK(cuctx_mem_pool_adopt(&pool, raw, 1));
+    atomic_store(&empty_callocs, 0);
+    atomic_store(&made, 0);
+    atomic_store(&counting, 1);
+    CUresult rc = cuctx_mem_alloc_from_pool(&m, pool, s, 4096);
+    atomic_store(&counting, 0);
+    CHECK_OK(rc);
+    cr_assert_gt(atomic_load(&made), 0, "the first allocation made no record");
+    cr_assert_eq(atomic_load(&empty_callocs), 0, "the pool's record was asked of calloc as an empty block");
+    CHECK_OK(cuctx_mem_free_async(&m, s));
+    CHECK_OK(cuctx_stream_synchronize(s));
+    unsigned long destroys = calls("cuMemPoolDestroy");
+    CHECK_OK(cuctx_mem_pool_destroy(&pool));
+    cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)raw, 0), 1, "the owned pool was not destroyed");
+    cr_assert_eq(calls("cuMemPoolDestroy"), destroys + 1);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(misuses(), 0);
 }
 
 /* ---- the list of streams destroyed while capturing ------------------------- */

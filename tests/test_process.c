@@ -34,24 +34,6 @@ static void *synchronize(void *p)
     return NULL;
 }
 
-/* Runs child() in a forked child with a watchdog; returns its exit status
- * (0 when every check in it held). */
-static int in_child(int (*child)(void *), void *arg)
-{
-    fflush(NULL);
-    pid_t pid = fork();
-    cr_assert_neq(pid, -1);
-    if (pid == 0) {
-        alarm(5);
-        _exit(child(arg));
-    }
-    int status = 0;
-    cr_assert_eq(waitpid(pid, &status, 0), pid);
-    cr_assert(WIFEXITED(status), "the child did not exit (signal %d: a hang ends in SIGALRM)",
-              WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-    return WEXITSTATUS(status);
-}
-
 struct inherited { cuctx_ctx ctx; cuctx_event ev; cuctx_stream s; };
 
 static int destroy_inherited(void *p)

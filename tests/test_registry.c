@@ -587,35 +587,161 @@ Test(registry, a_thread_that_ends_with_a_pin_lets_go_of_it, .timeout = 30)
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
 
+/* A child adopted only to track (owned 0) in a borrowed context names the
+ * borrow's entry as a made child does; its handle's destroy (which never
+ * reaches the driver) gives the name back, and the last name ends the
+ * entry. Mutant killed: lib/tether.c:84 `call` (cuctx__entry_unname_locked
+ * in give_back removed: the entry and its address outlived the last name;
+ * seed 29). */
+Test(registry, a_tracked_childs_destroy_gives_its_name_of_a_borrow_back)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    PFN_cuEventCreate_v2000 event_create = (PFN_cuEventCreate_v2000)drv_sym("cuEventCreate", 2000);
+    PFN_cuEventDestroy_v4000 event_destroy = (PFN_cuEventDestroy_v4000)drv_sym("cuEventDestroy", 4000);
+    CUevent raw_ev = NULL;
+    cuctx_ctx b = {0};
+    cuctx_event ev = {0};
+    size_t map0 = cuctx__map_count(), live0 = live_entries();
+    CUcontext raw = raw_ctx_create(0, LEFT_CURRENT);   /* current: the event is made in it */
+    cr_assert_eq(event_create(&raw_ev, 0), CUDA_SUCCESS);
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    CHECK_OK(cuctx_event_adopt(&ev, b, raw_ev, 0));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(cuctx__map_count(), map0 + 1, "the entry ended while the tracked event named it");
+    unsigned long destroys = calls("cuEventDestroy");
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_eq(calls("cuEventDestroy"), destroys, "a tracked event reached the driver's destroy");
+    cr_assert_eq(cuctx__map_count(), map0, "the borrow's entry outlived the tracked event, its last name");
+    cr_assert_eq(live_entries(), live0);
+    cr_assert_eq(event_destroy(raw_ev), CUDA_SUCCESS);
+    cr_assert_eq(cuctx_pop_current(), CUDA_SUCCESS);
+    raw_ctx_destroy(raw);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* An owned context's entry names its handle (cuctx__handle_new), and a
+ * thread that held the entry through that handle keeps it at hand
+ * (cuctx__me.entry.last), so that its next calls on the context take the
+ * short path. Mutant killed: lib/entry.c:280 `lcr` (`life == LIFE_OWNED
+ * || life == LIFE_GREEN` made `&&`: no entry named its handle, and no
+ * hold of an owned context was ever kept at hand; seed 29). */
+Test(registry, an_owned_contexts_entry_names_its_handle)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_event ev = {0};
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    CUcontext raw = cuctx_ctx_raw(c);
+    uint64_t entry = cuctx__map_find(raw);
+    cr_assert_neq(entry, 0);
+    struct cuctx_slot *e = cuctx__peek(entry, KIND_ENTRY);
+    cr_assert_not_null(e);
+    cr_assert_eq(__atomic_load_n(&e->u.entry.owner_handle, __ATOMIC_RELAXED), c.id,
+                 "the owned context's entry does not name its handle");
+    CHECK_OK(cuctx_event_create(&ev, c, 0));
+    cr_assert_eq(cuctx__me.entry.last.handle, c.id, "the hold through the handle was not kept at hand");
+    cr_assert_eq(cuctx__me.entry.last.entry, entry);
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+static int report_in_child(void *p)
+{
+    (void)p;
+    if (cuctx__me.registry.npins != 0 || cuctx__thread_busy())
+        return 1;   /* the forking thread's pins (or holds) outlived the fork */
+    struct handler_count h;
+    count_handler_install(&h);
+    any_handle bogus = {1};     /* names no object: its cleanup fails and reports */
+    (cuctx_cleanup)(&bogus);
+    int told = h.calls;
+    cuctx_set_error_handler(NULL, NULL);
+    return told == 1 ? 0 : 10 + told;   /* 10: the report waits for a release that never comes */
+}
+
+/* The fork forgets the forking thread's pins too, not only those of the
+ * threads left behind: the child holds nothing, so a report it makes goes
+ * to the error handler at once instead of waiting for a release. The
+ * parent pinned handles before the fork, as any program that used cuctx
+ * has. (Here, not in test_process: this program's children dump their
+ * gcov data, so tools/mutate sees the child's lines run here.) Mutant
+ * killed: lib/registry.c:290 `const` (the thread's pin count set to 1
+ * instead of 0 in the child: the child took itself for busy and held the
+ * report back; seed 29). */
+Test(registry, a_forked_child_holds_no_pin_and_reports_at_once)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_event ev = {0};
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    CHECK_OK(cuctx_event_create(&ev, c, 0));
+    CHECK_OK(cuctx_event_record(ev, (cuctx_stream){0}));
+    CHECK_OK(cuctx_event_synchronize(ev));     /* pins the event, and lets go */
+    int st = in_child(report_in_child, NULL);
+    cr_assert_neq(st, 1, "the child still counts pins or holds of the forking thread");
+    cr_assert_eq(st, 0, "the child's report reached the handler %d times, not once", st - 10);
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
 /* ---- the context lock ------------------------------------------------------- */
 
-/* Whether thread tid (of this process) is asleep in a futex wait, as a
- * thread waiting for a pthread mutex held by another is: 1 yes, 0 no, -1
- * when /proc does not say (no /proc/self/task/TID/syscall). */
-static int in_futex_wait(pid_t tid)
+/* The system call thread tid (of this process) is blocked in, its second
+ * argument in *arg1: -1 when it is in none ("running", or blocked outside
+ * a system call), -2 when /proc does not say (no /proc/self/task/TID/syscall). */
+static long blocked_in(pid_t tid, unsigned long *arg1)
 {
     char path[64], line[256];
     long nr = -1;
-    unsigned long uaddr = 0, op = 0;
+    unsigned long arg0 = 0;
     snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
     FILE *f = fopen(path, "r");
     if (!f)
-        return -1;
+        return -2;
     int got = fgets(line, sizeof line, f) != NULL;
     fclose(f);
     if (!got)
+        return -2;
+    if (sscanf(line, "%ld %lx %lx", &nr, &arg0, arg1) != 3)
         return -1;
-    if (sscanf(line, "%ld %lx %lx", &nr, &uaddr, &op) != 3)
-        return 0;   /* "running", or blocked outside a system call */
+    return nr;
+}
+
+/* Whether thread tid (of this process) is asleep in a futex wait, as a
+ * thread waiting for a pthread mutex held by another is: 1 yes, 0 no, -1
+ * when /proc does not say. */
+static int in_futex_wait(pid_t tid)
+{
+    unsigned long op = 0;
+    long nr = blocked_in(tid, &op);
+    if (nr == -2)
+        return -1;
     op &= FUTEX_CMD_MASK;
     return nr == SYS_futex && (op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET);
 }
 
-/* A cuctx call run on a thread of its own while the test holds the
- * context lock. */
+/* Whether thread tid is asleep in nanosleep, as a thread waiting in lib/'s
+ * backoff (registry.c: a drain waiting for holds, a hold waiting for a
+ * close to be decided) is once it has yielded its first rounds: 1 yes, 0
+ * no, -1 when /proc does not say. */
+static int in_backoff_sleep(pid_t tid)
+{
+    unsigned long arg1 = 0;
+    long nr = blocked_in(tid, &arg1);
+    if (nr == -2)
+        return -1;
+    return nr == SYS_nanosleep || nr == SYS_clock_nanosleep;
+}
+
+/* A cuctx call run on a thread of its own while the test holds something
+ * it may wait for: the context lock, or an entry held by another thread. */
 struct locked_call {
     CUresult (*call)(struct locked_call *);
     cuctx_ctx c;
+    void *arg;
     CUresult rc;
     _Atomic pid_t tid;
     _Atomic int done;
@@ -636,24 +762,31 @@ static void *run_locked_call(void *p)
             cr_skip_test("/proc/self/task/TID/syscall is not readable here");             \
     } while (0)
 
-/* With the context lock held by the calling thread, starts l->call on
- * another thread and waits until that thread is asleep in a futex wait
- * (the lock, the only one the test holds: 1) or its call has returned (0:
- * it went through without the lock); -1 if neither comes within 10 s. The
- * caller lets go of the lock and joins *t. The wait decides nothing by
- * time: the other thread can only end up in one of the two states. */
-static int runs_into_the_lock(struct locked_call *l, pthread_t *t)
+/* Starts l->call on another thread and waits until that thread is asleep
+ * as asleep(tid) says (1) or its call has returned (0); -1 if neither
+ * comes within 10 s. The caller lets go of what the call may wait for and
+ * joins *t. The wait decides nothing by time: the other thread can only
+ * end up in one of the two states. */
+static int returns_or_sleeps(struct locked_call *l, pthread_t *t, int (*asleep)(pid_t))
 {
     cr_assert_eq(pthread_create(t, NULL, run_locked_call, l), 0);
     for (int ms = 0; ms < 10000; ms++) {
         pid_t tid = atomic_load(&l->tid);
         if (atomic_load(&l->done))
             return 0;
-        if (tid && in_futex_wait(tid) == 1)
+        if (tid && asleep(tid) == 1)
             return 1;
         nanosleep(&(struct timespec){0, 1000000}, NULL);
     }
     return -1;
+}
+
+/* With the context lock held by the calling thread, the same for a futex
+ * wait (the lock, the only one the test holds: 1; 0: the call went through
+ * without the lock). */
+static int runs_into_the_lock(struct locked_call *l, pthread_t *t)
+{
+    return returns_or_sleeps(l, t, in_futex_wait);
 }
 
 static CUresult destroy_ctx(struct locked_call *l)
@@ -876,6 +1009,194 @@ Test(ctx_lock, the_stats_count_contexts_under_the_context_lock, .timeout = 30)
     cr_assert_eq(stats().contexts, 1);
     CHECK_OK(cuctx_ctx_destroy(&a));
     cr_assert_eq(stats().contexts, 0);
+}
+
+/* ---- waits for holds and for closes ------------------------------------ */
+
+/* Waits (1 ms at a time, up to 10 s) until the simulator holds n calls in
+ * cusim_hold_after or a delay; fails the test otherwise. */
+static void until_sim_holds(unsigned n)
+{
+    for (int ms = 0; sim()->sleeping() != n; ms++) {
+        cr_assert_lt(ms, 10000, "the simulator never held %u calls", n);
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+}
+
+static void *synchronize_event(void *p)
+{
+    struct locked_call *l = p;
+    l->rc = cuctx_event_synchronize(*(cuctx_event *)l->arg);
+    atomic_store(&l->done, 1);
+    return NULL;
+}
+
+static CUresult query_event(struct locked_call *l)
+{
+    return cuctx_event_query(*(cuctx_event *)l->arg);
+}
+
+/* A borrowed context that its owner destroyed is found gone by the next
+ * hold (the driver's id check), which retires its entry: the retire waits
+ * for the holds already taken - here another thread's, inside a call on
+ * the context's event (held after its driver call by the simulator) -
+ * before the slot is freed. Mutant killed: lib/entry.c:177 `call`
+ * (cuctx__drain in entry_retire removed: the slot was freed under the
+ * other thread's hold; seed 29). */
+Test(drain, a_retired_borrows_entry_waits_for_the_holds_under_way, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    cuctx_ctx b = {0};
+    cuctx_event ev = {0};
+    CUcontext raw = raw_ctx_create(0, POPPED);
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    CHECK_OK(cuctx_event_create(&ev, b, 0));
+    CHECK_OK(cuctx_event_record(ev, (cuctx_stream){0}));
+    struct locked_call holder = {.arg = &ev, .rc = CUDA_ERROR_UNKNOWN};
+    struct locked_call retirer = {.call = query_event, .arg = &ev, .rc = CUDA_ERROR_UNKNOWN};
+    pthread_t th, tr;
+    sim()->hold_after("cuEventSynchronize");
+    cr_assert_eq(pthread_create(&th, NULL, synchronize_event, &holder), 0);
+    until_sim_holds(1);     /* the holder is past its driver call, the entry held */
+    raw_ctx_destroy(raw);
+    unsigned long checks = calls("cuCtxGetId");
+    int waited = returns_or_sleeps(&retirer, &tr, in_backoff_sleep);
+    int holder_done = atomic_load(&holder.done);
+    sim()->let_go();
+    pthread_join(th, NULL);
+    pthread_join(tr, NULL);
+    cr_assert_eq(holder_done, 0);
+    cr_assert_gt(calls("cuCtxGetId"), checks, "the query did not check the context");
+    cr_assert_neq(waited, 0, "the retire of the entry did not wait for the other thread's hold");
+    cr_assert_eq(waited, 1, "the query neither waited nor returned in 10 s");
+    CHECK_OK(holder.rc);
+    cr_assert_eq(retirer.rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s", cuctx_result_name(retirer.rc));
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* The two handles of a call on two contexts (a stream of one, an event of
+ * the other). */
+struct two { cuctx_stream s; cuctx_event ev; };
+
+static CUresult wait_event(struct locked_call *l)
+{
+    struct two *w = l->arg;
+    return cuctx_stream_wait_event(w->s, w->ev);
+}
+
+static CUresult reset_primary(struct locked_call *l)
+{
+    (void)l;
+    return cuctx_ctx_primary_reset(0);
+}
+
+/* A call on two contexts whose second is closing lets go of the first
+ * before it waits for the close to be decided (cuctx__entry_hold_beside):
+ * a thread that holds an entry never waits for another's close. So while
+ * the call waits - the second context's destroy held in its cuCtxDestroy
+ * by the simulator - the first context can be destroyed without waiting
+ * for it. Mutant killed: lib/entry.c:440 `lcr` (`... ||
+ * cuctx__thread_holds_entry() || cuctx__me.lock.held` made `... ||
+ * cuctx__thread_holds_entry() && cuctx__me.lock.held`: the call waited
+ * holding the first context, and that context's destroy waited for it;
+ * seed 29). */
+Test(drain, a_call_waiting_for_a_close_holds_no_other_context, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    cuctx_ctx x = {0};
+    struct two w = {{0}, {0}};
+    struct locked_call closer = {.call = destroy_ctx, .rc = CUDA_ERROR_UNKNOWN};
+    struct locked_call waiter = {.call = wait_event, .arg = &w, .rc = CUDA_ERROR_UNKNOWN};
+    struct locked_call other = {.call = destroy_ctx, .rc = CUDA_ERROR_UNKNOWN};
+    new_ctx(&other.c, 0, NULL, POPPED);
+    CHECK_OK(cuctx_stream_create(&w.s, other.c, 0, 0));
+    new_ctx(&x, 0, NULL, POPPED);
+    CHECK_OK(cuctx_event_create(&w.ev, x, 0));
+    closer.c = x;
+    pthread_t tc, tw, to;
+    sim()->hold_after("cuCtxDestroy");
+    cr_assert_eq(pthread_create(&tc, NULL, run_locked_call, &closer), 0);
+    until_sim_holds(1);     /* x's entry closing, its destroy inside cuCtxDestroy */
+    int waiting = returns_or_sleeps(&waiter, &tw, in_backoff_sleep);
+    int blocked = waiting == 1 ? returns_or_sleeps(&other, &to, in_backoff_sleep) : -2;
+    sim()->let_go();
+    pthread_join(tc, NULL);
+    pthread_join(tw, NULL);
+    if (blocked != -2)
+        pthread_join(to, NULL);
+    cr_assert_eq(waiting, 1, "the call on the closing context did not wait for the close (%d)", waiting);
+    cr_assert_neq(blocked, 1, "the other context's destroy waited for the call waiting on the close");
+    cr_assert_eq(blocked, 0, "the other context's destroy neither returned nor waited in 10 s");
+    CHECK_OK(closer.rc);
+    CHECK_OK(other.rc);
+    cr_assert_eq(waiter.rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s", cuctx_result_name(waiter.rc));
+    CHECK_OK(cuctx_event_destroy(&w.ev));
+    CHECK_OK(cuctx_stream_destroy(&w.s));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* The same call, its second context a primary one whose release by cuctx
+ * (held in cuDevicePrimaryCtxRelease) closes the entry, and which lives on
+ * - an outside retain - so that the close is abandoned: the call waited
+ * with nothing held, then takes both contexts again, and makes its driver
+ * call holding both. A reset of the primary context meanwhile (its call
+ * held by the simulator after cuStreamWaitEvent) waits for that hold.
+ * Mutant killed: lib/entry.c:474 `ror` (the first context taken again
+ * made to end the loop with the second let go: the call ran without
+ * holding the primary context, whose reset did not wait; seed 29). */
+Test(drain, a_call_that_waited_out_an_abandoned_close_holds_both_contexts, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    cuctx_ctx y = {0};
+    struct two w = {{0}, {0}};
+    struct locked_call releaser = {.call = destroy_ctx, .rc = CUDA_ERROR_UNKNOWN};
+    struct locked_call waiter = {.call = wait_event, .arg = &w, .rc = CUDA_ERROR_UNKNOWN};
+    struct locked_call resetter = {.call = reset_primary, .rc = CUDA_ERROR_UNKNOWN};
+    new_ctx(&y, 0, NULL, POPPED);
+    CHECK_OK(cuctx_stream_create(&w.s, y, 0, 0));
+    CHECK_OK(cuctx_ctx_primary(&releaser.c, 0));
+    CHECK_OK(cuctx_event_create(&w.ev, releaser.c, 0));
+    cr_assert_eq(sim()->primary_outside_retain(0), 0);
+    pthread_t tr, tw, tx;
+    sim()->hold_after("cuDevicePrimaryCtxRelease");
+    cr_assert_eq(pthread_create(&tr, NULL, run_locked_call, &releaser), 0);
+    until_sim_holds(1);     /* the primary's entry closing, the release inside the driver */
+    int waiting = returns_or_sleeps(&waiter, &tw, in_backoff_sleep);
+    if (waiting == 1)
+        sim()->hold_after("cuStreamWaitEvent");
+    sim()->let_go();        /* the release; the entry reopens (the context lives) */
+    pthread_join(tr, NULL);
+    int blocked = -2;
+    if (waiting == 1) {
+        for (int ms = 0; calls("cuStreamWaitEvent") == 0 || sim()->sleeping() != 1; ms++) {
+            cr_assert_lt(ms, 10000, "the call never reached cuStreamWaitEvent");
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
+        }
+        blocked = returns_or_sleeps(&resetter, &tx, in_backoff_sleep);
+        sim()->let_go();
+        pthread_join(tx, NULL);
+    }
+    pthread_join(tw, NULL);
+    cr_assert_eq(waiting, 1, "the call on the closing context did not wait for the close (%d)", waiting);
+    cr_assert_neq(blocked, 0, "the primary's reset did not wait for the call: it did not hold the context");
+    cr_assert_eq(blocked, 1, "the reset neither returned nor waited in 10 s");
+    CHECK_OK(releaser.rc);
+    CHECK_OK(waiter.rc);
+    CHECK_OK(resetter.rc);
+    cr_assert_eq(calls("cuStreamWaitEvent"), 1);
+    CHECK_OK(cuctx_event_destroy(&w.ev));
+    CHECK_OK(cuctx_stream_destroy(&w.s));
+    CHECK_OK(cuctx_ctx_destroy(&y));
+    cr_assert_eq(sim()->primary_outside_release(0), 0);
+    cr_assert_eq(misuses(), 0);
 }
 
 /* ---- the closer's membarrier ----------------------------------------------- */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static struct sim the_sim;
@@ -235,21 +236,21 @@ CUcontext new_ctx(cuctx_ctx *c, CUdevice dev, const char *name, enum ctx_left le
     return raw;
 }
 
-CUcontext raw_ctx_popped(CUdevice dev)
+CUcontext raw_ctx_create(CUdevice dev, enum ctx_left left)
 {
     PFN_cuCtxCreate_v3020 create = (PFN_cuCtxCreate_v3020)drv_sym("cuCtxCreate", 3020);
     PFN_cuCtxPopCurrent_v4000 pop = (PFN_cuCtxPopCurrent_v4000)drv_sym("cuCtxPopCurrent", 4000);
-    CUcontext c = NULL, popped = NULL;
-    CHECK_OK(create(&c, 0, dev));
-    CHECK_OK(pop(&popped));
-    cr_assert_eq(popped, c);
-    return c;
+    CUcontext raw = NULL, popped = NULL;
+    cr_assert_eq(create(&raw, 0, dev), CUDA_SUCCESS, "cuCtxCreate");
+    if (left == POPPED)
+        cr_assert_eq(pop(&popped), CUDA_SUCCESS, "cuCtxPopCurrent");
+    return raw;
 }
 
-void raw_ctx_destroy(CUcontext c)
+void raw_ctx_destroy(CUcontext raw)
 {
     PFN_cuCtxDestroy_v4000 destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
-    CHECK_OK(destroy(c));
+    cr_assert_eq(destroy(raw), CUDA_SUCCESS, "cuCtxDestroy");
 }
 
 CUmemoryPool raw_pool(CUdevice dev)
@@ -260,9 +261,9 @@ CUmemoryPool raw_pool(CUdevice dev)
     pp.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
     pp.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     pp.location.id = dev;
-    CUmemoryPool p = NULL;
-    CHECK_OK(create(&p, &pp));
-    return p;
+    CUmemoryPool raw = NULL;
+    cr_assert_eq(create(&raw, &pp), CUDA_SUCCESS, "cuMemPoolCreate");
+    return raw;
 }
 
 static CUgraph the_graph;
@@ -295,4 +296,33 @@ void graph_fini(void)
     CUresult rc = destroy(the_graph);
     the_graph = NULL;
     cr_expect_eq(rc, CUDA_SUCCESS, "cuGraphDestroy of the test graph: %s", cuctx_result_name(rc));
+}
+
+#ifdef CUCTX_GCOV_DUMP
+void __gcov_dump(void);     /* libgcov's */
+#endif
+
+int in_child(int (*child)(void *), void *arg)
+{
+    /* Called through a pointer: built with --coverage, gcc turns a direct
+     * call of fork into libgcov's __gcov_fork, which zeroes the child's
+     * counters once fork has returned there - after the fork handlers ran,
+     * so that what they did would never be recorded. */
+    pid_t (*volatile fork_fn)(void) = fork;
+    fflush(NULL);
+    pid_t pid = fork_fn();
+    cr_assert_neq(pid, -1);
+    if (pid == 0) {
+        alarm(5);
+        int status = child(arg);
+#ifdef CUCTX_GCOV_DUMP
+        __gcov_dump();      /* _exit skips it */
+#endif
+        _exit(status);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status), "the child did not exit (signal %d: a hang ends in SIGALRM)",
+              WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return WEXITSTATUS(status);
 }

@@ -88,6 +88,14 @@ void adopt_new_pool(cuctx_mem_pool *out);
 struct handler_count { int calls; CUresult last_rc; char last_msg[512]; };
 void count_handler_install(struct handler_count *c);
 
+/* Runs child(arg) in a forked child with a watchdog (a hang ends in
+ * SIGALRM after 5 s, failing the test); returns its exit status (0 when
+ * every check in it held). In a build that defines CUCTX_GCOV_DUMP (the
+ * coverage builds of tools/mutate) the child dumps its gcov data before
+ * _exit, so that what it ran of a statically linked lib/ is recorded, its
+ * fork handlers included. */
+int in_child(int (*child)(void *), void *arg);
+
 /* ---- traces: the driver calls of a test, by names the test gave -------- */
 
 /* Names a driver handle of kind 'c' (context), 'e' (event), 's' (stream),
@@ -110,6 +118,15 @@ enum ctx_left { LEFT_CURRENT, POPPED };
 /* A new owned context on dev (the one helper that makes a context through
  * cuctx), named for traces unless name is NULL; returns its driver handle. */
 CUcontext new_ctx(cuctx_ctx *c, CUdevice dev, const char *name, enum ctx_left left);
+/* A context made by the driver itself (cuCtxCreate, flags 0), as code
+ * outside cuctx makes one, left current or popped; raw_ctx_destroy ends it
+ * with the driver's cuCtxDestroy. */
+CUcontext raw_ctx_create(CUdevice dev, enum ctx_left left);
+void raw_ctx_destroy(CUcontext raw);
+/* A memory pool made by the driver itself (cuMemPoolCreate: pinned, on
+ * device dev, no export), as code outside cuctx makes one. */
+CUmemoryPool raw_pool(CUdevice dev);
+
 /* Context switches and destroys from log position `from` on, as
  * "cuCtxPushCurrent(B),cuEventDestroy(ev),cuCtxPopCurrent(B)". */
 const char *trace(size_t from, char *buf, size_t n);
@@ -135,11 +152,6 @@ const char *trace(size_t from, char *buf, size_t n);
                      name_of('c', (uint64_t)(uintptr_t)want_));                             \
     } while (0)
 
-/* Made through the driver, as code outside cuctx would: a context on dev,
- * popped again (not current); its destroy; a pinned memory pool on dev. */
-CUcontext raw_ctx_popped(CUdevice dev);
-void raw_ctx_destroy(CUcontext c);
-CUmemoryPool raw_pool(CUdevice dev);
 
 /* ---- the child kinds (kinds.h) --------------------------------------- */
 
