@@ -506,7 +506,10 @@ static void destroy_ctx_elsewhere(cuctx_ctx *c)
     cr_assert_eq(pthread_create(&t, NULL, destroy_ctx_there, c), 0);
     pthread_join(t, NULL);
 }
-Test(async_mem, a_thread_whose_current_context_died_frees_on_a_live_stream)
+/* live_stream 1: the memory's stream lives, in another context than the
+ * dead one current (case 1); 0: the dead one is the memory's own context,
+ * its stream gone with it (case 4, no primary context active). */
+static void free_after_current_died(int live_stream)
 {
     NEED_DRIVER();
     NEED_SIM();
@@ -514,57 +517,39 @@ Test(async_mem, a_thread_whose_current_context_died_frees_on_a_live_stream)
     cuctx_stream s = {0};
     cuctx_mem m = {0};
     new_ctx(&c, 0, "C", POPPED);
-    new_ctx(&d, 0, "D", POPPED);
+    if (live_stream)
+        new_ctx(&d, 0, "D", POPPED);
     CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
     CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
     uint64_t p = cuctx_mem_ptr(m);
-    CUcontext dead = cuctx_ctx_raw(d);
-    CUCTX_SCOPED(d) {
-        destroy_ctx_elsewhere(&d);
+    cuctx_ctx *dying = live_stream ? &d : &c;
+    CUcontext dead = cuctx_ctx_raw(*dying), home = cuctx_ctx_raw(c);
+    CUstream sraw = cuctx_stream_raw(s);
+    CUCTX_SCOPED(*dying) {
+        destroy_ctx_elsewhere(dying);
         size_t mark = log_mark();
         CHECK_OK(cuctx_mem_destroy(&m));
         cr_assert_eq(m.id, 0);
         cr_assert_eq(current(), dead, "the dead level was not left as it was");
-        struct cusim_call f = last_call("cuMemFreeAsync", mark);
+        struct cusim_call f = last_call(live_stream ? "cuMemFreeAsync" : "cuMemFree", mark);
         cr_assert_eq(f.handle, p);
         cr_assert_eq(f.rc, CUDA_SUCCESS, "the last free was refused: %s", cuctx_result_name(f.rc));
-        cr_assert_eq(f.stream, (uint64_t)(uintptr_t)cuctx_stream_raw(s), "not on its stream");
-        cr_assert_eq(f.ctx, (uint64_t)(uintptr_t)cuctx_ctx_raw(c), "not with the stream's context pushed");
+        if (live_stream) {
+            cr_assert_eq(f.stream, (uint64_t)(uintptr_t)sraw, "not on its stream");
+            cr_assert_eq(f.ctx, (uint64_t)(uintptr_t)home, "not with the stream's context pushed");
+        } else {
+            cr_assert_eq(f.ctx, 0, "freed with a context current");
+        }
         cr_assert_eq(sim()->async_allocs_live(), 0, "the memory was kept");
     }
     cr_assert_eq(stats().async_mems, 0);
     ASSERT_NO_MISUSE();
     CHECK_OK(cuctx_stream_destroy(&s));
-    CHECK_OK(cuctx_ctx_destroy(&c));
+    if (live_stream)
+        CHECK_OK(cuctx_ctx_destroy(&c));
 }
-Test(async_mem, a_thread_whose_current_context_died_frees_memory_whose_context_is_gone)
-{
-    NEED_DRIVER();
-    NEED_SIM();
-    cuctx_ctx c = {0};
-    cuctx_stream s = {0};
-    cuctx_mem m = {0};
-    new_ctx(&c, 0, "C", POPPED);
-    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
-    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
-    uint64_t p = cuctx_mem_ptr(m);
-    CUcontext dead = cuctx_ctx_raw(c);
-    CUCTX_SCOPED(c) {
-        destroy_ctx_elsewhere(&c);
-        size_t mark = log_mark();
-        CHECK_OK(cuctx_mem_destroy(&m));
-        cr_assert_eq(m.id, 0);
-        cr_assert_eq(current(), dead, "the dead level was not left as it was");
-        struct cusim_call f = last_call("cuMemFree", mark);
-        cr_assert_eq(f.handle, p);
-        cr_assert_eq(f.rc, CUDA_SUCCESS, "the last free was refused: %s", cuctx_result_name(f.rc));
-        cr_assert_eq(f.ctx, 0, "freed with a context current");
-        cr_assert_eq(sim()->async_allocs_live(), 0, "the memory was kept");
-    }
-    cr_assert_eq(stats().async_mems, 0);
-    ASSERT_NO_MISUSE();
-    CHECK_OK(cuctx_stream_destroy(&s));
-}
+Test(async_mem, a_thread_whose_current_context_died_frees_on_a_live_stream) { free_after_current_died(1); }
+Test(async_mem, a_thread_whose_current_context_died_frees_memory_whose_context_is_gone) { free_after_current_died(0); }
 
 /* Bug caught: the memory of a primary context counted gone with a reset
  * (measured: the pool keeps it), or freed with a switch to a context that
