@@ -78,6 +78,7 @@
 /* The stream of a cuctx_mem_free_async call, which the destroy below uses
  * in place of the allocation's own (one thread's call, so per thread). */
 static CUCTX_TLS CUstream free_on;
+static CUCTX_TLS CUcontext free_on_ctx;     /* its context, held by the caller; NULL for a default stream */
 static CUCTX_TLS int free_on_set;
 static void free_on_reset(int *armed)
 {
@@ -287,8 +288,12 @@ static inline __attribute__((always_inline)) CUresult free_slot(struct cuctx_slo
     CUdeviceptr p = (CUdeviceptr)s->u.child.raw;
     uint64_t stream = a->id[0];
     CUresult rc;
-    if (on_free_async && free_on_set)   /* cuctx_mem_free_async's stream, pinned by its caller */
-        return DRV(cuMemFreeAsync)(p, free_on);
+    if (on_free_async && free_on_set) {     /* cuctx_mem_free_async's stream, pinned by its caller */
+        rc = DRV(cuMemFreeAsync)(p, free_on);
+        if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED && free_on_ctx)
+            rc = free_on_stream_pushed(p, free_on, free_on_ctx, fn);
+        return rc;
+    }
     struct cuctx_use u;
     /* (a default stream's id never matches a slot's word: generation 0) */
     if (__builtin_expect(!cuctx__child_hold_fast(stream, KIND_STREAM, 1, &u), 0))
@@ -507,6 +512,7 @@ CUCTX_API CUresult cuctx_mem_free_async(cuctx_mem *m, cuctx_stream s)
          * current; a cancel inside lets go of the setting */
         int armed __attribute__((cleanup(free_on_reset))) = 1;
         free_on = sa.raw;
+        free_on_ctx = sa.use.obj ? (CUcontext)sa.use.entry.raw : NULL;
         free_on_set = 1;
         rc = cuctx__child_destroy(&m->id, KIND_MEM_ASYNC, fn, &free_async_kind);
         free_on_set = 0;

@@ -1526,6 +1526,42 @@ Test(sim_threads, eight_threads_hammering_create_and_destroy_keep_exact_counts)
 	cr_assert_null(current(), "other threads' creates never touch this thread's stack");
 }
 
+/* A thread whose current context another thread destroyed: its cuMemFree
+ * is refused with CUDA_ERROR_CONTEXT_IS_DESTROYED, the memory kept, and the
+ * refusal counted apart (cusim_calls_dead_ctx); with a live context pushed
+ * over the dead level the same free works. */
+static void *destroy_raw_ctx(void *c)
+{
+	return (void *)(intptr_t)D.CtxDestroy((CUcontext)c);
+}
+
+Test(sim_threads, a_free_from_a_thread_whose_current_context_died_is_refused)
+{
+	SIM_ONLY("cusim_calls_dead_ctx");
+	CUcontext x, y, popped;
+	CUdeviceptr p;
+	pthread_t t;
+	void *rc;
+	cr_assert_eq(D.CtxCreate(&x, 0, 0), CUDA_SUCCESS);
+	cr_assert_eq(D.MemAlloc(&p, 256), CUDA_SUCCESS);
+	cr_assert_eq(D.CtxPopCurrent(&popped), CUDA_SUCCESS);
+	cr_assert_eq(D.CtxCreate(&y, 0, 0), CUDA_SUCCESS);
+	cr_assert_eq(pthread_create(&t, NULL, destroy_raw_ctx, y), 0);
+	pthread_join(t, &rc);
+	cr_assert_eq((CUresult)(intptr_t)rc, CUDA_SUCCESS);
+	unsigned long refused = D.calls_dead_ctx("cuMemFree");
+	cr_assert_eq(D.MemFree(p), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+	cr_assert_eq(D.calls_dead_ctx("cuMemFree"), refused + 1);
+	cr_assert(D.is_live(CUSIM_MEM, p), "the refused free freed the memory");
+	cr_assert_eq(D.CtxPushCurrent(x), CUDA_SUCCESS);
+	cr_assert_eq(D.MemFree(p), CUDA_SUCCESS);
+	cr_assert_eq(D.CtxPopCurrent(&popped), CUDA_SUCCESS);
+	cr_assert_eq(D.calls_dead_ctx("cuMemFree"), refused + 1);
+	cr_assert_eq(D.CtxSetCurrent(NULL), CUDA_SUCCESS);
+	cr_assert_eq(D.CtxDestroy(x), CUDA_SUCCESS);
+	cr_assert_eq(D.misuse_count(), 0);
+}
+
 /* --- the call log ---------------------------------------------------------------------- */
 
 Test(sim_log, records_name_handle_current_context_and_result)

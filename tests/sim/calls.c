@@ -144,6 +144,8 @@ static void hold_after(enum fn fn)
 CUresult leave(struct call *c, CUresult rc)
 {
 	c->rc = rc;
+	if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED && c->fn < F_COUNT)
+		S.calls_dead_ctx[c->fn]++;
 	log_append(c);
 	pthread_mutex_unlock(&S.lock);
 	hold_after(c->fn);

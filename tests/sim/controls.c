@@ -43,6 +43,7 @@ SIM_VISIBLE void cusim_reset(void)
 	for (int k = 0; k < K_COUNT; k++)
 		S.freed[k].n = 0;
 	memset(S.calls, 0, sizeof S.calls);
+	memset(S.calls_dead_ctx, 0, sizeof S.calls_dead_ctx);
 	memset(sim_stub_calls, 0, sim_stub_count * sizeof sim_stub_calls[0]);
 	S.log_start = S.log_len = 0;
 	for (size_t i = 0; i < S.misuse_kept; i++)
@@ -96,19 +97,32 @@ SIM_VISIBLE int cusim_log_get(size_t i, struct cusim_call *out)
 	return rc;
 }
 
-SIM_VISIBLE unsigned long cusim_calls(const char *fn)
+/* A count of fn's calls: all of them (dead_ctx 0), or those answered
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED; an entry point not implemented is
+ * counted by its ABI symbols' calls, none of which answers that. */
+static unsigned long count_calls(const char *fn, int dead_ctx)
 {
 	int i = fn_index(fn);
 	unsigned long n = 0;
 	pthread_mutex_lock(&S.lock);
 	if (i >= 0)
-		n = S.calls[i];
-	else if (fn)        /* an entry point not implemented: the calls of all its ABI symbols */
+		n = dead_ctx ? S.calls_dead_ctx[i] : S.calls[i];
+	else if (fn && !dead_ctx)
 		for (size_t k = 0; k < sim_stub_count; k++)
 			if (strcmp(sim_stubs[k].base, fn) == 0)
 				n += sim_stub_calls[k];
 	pthread_mutex_unlock(&S.lock);
 	return n;
+}
+
+SIM_VISIBLE unsigned long cusim_calls(const char *fn)
+{
+	return count_calls(fn, 0);
+}
+
+SIM_VISIBLE unsigned long cusim_calls_dead_ctx(const char *fn)
+{
+	return count_calls(fn, 1);
 }
 
 SIM_VISIBLE size_t cusim_misuse_count(void)

@@ -632,6 +632,12 @@ int cusim_log_get(size_t i, struct cusim_call *out);
 /* Calls of the entry point with this base name since the last reset. */
 unsigned long cusim_calls(const char *fn);
 
+/* Of those, the calls answered CUDA_ERROR_CONTEXT_IS_DESTROYED: for a
+ * count of calls that did their work, where a refused one is made again
+ * (a free refused because the calling thread's current context is a
+ * destroyed one). */
+unsigned long cusim_calls_dead_ctx(const char *fn);
+
 /* Misuses recorded since the last reset. */
 size_t cusim_misuse_count(void);
 
@@ -788,6 +794,7 @@ int cusim_peer_enabled(uint64_t from, uint64_t to);
 	X(log_count)                    \
 	X(log_get)                      \
 	X(calls)                        \
+	X(calls_dead_ctx)               \
 	X(misuse_count)                 \
 	X(misuse_text)                  \
 	X(live)                         \

@@ -270,6 +270,7 @@ struct sim_state {
 	struct obj *primary[SIM_MAX_DEVICES];
 	unsigned int primary_refs[SIM_MAX_DEVICES];
 	unsigned long calls[F_COUNT];
+	unsigned long calls_dead_ctx[F_COUNT];   /* of those, answered CUDA_ERROR_CONTEXT_IS_DESTROYED */
 	struct cusim_call *log;
 	size_t log_cap, log_start, log_len;
 	char **misuse;
