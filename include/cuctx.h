@@ -573,6 +573,13 @@ CUCTX_API CUlibrary cuctx_library_raw(cuctx_library lib);
  *   - else with cuMemFree and no context. The driver returns the memory
  *     then, but its pool's CU_MEMPOOL_ATTR_USED_MEM_CURRENT goes on
  *     counting it (measured).
+ * A thread whose current context another thread destroyed (say, inside a
+ * CUCTX_SCOPED over a context that died) has its frees refused by the
+ * driver (CUDA_ERROR_CONTEXT_IS_DESTROYED; seen on the H200). cuctx then
+ * frees again: on a live stream with that stream's context pushed over
+ * the dead level for the call, and where no context is left to push, on a
+ * short-lived thread of its own, where nothing is current. The dead level
+ * stays as it was.
  * A default stream by name ({0}, CUCTX_STREAM_LEGACY,
  * CUCTX_STREAM_PER_THREAD) is the current context's at the allocation,
  * and its memory is freed on that context's legacy stream. */
