@@ -134,7 +134,7 @@ static __attribute__((noinline, cold)) CUresult free_on_stream_pushed(CUdevicept
                                                                       const char *fn)
 {
     struct cuctx_switch sw;
-    CUresult rc;
+    CUresult rc = CUDA_ERROR_UNKNOWN;     /* (set by the push or the free: the guard runs its statement once) */
     CUCTX__UNWOUND_LETS_GO(&sw)
         if ((rc = cuctx__switch_slow(ctx, CUDA_SUCCESS, fn, &sw)) == CUDA_SUCCESS) {   /* a push, always */
             rc = DRV(cuMemFreeAsync)(p, s);
