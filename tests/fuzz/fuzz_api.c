@@ -2608,13 +2608,17 @@ static void op_capture(uint8_t a, uint8_t b)
 /* ---- stream-ordered memory and memory pools (op 27) ------------------------------------ */
 
 /* What a create into *out finds there (claim.c): a live object of the
- * handle's type (either kind of memory for a cuctx_mem) is refused
- * (CUDA_ERROR_INVALID_VALUE); a child whose context ended is released as
- * a stale skip first, and the create goes on. */
-static CUresult model_claim(uint64_t id, int k1, int k2)
+ * handle's type (for a cuctx_mem, memory of any kind: device,
+ * stream-ordered or IPC-opened) is refused (CUDA_ERROR_INVALID_VALUE); a
+ * child whose context ended is released as a stale skip first, and the
+ * create goes on. k: a kind of the handle's type. */
+static CUresult model_claim(uint64_t id, int k)
 {
     int oi = obj_find(id);
-    if (oi < 0 || !M.obj[oi].alive || (M.obj[oi].kind != k1 && M.obj[oi].kind != k2))
+    if (oi < 0 || !M.obj[oi].alive)
+        return CUDA_SUCCESS;
+    int ok = M.obj[oi].kind;
+    if (ok != k && !(mem_kind(ok) && mem_kind(k)))
         return CUDA_SUCCESS;
     if (untethered(M.obj[oi].kind) || obj_ctx_live(&M.obj[oi]))
         return CUDA_ERROR_INVALID_VALUE;
@@ -2655,7 +2659,7 @@ static void async_alloc(int slot, int into, int pool_slot, uint64_t sid, size_t 
     uint64_t pool = pool_slot >= 0 ? M.ch_slot[pool_slot] : 0;
     cuctx_mem m = {into ? was : 0xdead};
     int inst = -1, sobj = -1, oi;
-    CUresult want = into ? model_claim(was, O_MEM, O_MASYNC) : CUDA_SUCCESS;
+    CUresult want = into ? model_claim(was, O_MASYNC) : CUDA_SUCCESS;
     int kept = want != CUDA_SUCCESS;    /* refused by the claim: the handle stays */
     if (want == CUDA_SUCCESS && pool_slot >= 0 && pool != 0)     /* {0}: the device's current pool */
         want = want_child(pool, O_POOL, &oi);
@@ -2735,7 +2739,7 @@ static void pool_make(int slot, int into, int how, int dev, int src)
 {
     uint64_t was = M.ch_slot[slot];
     cuctx_mem_pool p = {into ? was : 0xdead};
-    CUresult want = into ? model_claim(was, O_POOL, O_POOL) : CUDA_SUCCESS;
+    CUresult want = into ? model_claim(was, O_POOL) : CUDA_SUCCESS;
     int kept = want != CUDA_SUCCESS;
     CUmemoryPool raw_pool = NULL;
     CUresult rc;
@@ -2833,7 +2837,7 @@ static void peer_enable(int slot, int into, uint64_t from, uint64_t to)
     uint64_t was = M.ch_slot[slot];
     cuctx_peer p = {into ? was : 0xdead};
     int fi = -1, ti = -1, borrowed = 0;
-    CUresult want = into ? model_claim(was, O_PEER, O_PEER) : CUDA_SUCCESS;
+    CUresult want = into ? model_claim(was, O_PEER) : CUDA_SUCCESS;
     int kept = want != CUDA_SUCCESS;
     if (want == CUDA_SUCCESS && from && from == to)
         want = CUDA_ERROR_INVALID_VALUE;
