@@ -574,12 +574,14 @@ CUCTX_API CUlibrary cuctx_library_raw(cuctx_library lib);
  *     then, but its pool's CU_MEMPOOL_ATTR_USED_MEM_CURRENT goes on
  *     counting it (measured).
  * A thread whose current context another thread destroyed (say, inside a
- * CUCTX_SCOPED over a context that died) has its frees refused by the
- * driver (CUDA_ERROR_CONTEXT_IS_DESTROYED; seen on the H200). cuctx then
- * frees again: on a live stream with that stream's context pushed over
- * the dead level for the call, and where no context is left to push, on a
- * short-lived thread of its own, where nothing is current. The dead level
- * stays as it was.
+ * CUCTX_SCOPED over a context that died) has its cuMemFree and its
+ * cuMemFreeAsync on a default stream refused by the driver
+ * (CUDA_ERROR_CONTEXT_IS_DESTROYED, nothing freed; measured on the H200,
+ * where a cuMemFreeAsync on a live stream was accepted). cuctx then frees
+ * again, after any such refusal: on a live stream with that stream's
+ * context pushed over the dead level for the call, and where no context
+ * is left to push, on a short-lived thread of its own, where nothing is
+ * current. The dead level stays as it was.
  * A default stream by name ({0}, CUCTX_STREAM_LEGACY,
  * CUCTX_STREAM_PER_THREAD) is the current context's at the allocation,
  * and its memory is freed on that context's legacy stream. */
