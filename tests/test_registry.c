@@ -1328,3 +1328,57 @@ Test(membarrier, the_drain_of_a_context_entry_makes_every_thread_fence)
     cr_assert_eq(fences, 1, "%ld successful membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) by the drain", fences);
 #endif
 }
+
+/* ---- holds of children: the hot paths' first use marks the child held ---- */
+
+static int held_bit(uint64_t id)
+{
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
+    return s && (atomic_load(&s->word) & CUCTX_W_HELD) != 0;
+}
+
+/* The stream-ordered pair and the graph exec launch hold their children
+ * through the thread's hazard slots, not by pins, once a child's
+ * generation was held (its CUCTX_W_HELD bit: registry.h). The first use
+ * takes the full path, which sets the bit, and the uses after it take the
+ * fast path. Nothing else observes the bit: a full path that stopped
+ * setting it would leave every later launch or pair pinning (two locked
+ * read-modify-writes a child), correct but at the slow path's cost. Bugs
+ * caught: launch_slow's mark_held dropped (lib/graph_exec.c), the
+ * stream-ordered pair's first hold made a pin (lib/mem_async.c). The held
+ * bit is also what makes a held child's destroy scan the hazard slots. */
+Test(holds, a_first_launch_and_a_first_stream_ordered_allocation_mark_their_children_held)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0}, s2 = {0};
+    cuctx_graph g = {0};
+    cuctx_graph_exec ge = {0};
+    cuctx_mem m = {0};
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_stream_create(&s2, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_graph_create(&g));
+    CHECK_OK(cuctx_graph_exec_instantiate(&ge, c, cuctx_graph_raw(g), 0));
+    cr_assert(!held_bit(ge.id) && !held_bit(s.id) && !held_bit(s2.id), "a child held before any use");
+
+    CHECK_OK(cuctx_graph_exec_launch(ge, s));
+    cr_assert(held_bit(ge.id), "the first launch did not mark the exec held");
+    cr_assert(held_bit(s.id), "the first launch did not mark its stream held");
+    CHECK_OK(cuctx_graph_exec_launch(ge, s));
+    cr_assert(held_bit(ge.id) && held_bit(s.id));
+
+    CHECK_OK(cuctx_mem_alloc_async(&m, s2, 4096));
+    cr_assert(held_bit(s2.id), "the first stream-ordered allocation did not mark its stream held");
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_stream_synchronize(s));
+
+    /* a held child's destroy still ends it, and its successor starts unheld */
+    uint64_t was = ge.id;
+    CHECK_OK(cuctx_graph_exec_destroy(&ge));
+    cr_assert(!held_bit(was), "a destroyed exec's slot kept the held bit");
+    CHECK_OK(cuctx_stream_destroy(&s2));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_graph_destroy(&g));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
