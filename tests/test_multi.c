@@ -470,6 +470,69 @@ Test(peer, a_create_into_a_live_handle_is_refused_and_into_an_ended_one_fills_it
     CHECK_OK(cuctx_ctx_destroy(&a));
 }
 
+/* Bug caught: a create into a handle that names no live pair - a copy
+ * kept past its pair's destroy, or garbage - looked at as a pair: the slot
+ * it names holds no pair (any more), or there is none, and reading the
+ * pair's second context from it faults or finds a stale one. Such a
+ * handle is simply filled, with nothing counted as a skip. Mutant killed:
+ * lib/claim.c:48 `lcr` (`s && paired` made `s || paired`: the aux record
+ * of the NULL slot read; seed 41). */
+Test(peer, a_create_into_a_stale_or_garbage_handle_fills_it)
+{
+    cuctx_ctx a = {0}, b = {0};
+    cuctx_peer p = {0};
+    two_devices(&a, &b);
+    CHECK_OK(cuctx_peer_enable(&p, a, b));
+    cuctx_peer stale = p;
+    CHECK_OK(cuctx_peer_destroy(&p));
+    uint64_t skips = stats().stale_skips;
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_peer_enable(&stale, a, b));
+    cr_assert_neq(stale.id, 0);
+    CHECK_OK(cuctx_peer_destroy(&stale));
+    cuctx_peer junk = {12345};      /* an id of no kind, whose slot holds nothing of its */
+    CHECK_OK(cuctx_peer_enable(&junk, a, b));
+    cr_assert_neq(junk.id, 12345);
+    CHECK_OK(cuctx_peer_destroy(&junk));
+    cr_assert_eq(stats().stale_skips, skips, "a handle that held no live pair counted as a skipped destroy");
+    EXPECT_MULTI(mark, "enable(B)@A,disable(B)@A,enable(B)@A,disable(B)@A");
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    cr_assert_eq(stats().peers, 0);
+}
+
+/* Bug caught: a create into a live child of another kind looked at as a
+ * pair, its slot's aux record read for a second context: a slot that held
+ * a pair before keeps that pair's second context there, and once that
+ * context has ended the live event would be taken for one whose context
+ * ended - released as a skipped destroy, the handle filled, the event
+ * orphaned. The pair's slot is the last one freed here, so the event's
+ * create (one slot) takes it from the thread's cache. Mutant killed:
+ * lib/claim.c:48 `lcr` (`s && paired` made `s || paired`; seed 41). */
+Test(peer, a_create_into_a_live_event_whose_slot_held_a_pair_is_refused)
+{
+    cuctx_ctx a = {0}, b = {0};
+    cuctx_peer p = {0};
+    cuctx_event ev = {0};
+    two_devices(&a, &b);
+    CHECK_OK(cuctx_peer_enable(&p, a, b));
+    uint64_t pair = p.id;
+    CHECK_OK(cuctx_ctx_destroy(&b));        /* the pair's second context ends */
+    CHECK_OK(cuctx_peer_destroy(&p));       /* (a skip) */
+    CHECK_OK(cuctx_event_create(&ev, a, 0));
+    cr_assert_eq(ev.id >> 32 & 0x3ffffff, pair >> 32 & 0x3ffffff, "the event did not take the pair's slot");
+    uint64_t first = ev.id, skips = stats().stale_skips;
+    unsigned long creates = calls("cuEventCreate");
+    cr_assert_eq(cuctx_event_create(&ev, a, 0), CUDA_ERROR_INVALID_VALUE, "a create into a live event");
+    cr_assert_eq(ev.id, first, "left as it was");
+    cr_assert_eq(stats().stale_skips, skips, "the live event was released as a skipped destroy");
+    cr_assert_eq(stats().events, 1);
+    cr_assert_eq(calls("cuEventCreate"), creates, "the refused create reached the driver");
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
+
 /* Bug caught: the stats and the leak report not knowing the kind, or
  * naming only one of its contexts. */
 Test(peer, stats_and_the_leak_report_name_it_and_both_contexts)

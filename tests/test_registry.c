@@ -558,6 +558,88 @@ Test(registry, a_released_primary_context_leaves_the_address_map)
     cr_assert_eq(misuses(), 0);
 }
 
+/* A borrowed context ended by its owner, then found gone by a child
+ * create through the borrow (the hold's check by id): the entry is retired
+ * there and then, and its address leaves the map with it, though the
+ * borrow's handle still names the entry. Mutant killed: lib/entry.c:174
+ * `call` (cuctx__map_remove in entry_retire removed; seed 41): the dead
+ * context's address stayed mapped to the retired entry. */
+Test(registry, an_entry_found_gone_by_a_hold_leaves_the_address_map)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx b = {0};
+    cuctx_event ev = {0};
+    size_t map0 = cuctx__map_count(), live0 = live_entries();
+    CUcontext raw = raw_ctx_create(0, POPPED);
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    uint64_t entry = cuctx__map_find(raw);
+    cr_assert_neq(entry, 0);
+    cr_assert_eq(cuctx__map_count(), map0 + 1);
+    raw_ctx_destroy(raw);
+    unsigned long ids = calls("cuCtxGetId"), creates = calls("cuEventCreate");
+    cr_assert_eq(cuctx_event_create(&ev, b, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    cr_assert_gt(calls("cuCtxGetId"), ids, "the hold did not check the borrowed context by its id");
+    cr_assert_eq(calls("cuEventCreate"), creates, "the create reached the driver in a dead context");
+    cr_assert_not(cuctx__alive(entry, KIND_ENTRY), "the hold did not retire the dead context's entry");
+    cr_assert_eq(live_entries(), live0);
+    cr_assert_eq(cuctx__map_find(raw), 0, "the dead context's address is still mapped");
+    cr_assert_eq(cuctx__map_count(), map0, "the retired entry stayed in the address map");
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(cuctx__map_count(), map0);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* In a forked child no primary retain of cuctx's is left, on any device:
+ * the child's own retain of device 0's primary context (the parent held
+ * one through cuctx at the fork) is cuctx's last there, so its release
+ * closes the entry around the driver's release, and the entry ends when
+ * the context ends with it. The simulator's state crosses fork, the
+ * parent's retain included, which a real driver's does not: the child
+ * gives that retain back first with the driver's own release. Mutant
+ * killed: lib/entry.c:83 `const` (the fork's reset of the per-device
+ * retain counts starting at device 1; seed 41): the child counted the
+ * parent's retain of device 0 as its own, took its release for not the
+ * last, and the ended context's entry stayed live and mapped. */
+struct primary_child { PFN_cuDevicePrimaryCtxRelease_v11000 release; };
+
+static int primary_release_in_child(void *arg)
+{
+    const struct primary_child *pc = arg;
+    size_t map0 = cuctx__map_count(), live0 = live_entries();
+    if (pc->release(0) != CUDA_SUCCESS)
+        return 1;       /* the parent's retain, carried by the simulator */
+    cuctx_ctx q = {0};
+    if (cuctx_ctx_primary(&q, 0) != CUDA_SUCCESS)
+        return 2;
+    CUcontext raw = cuctx_ctx_raw(q);
+    if (cuctx__map_count() != map0 + 1 || live_entries() != live0 + 1)
+        return 3;
+    unsigned long releases = calls("cuDevicePrimaryCtxRelease");
+    if (cuctx_ctx_destroy(&q) != CUDA_SUCCESS || calls("cuDevicePrimaryCtxRelease") != releases + 1)
+        return 4;
+    if (live_entries() != live0)
+        return 5;       /* the entry outlived the context's last release */
+    if (cuctx__map_find(raw) != 0 || cuctx__map_count() != map0)
+        return 6;
+    return misuses() == 0 ? 0 : 7;
+}
+
+Test(registry, a_forked_childs_last_primary_release_ends_the_context_it_ended)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct primary_child pc = {
+        (PFN_cuDevicePrimaryCtxRelease_v11000)drv_sym("cuDevicePrimaryCtxRelease", 11000)};
+    cuctx_ctx p = {0};
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    int st = in_child(primary_release_in_child, &pc);
+    cr_assert_neq(st, 5, "the child's last release of device 0's primary context left its entry live");
+    cr_assert_eq(st, 0, "the child's check %d failed", st);
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    cr_assert_eq(misuses(), 0);
+}
+
 /* A thread that ends with a pin taken (as one cancelled inside a driver
  * call could; its exit hook, thread_exit, is the backstop): its exit lets
  * go of the pin, so that the child's destroy does not wait for it. Mutant
