@@ -192,6 +192,39 @@ Test(calls, driver_symbol_passes_on_the_drivers_own_error)
     cr_assert_eq(lookups_since(mark), 1);
 }
 
+/* cuctx__call_resolve (exported, behind CUCTX_CALL) reads the ABI version
+ * from the typedef's name only when that name is the entry point's own,
+ * "PFN_<name>_v<version>": a name without the PFN_ prefix, or the typedef
+ * of another entry point, is refused before the driver is asked, the call
+ * site left unresolved. Catches a check that refuses only when both the
+ * prefix and the name are wrong (mutant lib/init.c:97 `lcr`, seed 41:
+ * either typedef was resolved at its version). */
+Test(calls, a_typedef_not_of_the_entry_point_is_refused)
+{
+    static const char *const wrong[] = {
+        "XFN_cuStreamQuery_v2000",      /* the right name without the PFN_ prefix */
+        "PFN_cuStreamQuerz_v2000",      /* another entry point's typedef, of the same length */
+    };
+    NEED_SIM();
+    CHECK_OK(cuctx_init());
+    for (size_t i = 0; i < sizeof wrong / sizeof *wrong; i++) {
+        void *slot = NULL;
+        size_t mark = log_mark();
+        CUresult rc = cuctx__call_resolve("cuStreamQuery", wrong[i], CU_GET_PROC_ADDRESS_DEFAULT, &slot);
+        cr_assert_eq(rc, CUDA_ERROR_INVALID_VALUE, "%s: %s", wrong[i], cuctx_result_name(rc));
+        cr_assert_not_null(strstr(cuctx_last_error_message(), "is not the typedef of a driver entry point"), "%s",
+                           cuctx_last_error_message());
+        cr_assert_null(slot, "%s: the call site was resolved", wrong[i]);
+        cr_assert_eq(lookups_since(mark), 0, "%s: the driver was asked", wrong[i]);
+    }
+    void *slot = NULL;     /* the right typedef's name resolves */
+    size_t mark = log_mark();
+    CHECK_OK(cuctx__call_resolve("cuStreamQuery", "PFN_cuStreamQuery_v2000", CU_GET_PROC_ADDRESS_DEFAULT, &slot));
+    cr_assert_not_null(slot);
+    cr_assert_eq(last_call("cuGetProcAddress", mark).arg, 2000);
+    cr_assert_eq(lookups_since(mark), 1);
+}
+
 /* ---- cuctx_launch ------------------------------------------------------ */
 
 static const cuctx_dim3 grid = {3, 2, 5}, block = {64, 2, 1};

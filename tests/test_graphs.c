@@ -947,3 +947,34 @@ Test(capture, never_begins_while_a_synchronize_of_its_context_runs)
     CHECK_OK(cuctx_graph_destroy(&g));
     capture_teardown(&t);
 }
+
+/* A file of one byte that cuModuleLoad refused as bad PTX is read again
+ * for its JIT log as a longer one is: its length (1) is no reason to skip
+ * the second reading. Mutant killed: lib/module.c:33 `const` (`(n =
+ * ftell(f)) > 1`: a one-byte file never read again, its log lost; seed 41). */
+Test(library, a_one_byte_file_refused_as_bad_ptx_is_read_again_for_its_log)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_module m = {0};
+    char path[] = "/tmp/cuctx-one-byte-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, "x", 1), 1);
+    cr_assert_eq(close(fd), 0);
+    new_ctx(&c, 0, "C", POPPED);
+    size_t mark = log_mark();
+    unsigned long before = calls("cuModuleLoadDataEx");
+    sim()->fail_call("cuModuleLoad", 1, CUDA_ERROR_INVALID_PTX);
+    CUresult rc = cuctx_module_load(&m, c, path);
+    unlink(path);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_PTX, "%s", cuctx_result_name(rc));
+    cr_assert_eq(m.id, 0);
+    cr_assert_eq(calls("cuModuleLoadDataEx"), before + 1, "the one-byte file was not read again for its log");
+    struct cusim_call load = last_call("cuModuleLoadDataEx", mark);
+    cr_assert_eq(load.arg, 2, "the second reading asks for the JIT log (2 options), not %lld", load.arg);
+    cr_assert_eq(sim()->live(CUSIM_MODULE), 0, "the load made to read the log left a module");
+    cr_assert_eq(stats().modules, 0);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}

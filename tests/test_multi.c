@@ -1020,3 +1020,29 @@ Test(ipc_event, bad_input_is_refused)
     CHECK_OK(cuctx_ctx_destroy(&a));
     ASSERT_NO_MISUSE();
 }
+
+/* Documented (cuctx.h, CUDA IPC): on failure *out is zeroed. An event the
+ * driver refuses to export (made without CU_EVENT_INTERPROCESS) leaves the
+ * caller's handle all zero, whatever it held before. Mutant killed:
+ * lib/ipc.c:164 `const` (`memset(out, 1, ...)` after the refusal: every
+ * byte 1; seed 41). */
+Test(ipc_event, a_refused_get_leaves_the_handle_zeroed)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx a = {0};
+    cuctx_event timed = {0};
+    CUipcEventHandle h, zero;
+    memset(&zero, 0, sizeof zero);
+    new_ctx(&a, 0, "A", POPPED);
+    CHECK_OK(cuctx_event_create(&timed, a, 0));
+    size_t mark = log_mark();
+    memset(&h, 0xab, sizeof h);
+    cr_assert_eq(cuctx_ipc_event_get(timed, &h), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(calls_on("cuIpcGetEventHandle", H(cuctx_event_raw(timed)), mark), 1, "the driver was asked");
+    cr_assert_eq(last_call("cuIpcGetEventHandle", mark).rc, CUDA_ERROR_INVALID_VALUE, "and refused");
+    cr_assert_eq(memcmp(&h, &zero, sizeof h), 0, "the refused get left bytes in the handle");
+    CHECK_OK(cuctx_event_destroy(&timed));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}

@@ -3,12 +3,18 @@
  * context stack: the stack below the scope as it was at entry, contexts
  * pushed inside taken back, dead and retaken previous contexts never made
  * current, the last error left alone by a successful enter. */
+#define _GNU_SOURCE    /* RTLD_NEXT */
 #include "testlib.h"
 
 #include <cudaTypedefs.h>
+#include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define H(p) ((uint64_t)(uintptr_t)(p))
 
@@ -608,4 +614,69 @@ Test(scope_stack, an_owned_previous_context_met_lately_costs_no_second_hold)
     EXPECT_CURRENT(cuctx_ctx_raw(x));
     CHECK_OK(cuctx_ctx_destroy(&x));
     CHECK_OK(cuctx_ctx_destroy(&p));
+}
+
+/* The handle table's mappings (lib/registry.c's segments, its only mmap):
+ * while mmap_refusals is above 0, each call of mmap is refused (and
+ * counted), as the kernel refuses one when memory is short. */
+static _Atomic long mmap_refusals, mmap_refused;
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    static void *(*_Atomic real)(void *, size_t, int, int, int, off_t);
+    void *(*f)(void *, size_t, int, int, int, off_t) = atomic_load(&real);
+    if (!f) {
+        *(void **)&f = dlsym(RTLD_NEXT, "mmap");
+        if (!f)
+            abort();
+        atomic_store(&real, f);
+    }
+    long left = atomic_load(&mmap_refusals);
+    while (left > 0) {
+        if (atomic_compare_exchange_weak(&mmap_refusals, &left, left - 1)) {
+            atomic_fetch_add(&mmap_refused, 1);
+            errno = ENOMEM;
+            return MAP_FAILED;
+        }
+    }
+    return f(addr, len, prot, flags, fd, off);
+}
+
+/* The first segment of the handle table (slots 0 to 65535) could not be
+ * mapped: each create that asked for one of its slots failed, its index
+ * lost (registry.c, fresh_slot), and the table went on in the second. A
+ * scope whose previous context was dead at entry (prev_entry 0) then exits
+ * as anywhere else, looking at no slot of the missing segment. Mutant
+ * killed: lib/scope.c:258 `const` (`scope->prev_entry != 1`: an entry id
+ * of 0 passes the test, and exit reads the word of slot 0 for it, in a
+ * segment never mapped; seed 41). */
+Test(scope_stack, a_previous_context_dead_at_entry_reads_no_slot_of_a_lost_segment)
+{
+    cuctx_ctx a = {0}, p = {0};
+    cuctx_graph g = {0};
+    need_driver_unique_addresses();
+    CHECK_OK(cuctx_init());
+    long lost = 0;
+    atomic_store(&mmap_refusals, 65536);
+    for (long i = 0; i < 65536; i++)    /* a graph: a slot and nothing else before its driver call */
+        lost += cuctx_graph_create(&g) == CUDA_ERROR_OUT_OF_MEMORY;
+    atomic_store(&mmap_refusals, 0);
+    cr_assert_eq(lost, 65536, "creates refused: %ld", lost);
+    cr_assert_eq(atomic_load(&mmap_refused), 65536, "the first segment was mapped already: %ld refusals",
+                 (long)atomic_load(&mmap_refused));
+    cr_assert_eq(g.id, 0);
+    CUcontext P = new_ctx(&p, 0, "P", POPPED);
+    new_ctx(&a, 0, "A", POPPED);
+    CHECK_OK(cuctx_ctx_set_current(p));
+    destroy_elsewhere(&p);
+    size_t mark = log_mark();
+    int ran = 0;
+    CUCTX_SCOPED(a) {
+        ran++;
+    }
+    cr_assert_eq(ran, 1);
+    EXPECT_CURRENT(P);                  /* dead, where it was */
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(A),cuCtxPopCurrent(A)");
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    cr_assert_eq(stats().graphs, 0);
 }
