@@ -737,6 +737,133 @@ Test(green, a_create_while_its_destroy_is_under_way_is_refused)
     ASSERT_NO_MISUSE();
 }
 
+/* The same create on a thread that lives on: this one, inside the green
+ * context's scope, while the destroy (on thread d, held by the simulator
+ * after its stream's cuStreamDestroy) goes on to drain the holds on the
+ * green context's entry. Bug caught: the refusal keeping its hold on the entry -
+ * the destroy then waits for this thread for good (alarm). Mutant killed:
+ * lib/green.c:70 (`cuctx__entry_release(o);` of the refusal removed;
+ * seed 41), which the test above misses: its creating thread ends before
+ * the destroy drains, and its end lets go of the hold. */
+Test(green, a_refused_create_while_its_destroy_is_under_way_holds_nothing)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    struct ctx_destroy_arg da = {{0}, CUDA_ERROR_UNKNOWN};
+    cuctx_stream s = {0};
+    green(&da.g, 16, "G");
+    CHECK_OK(cuctx_stream_create(&s, da.g, 0, 0));
+    name_handle('s', (uint64_t)(uintptr_t)cuctx_stream_raw(s), "s");
+    unsigned long stream_creates = calls("cuStreamCreateWithPriority");
+    size_t mark = log_mark();
+    CUCTX_SCOPED(da.g) {
+        pthread_t d;
+        sim()->hold_after("cuStreamDestroy");
+        cr_assert_eq(pthread_create(&d, NULL, destroy_ctx, &da), 0);
+        while (sim()->sleeping() == 0)
+            usleep(1000);
+        cuctx_stream late = {0};
+        CUresult rc = cuctx_stream_create(&late, (cuctx_ctx){0}, 0, 0);
+        sim()->let_go();
+        cr_assert_eq(pthread_join(d, NULL), 0);
+        cr_assert_eq(rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s", cuctx_result_name(rc));
+        cr_assert_eq(late.id, 0);
+    }
+    CHECK_OK(da.rc);
+    cr_assert_eq(calls("cuStreamCreateWithPriority"), stream_creates, "the create reached the driver");
+    cr_assert_str_eq(CALLS_OF(mark, "cuStreamDestroy", "cuGreenCtxDestroy"), "cuStreamDestroy(s),cuGreenCtxDestroy(G)");
+    cr_assert_null(current());
+    CHECK_OK(cuctx_stream_destroy(&s));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    cr_assert_eq(stats().ctx_handles, 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* A call on one of its streams begun while its destroy walks the streams
+ * (held by the simulator after the first stream's cuStreamDestroy): the
+ * walk, reaching that stream, waits for the call (slowed in
+ * cuStreamSynchronize) before it destroys the stream. Bug caught: the
+ * stream destroyed under a call still in the driver, which then names a
+ * destroyed stream (the simulator's misuse). Mutant killed:
+ * lib/green.c:308 (`cuctx__drain_slow(c);` removed; seed 41). */
+struct sync_arg { cuctx_stream s; CUresult rc; };
+static void *sync_stream(void *p)
+{
+    struct sync_arg *a = p;
+    a->rc = cuctx_stream_synchronize(a->s);
+    return NULL;
+}
+
+Test(green, its_destroy_waits_for_a_call_under_way_on_a_stream_it_ends)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    unique_addresses();
+    struct ctx_destroy_arg da = {{0}, CUDA_ERROR_UNKNOWN};
+    struct sync_arg sa = {{0}, CUDA_ERROR_UNKNOWN};
+    cuctx_stream first = {0};
+    green(&da.g, 16, "G");
+    CHECK_OK(cuctx_stream_create(&first, da.g, 0, 0));
+    CHECK_OK(cuctx_stream_create(&sa.s, da.g, 0, 0));
+    name_handle('s', (uint64_t)(uintptr_t)cuctx_stream_raw(first), "first");
+    name_handle('s', (uint64_t)(uintptr_t)cuctx_stream_raw(sa.s), "second");
+    size_t mark = log_mark();
+    pthread_t d, t;
+    sim()->hold_after("cuStreamDestroy");
+    cr_assert_eq(pthread_create(&d, NULL, destroy_ctx, &da), 0);
+    while (sim()->sleeping() == 0)
+        usleep(1000);
+    /* the destroy is past the first stream; the call on the second begins */
+    sim()->set_delay("cuStreamSynchronize", 200000);
+    cr_assert_eq(pthread_create(&t, NULL, sync_stream, &sa), 0);
+    while (sim()->sleeping() < 2)
+        usleep(1000);
+    sim()->let_go();
+    cr_assert_eq(pthread_join(d, NULL), 0);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    sim()->set_delay("cuStreamSynchronize", 0);
+    CHECK_OK(da.rc);
+    CHECK_OK(sa.rc);
+    cr_assert_str_eq(CALLS_OF(mark, "cuStreamSynchronize", "cuStreamDestroy", "cuGreenCtxDestroy"),
+                     "cuStreamDestroy(first),cuStreamSynchronize(second),cuStreamDestroy(second),"
+                     "cuGreenCtxDestroy(G)");
+    cr_assert_eq(sim()->leaked_streams(), 0);
+    CHECK_OK(cuctx_stream_destroy(&first));
+    CHECK_OK(cuctx_stream_destroy(&sa.s));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* Its stream's destroy answered CUDA_ERROR_DEINITIALIZED (the driver shut
+ * down meanwhile, as at process exit): the green context is not destroyed
+ * through the driver after it, and the destroy succeeds quietly. Bug
+ * caught: the driver called again after it said it was gone. Mutant
+ * killed: lib/green.c:368 (`!gone && !shutdown` made `!gone || !shutdown`:
+ * the flag set during the destroy not looked at; seed 41). */
+Test(green, a_driver_gone_in_its_stream_destroy_skips_its_own_destroy)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0};
+    cuctx_stream s = {0};
+    green(&g, 16, "G");
+    CHECK_OK(cuctx_stream_create(&s, g, 0, 0));
+    name_handle('s', (uint64_t)(uintptr_t)cuctx_stream_raw(s), "s");
+    sim()->fail_call("cuStreamDestroy", 1, CUDA_ERROR_DEINITIALIZED);
+    size_t mark = log_mark();
+    uint64_t failed = stats().failed_destroys;
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    cr_assert_eq(g.id, 0);
+    cr_assert_str_eq(CALLS_OF(mark, "cuStreamDestroy", "cuGreenCtxDestroy"), "cuStreamDestroy(s)",
+                     "the green context destroyed through a driver that is gone");
+    cr_assert_eq(stats().failed_destroys, failed);
+    cr_assert_eq(stats().ctx_handles, 0);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    cr_assert_eq(stats().streams, 0);
+}
+
 /* A green context made after another was destroyed takes creates, though
  * its entry may be the slot of the one destroyed, whose destroy marked it
  * ending: a new entry starts not ending (entry.c, cuctx__entry_new). Each

@@ -486,6 +486,51 @@ Test(lifetimes, a_thread_cancelled_before_its_borrowed_childs_destroy_reached_th
     cancel_a_destroy_before_its_driver_call(1);
 }
 
+/* The same for a pair (peer access, tethered to both its contexts): its
+ * destroy, cancelled while it makes the first context current
+ * (cuCtxPushCurrent), never reached cuCtxDisablePeerAccess, so the handle
+ * lives on - counted, access still enabled - and a destroy through a copy
+ * of it disables the access once; both contexts' entries were let go, so
+ * their destroys end. Mutant killed: lib/tether.c:291 (the pair's guard
+ * `{1, 0, s, &sw}` made `{0, 0, s, &sw}`, never armed: the handle left
+ * closing for good; seed 41). */
+struct peer_arg { cuctx_peer p; CUresult rc; };
+
+static void *destroy_peer(void *p)
+{
+    struct peer_arg *a = p;
+    a->rc = cuctx_peer_destroy(&a->p);
+    return NULL;
+}
+
+Test(lifetimes, a_thread_cancelled_before_its_pairs_destroy_reached_the_driver_leaves_the_pair)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    cuctx_ctx a = {0}, b = {0};
+    CUcontext ra = new_ctx(&a, 0, "a", POPPED), rb = new_ctx(&b, 1, "b", POPPED);
+    struct peer_arg p = {{0}, CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_peer_enable(&p.p, a, b));
+    cuctx_peer copy = p.p;
+    cr_assert(sim()->peer_enabled(H(ra), H(rb)));
+    unsigned long disables = calls("cuCtxDisablePeerAccess");
+    EXPECT_CURRENT(NULL);
+    cancel_in_driver_call("cuCtxPushCurrent", destroy_peer, &p);
+    cr_assert_eq(calls("cuCtxDisablePeerAccess"), disables, "the driver was asked to disable");
+    cr_assert(sim()->peer_enabled(H(ra), H(rb)));
+    cr_assert_eq(stats().peers, 1, "the pair whose destroy never reached the driver ended");
+    CHECK_OK(cuctx_peer_destroy(&copy));
+    cr_assert_eq(copy.id, 0);
+    cr_assert_eq(calls("cuCtxDisablePeerAccess"), disables + 1);
+    cr_assert_not(sim()->peer_enabled(H(ra), H(rb)));
+    cr_assert_eq(stats().peers, 0);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(stats().contexts, 0);
+    cr_assert_eq(misuses(), 0);
+}
+
 Test(lifetimes, a_thread_cancelled_in_the_drivers_mem_free_leaves_its_current_context_and_holds_nothing)
 {
     NEED_DRIVER();
