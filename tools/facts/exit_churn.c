@@ -9,7 +9,9 @@
  * destroy the stream, and exit after a few rounds (new ones take their
  * place), beside two threads creating and destroying contexts. A watchdog
  * reports a run with no progress for 8 s as a stall. Each run in a forked
- * child. Run by hand on a GPU machine (not part of any build):
+ * child. Measured on an H200 (driver 580.159.04, 2026-12-03): 12 runs of 5 s
+ * (about 11 s each with start and joins), no stall and no crash. Run by
+ * hand on a GPU machine (not part of any build):
  *   gcc -O2 -I/usr/local/cuda/include exit_churn.c \
  *       -L/usr/local/cuda/lib64/stubs -lcuda -lpthread
  *   ./a.out RUNS SECONDS
@@ -118,6 +120,7 @@ static int one_run(int secs, unsigned seed)
     for (int i = 0; i < 2; i++)
         pthread_join(c[i], NULL);
     printf("    %ld worker threads, %ld steps\n", threads, atomic_load(&progress));
+    fflush(stdout);     /* the child ends in _exit */
     return 0;
 }
 
