@@ -341,6 +341,37 @@ Test(library, a_good_librarys_unknown_kernel_has_no_log)
     cr_assert_null(strstr(cuctx_last_error_message(), "JIT log"), "%s", cuctx_last_error_message());
 }
 
+/* A kernel lookup on a library handle that names no live library - a
+ * stale copy of a destroyed one, or {0} - fails with
+ * CUDA_ERROR_INVALID_HANDLE, *out NULL (cuctx.h: every failure), before
+ * the driver. Mutant killed: lib/library.c:165 `ret` (the failed use's
+ * `return rc;` made `return 0;`: the lookup answered CUDA_SUCCESS with no
+ * kernel; seed 43). */
+Test(library, a_kernel_lookup_on_a_stale_library_is_refused_before_the_driver)
+{
+    NEED_DRIVER();
+    cuctx_library lib = {0}, stale;
+    CUkernel k = NULL;
+    CHECK_OK(cuctx_library_load_data(&lib, small_ptx));
+    CHECK_OK(cuctx_library_kernel(lib, "tick", &k));
+    cr_assert_neq(k, NULL);
+    stale = lib;
+    CHECK_OK(cuctx_library_destroy(&lib));
+    unsigned long lookups = sim() ? calls("cuLibraryGetKernel") : 0;
+    cuctx_library handles[2] = {stale, {0}};
+    for (int i = 0; i < 2; i++) {
+        k = (CUkernel)(uintptr_t)1;
+        cr_assert_eq(cuctx_library_kernel(handles[i], "tick", &k), CUDA_ERROR_INVALID_HANDLE, "%s handle",
+                     i ? "a {0}" : "a stale");
+        cr_assert_eq(k, NULL, "a failed lookup left *out set");
+        cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_HANDLE);
+    }
+    if (sim()) {
+        cr_assert_eq(calls("cuLibraryGetKernel"), lookups, "the driver was asked for a stale library's kernel");
+        ASSERT_NO_MISUSE();
+    }
+}
+
 /* Bug caught: a module's bad PTX reported by a code alone. */
 Test(library, a_modules_bad_ptx_error_carries_the_jit_log)
 {

@@ -928,3 +928,102 @@ Test(oom, a_capturing_stream_that_cannot_be_remembered_is_not_destroyed)
     CHECK_OK(cuctx_mem_destroy(&m));
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
+
+/* ---- libraries and modules (seed 43) ----------------------------------------- */
+
+/* ptxas refuses it: an instruction PTX does not have (the simulator's
+ * cusim_bad, tests/sim/library.c). */
+static const char broken_ptx[] =
+    ".version 8.0\n"
+    ".target sm_90\n"
+    ".address_size 64\n"
+    "\n"
+    ".visible .entry broken()\n"
+    "{\n"
+    "    cusim_bad;\n"
+    "    ret;\n"
+    "}\n";
+
+/* A library whose load wrote a JIT log (a PTX that does not assemble: its
+ * load succeeds, its lookup fails) keeps the log until its destroy, which
+ * frees it. The first round makes what lasts; the second must leave the
+ * count of lib/'s heap blocks as it found it. Mutant killed:
+ * lib/library.c:65 `call` (the dropped log's `free(k);` removed; seed 43). */
+static CUresult broken_library_round(void)
+{
+    cuctx_library lib = {0};
+    CUkernel k = NULL;
+    CUresult rc = cuctx_library_load_data(&lib, broken_ptx);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (cuctx_library_kernel(lib, "broken", &k) != CUDA_ERROR_INVALID_PTX
+        || !strstr(cuctx_last_error_message(), "the JIT log of the library's load: "))
+        rc = CUDA_ERROR_UNKNOWN;    /* no log was kept */
+    CUresult d = cuctx_library_destroy(&lib);
+    return rc != CUDA_SUCCESS ? rc : d;
+}
+
+Test(oom, a_librarys_kept_jit_log_goes_with_the_library)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    CHECK_OK(broken_library_round());
+    atomic_store(&counting, 1);
+    long before = live_blocks(), made0 = atomic_load(&made);
+    CUresult rc = broken_library_round();
+    long after = live_blocks();
+    atomic_store(&counting, 0);
+    cr_assert_eq(rc, CUDA_SUCCESS, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_geq(atomic_load(&made) - made0, 1, "the kept log was not seen made");
+    cr_assert_eq(after, before, "%ld heap blocks of lib/ more after a broken library's load and destroy",
+                 after - before);
+    cr_assert_eq(calls("cuLibraryUnload"), 2);
+    cr_assert_eq(sim()->live(CUSIM_LIBRARY), 0);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* A module file that cuModuleLoad refuses as bad PTX is read once more
+ * (lib/module.c's log_of_file) into a block of its size and one byte more,
+ * the terminating '\0' the load through cuModuleLoadDataEx needs. With
+ * lib/'s blocks guarded and the file 256 bytes (a multiple of 16: the
+ * block ends right at the unreadable page), a block one byte short faults
+ * at that write. Mutant killed: lib/module.c:34 `const` (`malloc((size_t)n
+ * + 1)` made `+ 0`; seed 43). */
+Test(oom, a_bad_module_files_second_reading_has_room_for_its_terminator)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    char path[] = "/tmp/cuctx-test-oom-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    char text[256];
+    memset(text, ' ', sizeof text);
+    memcpy(text, broken_ptx, strlen(broken_ptx));
+    text[sizeof text - 1] = '\n';
+    cr_assert_eq(write(fd, text, sizeof text), (ssize_t)sizeof text);
+    close(fd);
+    cuctx_ctx c = {0};
+    cuctx_module m = {0};
+    new_ctx(&c, 0, NULL, POPPED);
+    size_t mark = log_mark();
+    atomic_store(&counting, 1);
+    long made0 = atomic_load(&made);
+    atomic_store(&guarding, 1);
+    CUresult rc = cuctx_module_load(&m, c, path);
+    atomic_store(&guarding, 0);
+    long made1 = atomic_load(&made);
+    atomic_store(&counting, 0);
+    unlink(path);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_PTX, "%s (%s)", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(m.id, 0);
+    cr_assert_gt(made1, made0, "lib/ allocated nothing for the second reading");
+    struct cusim_call again = last_call("cuModuleLoadDataEx", mark);
+    cr_assert_eq(again.rc, CUDA_ERROR_INVALID_PTX, "the file was not read again for its log");
+    const char *msg = cuctx_last_error_message();
+    cr_assert(strstr(msg, "; the JIT log: ") && strstr(msg, "cusim_bad"), "%s", msg);
+    cr_assert_eq(sim()->live(CUSIM_MODULE), 0);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(misuses(), 0);
+}

@@ -1464,3 +1464,61 @@ Test(holds, a_first_launch_and_a_first_stream_ordered_allocation_mark_their_chil
     CHECK_OK(cuctx_graph_destroy(&g));
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
+
+/* ---- the context lock in a stream-ordered free (seed 43) ----------------- */
+
+static CUresult destroy_mem(struct locked_call *l)
+{
+    return cuctx_mem_destroy((cuctx_mem *)l->arg);
+}
+
+/* Stream-ordered memory whose context is gone, freed with the device's
+ * primary context active (lib/mem_async.c's case 3, free_in_primary): the
+ * free asks the pointer's device and whether its primary context is
+ * active, then finds that context's address under the context lock
+ * (cuctx__primary_address reads and fills the table of primary contexts).
+ * With the lock held by another thread the free waits there, after its
+ * cuPointerGetAttribute and before any free, and frees on the primary's
+ * legacy stream once the lock is let go. Mutant killed: lib/mem_async.c:204
+ * `call` (that cuctx__ctx_lock() removed: the free went through, and its
+ * unlock let go of the test's; seed 43). */
+Test(ctx_lock, a_free_in_the_primary_context_finds_it_under_the_context_lock, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    cuctx_ctx pc = {0}, c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    CHECK_OK(cuctx_ctx_primary(&pc, 0));
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, 4096));
+    uint64_t p = cuctx_mem_ptr(m);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    struct locked_call l = {.call = destroy_mem, .arg = &m, .rc = CUDA_ERROR_UNKNOWN};
+    size_t mark = log_mark();
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    unsigned long asked = calls_on("cuPointerGetAttribute", p, mark);
+    unsigned long freed = calls_on("cuMemFreeAsync", p, mark) + calls_on("cuMemFree", p, mark);
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_neq(waited, 0, "the free went through while another thread held the context lock");
+    cr_assert_eq(waited, 1, "the free neither waited for the lock nor returned in 10 s");
+    cr_assert_eq(asked, 1, "the free waited for the lock before it asked the pointer's device");
+    cr_assert_eq(freed, 0, "the memory was freed before the lock was had");
+    CHECK_OK(l.rc);
+    cr_assert_eq(m.id, 0);
+    struct cusim_call f = last_call("cuMemFreeAsync", mark);
+    cr_assert_eq(f.handle, p, "not freed by cuMemFreeAsync");
+    cr_assert_eq(f.stream, (uint64_t)(uintptr_t)CU_STREAM_LEGACY, "not on the legacy stream");
+    cr_assert_eq(f.ctx, (uint64_t)(uintptr_t)cuctx_ctx_raw(pc), "not with the primary context current");
+    cr_assert_eq(calls_on("cuMemFree", p, mark), 0);
+    cr_assert_eq(stats().async_mems, 0);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&pc));
+    cr_assert_eq(misuses(), 0);
+}
