@@ -1521,10 +1521,13 @@ Test(registry, a_tracked_pairs_destroy_gives_both_borrows_names_back)
     PFN_cuCtxDisablePeerAccess_v4000 disable =
         (PFN_cuCtxDisablePeerAccess_v4000)drv_sym("cuCtxDisablePeerAccess", 4000);
     size_t map0 = cuctx__map_count(), live0 = live_entries();
+    PFN_cuCtxPushCurrent_v4000 push = (PFN_cuCtxPushCurrent_v4000)drv_sym("cuCtxPushCurrent", 4000);
+    PFN_cuCtxPopCurrent_v4000 pop = (PFN_cuCtxPopCurrent_v4000)drv_sym("cuCtxPopCurrent", 4000);
     CUcontext rb = raw_ctx_create(1, POPPED);
-    CUcontext ra = raw_ctx_create(0, LEFT_CURRENT);
+    CUcontext ra = raw_ctx_create(0, POPPED);
+    cr_assert_eq(push(ra), CUDA_SUCCESS);
     cr_assert_eq(enable(rb, 0), CUDA_SUCCESS);         /* someone else's access, from A to B */
-    cr_assert_eq(cuctx_pop_current(), CUDA_SUCCESS);
+    cr_assert_eq(pop(NULL), CUDA_SUCCESS);
     cuctx_ctx a = {0}, b = {0};
     cuctx_peer p = {0};
     CHECK_OK(cuctx_ctx_borrow(&a, ra));
@@ -1542,10 +1545,9 @@ Test(registry, a_tracked_pairs_destroy_gives_both_borrows_names_back)
     cr_assert_eq(calls("cuCtxDisablePeerAccess"), disables, "the tracked access was disabled");
     cr_assert_eq(live_entries(), live0, "an entry outlived the pair, its last name");
     cr_assert_eq(cuctx__map_count(), map0, "an address stayed mapped after its entry's last name");
-    PFN_cuCtxPushCurrent_v4000 push = (PFN_cuCtxPushCurrent_v4000)drv_sym("cuCtxPushCurrent", 4000);
     cr_assert_eq(push(ra), CUDA_SUCCESS);
     cr_assert_eq(disable(rb), CUDA_SUCCESS, "the owner's disable");
-    cr_assert_eq(cuctx_pop_current(), CUDA_SUCCESS);
+    cr_assert_eq(pop(NULL), CUDA_SUCCESS);
     raw_ctx_destroy(ra);
     raw_ctx_destroy(rb);
     cr_assert_eq(misuses(), 0);
