@@ -585,3 +585,39 @@ Test(leaks, at_exit_with_leak_check_the_report_goes_to_stderr_and_the_status_sta
     cr_assert_not_null(strstr(buf, "cuctx: leak: context "), "%s", buf);
     cr_assert_not_null(strstr(buf, "cuctx: 3 objects alive\n"), "%s", buf);
 }
+
+/* Peer access whose context it is enabled from was destroyed first: the
+ * report says so where that context's address would be, and still names
+ * its peer; once the peer is gone too, both are named destroyed (the
+ * peer's old address in parentheses). Mutant killed: lib/diagnostics.c:158
+ * `call` (the "(destroyed)" left out: the line read "from context  to
+ * context ..."; seed 43). */
+Test(leaks, peer_access_of_a_destroyed_context_is_reported_from_a_destroyed_context)
+{
+    cuctx_ctx a = {0}, b = {0};
+    cuctx_peer p = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CHECK_OK(cuctx_ctx_create(&a, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    CHECK_OK(cuctx_ctx_create(&b, 1, 0));
+    CHECK_OK(cuctx_pop_current());
+    CUcontext rb = cuctx_ctx_raw(b);
+    CHECK_OK(cuctx_peer_enable(&p, a, b));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    char *text = report();
+    EXPECT_LINE(text, "cuctx: leak: peer access (handle %#llx) from context (destroyed) to context %p, created at %s:",
+                (unsigned long long)p.id, (void *)rb, __FILE__);
+    EXPECT_LINE(text, "cuctx: 2 objects alive\n");
+    free(text);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    text = report();
+    EXPECT_LINE(text, "cuctx: leak: peer access (handle %#llx) from context (destroyed) to a destroyed context (%p), "
+                "created at %s:", (unsigned long long)p.id, (void *)rb, __FILE__);
+    EXPECT_LINE(text, "cuctx: 1 object alive\n");
+    free(text);
+    CHECK_OK(cuctx_peer_destroy(&p));
+    text = report();
+    cr_assert_str_eq(text, "cuctx: 0 objects alive\n");
+    free(text);
+}

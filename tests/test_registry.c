@@ -1520,5 +1520,92 @@ Test(ctx_lock, a_free_in_the_primary_context_finds_it_under_the_context_lock, .t
     cr_assert_eq(stats().async_mems, 0);
     CHECK_OK(cuctx_stream_destroy(&s));
     CHECK_OK(cuctx_ctx_destroy(&pc));
+}
+
+/* A thread's freed slots are its own first (the per-thread cache): a slot
+ * another thread freed is not what this thread's next create gets while
+ * that thread lives; the thread's end gives its cache to the shared list,
+ * whose next create reuses it. Mutant killed: lib/registry.c:159 `not`
+ * (the cache's flush never registered at a thread's first free, so that
+ * no thread ever kept a slot: every free went to the shared list and the
+ * other thread's create took the slot at once; seed 43). */
+struct cache_thread { uint64_t id; pthread_barrier_t freed, done; };
+
+static void *free_one_and_wait(void *p)
+{
+    struct cache_thread *c = p;
+    c->id = make(KIND_EVENT, 1);
+    destroy(c->id, KIND_EVENT);
+    pthread_barrier_wait(&c->freed);
+    pthread_barrier_wait(&c->done);     /* alive, its cache unflushed, until told */
+    return NULL;
+}
+
+Test(registry, a_slot_freed_by_a_thread_stays_its_own_until_it_ends)
+{
+    struct cache_thread c = {0};
+    pthread_t t;
+    cr_assert_eq(pthread_barrier_init(&c.freed, NULL, 2), 0);
+    cr_assert_eq(pthread_barrier_init(&c.done, NULL, 2), 0);
+    cr_assert_eq(pthread_create(&t, NULL, free_one_and_wait, &c), 0);
+    pthread_barrier_wait(&c.freed);
+    uint64_t mine = make(KIND_EVENT, 2);
+    pthread_barrier_wait(&c.done);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_neq(cuctx__id_index(mine), cuctx__id_index(c.id),
+                  "this thread's create took the slot the living thread had freed to its own cache");
+    uint64_t after = make(KIND_EVENT, 3);
+    cr_assert_eq(cuctx__id_index(after), cuctx__id_index(c.id), "the ended thread's cached slot was not shared");
+    cr_assert_neq(after, c.id, "with another generation");
+    destroy(after, KIND_EVENT);
+    destroy(mine, KIND_EVENT);
+    pthread_barrier_destroy(&c.freed);
+    pthread_barrier_destroy(&c.done);
+}
+
+/* Peer access someone else enabled between two borrowed contexts: the
+ * pair tracks it (not owned) and names both borrows' entries, as a pair it
+ * made does; its destroy, which never reaches the driver, gives both names
+ * back (the tracked child's give_back, for the second context too), so
+ * both entries end with it and leave the address map. Mutant killed:
+ * lib/tether.c:167 `call` (the second context's name not given back: B's
+ * entry and its address outlived everything; seed 43). */
+Test(registry, a_tracked_pairs_destroy_gives_both_borrows_names_back)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    PFN_cuCtxEnablePeerAccess_v4000 enable = (PFN_cuCtxEnablePeerAccess_v4000)drv_sym("cuCtxEnablePeerAccess", 4000);
+    PFN_cuCtxDisablePeerAccess_v4000 disable =
+        (PFN_cuCtxDisablePeerAccess_v4000)drv_sym("cuCtxDisablePeerAccess", 4000);
+    size_t map0 = cuctx__map_count(), live0 = live_entries();
+    PFN_cuCtxPushCurrent_v4000 push = (PFN_cuCtxPushCurrent_v4000)drv_sym("cuCtxPushCurrent", 4000);
+    PFN_cuCtxPopCurrent_v4000 pop = (PFN_cuCtxPopCurrent_v4000)drv_sym("cuCtxPopCurrent", 4000);
+    CUcontext rb = raw_ctx_create(1, POPPED);
+    CUcontext ra = raw_ctx_create(0, POPPED);
+    cr_assert_eq(push(ra), CUDA_SUCCESS);
+    cr_assert_eq(enable(rb, 0), CUDA_SUCCESS);         /* someone else's access, from A to B */
+    cr_assert_eq(pop(NULL), CUDA_SUCCESS);
+    cuctx_ctx a = {0}, b = {0};
+    cuctx_peer p = {0};
+    CHECK_OK(cuctx_ctx_borrow(&a, ra));
+    CHECK_OK(cuctx_ctx_borrow(&b, rb));
+    CHECK_OK(cuctx_peer_enable(&p, a, b));
+    int owned = -1;
+    CHECK_OK(cuctx_peer_owned(p, &owned));
+    cr_assert_eq(owned, 0, "tracked, not owned");
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(live_entries(), live0 + 2, "an entry ended while the pair named it");
+    cr_assert_eq(cuctx__map_count(), map0 + 2);
+    unsigned long disables = calls("cuCtxDisablePeerAccess");
+    CHECK_OK(cuctx_peer_destroy(&p));
+    cr_assert_eq(calls("cuCtxDisablePeerAccess"), disables, "the tracked access was disabled");
+    cr_assert_eq(live_entries(), live0, "an entry outlived the pair, its last name");
+    cr_assert_eq(cuctx__map_count(), map0, "an address stayed mapped after its entry's last name");
+    cr_assert_eq(push(ra), CUDA_SUCCESS);
+    cr_assert_eq(disable(rb), CUDA_SUCCESS, "the owner's disable");
+    cr_assert_eq(pop(NULL), CUDA_SUCCESS);
+    raw_ctx_destroy(ra);
+    raw_ctx_destroy(rb);
     cr_assert_eq(misuses(), 0);
 }
