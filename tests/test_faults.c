@@ -2041,3 +2041,37 @@ Test(faults, a_driver_without_ipc_is_told_which_version_is_needed)
     CHECK_OK(cuctx_mem_destroy(&m));
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
+
+/* Bug caught: a driver without peer access (older than 4.0, or one whose
+ * table lacks either call) let past the check - an enable going on to the
+ * driver through a NULL entry point, or one whose destroy would need the
+ * missing disable - or refused with success and no handle. Mutant killed:
+ * lib/peer.c:71 `ret` (the refusal returned as 0; seed 43). */
+Test(faults, a_driver_without_peer_access_is_told_which_version_is_needed)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    static const char missing[] = "cuctx_peer_enable: the driver has no peer access (CUDA 4.0 or newer needed)";
+    cuctx_ctx c = {0}, d = {0};
+    cuctx_peer p = {0};
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_ctx_create(&d, 0, 0));
+    struct cuctx_driver saved = cuctx__drv;
+    size_t mark = log_mark();
+    /* the disable missing: an enable it could never undo is not made */
+    cuctx__drv.f_cuCtxDisablePeerAccess = NULL;
+    cr_assert_eq(cuctx_peer_enable(&p, c, d), CUDA_ERROR_NOT_SUPPORTED, "%s", cuctx_last_error_message());
+    cr_assert_str_eq(cuctx_last_error_message(), missing);
+    cr_assert_eq(p.id, 0);
+    /* both missing, as in a driver before 4.0 */
+    cuctx__drv.f_cuCtxEnablePeerAccess = NULL;
+    cr_assert_eq(cuctx_peer_enable(&p, d, c), CUDA_ERROR_NOT_SUPPORTED, "%s", cuctx_last_error_message());
+    cr_assert_str_eq(cuctx_last_error_message(), missing);
+    cr_assert_eq(p.id, 0);
+    cr_assert_eq(log_mark(), mark, "a driver call was made");
+    cr_assert_eq(stats().peers, 0);
+    cuctx__drv = saved;
+    CHECK_OK(cuctx_ctx_destroy(&d));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+}

@@ -5,7 +5,9 @@
 #include "testlib.h"
 
 #include <cudaTypedefs.h>
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -489,6 +491,55 @@ Test(foreign, borrowing_a_context_destroyed_by_raw_code_is_refused)
     cr_assert_eq(b.id, 0);
     cr_assert_eq(stats().contexts, 0);
     ASSERT_NO_MISUSE();
+}
+
+/* A context made by code that reached the driver itself, before cuctx was
+ * ever called: a borrow of it as the process's first cuctx call loads the
+ * driver (the table it asks the context's device and id through) and
+ * takes it, and the handle's destroy leaves it to its owner. Bug caught:
+ * the borrow calling through the table before the load (a crash, or a
+ * refusal). Mutant killed: lib/context.c:200 `call` (CUCTX_INIT_OR_RETURN
+ * left out; seed 43). */
+Test(foreign, a_borrow_as_the_first_call_loads_the_driver_first)
+{
+    const char *path = getenv("CUCTX_DRIVER");
+    void *lib = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);   /* the one cuctx opens */
+    if (!lib)
+        cr_skip_test("no CUDA driver: %s", dlerror());
+    PFN_cuGetProcAddress_v12000 gpa;
+    void *p = dlsym(lib, "cuGetProcAddress_v2");
+    cr_assert_not_null(p, "the driver exports no cuGetProcAddress_v2");
+    memcpy(&gpa, &p, sizeof p);
+    PFN_cuInit_v2000 init;
+    PFN_cuCtxCreate_v3020 create;
+    PFN_cuCtxPopCurrent_v4000 pop;
+    PFN_cuCtxDestroy_v4000 destroy;
+    cr_assert_eq(gpa("cuInit", (void **)&init, 2000, CU_GET_PROC_ADDRESS_DEFAULT, NULL), CUDA_SUCCESS);
+    cr_assert_eq(gpa("cuCtxCreate", (void **)&create, 3020, CU_GET_PROC_ADDRESS_DEFAULT, NULL), CUDA_SUCCESS);
+    cr_assert_eq(gpa("cuCtxPopCurrent", (void **)&pop, 4000, CU_GET_PROC_ADDRESS_DEFAULT, NULL), CUDA_SUCCESS);
+    cr_assert_eq(gpa("cuCtxDestroy", (void **)&destroy, 4000, CU_GET_PROC_ADDRESS_DEFAULT, NULL), CUDA_SUCCESS);
+    if (init(0) != CUDA_SUCCESS)
+        cr_skip_test("cuInit(0) failed: no usable CUDA device");
+    CUcontext x = NULL, top = NULL;
+    cr_assert_eq(create(&x, 0, 0), CUDA_SUCCESS);
+    cr_assert_eq(pop(&top), CUDA_SUCCESS);
+    cr_assert_eq(top, x);
+    cuctx_ctx b = {0};
+    CUresult rc = cuctx_ctx_borrow(&b, x);     /* cuctx's first call */
+    cr_assert_eq(rc, CUDA_SUCCESS, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_neq(b.id, 0);
+    cr_assert_eq(cuctx_ctx_raw(b), x);
+    cr_assert_eq(cuctx_ctx_device(b), 0);
+    cr_assert_eq(stats().contexts, 1);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(stats().contexts, 0);
+    if (sim()) {
+        cr_assert(sim()->is_live(CUSIM_CONTEXT, H(x)), "the borrow's destroy ended its owner's context");
+        cr_assert_eq(calls("cuCtxDestroy"), 0);
+        ASSERT_NO_MISUSE();
+    }
+    cr_assert_eq(destroy(x), CUDA_SUCCESS);
+    dlclose(lib);
 }
 
 /* ------------------------------------------------------------------------

@@ -680,3 +680,55 @@ Test(scope_stack, a_previous_context_dead_at_entry_reads_no_slot_of_a_lost_segme
     CHECK_OK(cuctx_ctx_destroy(&a));
     cr_assert_eq(stats().graphs, 0);
 }
+
+/* A scope whose context was current pushes nothing; a set inside replaced
+ * its level, so the exit puts the scope's context back there. That put
+ * back succeeding tells the handler nothing and leaves the last error
+ * alone; the driver refusing it is reported, naming the context, and the
+ * set's context stays current. Mutant killed: lib/scope.c:236 `ror`
+ * (`rc == CUDA_SUCCESS`: the refusal unreported and the success reported;
+ * seed 43). */
+Test(scope_stack, a_refused_put_back_of_the_scopes_context_is_reported)
+{
+    cuctx_ctx a = {0}, b = {0}, stale = {0};
+    struct handler_count hc;
+    need_driver_unique_addresses();
+    NEED_SIM();                         /* makes the driver refuse */
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
+    CUcontext B = new_ctx(&b, 0, "B", POPPED);
+    CHECK_OK(cuctx_ctx_create(&stale, 0, CUCTX_SCHED_AUTO));
+    cuctx_ctx copy = stale;
+    CHECK_OK(cuctx_ctx_destroy(&stale));
+    cr_assert_eq(cuctx_ctx_destroy(&copy), CUDA_ERROR_INVALID_HANDLE);
+    char before[512];
+    snprintf(before, sizeof before, "%s", cuctx_last_error_message());
+    CHECK_OK(cuctx_ctx_set_current(a));
+    count_handler_install(&hc);
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        CHECK_OK(cuctx_ctx_set_current(b));
+        EXPECT_CURRENT(B);
+    }
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(B),cuCtxSetCurrent(A)");
+    cr_assert_eq(hc.calls, 0, "a put back that worked was reported: %s", hc.last_msg);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_str_eq(cuctx_last_error_message(), before);
+    mark = log_mark();
+    CUCTX_SCOPED(a) {
+        CHECK_OK(cuctx_ctx_set_current(b));
+        sim()->fail_call("cuCtxSetCurrent", 1, CUDA_ERROR_UNKNOWN);
+    }
+    EXPECT_CURRENT(B);
+    cr_assert_eq(last_call("cuCtxSetCurrent", mark).rc, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(calls_on("cuCtxSetCurrent", H(A), mark), 1, "the put back asked once");
+    cr_assert_eq(hc.calls, 1, "the refused put back was not reported");
+    cr_assert_eq(hc.last_rc, CUDA_ERROR_UNKNOWN);
+    char want[128];
+    snprintf(want, sizeof want, "cuctx_scope_exit: cannot put the scope's context %p back on its level", (void *)A);
+    cr_assert_not_null(strstr(hc.last_msg, want), "%s", hc.last_msg);
+    cuctx_set_error_handler(NULL, NULL);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    cr_assert_eq(misuses(), 0);
+}
