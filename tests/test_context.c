@@ -604,44 +604,26 @@ Test(context, destroy_that_cannot_tell_whether_it_popped_says_so)
  * third time - the id was just read (entry_lookup's *fresh). Mutant
  * killed: lib/entry.c:386 `const` (`*fresh = 1` made 0 on that path: the
  * hold checked the new entry's id again, a third cuCtxGetId; seed 43). */
-struct destroy_there { cuctx_ctx c; CUresult rc; };
-
-static void *destroy_there(void *p)
-{
-    struct destroy_there *d = p;
-    d->rc = cuctx_ctx_destroy(&d->c);
-    return NULL;
-}
-
 Test(context, a_borrow_at_the_address_of_a_closing_context_reads_its_id_twice, .timeout = 30)
 {
     NEED_DRIVER();
     NEED_SIM();
-    struct destroy_there d = {.rc = CUDA_ERROR_UNKNOWN};
-    CHECK_OK(cuctx_ctx_create(&d.c, 0, 0));
-    CHECK_OK(cuctx_pop_current());
-    CUcontext old = cuctx_ctx_raw(d.c);
-    sim()->hold_after("cuCtxDestroy");
-    pthread_t t;
-    cr_assert_eq(pthread_create(&t, NULL, destroy_there, &d), 0);
-    int held = 0;
-    for (int ms = 0; ms < 10000 && !(held = sim()->sleeping() == 1); ms++)
-        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    struct held_destroy d;
+    held_destroy_begin(&d);
     CUcontext fresh = NULL;
     cuctx_ctx b = {0};
     CUresult rc = CUDA_ERROR_UNKNOWN;
     size_t mark = 0;
     unsigned long ids = 0;
-    if (held) {     /* the destroy is past its cuCtxDestroy, its entry still in the map */
+    if (d.held) {     /* the destroy is past its cuCtxDestroy, its entry still in the map */
         fresh = raw_ctx_create(0, POPPED);
         mark = log_mark();
         rc = cuctx_ctx_borrow(&b, fresh);
         ids = calls_on("cuCtxGetId", (uint64_t)(uintptr_t)fresh, mark);
     }
-    sim()->let_go();
-    pthread_join(t, NULL);
-    cr_assert(held, "the destroy was not held after its cuCtxDestroy within 10 s");
-    cr_assert_eq(fresh, old, "the simulator did not give the destroyed context's address again");
+    held_destroy_end(&d);
+    cr_assert(d.held, "the destroy was not held after its cuCtxDestroy within 10 s");
+    cr_assert_eq(fresh, d.old, "the simulator did not give the destroyed context's address again");
     CHECK_OK(rc);
     CHECK_OK(d.rc);
     cr_assert_eq(ids, 2, "cuCtxGetId on the new context: %lu calls, want 2 (the closing entry's check, the register)",

@@ -764,42 +764,24 @@ Test(foreign, a_child_destroy_whose_context_check_fails_is_counted_as_failed)
  * Mutants killed: lib/entry.c:367 (seed 23), retaken_while_closing
  * returning 0, or with `== CUDA_SUCCESS` made `!=`: the borrow failed with
  * CUDA_ERROR_CONTEXT_IS_DESTROYED. */
-struct destroy_on_thread { cuctx_ctx c; CUresult rc; };
-
-static void *destroy_there(void *p)
-{
-    struct destroy_on_thread *d = p;
-    d->rc = cuctx_ctx_destroy(&d->c);
-    return NULL;
-}
-
 Test(foreign, a_context_made_at_the_address_of_one_being_destroyed_is_borrowed, .timeout = 30)
 {
     NEED_DRIVER();
     NEED_SIM();
-    struct destroy_on_thread d = {.rc = CUDA_ERROR_UNKNOWN};
-    CHECK_OK(cuctx_ctx_create(&d.c, 0, 0));
-    CHECK_OK(cuctx_pop_current());
-    CUcontext old = cuctx_ctx_raw(d.c);
-    sim()->hold_after("cuCtxDestroy");
-    pthread_t t;
-    cr_assert_eq(pthread_create(&t, NULL, destroy_there, &d), 0);
-    int held = 0;
-    for (int ms = 0; ms < 10000 && !(held = sim()->sleeping() == 1); ms++)
-        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    struct held_destroy d;
+    held_destroy_begin(&d);
     CUcontext fresh = NULL;
     cuctx_ctx b = {0};
     CUresult rc = CUDA_ERROR_UNKNOWN;
     char msg[512] = "";
-    if (held) {     /* the destroy is past its cuCtxDestroy, its entry still in the map */
+    if (d.held) {     /* the destroy is past its cuCtxDestroy, its entry still in the map */
         fresh = new_raw_ctx(0);
         rc = cuctx_ctx_borrow(&b, fresh);
         snprintf(msg, sizeof msg, "%s", cuctx_last_error_message());
     }
-    sim()->let_go();
-    pthread_join(t, NULL);
-    cr_assert(held, "the destroy was not held after its cuCtxDestroy within 10 s");
-    cr_assert_eq(fresh, old, "the simulator did not give the destroyed context's address again");
+    held_destroy_end(&d);
+    cr_assert(d.held, "the destroy was not held after its cuCtxDestroy within 10 s");
+    cr_assert_eq(fresh, d.old, "the simulator did not give the destroyed context's address again");
     cr_assert_eq(rc, CUDA_SUCCESS, "borrow of the new context at the address: %s (%s)", cuctx_result_name(rc), msg);
     CHECK_OK(d.rc);
     cuctx_event ev = {0};     /* the borrow names the new context, after the old entry's end too */

@@ -326,3 +326,28 @@ int in_child(int (*child)(void *), void *arg)
               WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     return WEXITSTATUS(status);
 }
+
+static void *held_destroy_run(void *p)
+{
+    struct held_destroy *d = p;
+    d->rc = cuctx_ctx_destroy(&d->c);
+    return NULL;
+}
+
+void held_destroy_begin(struct held_destroy *d)
+{
+    *d = (struct held_destroy){.rc = CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_ctx_create(&d->c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    d->old = cuctx_ctx_raw(d->c);
+    sim()->hold_after("cuCtxDestroy");
+    cr_assert_eq(pthread_create(&d->t, NULL, held_destroy_run, d), 0);
+    for (int ms = 0; ms < 10000 && !(d->held = sim()->sleeping() == 1); ms++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+}
+
+void held_destroy_end(struct held_destroy *d)
+{
+    sim()->let_go();
+    pthread_join(d->t, NULL);
+}

@@ -5,6 +5,7 @@
 #define CUCTX_TESTLIB_H
 
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -123,6 +124,17 @@ CUcontext new_ctx(cuctx_ctx *c, CUdevice dev, const char *name, enum ctx_left le
  * with the driver's cuCtxDestroy. */
 CUcontext raw_ctx_create(CUdevice dev, enum ctx_left left);
 void raw_ctx_destroy(CUcontext raw);
+
+/* An owned context's destroy on a thread of its own, held by the simulator
+ * right after its cuCtxDestroy (cusim_hold_after), its entry still in the
+ * address map, for a test that acts in that window (a context made at the
+ * freed address, say). held_destroy_begin makes the context (popped: d->c,
+ * its address d->old), starts the destroy and waits up to 10 s for the
+ * hold: d->held. held_destroy_end lets it go and joins the thread: d->rc
+ * is the destroy's result. Needs the simulator. */
+struct held_destroy { cuctx_ctx c; CUcontext old; CUresult rc; int held; pthread_t t; };
+void held_destroy_begin(struct held_destroy *d);
+void held_destroy_end(struct held_destroy *d);
 /* A memory pool made by the driver itself (cuMemPoolCreate: pinned, on
  * device dev, no export), as code outside cuctx makes one. */
 CUmemoryPool raw_pool(CUdevice dev);
