@@ -32,18 +32,6 @@ static const char small_ptx[] =
     "    ret;\n"
     "}\n";
 
-/* ptxas refuses it: an instruction PTX does not have. */
-static const char broken_ptx[] =
-    ".version 8.0\n"
-    ".target sm_90\n"
-    ".address_size 64\n"
-    "\n"
-    ".visible .entry broken()\n"
-    "{\n"
-    "    cusim_bad;\n"
-    "    ret;\n"
-    "}\n";
-
 static CUstreamCaptureStatus capture_status(cuctx_stream s)
 {
     PFN_cuStreamIsCapturing_v10000 is_capturing = (PFN_cuStreamIsCapturing_v10000)drv_sym("cuStreamIsCapturing", 10000);
@@ -314,7 +302,7 @@ Test(library, a_ptx_that_does_not_assemble_fails_at_the_lookup_with_the_load_log
     NEED_DRIVER();
     CUCTX_AUTO cuctx_library lib = {0};
     CUkernel k = (CUkernel)(uintptr_t)1;
-    CHECK_OK(cuctx_library_load_data(&lib, broken_ptx));
+    CHECK_OK(cuctx_library_load_data(&lib, test_broken_ptx));
     cr_assert_eq(cuctx_library_kernel(lib, "broken", &k), CUDA_ERROR_INVALID_PTX);
     cr_assert_eq(k, NULL);
     const char *msg = cuctx_last_error_message();
@@ -334,7 +322,7 @@ Test(library, a_good_librarys_unknown_kernel_has_no_log)
     cuctx_library bad = {0};
     CUCTX_AUTO cuctx_library good = {0};
     CUkernel k;
-    CHECK_OK(cuctx_library_load_data(&bad, broken_ptx));
+    CHECK_OK(cuctx_library_load_data(&bad, test_broken_ptx));
     CHECK_OK(cuctx_library_destroy(&bad));
     CHECK_OK(cuctx_library_load_data(&good, small_ptx));   /* may take the bad one's driver handle */
     cr_assert_eq(cuctx_library_kernel(good, "nothing_of_that_name", &k), CUDA_ERROR_NOT_FOUND);
@@ -379,7 +367,7 @@ Test(library, a_modules_bad_ptx_error_carries_the_jit_log)
     cuctx_ctx c = {0};
     cuctx_module m = {0};
     new_ctx(&c, 0, "C", POPPED);
-    cr_assert_eq(cuctx_module_load_data(&m, c, broken_ptx), CUDA_ERROR_INVALID_PTX);
+    cr_assert_eq(cuctx_module_load_data(&m, c, test_broken_ptx), CUDA_ERROR_INVALID_PTX);
     cr_assert_eq(m.id, 0);
     const char *msg = cuctx_last_error_message();
     cr_assert(strstr(msg, "CUDA_ERROR_INVALID_PTX; the JIT log: ") && strstr(msg, "cusim_bad"), "%s", msg);

@@ -931,19 +931,6 @@ Test(oom, a_capturing_stream_that_cannot_be_remembered_is_not_destroyed)
 
 /* ---- libraries and modules (seed 43) ----------------------------------------- */
 
-/* ptxas refuses it: an instruction PTX does not have (the simulator's
- * cusim_bad, tests/sim/library.c). */
-static const char broken_ptx[] =
-    ".version 8.0\n"
-    ".target sm_90\n"
-    ".address_size 64\n"
-    "\n"
-    ".visible .entry broken()\n"
-    "{\n"
-    "    cusim_bad;\n"
-    "    ret;\n"
-    "}\n";
-
 /* A library whose load wrote a JIT log (a PTX that does not assemble: its
  * load succeeds, its lookup fails) keeps the log until its destroy, which
  * frees it. The first round makes what lasts; the second must leave the
@@ -953,7 +940,7 @@ static CUresult broken_library_round(void)
 {
     cuctx_library lib = {0};
     CUkernel k = NULL;
-    CUresult rc = cuctx_library_load_data(&lib, broken_ptx);
+    CUresult rc = cuctx_library_load_data(&lib, test_broken_ptx);
     if (rc != CUDA_SUCCESS)
         return rc;
     if (cuctx_library_kernel(lib, "broken", &k) != CUDA_ERROR_INVALID_PTX
@@ -1000,7 +987,7 @@ Test(oom, a_bad_module_files_second_reading_has_room_for_its_terminator)
     cr_assert_geq(fd, 0);
     char text[256];
     memset(text, ' ', sizeof text);
-    memcpy(text, broken_ptx, strlen(broken_ptx));
+    memcpy(text, test_broken_ptx, strlen(test_broken_ptx));
     text[sizeof text - 1] = '\n';
     cr_assert_eq(write(fd, text, sizeof text), (ssize_t)sizeof text);
     close(fd);

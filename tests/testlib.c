@@ -351,3 +351,14 @@ void held_destroy_end(struct held_destroy *d)
     sim()->let_go();
     pthread_join(d->t, NULL);
 }
+
+const char test_broken_ptx[] =
+    ".version 8.0\n"
+    ".target sm_90\n"
+    ".address_size 64\n"
+    "\n"
+    ".visible .entry broken()\n"
+    "{\n"
+    "    cusim_bad;\n"
+    "    ret;\n"
+    "}\n";

@@ -165,6 +165,10 @@ const char *trace(size_t from, char *buf, size_t n);
     } while (0)
 
 
+/* PTX that ptxas refuses: an instruction PTX does not have (the
+ * simulator's cusim_bad, tests/sim/library.c); its load writes a JIT log. */
+extern const char test_broken_ptx[];
+
 /* ---- the child kinds (kinds.h) --------------------------------------- */
 
 /* The graph graph execs are instantiated from: one per test process, made
