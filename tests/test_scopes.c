@@ -331,11 +331,12 @@ Test(scope_stack, previous_dead_at_entry_whose_address_is_retaken_is_not_left_cu
     cr_assert_eq(misuses(), 0);
 }
 
-/* Dead at entry and not retaken: it stays where it was. */
-Test(scope_stack, previous_dead_at_entry_stays_in_its_place)
+/* A scope over A while the current context P was destroyed on another
+ * thread before the enter: it pushes A and pops it, and P, dead, stays
+ * current where it was. */
+static void scope_over_a_previous_dead_at_entry(void)
 {
     cuctx_ctx a = {0}, p = {0};
-    need_driver_unique_addresses();
     CUcontext P = new_ctx(&p, 0, "P", POPPED);
     new_ctx(&a, 0, "A", POPPED);
     CHECK_OK(cuctx_ctx_set_current(p));
@@ -349,6 +350,13 @@ Test(scope_stack, previous_dead_at_entry_stays_in_its_place)
     EXPECT_CURRENT(P);
     EXPECT_TRACE(mark, "cuCtxPushCurrent(A),cuCtxPopCurrent(A)");
     CHECK_OK(cuctx_ctx_destroy(&a));
+}
+
+/* Dead at entry and not retaken: it stays where it was. */
+Test(scope_stack, previous_dead_at_entry_stays_in_its_place)
+{
+    need_driver_unique_addresses();
+    scope_over_a_previous_dead_at_entry();
 }
 
 Test(scope_stack, a_successful_enter_leaves_the_last_error_alone)
@@ -652,7 +660,6 @@ void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
  * segment never mapped; seed 41). */
 Test(scope_stack, a_previous_context_dead_at_entry_reads_no_slot_of_a_lost_segment)
 {
-    cuctx_ctx a = {0}, p = {0};
     cuctx_graph g = {0};
     need_driver_unique_addresses();
     CHECK_OK(cuctx_init());
@@ -665,19 +672,7 @@ Test(scope_stack, a_previous_context_dead_at_entry_reads_no_slot_of_a_lost_segme
     cr_assert_eq(atomic_load(&mmap_refused), 65536, "the first segment was mapped already: %ld refusals",
                  (long)atomic_load(&mmap_refused));
     cr_assert_eq(g.id, 0);
-    CUcontext P = new_ctx(&p, 0, "P", POPPED);
-    new_ctx(&a, 0, "A", POPPED);
-    CHECK_OK(cuctx_ctx_set_current(p));
-    destroy_elsewhere(&p);
-    size_t mark = log_mark();
-    int ran = 0;
-    CUCTX_SCOPED(a) {
-        ran++;
-    }
-    cr_assert_eq(ran, 1);
-    EXPECT_CURRENT(P);                  /* dead, where it was */
-    EXPECT_TRACE(mark, "cuCtxPushCurrent(A),cuCtxPopCurrent(A)");
-    CHECK_OK(cuctx_ctx_destroy(&a));
+    scope_over_a_previous_dead_at_entry();
     cr_assert_eq(stats().graphs, 0);
 }
 
