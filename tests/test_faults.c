@@ -1944,7 +1944,9 @@ Test(faults, a_driver_without_graphs_capture_or_libraries_is_told_which_version_
 }
 
 /* Bug caught: a driver older than 11.2 reached with a NULL entry point, or
- * told nothing of what it lacks. */
+ * told nothing of what it lacks. Mutant killed: lib/mem_pool.c:346 `ret`
+ * (the adopt's refusal for a driver without pools answered with success;
+ * seed 47). */
 Test(faults, a_driver_without_stream_ordered_memory_is_told_which_version_is_needed)
 {
     NEED_DRIVER();
@@ -1968,6 +1970,8 @@ Test(faults, a_driver_without_stream_ordered_memory_is_told_which_version_is_nee
     cr_assert_eq(cuctx_mem_alloc_async(&m, s, 64), CUDA_ERROR_NOT_SUPPORTED);
     cr_assert(strstr(cuctx_last_error_message(), "CUDA 11.2 or newer"), "%s", cuctx_last_error_message());
     cr_assert_eq(cuctx_mem_pool_default(&p2, 0), CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(cuctx_mem_pool_adopt(&p2, cuctx_mem_pool_raw(pool), 0), CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert(strstr(cuctx_last_error_message(), "CUDA 11.2 or newer"), "%s", cuctx_last_error_message());
     cr_assert_eq(m.id, 0);
     cr_assert_eq(p2.id, 0);
     cr_assert_eq(log_mark(), mark, "a driver call was made");
