@@ -551,6 +551,44 @@ static void free_after_current_died(int live_stream)
 Test(async_mem, a_thread_whose_current_context_died_frees_on_a_live_stream) { free_after_current_died(1); }
 Test(async_mem, a_thread_whose_current_context_died_frees_memory_whose_context_is_gone) { free_after_current_died(0); }
 
+/* Case 4's free on a thread of its own refused by the driver: the destroy
+ * returns that refusal and counts a failed destroy, as for any free the
+ * driver refuses. Bug caught: the thread's answer dropped, the destroy
+ * reporting success for memory never freed. Mutant killed:
+ * lib/mem_async.c:165 `ret` (free_with_none_current returning 0; seed 47). */
+Test(async_mem, a_refused_free_on_a_thread_of_its_own_is_returned)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    new_ctx(&c, 0, "C", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    uint64_t p = cuctx_mem_ptr(m);
+    CUcontext dead = cuctx_ctx_raw(c);
+    uint64_t failed = stats().failed_destroys;
+    CUCTX_SCOPED(c) {
+        destroy_ctx_elsewhere(&c);
+        size_t mark = log_mark();
+        /* the first cuMemFree, on this thread, is refused by the driver
+         * itself (its current context is dead); the second, on the thread
+         * of its own, by this plan */
+        sim()->fail_call("cuMemFree", 2, CUDA_ERROR_ILLEGAL_ADDRESS);
+        cr_assert_eq(cuctx_mem_destroy(&m), CUDA_ERROR_ILLEGAL_ADDRESS, "%s", cuctx_last_error_message());
+        cr_assert_eq(calls_on("cuMemFree", p, mark), 2, "not freed again on a thread of its own");
+        struct cusim_call f = last_call("cuMemFree", mark);
+        cr_assert_eq(f.ctx, 0, "freed again with a context current");
+        cr_assert_eq(f.rc, CUDA_ERROR_ILLEGAL_ADDRESS);
+        cr_assert_eq(current(), dead, "the dead level was not left as it was");
+    }
+    cr_assert_eq(stats().failed_destroys, failed + 1, "the refused free was not counted");
+    cr_assert_eq(stats().async_mems, 0);
+    cr_assert_eq(sim()->async_allocs_live(), 1, "the refused free freed the memory");
+    CHECK_OK(cuctx_stream_destroy(&s));
+}
+
 /* Bug caught: the memory of a primary context counted gone with a reset
  * (measured: the pool keeps it), or freed with a switch to a context that
  * the reset ended. */
