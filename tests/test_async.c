@@ -615,6 +615,24 @@ Test(async_mem, outlives_a_primary_reset)
 
 /* ---- default streams by name --------------------------------------------- */
 
+/* A stream-ordered allocation as the process's first call to cuctx
+ * (Criterion runs each test in a process of its own): the driver is loaded
+ * before the library asks whether it has stream-ordered memory, so {0}
+ * with no context current gives the answer it gives later,
+ * CUDA_ERROR_INVALID_CONTEXT, not "no stream-ordered memory"
+ * (CUDA_ERROR_NOT_SUPPORTED). Mutant killed: lib/mem_async.c:433 `call`
+ * (CUCTX_INIT_OR_RETURN of alloc left out; seed 47). */
+Test(async_mem, an_allocation_as_the_first_call_loads_the_driver_first)
+{
+    cuctx_mem m = {0};
+    CUresult rc = cuctx_mem_alloc_async(&m, (cuctx_stream){0}, BYTES);
+    NEED_DRIVER();      /* (after: it would load the driver itself) */
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_CONTEXT, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(m.id, 0);
+    if (sim())
+        cr_assert_eq(calls("cuMemAllocAsync"), 0);
+}
+
 /* Bug caught: {0} taken without a current context, or its memory freed on
  * the current context's stream of the moment instead of its own
  * context's. */
