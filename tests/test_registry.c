@@ -79,6 +79,42 @@ Test(registry, freed_id_is_stale_and_slot_reused_with_new_generation)
     cuctx__unpin(s);
 }
 
+/* A thread lists CUCTX_MY_PINS pins (for its exit and a cancel to let
+ * go); one beyond is taken untracked, and the list's neighbour, the
+ * thread's cache of free slots, is left alone: the next creates take the
+ * slots freed before, never the slot of a live object pinned meanwhile.
+ * Mutant killed: lib/registry.c:177 `ror` (`npins < CUCTX_MY_PINS` made
+ * `<=`: the pin beyond went into pins[CUCTX_MY_PINS], which is cache[0],
+ * so the third create after it reused the live object's slot and handed
+ * out its very id again; seed 47). */
+Test(registry, a_pin_beyond_the_threads_list_leaves_its_free_slots_alone)
+{
+    uint64_t spare[3];
+    for (int i = 0; i < 3; i++)
+        spare[i] = make(KIND_EVENT, 100 + (uint64_t)i);
+    uint64_t id = make(KIND_EVENT, 42);
+    for (int i = 0; i < 3; i++)
+        destroy(spare[i], KIND_EVENT);
+    cr_assert_eq(cuctx__me.registry.ncache, 3, "the freed slots are the thread's own");
+    struct cuctx_slot *s[CUCTX_MY_PINS + 1];
+    for (int i = 0; i < CUCTX_MY_PINS + 1; i++)
+        cr_assert_not_null(s[i] = cuctx__pin(id, KIND_EVENT), "pin %d", i);
+    cr_assert_eq(cuctx__me.registry.npins, CUCTX_MY_PINS, "the pin beyond the list was listed");
+    for (int i = CUCTX_MY_PINS + 1; i-- > 0;)
+        cuctx__unpin(s[i]);
+    cr_assert_eq(cuctx__me.registry.npins, 0);
+    cr_assert_eq(atomic_load(&s[0]->word) & CUCTX_W_PINS, 0, "every pin let go");
+    for (int i = 0; i < 3; i++) {
+        uint64_t n = make(KIND_EVENT, 200 + (uint64_t)i);
+        cr_assert_neq(cuctx__id_index(n), cuctx__id_index(id), "create %d took the slot of a live object", i);
+        cr_assert_eq(cuctx__id_index(n), cuctx__id_index(spare[2 - i]), "create %d took no slot freed before", i);
+    }
+    struct cuctx_slot *p = cuctx__pin(id, KIND_EVENT);
+    cr_assert_not_null(p, "the pinned object is live");
+    cr_assert_eq(p->u.child.raw, 42, "its payload was overwritten");
+    cuctx__unpin(p);
+}
+
 Test(registry, garbage_ids_are_rejected)
 {
     make(KIND_EVENT, 1);
