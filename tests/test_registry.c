@@ -805,6 +805,72 @@ Test(registry, a_forked_child_holds_no_pin_and_reports_at_once)
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
 
+struct pinned_elsewhere {
+    cuctx_event ev;
+    CUresult rc;
+};
+
+static void *synchronize_run(void *p)
+{
+    struct pinned_elsewhere *d = p;
+    d->rc = cuctx_event_synchronize(d->ev);
+    return NULL;
+}
+
+static int destroy_pinned_in_child(void *p)
+{
+    struct pinned_elsewhere *d = p;
+    uint64_t id = d->ev.id;
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
+    if (atomic_load(&s->word) & CUCTX_W_PINS)
+        return 1;   /* the pin of a thread the child does not have outlived the fork */
+    unsigned long destroys = calls("cuEventDestroy");
+    if (cuctx_event_destroy(&d->ev) != CUDA_SUCCESS)
+        return 2;
+    if (cuctx__alive(id, KIND_EVENT))
+        return 3;
+    return calls("cuEventDestroy") == destroys ? 0 : 4;     /* the parent's event, not the child's */
+}
+
+/* Only the forking thread lives on in a forked child: the pins that the
+ * other threads held at the fork are gone with them, so the child's
+ * destroy of an object another thread was using in the parent ends its
+ * handle at once (without the driver: its context is the parent's), never
+ * waiting for a release that cannot come. The other thread is held inside
+ * cuEventSynchronize, pinning the event, across the fork. Mutant killed:
+ * lib/registry.c:288 `call` (the pins of every slot not cleared in the
+ * child: the event's word kept the other thread's pin, and its destroy
+ * would drain for ever; seed 47). */
+Test(registry, a_forked_child_drops_the_pins_of_the_threads_left_behind)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    struct pinned_elsewhere d = {{0}, CUDA_ERROR_UNKNOWN};
+    pthread_t t;
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    CHECK_OK(cuctx_event_create(&d.ev, c, 0));
+    CHECK_OK(cuctx_event_record(d.ev, (cuctx_stream){0}));
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(d.ev.id));
+    sim()->hold_after("cuEventSynchronize");
+    cr_assert_eq(pthread_create(&t, NULL, synchronize_run, &d), 0);
+    int held = 0;
+    for (int ms = 0; ms < 10000 && !(held = sim()->sleeping() == 1); ms++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    cr_assert(held, "the synchronize never reached the driver");
+    cr_assert_eq(atomic_load(&s->word) & CUCTX_W_PINS, 1, "the other thread pins the event for its call");
+    int st = in_child(destroy_pinned_in_child, &d);
+    sim()->let_go();
+    pthread_join(t, NULL);
+    cr_assert_neq(st, 1, "the child kept the pin of a thread it does not have");
+    cr_assert_eq(st, 0, "the child's destroy of the event (%d)", st);
+    CHECK_OK(d.rc);
+    cr_assert_eq(atomic_load(&s->word) & CUCTX_W_PINS, 0);
+    CHECK_OK(cuctx_event_destroy(&d.ev));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
 /* ---- the context lock ------------------------------------------------------- */
 
 /* The system call thread tid (of this process) is blocked in, its second
