@@ -738,6 +738,38 @@ Test(registry, a_tracked_childs_destroy_gives_its_name_of_a_borrow_back)
     cr_assert_eq(misuses(), 0);
 }
 
+/* A child of a borrow whose destroy cannot check its context (the hold's
+ * cuCtxGetId fails: the driver's error is returned, the handle ends) gives
+ * its name of the borrow's entry back as a pair's does in that case: the
+ * entry then ends with the borrow's handle, its last name. Before the fix
+ * in lib/tether.c (cuctx__child_unheld gave names back only for pairs),
+ * the entry outlived every handle and child, mapped and counted live;
+ * found by the seed-47 mutant lib/tether.c:92 `const`, which gave the
+ * name back by accident. */
+Test(registry, a_childs_destroy_that_cannot_check_its_context_gives_its_name_back)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx a = {0};
+    cuctx_event ev = {0};
+    size_t map0 = cuctx__map_count(), live0 = live_entries();
+    CUcontext ra = raw_ctx_create(0, POPPED);
+    CHECK_OK(cuctx_ctx_borrow(&a, ra));
+    CHECK_OK(cuctx_event_create(&ev, a, 0));
+    uint64_t id = ev.id;
+    unsigned long destroys = calls("cuEventDestroy");
+    sim()->fail_call("cuCtxGetId", 1, CUDA_ERROR_UNKNOWN);     /* the destroy's check of the borrow */
+    cr_assert_eq(cuctx_event_destroy(&ev), CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(calls("cuEventDestroy"), destroys, "the driver's destroy was asked without the check");
+    cr_assert_not(cuctx__alive(id, KIND_EVENT), "the handle outlived its refused destroy");
+    cr_assert_eq(live_entries(), live0 + 1);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    cr_assert_eq(live_entries(), live0, "the borrow's entry outlived its last name");
+    cr_assert_eq(cuctx__map_count(), map0, "the borrow's address stayed mapped after its last name");
+    raw_ctx_destroy(ra);
+    cr_assert_eq(misuses(), 0);
+}
+
 /* An owned context's entry names its handle (cuctx__handle_new), and a
  * thread that held the entry through that handle keeps it at hand
  * (cuctx__me.entry.last), so that its next calls on the context take the
