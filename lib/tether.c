@@ -94,7 +94,9 @@ static uint64_t second_entry(struct cuctx_slot *s, enum cuctx_kind kind)
 
 /* The owner could not be held: the driver has shut down, the context has
  * ended (the driver freed the child with it), or the check failed. A pair
- * gives its names back: the context that did not end may be a borrow's. */
+ * gives its names back: the context that did not end may be a borrow's;
+ * where the check failed, any child does: its context may live on, and
+ * the handle that named it is gone (as after a refused destroy). */
 CUresult cuctx__child_unheld(struct cuctx_slot *s, CUresult rc, const char *fn, enum cuctx_kind kind)
 {
     uint64_t raw = s->u.child.raw;
@@ -113,10 +115,8 @@ CUresult cuctx__child_unheld(struct cuctx_slot *s, CUresult rc, const char *fn, 
     }
     cuctx__slot_free(s);    /* cannot tell whether its context lives: the driver's error */
     atomic_fetch_add_explicit(&cuctx__failed_destroys, 1, memory_order_relaxed);
-    if (second) {
-        give_back(first);
-        give_back(second);
-    }
+    give_back(first);
+    give_back(second);      /* (0 but for a pair: nothing) */
     return rc;
 }
 

@@ -79,6 +79,42 @@ Test(registry, freed_id_is_stale_and_slot_reused_with_new_generation)
     cuctx__unpin(s);
 }
 
+/* A thread lists CUCTX_MY_PINS pins (for its exit and a cancel to let
+ * go); one beyond is taken untracked, and the list's neighbour, the
+ * thread's cache of free slots, is left alone: the next creates take the
+ * slots freed before, never the slot of a live object pinned meanwhile.
+ * Mutant killed: lib/registry.c:177 `ror` (`npins < CUCTX_MY_PINS` made
+ * `<=`: the pin beyond went into pins[CUCTX_MY_PINS], which is cache[0],
+ * so the third create after it reused the live object's slot and handed
+ * out its very id again; seed 47). */
+Test(registry, a_pin_beyond_the_threads_list_leaves_its_free_slots_alone)
+{
+    uint64_t spare[3];
+    for (int i = 0; i < 3; i++)
+        spare[i] = make(KIND_EVENT, 100 + (uint64_t)i);
+    uint64_t id = make(KIND_EVENT, 42);
+    for (int i = 0; i < 3; i++)
+        destroy(spare[i], KIND_EVENT);
+    cr_assert_eq(cuctx__me.registry.ncache, 3, "the freed slots are the thread's own");
+    struct cuctx_slot *s[CUCTX_MY_PINS + 1];
+    for (int i = 0; i < CUCTX_MY_PINS + 1; i++)
+        cr_assert_not_null(s[i] = cuctx__pin(id, KIND_EVENT), "pin %d", i);
+    cr_assert_eq(cuctx__me.registry.npins, CUCTX_MY_PINS, "the pin beyond the list was listed");
+    for (int i = CUCTX_MY_PINS + 1; i-- > 0;)
+        cuctx__unpin(s[i]);
+    cr_assert_eq(cuctx__me.registry.npins, 0);
+    cr_assert_eq(atomic_load(&s[0]->word) & CUCTX_W_PINS, 0, "every pin let go");
+    for (int i = 0; i < 3; i++) {
+        uint64_t n = make(KIND_EVENT, 200 + (uint64_t)i);
+        cr_assert_neq(cuctx__id_index(n), cuctx__id_index(id), "create %d took the slot of a live object", i);
+        cr_assert_eq(cuctx__id_index(n), cuctx__id_index(spare[2 - i]), "create %d took no slot freed before", i);
+    }
+    struct cuctx_slot *p = cuctx__pin(id, KIND_EVENT);
+    cr_assert_not_null(p, "the pinned object is live");
+    cr_assert_eq(p->u.child.raw, 42, "its payload was overwritten");
+    cuctx__unpin(p);
+}
+
 Test(registry, garbage_ids_are_rejected)
 {
     make(KIND_EVENT, 1);
@@ -702,6 +738,38 @@ Test(registry, a_tracked_childs_destroy_gives_its_name_of_a_borrow_back)
     cr_assert_eq(misuses(), 0);
 }
 
+/* A child of a borrow whose destroy cannot check its context (the hold's
+ * cuCtxGetId fails: the driver's error is returned, the handle ends) gives
+ * its name of the borrow's entry back as a pair's does in that case: the
+ * entry then ends with the borrow's handle, its last name. Before the fix
+ * in lib/tether.c (cuctx__child_unheld gave names back only for pairs),
+ * the entry outlived every handle and child, mapped and counted live;
+ * found by the seed-47 mutant lib/tether.c:92 `const`, which gave the
+ * name back by accident. */
+Test(registry, a_childs_destroy_that_cannot_check_its_context_gives_its_name_back)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx a = {0};
+    cuctx_event ev = {0};
+    size_t map0 = cuctx__map_count(), live0 = live_entries();
+    CUcontext ra = raw_ctx_create(0, POPPED);
+    CHECK_OK(cuctx_ctx_borrow(&a, ra));
+    CHECK_OK(cuctx_event_create(&ev, a, 0));
+    uint64_t id = ev.id;
+    unsigned long destroys = calls("cuEventDestroy");
+    sim()->fail_call("cuCtxGetId", 1, CUDA_ERROR_UNKNOWN);     /* the destroy's check of the borrow */
+    cr_assert_eq(cuctx_event_destroy(&ev), CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(calls("cuEventDestroy"), destroys, "the driver's destroy was asked without the check");
+    cr_assert_not(cuctx__alive(id, KIND_EVENT), "the handle outlived its refused destroy");
+    cr_assert_eq(live_entries(), live0 + 1);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    cr_assert_eq(live_entries(), live0, "the borrow's entry outlived its last name");
+    cr_assert_eq(cuctx__map_count(), map0, "the borrow's address stayed mapped after its last name");
+    raw_ctx_destroy(ra);
+    cr_assert_eq(misuses(), 0);
+}
+
 /* An owned context's entry names its handle (cuctx__handle_new), and a
  * thread that held the entry through that handle keeps it at hand
  * (cuctx__me.entry.last), so that its next calls on the context take the
@@ -766,6 +834,72 @@ Test(registry, a_forked_child_holds_no_pin_and_reports_at_once)
     cr_assert_neq(st, 1, "the child still counts pins or holds of the forking thread");
     cr_assert_eq(st, 0, "the child's report reached the handler %d times, not once", st - 10);
     CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+struct pinned_elsewhere {
+    cuctx_event ev;
+    CUresult rc;
+};
+
+static void *synchronize_run(void *p)
+{
+    struct pinned_elsewhere *d = p;
+    d->rc = cuctx_event_synchronize(d->ev);
+    return NULL;
+}
+
+static int destroy_pinned_in_child(void *p)
+{
+    struct pinned_elsewhere *d = p;
+    uint64_t id = d->ev.id;
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
+    if (atomic_load(&s->word) & CUCTX_W_PINS)
+        return 1;   /* the pin of a thread the child does not have outlived the fork */
+    unsigned long destroys = calls("cuEventDestroy");
+    if (cuctx_event_destroy(&d->ev) != CUDA_SUCCESS)
+        return 2;
+    if (cuctx__alive(id, KIND_EVENT))
+        return 3;
+    return calls("cuEventDestroy") == destroys ? 0 : 4;     /* the parent's event, not the child's */
+}
+
+/* Only the forking thread lives on in a forked child: the pins that the
+ * other threads held at the fork are gone with them, so the child's
+ * destroy of an object another thread was using in the parent ends its
+ * handle at once (without the driver: its context is the parent's), never
+ * waiting for a release that cannot come. The other thread is held inside
+ * cuEventSynchronize, pinning the event, across the fork. Mutant killed:
+ * lib/registry.c:288 `call` (the pins of every slot not cleared in the
+ * child: the event's word kept the other thread's pin, and its destroy
+ * would drain for ever; seed 47). */
+Test(registry, a_forked_child_drops_the_pins_of_the_threads_left_behind)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    struct pinned_elsewhere d = {{0}, CUDA_ERROR_UNKNOWN};
+    pthread_t t;
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    CHECK_OK(cuctx_event_create(&d.ev, c, 0));
+    CHECK_OK(cuctx_event_record(d.ev, (cuctx_stream){0}));
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(d.ev.id));
+    sim()->hold_after("cuEventSynchronize");
+    cr_assert_eq(pthread_create(&t, NULL, synchronize_run, &d), 0);
+    int held = 0;
+    for (int ms = 0; ms < 10000 && !(held = sim()->sleeping() == 1); ms++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    cr_assert(held, "the synchronize never reached the driver");
+    cr_assert_eq(atomic_load(&s->word) & CUCTX_W_PINS, 1, "the other thread pins the event for its call");
+    int st = in_child(destroy_pinned_in_child, &d);
+    sim()->let_go();
+    pthread_join(t, NULL);
+    cr_assert_neq(st, 1, "the child kept the pin of a thread it does not have");
+    cr_assert_eq(st, 0, "the child's destroy of the event (%d)", st);
+    CHECK_OK(d.rc);
+    cr_assert_eq(atomic_load(&s->word) & CUCTX_W_PINS, 0);
+    CHECK_OK(cuctx_event_destroy(&d.ev));
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
 
