@@ -267,6 +267,57 @@ Test(cancel, a_cancelled_holder_does_not_block_its_contexts_destroy)
     cr_assert_eq(misuses(), 0);
 }
 
+/* A thread cancelled inside cuCtxSynchronize, which its context
+ * synchronize made after pushing the context, pops it while it unwinds
+ * (cuctx__unwound) still holding the context: that pop failing is reported
+ * then, so the report waits, and the thread ends without another release.
+ * The report is delivered at the thread's exit (error.c's exit hook), on
+ * that thread, once its holds are gone: not lost. */
+struct ctx_sync_arg { cuctx_ctx c; };
+
+static void *synchronize_ctx(void *p)
+{
+    struct ctx_sync_arg *a = p;
+    (void)cuctx_ctx_synchronize(a->c);
+    return NULL;
+}
+
+Test(cancel, a_report_waiting_when_a_cancelled_thread_ends_reaches_the_handler_at_its_exit)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    struct ctx_sync_arg a = {{0}};
+    struct handler_count hc;
+    new_ctx(&a.c, 0, NULL, POPPED);     /* not current on the thread: the synchronize pushes it */
+    CUcontext raw = cuctx_ctx_raw(a.c);
+    count_handler_install(&hc);
+    size_t mark = log_mark();
+    unsigned long pops = calls("cuCtxPopCurrent"), syncs = calls("cuCtxSynchronize");
+    sim()->hold_after("cuCtxSynchronize");
+    pthread_t t;
+    void *res = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, synchronize_ctx, &a), 0);
+    while (sim()->sleeping() == 0)      /* past cuCtxSynchronize, the context held and pushed */
+        sched_yield();
+    sim()->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(pthread_cancel(t), 0);
+    cr_assert_eq(pthread_join(t, &res), 0);
+    cr_assert_eq(res, PTHREAD_CANCELED);
+    sim()->let_go();
+    cr_assert_eq(calls_on("cuCtxPushCurrent", H(raw), mark), 1);
+    cr_assert_eq(calls("cuCtxSynchronize"), syncs + 1);
+    cr_assert_eq(calls("cuCtxPopCurrent"), pops + 1, "the unwinding thread did not pop the context it pushed once");
+    cr_assert_eq(nth_call("cuCtxPopCurrent", mark, 0).rc, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(hc.calls, 1, "the failed pop was reported %d times by the thread's end", hc.calls);
+    cr_assert_eq(hc.last_rc, CUDA_ERROR_UNKNOWN);
+    cr_assert_not_null(strstr(hc.last_msg, "cannot restore the previous context"), "%s", hc.last_msg);
+    cuctx_set_error_handler(NULL, NULL);
+    CHECK_OK(cuctx_ctx_destroy(&a.c));      /* the thread's hold is gone */
+    cr_assert_eq(sim()->is_live(CUSIM_CONTEXT, H(raw)), 0);
+    cr_assert_eq(misuses(), 0);
+}
+
 /* ---- thread exit ------------------------------------------------------------ */
 
 static cuctx_ctx shared_ctx;
