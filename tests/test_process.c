@@ -4,10 +4,12 @@
  * call, handles destroyed by thread-exit destructors, an error handler that
  * calls back into cuctx, the driver shutting down at exit, destroys before
  * the driver was ever loaded. A hang is turned into a failure by alarm(). */
+#define _GNU_SOURCE     /* REG_EFL, dl_iterate_phdr */
 #include "testlib.h"
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -433,6 +435,226 @@ Test(reentrancy, the_handler_may_destroy_the_context_whose_childs_cleanup_failed
     cr_assert_eq(stats().contexts, 0);
     cr_assert_eq(calls("cuMemFree"), 1);
     cuctx_set_error_handler(NULL, NULL);
+}
+
+/* ---- the handler set while another thread reads it --------------------------- */
+
+/* cuctx_set_error_handler stores the handler's function and user pointer
+ * under a seqlock (error.c): a report on another thread that reads them
+ * while a setter is between its stores must not take the pair torn (the
+ * new function with the old user pointer, or the reverse), but wait and
+ * take the new one whole. No driver call, lock or wait lies in the
+ * setter's window, so the test makes the pause itself: it finds the two
+ * fields in lib/'s data (the words that hold the pointers it set), makes
+ * their page read-only, and lets every access to that page fault; the
+ * fault handler lets each through, one instruction at a time (the x86
+ * trap flag, then SIGTRAP), except the setter's second field store: there
+ * the setter waits, the page made unreadable, while the other thread
+ * reports. That thread's reads of the function field are counted: at its
+ * second it has looked again (the setter is let go: the reader then waits
+ * for its last store); a handler called first (meanwhile) is let go too,
+ * and tells the test it was called inside the window. x86-64 Linux only;
+ * not under a sanitizer, whose own handlers and shadow memory would see
+ * the faults. */
+#if defined(__x86_64__) && defined(__linux__)
+#define FAULT_STEPPING 1
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#undef FAULT_STEPPING
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#undef FAULT_STEPPING
+#endif
+#endif
+#endif
+
+#ifdef FAULT_STEPPING
+#include <link.h>
+#include <semaphore.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#define TRAP_FLAG 0x100L
+
+static struct {
+    char *page;                     /* lib/'s page that holds the two fields */
+    size_t size;
+    uintptr_t fn_at, user_at;       /* the fields: found by their values */
+    _Atomic int tracing;
+    _Atomic int prot;               /* the page's protection between steps */
+    int setter_stores;              /* the setter's stores to the fields so far */
+    _Atomic int paused, reader_fn_reads, called_in_window;
+    sem_t reader_go, resume;
+} pw;
+static _Thread_local int pw_role;  /* 1: the setter, 2: the reporter */
+static int pw_user_a, pw_user_b;
+static _Atomic int pw_calls_a, pw_calls_b, pw_torn;
+
+static void pw_stop(void)
+{
+    atomic_store(&pw.tracing, 0);
+    mprotect(pw.page, pw.size, PROT_READ | PROT_WRITE);
+    sem_post(&pw.resume);
+}
+
+static void pw_fault(int sig, siginfo_t *si, void *ucv)
+{
+    ucontext_t *uc = ucv;
+    uintptr_t at = (uintptr_t)si->si_addr;
+    if (!atomic_load(&pw.tracing) || at - (uintptr_t)pw.page >= pw.size) {
+        signal(sig, SIG_DFL);       /* not the test's: the access crashes */
+        return;
+    }
+    if (pw_role == 1 && (at == pw.fn_at || at == pw.user_at) && ++pw.setter_stores == 2) {
+        atomic_store(&pw.paused, 1);
+        atomic_store(&pw.prot, PROT_NONE);
+        mprotect(pw.page, pw.size, PROT_NONE);
+        sem_post(&pw.reader_go);
+        while (sem_wait(&pw.resume) != 0)
+            continue;
+        return;                     /* the page writable again: the store is made */
+    }
+    if (pw_role == 2 && at == pw.fn_at && atomic_fetch_add(&pw.reader_fn_reads, 1) == 1) {
+        pw_stop();                  /* its second look: the setter goes on */
+        return;
+    }
+    mprotect(pw.page, pw.size, PROT_READ | PROT_WRITE);
+    uc->uc_mcontext.gregs[REG_EFL] |= TRAP_FLAG;
+}
+
+static void pw_step(int sig, siginfo_t *si, void *ucv)
+{
+    ucontext_t *uc = ucv;
+    (void)sig, (void)si;
+    uc->uc_mcontext.gregs[REG_EFL] &= ~TRAP_FLAG;
+    if (atomic_load(&pw.tracing))
+        mprotect(pw.page, pw.size, atomic_load(&pw.prot));
+}
+
+static void pw_record(void *user, void *own, _Atomic int *calls)
+{
+    if (atomic_load(&pw.tracing)) {
+        atomic_store(&pw.called_in_window, 1);
+        pw_stop();
+    }
+    (*calls)++;
+    if (user != own)
+        pw_torn++;
+}
+
+static void pw_handler_a(CUresult rc, const char *msg, void *user)
+{
+    (void)rc, (void)msg;
+    pw_record(user, &pw_user_a, &pw_calls_a);
+}
+
+static void pw_handler_b(CUresult rc, const char *msg, void *user)
+{
+    (void)rc, (void)msg;
+    pw_record(user, &pw_user_b, &pw_calls_b);
+}
+
+/* The words of every loaded object's writable segments that hold v. */
+struct pw_scan { uintptr_t v, found[8]; int n; };
+
+static int pw_scan_object(struct dl_phdr_info *info, size_t size, void *p)
+{
+    struct pw_scan *sc = p;
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
+            continue;
+        uintptr_t from = (info->dlpi_addr + ph->p_vaddr + 7) & ~(uintptr_t)7;
+        uintptr_t to = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        for (uintptr_t w = from; w + sizeof(uintptr_t) <= to; w += sizeof(uintptr_t))
+            if (*(const uintptr_t *)w == sc->v && sc->n < 8)
+                sc->found[sc->n++] = w;
+    }
+    return 0;
+}
+
+/* The one word found holding v that holds now too: a field of lib/'s. */
+static uintptr_t pw_field(struct pw_scan *sc, uintptr_t now)
+{
+    uintptr_t at = 0;
+    int n = 0;
+    for (int i = 0; i < sc->n; i++)
+        if (*(const uintptr_t *)sc->found[i] == now)
+            at = sc->found[i], n++;
+    cr_assert_eq(n, 1, "%d words hold the handler's field", n);
+    return at;
+}
+
+static void *pw_set_b(void *unused)
+{
+    (void)unused;
+    pw_role = 1;
+    atomic_store(&pw.prot, PROT_READ);
+    atomic_store(&pw.tracing, 1);
+    mprotect(pw.page, pw.size, PROT_READ);
+    cuctx_set_error_handler(pw_handler_b, &pw_user_b);
+    return NULL;
+}
+
+static void *pw_report(void *p)
+{
+    cuctx_ctx *c = p;
+    pw_role = 2;
+    while (sem_wait(&pw.reader_go) != 0)
+        continue;
+    (void)cuctx_ctx_synchronize(*c);    /* its pop fails: reported at its release */
+    return NULL;
+}
+#endif
+
+Test(handler, a_report_read_while_another_thread_sets_the_handler_takes_the_new_pair_whole)
+{
+#ifndef FAULT_STEPPING
+    cr_skip_test("needs x86-64 Linux without a sanitizer (single-stepping by the trap flag)");
+#else
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    cuctx_ctx c = {0};
+    new_ctx(&c, 0, NULL, POPPED);       /* not current on the reporter: its synchronize pushes it */
+    /* the fields: the words that hold A's pair, then B's, then A's again */
+    struct pw_scan fns = {.v = (uintptr_t)pw_handler_a}, users = {.v = (uintptr_t)&pw_user_a};
+    cuctx_set_error_handler(pw_handler_a, &pw_user_a);
+    dl_iterate_phdr(pw_scan_object, &fns);
+    dl_iterate_phdr(pw_scan_object, &users);
+    cuctx_set_error_handler(pw_handler_b, &pw_user_b);
+    pw.fn_at = pw_field(&fns, (uintptr_t)pw_handler_b);
+    pw.user_at = pw_field(&users, (uintptr_t)&pw_user_b);
+    cuctx_set_error_handler(pw_handler_a, &pw_user_a);
+    pw.size = (size_t)sysconf(_SC_PAGESIZE);
+    pw.page = (char *)(pw.fn_at & ~(uintptr_t)(pw.size - 1));
+    cr_assert_eq(pw.user_at & ~(uintptr_t)(pw.size - 1), (uintptr_t)pw.page, "the two fields on two pages");
+    sem_init(&pw.reader_go, 0, 0);
+    sem_init(&pw.resume, 0, 0);
+    struct sigaction fault = {.sa_sigaction = pw_fault, .sa_flags = SA_SIGINFO}, step = fault, old_fault, old_step;
+    step.sa_sigaction = pw_step;
+    cr_assert_eq(sigaction(SIGSEGV, &fault, &old_fault), 0);
+    cr_assert_eq(sigaction(SIGTRAP, &step, &old_step), 0);
+    unsigned long pops = calls("cuCtxPopCurrent");
+    sim()->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN);
+    pthread_t reporter, setter;
+    cr_assert_eq(pthread_create(&reporter, NULL, pw_report, &c), 0);
+    cr_assert_eq(pthread_create(&setter, NULL, pw_set_b, NULL), 0);
+    pthread_join(setter, NULL);
+    pthread_join(reporter, NULL);
+    sigaction(SIGSEGV, &old_fault, NULL);
+    sigaction(SIGTRAP, &old_step, NULL);
+    cr_assert_eq(atomic_load(&pw.paused), 1, "the setter was not held between its stores");
+    cr_assert_eq(calls("cuCtxPopCurrent"), pops + 1);
+    cr_assert_eq(pw_calls_a + pw_calls_b, 1, "the failed pop was reported %d times", pw_calls_a + pw_calls_b);
+    cr_assert_eq(pw_torn, 0, "a handler was called with the other's user pointer");
+    cr_assert_eq(atomic_load(&pw.called_in_window), 0, "the report did not wait for the setter");
+    cr_assert_eq(pw_calls_b, 1, "the report did not go to the handler being set");
+    cr_assert_eq(atomic_load(&pw.reader_fn_reads), 2, "the report did not read the handler again");
+    cuctx_set_error_handler(NULL, NULL);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(misuses(), 0);
+#endif
 }
 
 /* ---- the driver shut down ------------------------------------------------------ */
