@@ -2,8 +2,9 @@
 /* test_process.c - the odd moments of a process's life, where cleanup runs:
  * fork with threads inside cuctx calls, a thread cancelled inside a driver
  * call, handles destroyed by thread-exit destructors, an error handler that
- * calls back into cuctx, the driver shutting down at exit, destroys before
- * the driver was ever loaded. A hang is turned into a failure by alarm(). */
+ * calls back into cuctx or is set while another thread reads it, the
+ * driver shutting down at exit, destroys before the driver was ever
+ * loaded. A hang is turned into a failure by alarm(). */
 #define _GNU_SOURCE     /* REG_EFL, dl_iterate_phdr */
 #include "testlib.h"
 
