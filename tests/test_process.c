@@ -454,7 +454,10 @@ Test(reentrancy, the_handler_may_destroy_the_context_whose_childs_cleanup_failed
  * reports. That thread's reads of the function field are counted: at its
  * second it has looked again (the setter is let go: the reader then waits
  * for its last store); a handler called first (meanwhile) is let go too,
- * and tells the test it was called inside the window. x86-64 Linux only;
+ * and tells the test it was called inside the window. A second setter in
+ * the window must wait its turn: its third read of one word (it spins)
+ * lets the first go on, a store to a field ends the window too, and says
+ * that it went in beside the first. x86-64 Linux only;
  * not under a sanitizer, whose own handlers and shadow memory would see
  * the faults. */
 #if defined(__x86_64__) && defined(__linux__)
@@ -475,6 +478,7 @@ Test(reentrancy, the_handler_may_destroy_the_context_whose_childs_cleanup_failed
 #include <ucontext.h>
 
 #define TRAP_FLAG 0x100L
+#define WRITE_FAULT 2L      /* in the page fault's error code (REG_ERR): a write */
 
 static struct {
     char *page;                     /* lib/'s page that holds the two fields */
@@ -483,12 +487,14 @@ static struct {
     _Atomic int tracing;
     _Atomic int prot;               /* the page's protection between steps */
     int setter_stores;              /* the setter's stores to the fields so far */
-    _Atomic int paused, reader_fn_reads, called_in_window;
-    sem_t reader_go, resume;
+    _Atomic int paused, reader_fn_reads, called_in_window, second_spun, second_went_in;
+    uintptr_t second_read_at[16];   /* the second setter's reads, by word */
+    int second_reads[16], second_words;
+    sem_t go, resume;
 } pw;
-static _Thread_local int pw_role;  /* 1: the setter, 2: the reporter */
-static int pw_user_a, pw_user_b;
-static _Atomic int pw_calls_a, pw_calls_b, pw_torn;
+static _Thread_local int pw_role;  /* 1: the setter held, 2: the reporter, 3: a second setter */
+static int pw_user_a, pw_user_b, pw_user_c;
+static _Atomic int pw_calls_a, pw_calls_b, pw_calls_c, pw_torn;
 
 static void pw_stop(void)
 {
@@ -509,7 +515,7 @@ static void pw_fault(int sig, siginfo_t *si, void *ucv)
         atomic_store(&pw.paused, 1);
         atomic_store(&pw.prot, PROT_NONE);
         mprotect(pw.page, pw.size, PROT_NONE);
-        sem_post(&pw.reader_go);
+        sem_post(&pw.go);
         while (sem_wait(&pw.resume) != 0)
             continue;
         return;                     /* the page writable again: the store is made */
@@ -517,6 +523,26 @@ static void pw_fault(int sig, siginfo_t *si, void *ucv)
     if (pw_role == 2 && at == pw.fn_at && atomic_fetch_add(&pw.reader_fn_reads, 1) == 1) {
         pw_stop();                  /* its second look: the setter goes on */
         return;
+    }
+    if (pw_role == 3 && atomic_load(&pw.paused)) {
+        int write = (uc->uc_mcontext.gregs[REG_ERR] & WRITE_FAULT) != 0;
+        if (write && (at == pw.fn_at || at == pw.user_at)) {
+            atomic_store(&pw.second_went_in, 1);
+            pw_stop();
+            return;
+        }
+        if (!write) {
+            int i = 0;
+            while (i < pw.second_words && pw.second_read_at[i] != at)
+                i++;
+            if (i == pw.second_words && i < 16)
+                pw.second_read_at[pw.second_words++] = at;
+            if (i < 16 && ++pw.second_reads[i] == 3) {
+                atomic_store(&pw.second_spun, 1);
+                pw_stop();
+                return;
+            }
+        }
     }
     mprotect(pw.page, pw.size, PROT_READ | PROT_WRITE);
     uc->uc_mcontext.gregs[REG_EFL] |= TRAP_FLAG;
@@ -552,6 +578,12 @@ static void pw_handler_b(CUresult rc, const char *msg, void *user)
 {
     (void)rc, (void)msg;
     pw_record(user, &pw_user_b, &pw_calls_b);
+}
+
+static void pw_handler_c(CUresult rc, const char *msg, void *user)
+{
+    (void)rc, (void)msg;
+    pw_record(user, &pw_user_c, &pw_calls_c);
 }
 
 /* The words of every loaded object's writable segments that hold v. */
@@ -601,10 +633,50 @@ static void *pw_report(void *p)
 {
     cuctx_ctx *c = p;
     pw_role = 2;
-    while (sem_wait(&pw.reader_go) != 0)
+    while (sem_wait(&pw.go) != 0)
         continue;
     (void)cuctx_ctx_synchronize(*c);    /* its pop fails: reported at its release */
     return NULL;
+}
+
+static void *pw_set_c(void *unused)
+{
+    (void)unused;
+    pw_role = 3;
+    while (sem_wait(&pw.go) != 0)
+        continue;
+    cuctx_set_error_handler(pw_handler_c, &pw_user_c);
+    return NULL;
+}
+
+/* The fields found (the words that hold A's pair, then B's; A's set
+ * again), the signal handlers installed (old: the ones to put back). */
+static void pw_begin(struct sigaction old[2])
+{
+    struct pw_scan fns = {.v = (uintptr_t)pw_handler_a}, users = {.v = (uintptr_t)&pw_user_a};
+    cuctx_set_error_handler(pw_handler_a, &pw_user_a);
+    dl_iterate_phdr(pw_scan_object, &fns);
+    dl_iterate_phdr(pw_scan_object, &users);
+    cuctx_set_error_handler(pw_handler_b, &pw_user_b);
+    pw.fn_at = pw_field(&fns, (uintptr_t)pw_handler_b);
+    pw.user_at = pw_field(&users, (uintptr_t)&pw_user_b);
+    cuctx_set_error_handler(pw_handler_a, &pw_user_a);
+    pw.size = (size_t)sysconf(_SC_PAGESIZE);
+    pw.page = (char *)(pw.fn_at & ~(uintptr_t)(pw.size - 1));
+    cr_assert_eq(pw.user_at & ~(uintptr_t)(pw.size - 1), (uintptr_t)pw.page, "the two fields on two pages");
+    sem_init(&pw.go, 0, 0);
+    sem_init(&pw.resume, 0, 0);
+    struct sigaction fault = {.sa_sigaction = pw_fault, .sa_flags = SA_SIGINFO}, step = fault;
+    step.sa_sigaction = pw_step;
+    cr_assert_eq(sigaction(SIGSEGV, &fault, &old[0]), 0);
+    cr_assert_eq(sigaction(SIGTRAP, &step, &old[1]), 0);
+}
+
+static void pw_end(const struct sigaction old[2])
+{
+    sigaction(SIGSEGV, &old[0], NULL);
+    sigaction(SIGTRAP, &old[1], NULL);
+    cr_assert_eq(atomic_load(&pw.paused), 1, "the setter was not held between its stores");
 }
 #endif
 
@@ -618,24 +690,8 @@ Test(handler, a_report_read_while_another_thread_sets_the_handler_takes_the_new_
     alarm(10);
     cuctx_ctx c = {0};
     new_ctx(&c, 0, NULL, POPPED);       /* not current on the reporter: its synchronize pushes it */
-    /* the fields: the words that hold A's pair, then B's, then A's again */
-    struct pw_scan fns = {.v = (uintptr_t)pw_handler_a}, users = {.v = (uintptr_t)&pw_user_a};
-    cuctx_set_error_handler(pw_handler_a, &pw_user_a);
-    dl_iterate_phdr(pw_scan_object, &fns);
-    dl_iterate_phdr(pw_scan_object, &users);
-    cuctx_set_error_handler(pw_handler_b, &pw_user_b);
-    pw.fn_at = pw_field(&fns, (uintptr_t)pw_handler_b);
-    pw.user_at = pw_field(&users, (uintptr_t)&pw_user_b);
-    cuctx_set_error_handler(pw_handler_a, &pw_user_a);
-    pw.size = (size_t)sysconf(_SC_PAGESIZE);
-    pw.page = (char *)(pw.fn_at & ~(uintptr_t)(pw.size - 1));
-    cr_assert_eq(pw.user_at & ~(uintptr_t)(pw.size - 1), (uintptr_t)pw.page, "the two fields on two pages");
-    sem_init(&pw.reader_go, 0, 0);
-    sem_init(&pw.resume, 0, 0);
-    struct sigaction fault = {.sa_sigaction = pw_fault, .sa_flags = SA_SIGINFO}, step = fault, old_fault, old_step;
-    step.sa_sigaction = pw_step;
-    cr_assert_eq(sigaction(SIGSEGV, &fault, &old_fault), 0);
-    cr_assert_eq(sigaction(SIGTRAP, &step, &old_step), 0);
+    struct sigaction old[2];
+    pw_begin(old);
     unsigned long pops = calls("cuCtxPopCurrent");
     sim()->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN);
     pthread_t reporter, setter;
@@ -643,9 +699,7 @@ Test(handler, a_report_read_while_another_thread_sets_the_handler_takes_the_new_
     cr_assert_eq(pthread_create(&setter, NULL, pw_set_b, NULL), 0);
     pthread_join(setter, NULL);
     pthread_join(reporter, NULL);
-    sigaction(SIGSEGV, &old_fault, NULL);
-    sigaction(SIGTRAP, &old_step, NULL);
-    cr_assert_eq(atomic_load(&pw.paused), 1, "the setter was not held between its stores");
+    pw_end(old);
     cr_assert_eq(calls("cuCtxPopCurrent"), pops + 1);
     cr_assert_eq(pw_calls_a + pw_calls_b, 1, "the failed pop was reported %d times", pw_calls_a + pw_calls_b);
     cr_assert_eq(pw_torn, 0, "a handler was called with the other's user pointer");
@@ -653,6 +707,41 @@ Test(handler, a_report_read_while_another_thread_sets_the_handler_takes_the_new_
     cr_assert_eq(pw_calls_b, 1, "the report did not go to the handler being set");
     cr_assert_eq(atomic_load(&pw.reader_fn_reads), 2, "the report did not read the handler again");
     cuctx_set_error_handler(NULL, NULL);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(misuses(), 0);
+#endif
+}
+
+Test(handler, a_second_setter_waits_for_the_first_to_finish)
+{
+#ifndef FAULT_STEPPING
+    cr_skip_test("needs x86-64 Linux without a sanitizer (single-stepping by the trap flag)");
+#else
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    cuctx_ctx c = {0};
+    new_ctx(&c, 0, NULL, POPPED);
+    struct sigaction old[2];
+    pw_begin(old);
+    pthread_t second, first;
+    cr_assert_eq(pthread_create(&second, NULL, pw_set_c, NULL), 0);
+    cr_assert_eq(pthread_create(&first, NULL, pw_set_b, NULL), 0);
+    pthread_join(first, NULL);
+    pthread_join(second, NULL);
+    pw_end(old);
+    cr_assert_eq(atomic_load(&pw.second_went_in), 0, "the second setter stored a field while the first was inside");
+    cr_assert_eq(atomic_load(&pw.second_spun), 1, "the second setter did not wait");
+    /* the last setter's pair, whole: a report gets C with C's user pointer */
+    unsigned long pops = calls("cuCtxPopCurrent");
+    sim()->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN);
+    (void)cuctx_ctx_synchronize(c);     /* its pop fails: reported at its release */
+    cr_assert_eq(calls("cuCtxPopCurrent"), pops + 1);
+    cr_assert_eq(pw_calls_a + pw_calls_b + pw_calls_c, 1);
+    cr_assert_eq(pw_torn, 0, "a handler was called with another's user pointer");
+    cr_assert_eq(pw_calls_c, 1, "the report did not go to the handler set last");
+    cuctx_set_error_handler(NULL, NULL);
+    CHECK_OK(cuctx_pop_current());      /* the level the failed pop left */
     CHECK_OK(cuctx_ctx_destroy(&c));
     cr_assert_eq(misuses(), 0);
 #endif
