@@ -2,12 +2,15 @@
 /* test_process.c - the odd moments of a process's life, where cleanup runs:
  * fork with threads inside cuctx calls, a thread cancelled inside a driver
  * call, handles destroyed by thread-exit destructors, an error handler that
- * calls back into cuctx, the driver shutting down at exit, destroys before
- * the driver was ever loaded. A hang is turned into a failure by alarm(). */
+ * calls back into cuctx or is set while another thread reads it, the
+ * driver shutting down at exit, destroys before the driver was ever
+ * loaded. A hang is turned into a failure by alarm(). */
+#define _GNU_SOURCE     /* REG_EFL, dl_iterate_phdr */
 #include "testlib.h"
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,6 +270,57 @@ Test(cancel, a_cancelled_holder_does_not_block_its_contexts_destroy)
     cr_assert_eq(misuses(), 0);
 }
 
+/* A thread cancelled inside cuCtxSynchronize, which its context
+ * synchronize made after pushing the context, pops it while it unwinds
+ * (cuctx__unwound) still holding the context: that pop failing is reported
+ * then, so the report waits, and the thread ends without another release.
+ * The report is delivered at the thread's exit (error.c's exit hook), on
+ * that thread, once its holds are gone: not lost. */
+struct ctx_sync_arg { cuctx_ctx c; };
+
+static void *synchronize_ctx(void *p)
+{
+    struct ctx_sync_arg *a = p;
+    (void)cuctx_ctx_synchronize(a->c);
+    return NULL;
+}
+
+Test(cancel, a_report_waiting_when_a_cancelled_thread_ends_reaches_the_handler_at_its_exit)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    struct ctx_sync_arg a = {{0}};
+    struct handler_count hc;
+    new_ctx(&a.c, 0, NULL, POPPED);     /* not current on the thread: the synchronize pushes it */
+    CUcontext raw = cuctx_ctx_raw(a.c);
+    count_handler_install(&hc);
+    size_t mark = log_mark();
+    unsigned long pops = calls("cuCtxPopCurrent"), syncs = calls("cuCtxSynchronize");
+    sim()->hold_after("cuCtxSynchronize");
+    pthread_t t;
+    void *res = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, synchronize_ctx, &a), 0);
+    while (sim()->sleeping() == 0)      /* past cuCtxSynchronize, the context held and pushed */
+        sched_yield();
+    sim()->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(pthread_cancel(t), 0);
+    cr_assert_eq(pthread_join(t, &res), 0);
+    cr_assert_eq(res, PTHREAD_CANCELED);
+    sim()->let_go();
+    cr_assert_eq(calls_on("cuCtxPushCurrent", H(raw), mark), 1);
+    cr_assert_eq(calls("cuCtxSynchronize"), syncs + 1);
+    cr_assert_eq(calls("cuCtxPopCurrent"), pops + 1, "the unwinding thread did not pop the context it pushed once");
+    cr_assert_eq(nth_call("cuCtxPopCurrent", mark, 0).rc, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(hc.calls, 1, "the failed pop was reported %d times by the thread's end", hc.calls);
+    cr_assert_eq(hc.last_rc, CUDA_ERROR_UNKNOWN);
+    cr_assert_not_null(strstr(hc.last_msg, "cannot restore the previous context"), "%s", hc.last_msg);
+    cuctx_set_error_handler(NULL, NULL);
+    CHECK_OK(cuctx_ctx_destroy(&a.c));      /* the thread's hold is gone */
+    cr_assert_eq(sim()->is_live(CUSIM_CONTEXT, H(raw)), 0);
+    cr_assert_eq(misuses(), 0);
+}
+
 /* ---- thread exit ------------------------------------------------------------ */
 
 static cuctx_ctx shared_ctx;
@@ -382,6 +436,315 @@ Test(reentrancy, the_handler_may_destroy_the_context_whose_childs_cleanup_failed
     cr_assert_eq(stats().contexts, 0);
     cr_assert_eq(calls("cuMemFree"), 1);
     cuctx_set_error_handler(NULL, NULL);
+}
+
+/* ---- the handler set while another thread reads it --------------------------- */
+
+/* cuctx_set_error_handler stores the handler's function and user pointer
+ * under a seqlock (error.c): a report on another thread that reads them
+ * while a setter is between its stores must not take the pair torn (the
+ * new function with the old user pointer, or the reverse), but wait and
+ * take the new one whole. No driver call, lock or wait lies in the
+ * setter's window, so the test makes the pause itself: it finds the two
+ * fields in lib/'s data (the words that hold the pointers it set), makes
+ * their page read-only, and lets every access to that page fault; the
+ * fault handler lets each through, one instruction at a time (the x86
+ * trap flag, then SIGTRAP), except the setter's second field store: there
+ * the setter waits, the page made unreadable, while the other thread
+ * reports. That thread's reads of the function field are counted: at its
+ * second it has looked again (the setter is let go: the reader then waits
+ * for its last store); a handler called first (meanwhile) is let go too,
+ * and tells the test it was called inside the window. A second setter in
+ * the window must wait its turn: its third read of one word (it spins)
+ * lets the first go on, a store to a field ends the window too, and says
+ * that it went in beside the first. x86-64 Linux only;
+ * not under a sanitizer, whose own handlers and shadow memory would see
+ * the faults. */
+#if defined(__x86_64__) && defined(__linux__)
+#define FAULT_STEPPING 1
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#undef FAULT_STEPPING
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#undef FAULT_STEPPING
+#endif
+#endif
+#endif
+
+#ifdef FAULT_STEPPING
+#include <link.h>
+#include <semaphore.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#define TRAP_FLAG 0x100L
+#define WRITE_FAULT 2L      /* in the page fault's error code (REG_ERR): a write */
+
+static struct {
+    char *page;                     /* lib/'s page that holds the two fields */
+    size_t size;
+    uintptr_t fn_at, user_at;       /* the fields: found by their values */
+    _Atomic int tracing;
+    _Atomic int prot;               /* the page's protection between steps */
+    int setter_stores;              /* the setter's stores to the fields so far */
+    _Atomic int paused, reader_fn_reads, called_in_window, second_spun, second_went_in;
+    uintptr_t second_read_at[16];   /* the second setter's reads, by word */
+    int second_reads[16], second_words;
+    sem_t go, resume;
+} pw;
+static _Thread_local int pw_role;  /* 1: the setter held, 2: the reporter, 3: a second setter */
+static int pw_user_a, pw_user_b, pw_user_c;
+static _Atomic int pw_calls_a, pw_calls_b, pw_calls_c, pw_torn;
+
+static void pw_stop(void)
+{
+    atomic_store(&pw.tracing, 0);
+    mprotect(pw.page, pw.size, PROT_READ | PROT_WRITE);
+    sem_post(&pw.resume);
+}
+
+static void pw_fault(int sig, siginfo_t *si, void *ucv)
+{
+    ucontext_t *uc = ucv;
+    uintptr_t at = (uintptr_t)si->si_addr;
+    if (!atomic_load(&pw.tracing) || at - (uintptr_t)pw.page >= pw.size) {
+        signal(sig, SIG_DFL);       /* not the test's: the access crashes */
+        return;
+    }
+    if (pw_role == 1 && (at == pw.fn_at || at == pw.user_at) && ++pw.setter_stores == 2) {
+        atomic_store(&pw.paused, 1);
+        atomic_store(&pw.prot, PROT_NONE);
+        mprotect(pw.page, pw.size, PROT_NONE);
+        sem_post(&pw.go);
+        while (sem_wait(&pw.resume) != 0)
+            continue;
+        return;                     /* the page writable again: the store is made */
+    }
+    if (pw_role == 2 && at == pw.fn_at && atomic_fetch_add(&pw.reader_fn_reads, 1) == 1) {
+        pw_stop();                  /* its second look: the setter goes on */
+        return;
+    }
+    if (pw_role == 3 && atomic_load(&pw.paused)) {
+        int write = (uc->uc_mcontext.gregs[REG_ERR] & WRITE_FAULT) != 0;
+        if (write && (at == pw.fn_at || at == pw.user_at)) {
+            atomic_store(&pw.second_went_in, 1);
+            pw_stop();
+            return;
+        }
+        if (!write) {
+            int i = 0;
+            while (i < pw.second_words && pw.second_read_at[i] != at)
+                i++;
+            if (i == pw.second_words && i < 16)
+                pw.second_read_at[pw.second_words++] = at;
+            if (i < 16 && ++pw.second_reads[i] == 3) {
+                atomic_store(&pw.second_spun, 1);
+                pw_stop();
+                return;
+            }
+        }
+    }
+    mprotect(pw.page, pw.size, PROT_READ | PROT_WRITE);
+    uc->uc_mcontext.gregs[REG_EFL] |= TRAP_FLAG;
+}
+
+static void pw_step(int sig, siginfo_t *si, void *ucv)
+{
+    ucontext_t *uc = ucv;
+    (void)sig, (void)si;
+    uc->uc_mcontext.gregs[REG_EFL] &= ~TRAP_FLAG;
+    if (atomic_load(&pw.tracing))
+        mprotect(pw.page, pw.size, atomic_load(&pw.prot));
+}
+
+static void pw_record(void *user, void *own, _Atomic int *calls)
+{
+    if (atomic_load(&pw.tracing)) {
+        atomic_store(&pw.called_in_window, 1);
+        pw_stop();
+    }
+    (*calls)++;
+    if (user != own)
+        pw_torn++;
+}
+
+static void pw_handler_a(CUresult rc, const char *msg, void *user)
+{
+    (void)rc, (void)msg;
+    pw_record(user, &pw_user_a, &pw_calls_a);
+}
+
+static void pw_handler_b(CUresult rc, const char *msg, void *user)
+{
+    (void)rc, (void)msg;
+    pw_record(user, &pw_user_b, &pw_calls_b);
+}
+
+static void pw_handler_c(CUresult rc, const char *msg, void *user)
+{
+    (void)rc, (void)msg;
+    pw_record(user, &pw_user_c, &pw_calls_c);
+}
+
+/* The words of every loaded object's writable segments that hold v. */
+struct pw_scan { uintptr_t v, found[8]; int n; };
+
+static int pw_scan_object(struct dl_phdr_info *info, size_t size, void *p)
+{
+    struct pw_scan *sc = p;
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
+            continue;
+        uintptr_t from = (info->dlpi_addr + ph->p_vaddr + 7) & ~(uintptr_t)7;
+        uintptr_t to = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        for (uintptr_t w = from; w + sizeof(uintptr_t) <= to; w += sizeof(uintptr_t))
+            if (*(const uintptr_t *)w == sc->v && sc->n < 8)
+                sc->found[sc->n++] = w;
+    }
+    return 0;
+}
+
+/* The one word found holding v that holds now too: a field of lib/'s. */
+static uintptr_t pw_field(struct pw_scan *sc, uintptr_t now)
+{
+    uintptr_t at = 0;
+    int n = 0;
+    for (int i = 0; i < sc->n; i++)
+        if (*(const uintptr_t *)sc->found[i] == now)
+            at = sc->found[i], n++;
+    cr_assert_eq(n, 1, "%d words hold the handler's field", n);
+    return at;
+}
+
+static void *pw_set_b(void *unused)
+{
+    (void)unused;
+    pw_role = 1;
+    atomic_store(&pw.prot, PROT_READ);
+    atomic_store(&pw.tracing, 1);
+    mprotect(pw.page, pw.size, PROT_READ);
+    cuctx_set_error_handler(pw_handler_b, &pw_user_b);
+    return NULL;
+}
+
+static void *pw_report(void *p)
+{
+    cuctx_ctx *c = p;
+    pw_role = 2;
+    while (sem_wait(&pw.go) != 0)
+        continue;
+    (void)cuctx_ctx_synchronize(*c);    /* its pop fails: reported at its release */
+    return NULL;
+}
+
+static void *pw_set_c(void *unused)
+{
+    (void)unused;
+    pw_role = 3;
+    while (sem_wait(&pw.go) != 0)
+        continue;
+    cuctx_set_error_handler(pw_handler_c, &pw_user_c);
+    return NULL;
+}
+
+/* The fields found (the words that hold A's pair, then B's; A's set
+ * again), the signal handlers installed (old: the ones to put back). */
+static void pw_begin(struct sigaction old[2])
+{
+    struct pw_scan fns = {.v = (uintptr_t)pw_handler_a}, users = {.v = (uintptr_t)&pw_user_a};
+    cuctx_set_error_handler(pw_handler_a, &pw_user_a);
+    dl_iterate_phdr(pw_scan_object, &fns);
+    dl_iterate_phdr(pw_scan_object, &users);
+    cuctx_set_error_handler(pw_handler_b, &pw_user_b);
+    pw.fn_at = pw_field(&fns, (uintptr_t)pw_handler_b);
+    pw.user_at = pw_field(&users, (uintptr_t)&pw_user_b);
+    cuctx_set_error_handler(pw_handler_a, &pw_user_a);
+    pw.size = (size_t)sysconf(_SC_PAGESIZE);
+    pw.page = (char *)(pw.fn_at & ~(uintptr_t)(pw.size - 1));
+    cr_assert_eq(pw.user_at & ~(uintptr_t)(pw.size - 1), (uintptr_t)pw.page, "the two fields on two pages");
+    sem_init(&pw.go, 0, 0);
+    sem_init(&pw.resume, 0, 0);
+    struct sigaction fault = {.sa_sigaction = pw_fault, .sa_flags = SA_SIGINFO}, step = fault;
+    step.sa_sigaction = pw_step;
+    cr_assert_eq(sigaction(SIGSEGV, &fault, &old[0]), 0);
+    cr_assert_eq(sigaction(SIGTRAP, &step, &old[1]), 0);
+}
+
+static void pw_end(const struct sigaction old[2])
+{
+    sigaction(SIGSEGV, &old[0], NULL);
+    sigaction(SIGTRAP, &old[1], NULL);
+    cr_assert_eq(atomic_load(&pw.paused), 1, "the setter was not held between its stores");
+}
+#endif
+
+Test(handler, a_report_read_while_another_thread_sets_the_handler_takes_the_new_pair_whole)
+{
+#ifndef FAULT_STEPPING
+    cr_skip_test("needs x86-64 Linux without a sanitizer (single-stepping by the trap flag)");
+#else
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    cuctx_ctx c = {0};
+    new_ctx(&c, 0, NULL, POPPED);       /* not current on the reporter: its synchronize pushes it */
+    struct sigaction old[2];
+    pw_begin(old);
+    unsigned long pops = calls("cuCtxPopCurrent");
+    sim()->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN);
+    pthread_t reporter, setter;
+    cr_assert_eq(pthread_create(&reporter, NULL, pw_report, &c), 0);
+    cr_assert_eq(pthread_create(&setter, NULL, pw_set_b, NULL), 0);
+    pthread_join(setter, NULL);
+    pthread_join(reporter, NULL);
+    pw_end(old);
+    cr_assert_eq(calls("cuCtxPopCurrent"), pops + 1);
+    cr_assert_eq(pw_calls_a + pw_calls_b, 1, "the failed pop was reported %d times", pw_calls_a + pw_calls_b);
+    cr_assert_eq(pw_torn, 0, "a handler was called with the other's user pointer");
+    cr_assert_eq(atomic_load(&pw.called_in_window), 0, "the report did not wait for the setter");
+    cr_assert_eq(pw_calls_b, 1, "the report did not go to the handler being set");
+    cr_assert_eq(atomic_load(&pw.reader_fn_reads), 2, "the report did not read the handler again");
+    cuctx_set_error_handler(NULL, NULL);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(misuses(), 0);
+#endif
+}
+
+Test(handler, a_second_setter_waits_for_the_first_to_finish)
+{
+#ifndef FAULT_STEPPING
+    cr_skip_test("needs x86-64 Linux without a sanitizer (single-stepping by the trap flag)");
+#else
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    cuctx_ctx c = {0};
+    new_ctx(&c, 0, NULL, POPPED);
+    struct sigaction old[2];
+    pw_begin(old);
+    pthread_t second, first;
+    cr_assert_eq(pthread_create(&second, NULL, pw_set_c, NULL), 0);
+    cr_assert_eq(pthread_create(&first, NULL, pw_set_b, NULL), 0);
+    pthread_join(first, NULL);
+    pthread_join(second, NULL);
+    pw_end(old);
+    cr_assert_eq(atomic_load(&pw.second_went_in), 0, "the second setter stored a field while the first was inside");
+    cr_assert_eq(atomic_load(&pw.second_spun), 1, "the second setter did not wait");
+    /* the last setter's pair, whole: a report gets C with C's user pointer */
+    unsigned long pops = calls("cuCtxPopCurrent");
+    sim()->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN);
+    (void)cuctx_ctx_synchronize(c);     /* its pop fails: reported at its release */
+    cr_assert_eq(calls("cuCtxPopCurrent"), pops + 1);
+    cr_assert_eq(pw_calls_a + pw_calls_b + pw_calls_c, 1);
+    cr_assert_eq(pw_torn, 0, "a handler was called with another's user pointer");
+    cr_assert_eq(pw_calls_c, 1, "the report did not go to the handler set last");
+    cuctx_set_error_handler(NULL, NULL);
+    CHECK_OK(cuctx_pop_current());      /* the level the failed pop left */
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(misuses(), 0);
+#endif
 }
 
 /* ---- the driver shut down ------------------------------------------------------ */
