@@ -336,6 +336,29 @@ Test(green, a_count_no_partition_fits_is_invalid_value)
     ASSERT_NO_MISUSE();
 }
 
+/* Bug caught: a green create into a handle that holds a live context
+ * going on (the claim's refusal not returned): the handle overwritten, its
+ * context orphaned, a green context made that no handle names (found by
+ * the mutant lib/green.c:200 `ret`, seed 47: no test ran the line). */
+Test(green, a_create_into_a_live_handle_is_refused_and_leaves_it)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0}, kept;
+    CHECK_OK(cuctx_ctx_green(&g, 0, 16));
+    kept = g;
+    unsigned long splits = calls("cuDevSmResourceSplitByCount"), creates = calls("cuGreenCtxCreate");
+    cr_assert_eq(cuctx_ctx_green(&g, 0, 16), CUDA_ERROR_INVALID_VALUE);
+    cr_assert(strstr(cuctx_last_error_message(), "already holds a live object"), "%s", cuctx_last_error_message());
+    cr_assert_eq(g.id, kept.id, "the refused create changed the handle");
+    cr_assert_eq(calls("cuDevSmResourceSplitByCount"), splits, "the refused create asked the driver to split");
+    cr_assert_eq(calls("cuGreenCtxCreate"), creates, "the refused create made a green context");
+    cr_assert_eq(sim()->live(CUSIM_GREEN), 1);
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
 /* Bug caught: two green contexts from one split (the group and the
  * remaining SMs) not made from the caller's descriptors. */
 Test(green, desc_makes_it_from_the_callers_descriptor)
