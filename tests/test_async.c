@@ -1428,3 +1428,63 @@ Test(mem_pool, a_null_or_live_handle_to_fill_is_refused)
     CHECK_OK(cuctx_mem_pool_destroy(&pool));
     cr_assert_eq(stats().mem_pools, 0);
 }
+
+/* ---- mem_async survivors (ma2) -------------------------------------------- */
+
+/* The driver refusing the free of the last allocation from a pool whose
+ * handle went first: the memory may still be there, so the pool keeps the
+ * reference the memory held - never ended (parked) under it; the destroy
+ * returns the refusal and counts a failed destroy. Bug caught: the pool's
+ * reference given back whatever the free answered (the pool then trimmed
+ * and handed to the next create with the memory still in it). Mutant
+ * killed: lib/mem_async.c:316 `lcr` (the reference given back when the
+ * memory has none, or when the free failed). */
+Test(mem_pool, a_refused_free_keeps_the_pool_of_its_memory)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct pool_scene ps;
+    pool_scene(&ps, 1);
+    uint64_t p = cuctx_mem_ptr(ps.m[0]);
+    uint64_t failed = stats().failed_destroys;
+    sim()->fail_call("cuMemFreeAsync", 1, CUDA_ERROR_ILLEGAL_ADDRESS);
+    cr_assert_eq(cuctx_mem_destroy(&ps.m[0]), CUDA_ERROR_ILLEGAL_ADDRESS, "%s", cuctx_last_error_message());
+    cr_assert_eq(ps.m[0].id, 0);
+    cr_assert_eq(calls_on("cuMemFreeAsync", p, ps.mark), 1);
+    cr_assert_eq(stats().failed_destroys, failed + 1, "the refused free was not counted");
+    cr_assert_eq(stats().async_mems, 0);
+    cr_assert_eq(call_at("cuMemPoolTrimTo", (uint64_t)(uintptr_t)ps.raw, ps.mark), -1,
+                 "the pool was ended under memory whose free was refused");
+    cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)ps.raw, ps.mark), 0);
+    cr_assert_eq(stats().parked_pools, 0, "the pool was parked with its memory's free refused");
+    cr_assert_eq(pool_used(ps.raw), BYTES, "the refused free freed the memory");
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_stream_destroy(&ps.s));
+    CHECK_OK(cuctx_ctx_destroy(&ps.c));
+}
+
+/* cuctx_mem_free_async given no handle: refused as every call given a NULL
+ * handle pointer is (CUDA_ERROR_INVALID_VALUE, "the handle pointer is
+ * NULL"), before the driver, whatever the stream. Bug caught: a free of no
+ * memory answering success. Mutant killed: lib/mem_async.c:495 `ret` (the
+ * NULL pointer's error replaced by CUDA_SUCCESS). */
+Test(async_mem, free_async_refuses_a_null_handle_pointer)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    unsigned long frees = sim() ? calls("cuMemFreeAsync") : 0;
+    cuctx_stream streams[] = {s, {0}};
+    for (size_t i = 0; i < sizeof streams / sizeof streams[0]; i++) {
+        cr_assert_eq(cuctx_mem_free_async(NULL, streams[i]), CUDA_ERROR_INVALID_VALUE);
+        cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_VALUE);
+        cr_assert(strstr(cuctx_last_error_message(), "cuctx_mem_free_async: the handle pointer is NULL"), "%s",
+                  cuctx_last_error_message());
+    }
+    if (sim())
+        cr_assert_eq(calls("cuMemFreeAsync"), frees, "the driver was asked to free no memory");
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
