@@ -1428,3 +1428,179 @@ Test(mem_pool, a_null_or_live_handle_to_fill_is_refused)
     CHECK_OK(cuctx_mem_pool_destroy(&pool));
     cr_assert_eq(stats().mem_pools, 0);
 }
+
+/* ---- mem_async survivors (ma1) -------------------------------------------- */
+
+/* Stream-ordered memory whose context is gone (its free takes case 3 or
+ * 4): a context made and destroyed, its memory left in *m and its stream
+ * (a handle of the dead context, for the caller to destroy) in *s.
+ * Returns the memory's address. */
+static uint64_t ma1_orphaned_mem(cuctx_mem *m, cuctx_stream *s)
+{
+    cuctx_ctx c = {0};
+    new_ctx(&c, 0, NULL, POPPED);
+    CHECK_OK(cuctx_stream_create(s, c, 0, 0));
+    CHECK_OK(cuctx_mem_alloc_async(m, *s, BYTES));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    return cuctx_mem_ptr(*m);
+}
+
+/* Case 4 after case 3 declined: p freed once, by cuMemFree with no
+ * context current, succeeding, and never by cuMemFreeAsync. */
+static void ma1_freed_by_cuMemFree(uint64_t p, size_t mark)
+{
+    cr_assert_eq(calls_on("cuMemFreeAsync", p, mark), 0, "freed on a stream (case 3 taken)");
+    cr_assert_eq(calls_on("cuMemFree", p, mark), 1, "not freed by cuMemFree");
+    struct cusim_call f = last_call("cuMemFree", mark);
+    cr_assert_eq(f.ctx, 0, "freed with a context current");
+    cr_assert_eq(f.rc, CUDA_SUCCESS);
+}
+
+/* Case 3 asks the pointer's device first; where the driver refuses that
+ * question there is no device to ask about: nothing more is asked (the
+ * primary context's state of no device), cuMemFree frees the memory, and
+ * the report names the question refused. Bug caught: the refusal taken
+ * for an answer, the state of whatever device ordinal was left asked.
+ * Mutant killed: lib/mem_async.c:188 `ror` (the refusal's test
+ * reversed). */
+Test(async_mem, a_refused_pointer_query_asks_no_primary_contexts_state)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx pc = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    struct handler_count h;
+    CHECK_OK(cuctx_ctx_primary(&pc, 0));
+    uint64_t p = ma1_orphaned_mem(&m, &s);
+    size_t mark = log_mark();
+    unsigned long states = calls("cuDevicePrimaryCtxGetState");
+    count_handler_install(&h);
+    sim()->fail_call("cuPointerGetAttribute", 1, CUDA_ERROR_INVALID_VALUE);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(m.id, 0);
+    cr_assert_eq(calls_on("cuPointerGetAttribute", p, mark), 1);
+    cr_assert_eq(calls("cuDevicePrimaryCtxGetState"), states, "a primary context's state asked with no device known");
+    ma1_freed_by_cuMemFree(p, mark);
+    cr_assert_eq(h.calls, 1, "reports: %d", h.calls);
+    cr_assert(strstr(h.last_msg, "cuPointerGetAttribute failed (CUDA_ERROR_INVALID_VALUE)"), "%s", h.last_msg);
+    cr_assert_eq(sim()->async_allocs_live(), 0);
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&pc));
+}
+
+/* A pointer query the driver answers with success but without writing
+ * the device (an answer cuctx cannot use: the simulator's fault plan with
+ * CUDA_SUCCESS): the ordinal left is -1, no device, so the memory is not
+ * freed on device 0's primary context on a guess - cuMemFree frees it.
+ * Bug caught: the ordinal's initial value a real device's (0), the free
+ * made on that device's primary context. Mutant killed:
+ * lib/mem_async.c:179 `const` (`int dev = -0;`). */
+Test(async_mem, a_pointer_query_that_names_no_device_frees_on_no_primary_context)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx pc = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    CHECK_OK(cuctx_ctx_primary(&pc, 0));
+    uint64_t p = ma1_orphaned_mem(&m, &s);
+    size_t mark = log_mark();
+    sim()->fail_call("cuPointerGetAttribute", 1, CUDA_SUCCESS);
+    cuctx_set_error_handler(NULL, NULL);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    cr_assert_eq(m.id, 0);
+    cr_assert_eq(calls_on("cuPointerGetAttribute", p, mark), 1);
+    for (size_t i = mark; i < sim()->log_count(); i++) {
+        struct cusim_call c;
+        sim()->log_get(i, &c);
+        if (strcmp(c.fn, "cuDevicePrimaryCtxGetState") == 0)
+            cr_assert_neq(c.arg, 0, "device 0's primary context asked about: no device was named");
+    }
+    ma1_freed_by_cuMemFree(p, mark);
+    cr_assert_eq(sim()->async_allocs_live(), 0);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&pc));
+}
+
+/* The entry cuctx holds at the address of the device's active primary
+ * context names another device (on the real driver: an address that is
+ * another device's context now; here the primary context is active
+ * through an outside retain, unknown to cuctx, and the simulator's
+ * cuCtxGetDevice, asked when the address is registered, answers success
+ * without writing the device). Case 3 then does not apply - no free on a
+ * context it cannot vouch for - and cuMemFree frees the memory, quietly;
+ * the entry held to look is let go, so a report made after it reaches
+ * the handler at once (reports wait while the thread holds an entry).
+ * Bugs caught: the free made on that context anyway, the memory left
+ * unfreed with success claimed, the entry kept held. Mutants killed:
+ * lib/mem_async.c:210 `lcr`, :212 `call` and :213 `ret`. */
+Test(async_mem, a_primary_address_whose_entry_is_another_devices_frees_with_cuMemFree)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_stream s = {0}, s2 = {0};
+    cuctx_mem m = {0}, m2 = {0};
+    struct handler_count h;
+    uint64_t p = ma1_orphaned_mem(&m, &s);
+    uint64_t p2 = ma1_orphaned_mem(&m2, &s2);
+    cr_assert_eq(sim()->primary_outside_retain(0), 0);
+    size_t mark = log_mark();
+    unsigned long devices = calls("cuCtxGetDevice");
+    count_handler_install(&h);
+    sim()->fail_call("cuCtxGetDevice", 1, CUDA_SUCCESS);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    cr_assert_eq(m.id, 0);
+    cr_assert_eq(calls("cuCtxGetDevice"), devices + 1, "the primary context's address was not registered");
+    ma1_freed_by_cuMemFree(p, mark);
+    cr_assert_eq(h.calls, 0, "reported: %s", h.last_msg);
+    cr_assert_eq(sim()->async_allocs_live(), 1, "the memory was not freed");
+    /* the next free's report (its pointer query refused) is delivered now */
+    mark = log_mark();
+    sim()->fail_call("cuPointerGetAttribute", 1, CUDA_ERROR_INVALID_VALUE);
+    CHECK_OK(cuctx_mem_destroy(&m2));
+    cr_assert_eq(h.calls, 1, "the report waited: the first free kept an entry held");
+    cr_assert(strstr(h.last_msg, "cuPointerGetAttribute failed"), "%s", h.last_msg);
+    ma1_freed_by_cuMemFree(p2, mark);
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(sim()->async_allocs_live(), 0);
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_stream_destroy(&s2));
+    cr_assert_eq(sim()->primary_outside_release(0), 0);
+}
+
+/* Finding the address of the device's active primary context fails
+ * halfway: cuctx did not know it, and the release after its retain is
+ * refused by the driver, the address in hand. Case 3 then does not free
+ * on it (found by a failed step), and cuMemFree frees the memory, with a
+ * report naming that step. Bug caught: the address of a failed lookup
+ * used anyway. Mutant killed: lib/mem_async.c:207 `lcr` (the entry held
+ * where the address was given, whatever the lookup answered). */
+Test(async_mem, a_primary_context_found_by_a_failed_lookup_is_not_freed_on)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    struct handler_count h;
+    uint64_t p = ma1_orphaned_mem(&m, &s);
+    cr_assert_eq(sim()->primary_outside_retain(0), 0);
+    size_t mark = log_mark();
+    unsigned long retains = calls("cuDevicePrimaryCtxRetain");
+    count_handler_install(&h);
+    sim()->fail_call("cuDevicePrimaryCtxRelease", 1, CUDA_ERROR_UNKNOWN);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(m.id, 0);
+    cr_assert_eq(calls("cuDevicePrimaryCtxRetain"), retains + 1, "the address was not looked up");
+    ma1_freed_by_cuMemFree(p, mark);
+    cr_assert_eq(h.calls, 1, "reports: %d", h.calls);
+    cr_assert(strstr(h.last_msg, "finding the device's primary context failed (CUDA_ERROR_UNKNOWN)"), "%s",
+              h.last_msg);
+    cr_assert_eq(sim()->async_allocs_live(), 0);
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_stream_destroy(&s));
+}
