@@ -1604,3 +1604,116 @@ Test(async_mem, a_primary_context_found_by_a_failed_lookup_is_not_freed_on)
     ASSERT_NO_MISUSE();
     CHECK_OK(cuctx_stream_destroy(&s));
 }
+
+/* A thread whose current context died frees memory on its live stream
+ * (case 1): the driver refuses the first free (the dead level current),
+ * and the free made again with the stream's context pushed is refused
+ * too (a fault plan): the destroy returns that refusal and counts a
+ * failed destroy, the memory kept, as for any free the driver refuses.
+ * Bug caught: the second free's answer dropped, success claimed for
+ * memory never freed. Mutant killed: lib/mem_async.c:143 `ret`
+ * (free_on_stream_pushed returning 0). */
+Test(async_mem, a_refused_free_with_the_streams_context_pushed_is_returned)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0}, d = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    new_ctx(&c, 0, "C", POPPED);
+    new_ctx(&d, 0, "D", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    uint64_t p = cuctx_mem_ptr(m);
+    CUcontext dead = cuctx_ctx_raw(d), home = cuctx_ctx_raw(c);
+    CUstream sraw = cuctx_stream_raw(s);
+    uint64_t failed = stats().failed_destroys;
+    CUCTX_SCOPED(d) {
+        destroy_ctx_elsewhere(&d);
+        size_t mark = log_mark();
+        sim()->fail_call("cuMemFreeAsync", 2, CUDA_ERROR_ILLEGAL_ADDRESS);
+        cr_assert_eq(cuctx_mem_destroy(&m), CUDA_ERROR_ILLEGAL_ADDRESS, "%s", cuctx_last_error_message());
+        cr_assert_eq(calls_on("cuMemFreeAsync", p, mark), 2, "not freed again with the stream's context pushed");
+        struct cusim_call f = nth_call("cuMemFreeAsync", mark, 0);
+        cr_assert_eq(f.rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "the first free was not refused for the dead level");
+        f = nth_call("cuMemFreeAsync", mark, 1);
+        cr_assert_eq(f.stream, (uint64_t)(uintptr_t)sraw, "not on its stream");
+        cr_assert_eq(f.ctx, (uint64_t)(uintptr_t)home, "not with the stream's context pushed");
+        cr_assert_eq(f.rc, CUDA_ERROR_ILLEGAL_ADDRESS);
+        cr_assert_eq(current(), dead, "the dead level was not left as it was");
+    }
+    cr_assert_eq(stats().failed_destroys, failed + 1, "the refused free was not counted");
+    cr_assert_eq(sim()->async_allocs_live(), 1, "the refused free freed the memory");
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* Case 4's free on a thread of its own while the calling thread is
+ * cancelled: that thread is not cancelled halfway through the free -
+ * while the helper thread frees its memory, answering into its frame -
+ * but after it, the destroy's answer returned, and its cancel state is
+ * given back as it was, so the cancel then lands at its next cancellation
+ * point. The simulator holds the calling thread's own cuMemFree (refused:
+ * its current context is dead) and then the helper thread's (both after
+ * the call, cusim_hold_after), and the cancel is sent while the helper's
+ * is held. Bugs caught: the cancel taken in the join (the destroy never
+ * returning, the helper left behind), the cancel state left disabled (the
+ * thread never cancelled). Mutants killed: lib/mem_async.c:160 `call` and
+ * lib/mem_async.c:164 `call`. */
+struct ma1_cancelled { cuctx_ctx c; cuctx_mem m; CUresult rc; };
+static void *ma1_free_in_a_dead_scope(void *p)
+{
+    struct ma1_cancelled *a = p;
+    CUCTX_SCOPED(a->c) {
+        destroy_ctx_elsewhere(&a->c);
+        a->rc = cuctx_mem_destroy(&a->m);
+    }
+    pthread_testcancel();   /* a cancel put off by the free lands here */
+    return NULL;
+}
+/* Waits (10 s at most) until n calls of cuMemFree were made and one call
+ * is held after it. */
+static void ma1_wait_held_free(unsigned long n)
+{
+    for (int i = 0; i < 10000 && !(calls("cuMemFree") == n && sim()->sleeping() == 1); i++)
+        usleep(1000);
+    cr_assert_eq(calls("cuMemFree"), n, "cuMemFree calls");
+    cr_assert_eq(sim()->sleeping(), 1, "no cuMemFree held");
+}
+Test(async_mem, a_thread_cancelled_in_a_free_on_a_thread_of_its_own_is_cancelled_after_it, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct ma1_cancelled a = {{0}, {0}, CUDA_ERROR_UNKNOWN};
+    cuctx_stream s = {0};
+    pthread_t t;
+    void *res = NULL;
+    new_ctx(&a.c, 0, "C", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, a.c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&a.m, s, BYTES));
+    uint64_t p = cuctx_mem_ptr(a.m);
+    size_t mark = log_mark();
+    unsigned long frees = calls("cuMemFree");
+    sim()->hold_after("cuMemFree");
+    cr_assert_eq(pthread_create(&t, NULL, ma1_free_in_a_dead_scope, &a), 0);
+    ma1_wait_held_free(frees + 1);      /* the thread's own, refused */
+    sim()->hold_after("cuMemFree");
+    sim()->let_go();
+    ma1_wait_held_free(frees + 2);      /* the helper thread's, done: the thread waits for it */
+    cr_assert_eq(pthread_cancel(t), 0);
+    sim()->let_go();
+    cr_assert_eq(pthread_join(t, &res), 0);
+    cr_assert_eq(res, PTHREAD_CANCELED, "the thread was not cancelled: its cancel state was left disabled");
+    cr_assert_eq(a.rc, CUDA_SUCCESS, "the destroy did not return (cancelled inside it): %s", cuctx_result_name(a.rc));
+    cr_assert_eq(a.m.id, 0);
+    struct cusim_call f = nth_call("cuMemFree", mark, 1);
+    cr_assert_eq(f.handle, p);
+    cr_assert_eq(f.ctx, 0, "freed again with a context current");
+    cr_assert_eq(f.rc, CUDA_SUCCESS);
+    cr_assert_eq(calls_on("cuMemFree", p, mark), 2);
+    cr_assert_eq(sim()->async_allocs_live(), 0, "the memory was kept");
+    cr_assert_eq(stats().async_mems, 0);
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_stream_destroy(&s));
+}
