@@ -1509,7 +1509,6 @@ Test(async_mem, a_pointer_query_that_names_no_device_frees_on_no_primary_context
     uint64_t p = ma1_orphaned_mem(&m, &s);
     size_t mark = log_mark();
     sim()->fail_call("cuPointerGetAttribute", 1, CUDA_SUCCESS);
-    cuctx_set_error_handler(NULL, NULL);
     CHECK_OK(cuctx_mem_destroy(&m));
     cr_assert_eq(m.id, 0);
     cr_assert_eq(calls_on("cuPointerGetAttribute", p, mark), 1);
