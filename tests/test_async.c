@@ -1488,3 +1488,291 @@ Test(async_mem, free_async_refuses_a_null_handle_pointer)
     CHECK_OK(cuctx_stream_destroy(&s));
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
+
+/* ---- mem_async survivors (ma1) -------------------------------------------- */
+
+/* Stream-ordered memory whose context is gone (its free takes case 3 or
+ * 4): a context made and destroyed, its memory left in *m and its stream
+ * (a handle of the dead context, for the caller to destroy) in *s.
+ * Returns the memory's address. */
+static uint64_t ma1_orphaned_mem(cuctx_mem *m, cuctx_stream *s)
+{
+    cuctx_ctx c = {0};
+    new_ctx(&c, 0, NULL, POPPED);
+    CHECK_OK(cuctx_stream_create(s, c, 0, 0));
+    CHECK_OK(cuctx_mem_alloc_async(m, *s, BYTES));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    return cuctx_mem_ptr(*m);
+}
+
+/* Case 4 after case 3 declined: p freed once, by cuMemFree with no
+ * context current, succeeding, and never by cuMemFreeAsync. */
+static void ma1_freed_by_cuMemFree(uint64_t p, size_t mark)
+{
+    cr_assert_eq(calls_on("cuMemFreeAsync", p, mark), 0, "freed on a stream (case 3 taken)");
+    cr_assert_eq(calls_on("cuMemFree", p, mark), 1, "not freed by cuMemFree");
+    struct cusim_call f = last_call("cuMemFree", mark);
+    cr_assert_eq(f.ctx, 0, "freed with a context current");
+    cr_assert_eq(f.rc, CUDA_SUCCESS);
+}
+
+/* Case 3 asks the pointer's device first; where the driver refuses that
+ * question there is no device to ask about: nothing more is asked (the
+ * primary context's state of no device), cuMemFree frees the memory, and
+ * the report names the question refused. Bug caught: the refusal taken
+ * for an answer, the state of whatever device ordinal was left asked.
+ * Mutant killed: lib/mem_async.c:188 `ror` (the refusal's test
+ * reversed). */
+Test(async_mem, a_refused_pointer_query_asks_no_primary_contexts_state)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx pc = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    struct handler_count h;
+    CHECK_OK(cuctx_ctx_primary(&pc, 0));
+    uint64_t p = ma1_orphaned_mem(&m, &s);
+    size_t mark = log_mark();
+    unsigned long states = calls("cuDevicePrimaryCtxGetState");
+    count_handler_install(&h);
+    sim()->fail_call("cuPointerGetAttribute", 1, CUDA_ERROR_INVALID_VALUE);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(m.id, 0);
+    cr_assert_eq(calls_on("cuPointerGetAttribute", p, mark), 1);
+    cr_assert_eq(calls("cuDevicePrimaryCtxGetState"), states, "a primary context's state asked with no device known");
+    ma1_freed_by_cuMemFree(p, mark);
+    cr_assert_eq(h.calls, 1, "reports: %d", h.calls);
+    cr_assert(strstr(h.last_msg, "cuPointerGetAttribute failed (CUDA_ERROR_INVALID_VALUE)"), "%s", h.last_msg);
+    cr_assert_eq(sim()->async_allocs_live(), 0);
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&pc));
+}
+
+/* A pointer query the driver answers with success but without writing
+ * the device (an answer cuctx cannot use: the simulator's fault plan with
+ * CUDA_SUCCESS): the ordinal left is -1, no device, so the memory is not
+ * freed on device 0's primary context on a guess - cuMemFree frees it.
+ * Bug caught: the ordinal's initial value a real device's (0), the free
+ * made on that device's primary context. Mutant killed:
+ * lib/mem_async.c:179 `const` (`int dev = -0;`). */
+Test(async_mem, a_pointer_query_that_names_no_device_frees_on_no_primary_context)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx pc = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    CHECK_OK(cuctx_ctx_primary(&pc, 0));
+    uint64_t p = ma1_orphaned_mem(&m, &s);
+    size_t mark = log_mark();
+    sim()->fail_call("cuPointerGetAttribute", 1, CUDA_SUCCESS);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    cr_assert_eq(m.id, 0);
+    cr_assert_eq(calls_on("cuPointerGetAttribute", p, mark), 1);
+    for (size_t i = mark; i < sim()->log_count(); i++) {
+        struct cusim_call c;
+        sim()->log_get(i, &c);
+        if (strcmp(c.fn, "cuDevicePrimaryCtxGetState") == 0)
+            cr_assert_neq(c.arg, 0, "device 0's primary context asked about: no device was named");
+    }
+    ma1_freed_by_cuMemFree(p, mark);
+    cr_assert_eq(sim()->async_allocs_live(), 0);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&pc));
+}
+
+/* The entry cuctx holds at the address of the device's active primary
+ * context names another device (on the real driver: an address that is
+ * another device's context now; here the primary context is active
+ * through an outside retain, unknown to cuctx, and the simulator's
+ * cuCtxGetDevice, asked when the address is registered, answers success
+ * without writing the device). Case 3 then does not apply - no free on a
+ * context it cannot vouch for - and cuMemFree frees the memory, quietly;
+ * the entry held to look is let go, so a report made after it reaches
+ * the handler at once (reports wait while the thread holds an entry).
+ * Bugs caught: the free made on that context anyway, the memory left
+ * unfreed with success claimed, the entry kept held. Mutants killed:
+ * lib/mem_async.c:210 `lcr`, :212 `call` and :213 `ret`. */
+Test(async_mem, a_primary_address_whose_entry_is_another_devices_frees_with_cuMemFree)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_stream s = {0}, s2 = {0};
+    cuctx_mem m = {0}, m2 = {0};
+    struct handler_count h;
+    uint64_t p = ma1_orphaned_mem(&m, &s);
+    uint64_t p2 = ma1_orphaned_mem(&m2, &s2);
+    cr_assert_eq(sim()->primary_outside_retain(0), 0);
+    size_t mark = log_mark();
+    unsigned long devices = calls("cuCtxGetDevice");
+    count_handler_install(&h);
+    sim()->fail_call("cuCtxGetDevice", 1, CUDA_SUCCESS);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    cr_assert_eq(m.id, 0);
+    cr_assert_eq(calls("cuCtxGetDevice"), devices + 1, "the primary context's address was not registered");
+    ma1_freed_by_cuMemFree(p, mark);
+    cr_assert_eq(h.calls, 0, "reported: %s", h.last_msg);
+    cr_assert_eq(sim()->async_allocs_live(), 1, "the memory was not freed");
+    /* the next free's report (its pointer query refused) is delivered now */
+    mark = log_mark();
+    sim()->fail_call("cuPointerGetAttribute", 1, CUDA_ERROR_INVALID_VALUE);
+    CHECK_OK(cuctx_mem_destroy(&m2));
+    cr_assert_eq(h.calls, 1, "the report waited: the first free kept an entry held");
+    cr_assert(strstr(h.last_msg, "cuPointerGetAttribute failed"), "%s", h.last_msg);
+    ma1_freed_by_cuMemFree(p2, mark);
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(sim()->async_allocs_live(), 0);
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_stream_destroy(&s2));
+    cr_assert_eq(sim()->primary_outside_release(0), 0);
+}
+
+/* Finding the address of the device's active primary context fails
+ * halfway: cuctx did not know it, and the release after its retain is
+ * refused by the driver, the address in hand. Case 3 then does not free
+ * on it (found by a failed step), and cuMemFree frees the memory, with a
+ * report naming that step. Bug caught: the address of a failed lookup
+ * used anyway. Mutant killed: lib/mem_async.c:207 `lcr` (the entry held
+ * where the address was given, whatever the lookup answered). */
+Test(async_mem, a_primary_context_found_by_a_failed_lookup_is_not_freed_on)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    struct handler_count h;
+    uint64_t p = ma1_orphaned_mem(&m, &s);
+    cr_assert_eq(sim()->primary_outside_retain(0), 0);
+    size_t mark = log_mark();
+    unsigned long retains = calls("cuDevicePrimaryCtxRetain");
+    count_handler_install(&h);
+    sim()->fail_call("cuDevicePrimaryCtxRelease", 1, CUDA_ERROR_UNKNOWN);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(m.id, 0);
+    cr_assert_eq(calls("cuDevicePrimaryCtxRetain"), retains + 1, "the address was not looked up");
+    ma1_freed_by_cuMemFree(p, mark);
+    cr_assert_eq(h.calls, 1, "reports: %d", h.calls);
+    cr_assert(strstr(h.last_msg, "finding the device's primary context failed (CUDA_ERROR_UNKNOWN)"), "%s",
+              h.last_msg);
+    cr_assert_eq(sim()->async_allocs_live(), 0);
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_stream_destroy(&s));
+}
+
+/* A thread whose current context died frees memory on its live stream
+ * (case 1): the driver refuses the first free (the dead level current),
+ * and the free made again with the stream's context pushed is refused
+ * too (a fault plan): the destroy returns that refusal and counts a
+ * failed destroy, the memory kept, as for any free the driver refuses.
+ * Bug caught: the second free's answer dropped, success claimed for
+ * memory never freed. Mutant killed: lib/mem_async.c:143 `ret`
+ * (free_on_stream_pushed returning 0). */
+Test(async_mem, a_refused_free_with_the_streams_context_pushed_is_returned)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0}, d = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    new_ctx(&c, 0, "C", POPPED);
+    new_ctx(&d, 0, "D", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    uint64_t p = cuctx_mem_ptr(m);
+    CUcontext dead = cuctx_ctx_raw(d), home = cuctx_ctx_raw(c);
+    CUstream sraw = cuctx_stream_raw(s);
+    uint64_t failed = stats().failed_destroys;
+    CUCTX_SCOPED(d) {
+        destroy_ctx_elsewhere(&d);
+        size_t mark = log_mark();
+        sim()->fail_call("cuMemFreeAsync", 2, CUDA_ERROR_ILLEGAL_ADDRESS);
+        cr_assert_eq(cuctx_mem_destroy(&m), CUDA_ERROR_ILLEGAL_ADDRESS, "%s", cuctx_last_error_message());
+        cr_assert_eq(calls_on("cuMemFreeAsync", p, mark), 2, "not freed again with the stream's context pushed");
+        struct cusim_call f = nth_call("cuMemFreeAsync", mark, 0);
+        cr_assert_eq(f.rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "the first free was not refused for the dead level");
+        f = nth_call("cuMemFreeAsync", mark, 1);
+        cr_assert_eq(f.stream, (uint64_t)(uintptr_t)sraw, "not on its stream");
+        cr_assert_eq(f.ctx, (uint64_t)(uintptr_t)home, "not with the stream's context pushed");
+        cr_assert_eq(f.rc, CUDA_ERROR_ILLEGAL_ADDRESS);
+        cr_assert_eq(current(), dead, "the dead level was not left as it was");
+    }
+    cr_assert_eq(stats().failed_destroys, failed + 1, "the refused free was not counted");
+    cr_assert_eq(sim()->async_allocs_live(), 1, "the refused free freed the memory");
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* Case 4's free on a thread of its own while the calling thread is
+ * cancelled: that thread is not cancelled halfway through the free -
+ * while the helper thread frees its memory, answering into its frame -
+ * but after it, the destroy's answer returned, and its cancel state is
+ * given back as it was, so the cancel then lands at its next cancellation
+ * point. The simulator holds the calling thread's own cuMemFree (refused:
+ * its current context is dead) and then the helper thread's (both after
+ * the call, cusim_hold_after), and the cancel is sent while the helper's
+ * is held. Bugs caught: the cancel taken in the join (the destroy never
+ * returning, the helper left behind), the cancel state left disabled (the
+ * thread never cancelled). Mutants killed: lib/mem_async.c:160 `call` and
+ * lib/mem_async.c:164 `call`. */
+struct ma1_cancelled { cuctx_ctx c; cuctx_mem m; CUresult rc; };
+static void *ma1_free_in_a_dead_scope(void *p)
+{
+    struct ma1_cancelled *a = p;
+    CUCTX_SCOPED(a->c) {
+        destroy_ctx_elsewhere(&a->c);
+        a->rc = cuctx_mem_destroy(&a->m);
+    }
+    pthread_testcancel();   /* a cancel put off by the free lands here */
+    return NULL;
+}
+/* Waits (10 s at most) until n calls of cuMemFree were made and one call
+ * is held after it. */
+static void ma1_wait_held_free(unsigned long n)
+{
+    for (int i = 0; i < 10000 && !(calls("cuMemFree") == n && sim()->sleeping() == 1); i++)
+        usleep(1000);
+    cr_assert_eq(calls("cuMemFree"), n, "cuMemFree calls");
+    cr_assert_eq(sim()->sleeping(), 1, "no cuMemFree held");
+}
+Test(async_mem, a_thread_cancelled_in_a_free_on_a_thread_of_its_own_is_cancelled_after_it, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct ma1_cancelled a = {{0}, {0}, CUDA_ERROR_UNKNOWN};
+    cuctx_stream s = {0};
+    pthread_t t;
+    void *res = NULL;
+    new_ctx(&a.c, 0, "C", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, a.c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&a.m, s, BYTES));
+    uint64_t p = cuctx_mem_ptr(a.m);
+    size_t mark = log_mark();
+    unsigned long frees = calls("cuMemFree");
+    sim()->hold_after("cuMemFree");
+    cr_assert_eq(pthread_create(&t, NULL, ma1_free_in_a_dead_scope, &a), 0);
+    ma1_wait_held_free(frees + 1);      /* the thread's own, refused */
+    sim()->hold_after("cuMemFree");
+    sim()->let_go();
+    ma1_wait_held_free(frees + 2);      /* the helper thread's, done: the thread waits for it */
+    cr_assert_eq(pthread_cancel(t), 0);
+    sim()->let_go();
+    cr_assert_eq(pthread_join(t, &res), 0);
+    cr_assert_eq(res, PTHREAD_CANCELED, "the thread was not cancelled: its cancel state was left disabled");
+    cr_assert_eq(a.rc, CUDA_SUCCESS, "the destroy did not return (cancelled inside it): %s", cuctx_result_name(a.rc));
+    cr_assert_eq(a.m.id, 0);
+    struct cusim_call f = nth_call("cuMemFree", mark, 1);
+    cr_assert_eq(f.handle, p);
+    cr_assert_eq(f.ctx, 0, "freed again with a context current");
+    cr_assert_eq(f.rc, CUDA_SUCCESS);
+    cr_assert_eq(calls_on("cuMemFree", p, mark), 2);
+    cr_assert_eq(sim()->async_allocs_live(), 0, "the memory was kept");
+    cr_assert_eq(stats().async_mems, 0);
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_stream_destroy(&s));
+}

@@ -2079,3 +2079,62 @@ Test(faults, a_driver_without_peer_access_is_told_which_version_is_needed)
     CHECK_OK(cuctx_ctx_destroy(&c));
     cr_assert_eq(sim()->live(CUSIM_ALL), 0);
 }
+
+/* ---- mem_async survivors (ma1) -------------------------------------------- */
+
+/* Stream-ordered memory whose context is gone (a context made and
+ * destroyed); its stream, a handle of the dead context, left in *s. */
+static uint64_t ma1_orphaned_mem(cuctx_mem *m, cuctx_stream *s)
+{
+    cuctx_ctx c = {0};
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    CHECK_OK(cuctx_stream_create(s, c, 0, 0));
+    CHECK_OK(cuctx_mem_alloc_async(m, *s, 4096));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    return cuctx_mem_ptr(*m);
+}
+
+/* Stream-ordered memory whose context is gone, freed by a driver without
+ * cuPointerGetAttribute (the pointer's device cannot be asked), then by
+ * one without cuDevicePrimaryCtxGetState (its primary context cannot be
+ * checked for being active; the device's primary context is active
+ * here): case 3 does not apply, and cuMemFree frees the memory. Bug
+ * caught: the missing entry point taken for a free done, the memory left
+ * in its pool with success claimed. Mutants killed: lib/mem_async.c:185
+ * `ret` and lib/mem_async.c:195 `ret` (each refusal answered with 0). */
+Test(faults, memory_whose_context_is_gone_is_freed_by_a_driver_that_cannot_find_its_primary_context)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx pc = {0};
+    cuctx_stream s1 = {0}, s2 = {0};
+    cuctx_mem m1 = {0}, m2 = {0};
+    CHECK_OK(cuctx_ctx_primary(&pc, 0));
+    uint64_t p1 = ma1_orphaned_mem(&m1, &s1), p2 = ma1_orphaned_mem(&m2, &s2);
+    struct cuctx_driver saved = cuctx__drv;
+    unsigned long states = calls("cuDevicePrimaryCtxGetState");
+    size_t mark = log_mark();
+    cuctx__drv.f_cuPointerGetAttribute = NULL;
+    CHECK_OK(cuctx_mem_destroy(&m1));
+    cr_assert_eq(m1.id, 0);
+    cr_assert_eq(calls_on("cuMemFree", p1, mark), 1, "not freed by cuMemFree");
+    cr_assert_eq(calls_on("cuMemFreeAsync", p1, mark), 0);
+    cr_assert_eq(sim()->async_allocs_live(), 1, "the memory was left in its pool");
+    cuctx__drv = saved;
+    mark = log_mark();
+    cuctx__drv.f_cuDevicePrimaryCtxGetState = NULL;
+    CHECK_OK(cuctx_mem_destroy(&m2));
+    cuctx__drv = saved;
+    cr_assert_eq(m2.id, 0);
+    cr_assert_eq(calls_on("cuPointerGetAttribute", p2, mark), 1, "the pointer's device was not asked");
+    cr_assert_eq(calls_on("cuMemFree", p2, mark), 1, "not freed by cuMemFree");
+    cr_assert_eq(calls_on("cuMemFreeAsync", p2, mark), 0);
+    cr_assert_eq(calls("cuDevicePrimaryCtxGetState"), states);
+    cr_assert_eq(sim()->async_allocs_live(), 0, "the memory was left in its pool");
+    cr_assert_eq(stats().async_mems, 0);
+    cr_assert_eq(misuses(), 0);
+    CHECK_OK(cuctx_stream_destroy(&s1));
+    CHECK_OK(cuctx_stream_destroy(&s2));
+    CHECK_OK(cuctx_ctx_destroy(&pc));
+}
