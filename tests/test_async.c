@@ -1428,3 +1428,38 @@ Test(mem_pool, a_null_or_live_handle_to_fill_is_refused)
     CHECK_OK(cuctx_mem_pool_destroy(&pool));
     cr_assert_eq(stats().mem_pools, 0);
 }
+
+/* ---- mem_async survivors (ma3) ---- */
+
+/* Bug caught: an allocation given no handle to fill going on, or answering
+ * success: it must be refused with CUDA_ERROR_INVALID_VALUE, the last
+ * error saying why, before any driver call - for either allocation. Kills
+ * the mem_async mutant lib/mem_async.c:430 ret (cuctx__child_null's error
+ * replaced by success). */
+Test(async_mem, a_null_handle_to_fill_is_refused_before_the_driver)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem_pool pool = {0};
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    CHECK_OK(cuctx_mem_pool_create(&pool, 0, NULL));
+    size_t mark = sim() ? log_mark() : 0;
+    cr_assert_eq(cuctx_mem_alloc_async(NULL, s, BYTES), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_VALUE);
+    cr_assert(strstr(cuctx_last_error_message(), "cuctx_mem_alloc_async: the handle pointer is NULL"), "%s",
+              cuctx_last_error_message());
+    cr_assert_eq((cuctx_mem_alloc_async)(NULL, s, BYTES), CUDA_ERROR_INVALID_VALUE, "the plain function");
+    cr_assert_eq(cuctx_mem_alloc_from_pool(NULL, pool, s, BYTES), CUDA_ERROR_INVALID_VALUE);
+    cr_assert(strstr(cuctx_last_error_message(), "cuctx_mem_alloc_from_pool: the handle pointer is NULL"), "%s",
+              cuctx_last_error_message());
+    cr_assert_eq(stats().async_mems, 0);
+    if (sim()) {
+        cr_assert_eq(log_mark(), mark, "a driver call was made for no handle");
+        ASSERT_NO_MISUSE();
+    }
+    CHECK_OK(cuctx_mem_pool_destroy(&pool));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
