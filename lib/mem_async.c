@@ -251,6 +251,7 @@ static __attribute__((noinline)) CUresult free_slow(CUdeviceptr p, uint64_t stre
                     rc = free_on_stream_pushed(p, (CUstream)(uintptr_t)st->u.child.raw, o.raw, fn);
                 cuctx__entry_release(&o);
                 cuctx__unhold_child(st, hz);
+                cuctx__deliver_reports();   /* (made while it held the stream: a failed pop, say) */
                 return rc;
             }
             cuctx__unhold_child(st, hz);

@@ -1776,3 +1776,91 @@ Test(async_mem, a_thread_cancelled_in_a_free_on_a_thread_of_its_own_is_cancelled
     ASSERT_NO_MISUSE();
     CHECK_OK(cuctx_stream_destroy(&s));
 }
+
+/* ---- mem_async survivors (ma3) ---- */
+
+/* Bug caught: an allocation given no handle to fill going on, or answering
+ * success: it must be refused with CUDA_ERROR_INVALID_VALUE, the last
+ * error saying why, before any driver call - for either allocation. Kills
+ * the mem_async mutant lib/mem_async.c:430 ret (cuctx__child_null's error
+ * replaced by success). */
+Test(async_mem, a_null_handle_to_fill_is_refused_before_the_driver)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem_pool pool = {0};
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    CHECK_OK(cuctx_mem_pool_create(&pool, 0, NULL));
+    size_t mark = sim() ? log_mark() : 0;
+    cr_assert_eq(cuctx_mem_alloc_async(NULL, s, BYTES), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_VALUE);
+    cr_assert(strstr(cuctx_last_error_message(), "cuctx_mem_alloc_async: the handle pointer is NULL"), "%s",
+              cuctx_last_error_message());
+    cr_assert_eq((cuctx_mem_alloc_async)(NULL, s, BYTES), CUDA_ERROR_INVALID_VALUE, "the plain function");
+    cr_assert_eq(cuctx_mem_alloc_from_pool(NULL, pool, s, BYTES), CUDA_ERROR_INVALID_VALUE);
+    cr_assert(strstr(cuctx_last_error_message(), "cuctx_mem_alloc_from_pool: the handle pointer is NULL"), "%s",
+              cuctx_last_error_message());
+    cr_assert_eq(stats().async_mems, 0);
+    if (sim()) {
+        cr_assert_eq(log_mark(), mark, "a driver call was made for no handle");
+        ASSERT_NO_MISUSE();
+    }
+    CHECK_OK(cuctx_mem_pool_destroy(&pool));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* Memory on a stream of the primary context (an entry that is checked by
+ * its id, so that its free takes the full way, free_slow's case 1) whose
+ * cuMemFreeAsync the driver refuses as if the thread's current context
+ * were a destroyed one; the free again with the stream's context pushed,
+ * whose pop then fails. The pop's report is made while the free holds the
+ * stream and its context. */
+static int free_whose_pop_fails(struct handler_count *h, cuctx_ctx *pc, cuctx_stream *s)
+{
+    cuctx_mem m = {0};
+    CHECK_OK(cuctx_ctx_primary(pc, 0));
+    CHECK_OK(cuctx_stream_create(s, *pc, 0, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, *s, BYTES));
+    uint64_t p = cuctx_mem_ptr(m);
+    count_handler_install(h);
+    size_t mark = log_mark();
+    sim()->fail_call("cuMemFreeAsync", 1, CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    sim()->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    int told = h->calls;    /* (before any other cuctx call) */
+    cr_assert_eq(calls_on("cuMemFreeAsync", p, mark), 2, "the refused free was not made again");
+    cr_assert_eq(nth_call("cuMemFreeAsync", mark, 1).ctx, (uint64_t)(uintptr_t)cuctx_ctx_raw(*pc),
+                 "not freed again with the stream's context pushed");
+    cr_assert_eq(sim()->async_allocs_live(), 0);
+    cr_assert_eq(nth_call("cuCtxPopCurrent", mark, 0).rc, CUDA_ERROR_UNKNOWN, "the pop did not fail (not set up)");
+    return told;
+}
+
+/* Bug caught: a report made while a free of stream-ordered memory held its
+ * stream (a failed pop of the context pushed for the free) left pending
+ * when the free lets go of the stream - the release that ended the
+ * thread's holds delivering nothing - so that the destroy returns without
+ * the error handler told, and the report reaches it in some later,
+ * unrelated call (error.h: every release delivers). */
+Test(async_mem, a_report_made_while_the_free_held_its_stream_is_delivered_by_the_destroy)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct handler_count h;
+    cuctx_ctx pc = {0};
+    cuctx_stream s = {0};
+    cr_assert_eq(free_whose_pop_fails(&h, &pc, &s), 1, "the destroy returned with its report not delivered");
+    cr_assert_eq(h.calls, 1);
+    cr_assert_eq(h.last_rc, CUDA_ERROR_UNKNOWN);
+    cr_assert(strstr(h.last_msg, "cannot restore the previous context"), "%s", h.last_msg);
+    cuctx_set_error_handler(NULL, NULL);
+    EXPECT_CURRENT(cuctx_ctx_raw(pc));  /* (the failed pop left it pushed) */
+    CUcontext popped;
+    CHECK_OK(((PFN_cuCtxPopCurrent_v4000)drv_sym("cuCtxPopCurrent", 4000))(&popped));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&pc));
+    ASSERT_NO_MISUSE();
+}
