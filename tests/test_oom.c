@@ -1014,3 +1014,127 @@ Test(oom, a_bad_module_files_second_reading_has_room_for_its_terminator)
     CHECK_OK(cuctx_ctx_destroy(&c));
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- mem_pool survivors (mp1) ---- */
+
+/* lib/mem_pool.h: for a harness that resets the driver (tests/fuzz) */
+void cuctx__pools_destroy_parked(void);
+
+/* n pools cuctx made (device 0's, default properties), alive at once and
+ * then ended, so that n are parked; their driver's pools in raw. */
+static void park_pools(CUmemoryPool *raw, int n)
+{
+    cuctx_mem_pool pool[16] = {{0}};
+    cr_assert_leq(n, 16);
+    size_t parked = stats().parked_pools;
+    for (int i = 0; i < n; i++) {
+        CHECK_OK(cuctx_mem_pool_create(&pool[i], 0, NULL));
+        raw[i] = cuctx_mem_pool_raw(pool[i]);
+    }
+    for (int i = 0; i < n; i++)
+        CHECK_OK(cuctx_mem_pool_destroy(&pool[i]));
+    cr_assert_eq(stats().parked_pools, parked + (size_t)n);
+}
+
+/* cuctx__pools_destroy_parked destroys each parked pool once, in the
+ * driver, frees each one's record and leaves none parked; the list, empty
+ * then, takes pools again (and gives them out again). Mutants killed:
+ * lib/mem_pool.c:135 `const` (`take(parked.n - 0)`: the one past the last
+ * taken), :137 `not` (stopping at the first pool), :140 `call` (a record
+ * not freed), :136 `call` (the list's lock kept: its next lock never
+ * returns, here the timeout). */
+Test(oom, destroying_the_parked_pools_destroys_each_once_and_frees_its_record, .timeout = 10)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    CUmemoryPool raw[3];
+    ctx_and_stream(&c, &s);
+    size_t pools = sim()->live(CUSIM_POOL);
+    park_pools(raw, 3);
+    cr_assert_eq(sim()->live(CUSIM_POOL), pools + 3);
+    cr_assert_eq(calls("cuMemPoolDestroy"), 0, "a pool cuctx made was destroyed at its end");
+    size_t mark = log_mark();
+    unsigned long destroys = calls("cuMemPoolDestroy");
+    atomic_store(&counting, 1);
+    long before = live_blocks();
+    cuctx__pools_destroy_parked();
+    long after = live_blocks();
+    atomic_store(&counting, 0);
+    cr_assert_eq(stats().parked_pools, 0);
+    cr_assert_eq(calls("cuMemPoolDestroy") - destroys, 3);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)raw[i], mark), 1, "pool %d", i);
+    cr_assert_eq(sim()->live(CUSIM_POOL), pools);
+    cr_assert_eq(before - after, 3, "%ld heap blocks of lib/ freed, not the 3 records", before - after);
+    /* nothing parked: a no-op */
+    destroys = calls("cuMemPoolDestroy");
+    cuctx__pools_destroy_parked();
+    cr_assert_eq(calls("cuMemPoolDestroy"), destroys);
+    /* and the list works on: parks, and a create takes what was parked */
+    park_pools(raw, 1);
+    unsigned long creates = calls("cuMemPoolCreate");
+    cuctx_mem_pool again = {0};
+    CHECK_OK(cuctx_mem_pool_create(&again, 0, NULL));
+    cr_assert_eq(cuctx_mem_pool_raw(again), raw[0], "a create did not take the parked pool");
+    cr_assert_eq(calls("cuMemPoolCreate"), creates, "a create made a pool with one parked");
+    cr_assert_eq(stats().parked_pools, 0);
+    CHECK_OK(cuctx_mem_pool_destroy(&again));
+    cuctx__pools_destroy_parked();
+    cr_assert_eq(sim()->live(CUSIM_POOL), pools);
+    ctx_and_stream_end(&c, &s);
+    cr_assert_eq(misuses(), 0);
+    cr_assert_eq(stats().failed_destroys, 0);
+}
+
+/* A pool that cannot be parked - the list full (8, its first size) and no
+ * memory to grow it (realloc failing) - is destroyed instead, at once, and
+ * the list keeps the 8 it had (which still serve creates). Mutant killed:
+ * lib/mem_pool.c:117 `const` (`ok = 0;` made `ok = 1;`: the pool put past
+ * the list's end, never destroyed). */
+Test(oom, a_pool_the_full_list_cannot_grow_for_is_destroyed, .timeout = 30)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem_pool pool[9] = {{0}};
+    CUmemoryPool raw[9];
+    ctx_and_stream(&c, &s);
+    size_t pools = sim()->live(CUSIM_POOL);
+    atomic_store(&guarding, 1);     /* (a write past the list faults) */
+    for (int i = 0; i < 9; i++) {
+        CHECK_OK(cuctx_mem_pool_create(&pool[i], 0, NULL));
+        raw[i] = cuctx_mem_pool_raw(pool[i]);
+    }
+    for (int i = 0; i < 8; i++)
+        CHECK_OK(cuctx_mem_pool_destroy(&pool[i]));
+    cr_assert_eq(stats().parked_pools, 8);
+    cr_assert_eq(calls("cuMemPoolDestroy"), 0);
+    size_t mark = log_mark();
+    unsigned long destroys = calls("cuMemPoolDestroy");
+    atomic_store(&fail_realloc, 1);
+    CUresult rc = cuctx_mem_pool_destroy(&pool[8]);
+    int armed = atomic_exchange(&fail_realloc, 0);
+    atomic_store(&guarding, 0);
+    cr_assert_eq(armed, 0, "the pool's end made no realloc");
+    CHECK_OK(rc);
+    cr_assert_eq(pool[8].id, 0);
+    cr_assert_eq(stats().parked_pools, 8, "the pool was parked with no room for it");
+    cr_assert_eq(calls("cuMemPoolDestroy") - destroys, 1);
+    cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)raw[8], mark), 1, "the unparked pool lives on");
+    cr_assert_eq(sim()->live(CUSIM_POOL), pools + 8);
+    /* the 8 parked serve creates */
+    unsigned long creates = calls("cuMemPoolCreate");
+    CHECK_OK(cuctx_mem_pool_create(&pool[0], 0, NULL));
+    cr_assert_neq(cuctx_mem_pool_raw(pool[0]), raw[8]);
+    cr_assert_eq(calls("cuMemPoolCreate"), creates, "a create made a pool with one parked");
+    cr_assert_eq(stats().parked_pools, 7);
+    CHECK_OK(cuctx_mem_pool_destroy(&pool[0]));
+    cr_assert_eq(stats().failed_destroys, 0);
+    ctx_and_stream_end(&c, &s);
+    cr_assert_eq(misuses(), 0);
+}
