@@ -191,10 +191,16 @@ void *calloc(size_t n, size_t size)
     return p;
 }
 
+/* (mp1) called, once, by the next realloc from this executable's code */
+static void (*_Atomic realloc_hook)(void);
+
 void *realloc(void *old, size_t n)
 {
     if (fails(&fail_realloc, __builtin_return_address(0)))
         return NULL;
+    void (*hook)(void) = ours(__builtin_return_address(0)) ? atomic_exchange(&realloc_hook, NULL) : NULL;
+    if (hook)
+        hook();
     char *map = NULL;
     size_t len = 0;
     long was = old && n_guarded ? guarded_forget(old, &map, &len) : -1;
@@ -1135,6 +1141,146 @@ Test(oom, a_pool_the_full_list_cannot_grow_for_is_destroyed, .timeout = 30)
     cr_assert_eq(stats().parked_pools, 7);
     CHECK_OK(cuctx_mem_pool_destroy(&pool[0]));
     cr_assert_eq(stats().failed_destroys, 0);
+    ctx_and_stream_end(&c, &s);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* The list of parked pools is one thread's at a time: while a pool's end
+ * holds it - parking the ninth pool, its realloc (the list growing past 8)
+ * held by this program's allocator - another thread that destroys the
+ * parked pools (cuctx__pools_destroy_parked) or takes one (a create) waits
+ * for it, the list untouched meanwhile, and goes on once it is let go.
+ * "Waits" is seen without a clock: the other thread is found asleep in a
+ * futex (its /proc/self/task/TID/syscall), the count of parked pools still
+ * 8; without the lock it takes a pool (the count drops) or returns first.
+ * Mutants killed: lib/mem_pool.c:109 `call` (park's parked_lock() removed:
+ * the list not held over the realloc), :133 `call` (destroy_parked's
+ * parked_lock() removed), :94 `call` (unpark's parked_lock() removed). */
+struct list_user {
+    void (*op)(struct list_user *);
+    atomic_long tid;
+    atomic_int done;
+    int waited;             /* found asleep on the list's lock, nothing taken */
+    size_t parked_then;     /* the parked count when it was seen so (or done) */
+    cuctx_mem_pool pool;    /* (op_create's) */
+    CUresult rc;            /* (op_create's) */
+};
+static struct list_user *list_user;
+
+static void op_destroy_parked(struct list_user *u) { (void)u; cuctx__pools_destroy_parked(); }
+static void op_create(struct list_user *u) { u->rc = cuctx_mem_pool_create(&u->pool, 0, NULL); }
+
+static void *list_user_main(void *p)
+{
+    struct list_user *u = p;
+    atomic_store(&u->tid, (long)syscall(SYS_gettid));
+    u->op(u);
+    atomic_store(&u->done, 1);
+    return NULL;
+}
+
+static int asleep_in_futex(long tid)
+{
+    char path[64], buf[64] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%ld/syscall", tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int got = fgets(buf, sizeof buf, f) != NULL;
+    fclose(f);
+    return got && atol(buf) == SYS_futex;
+}
+
+static pthread_t list_user_thread;
+
+/* In the ninth pool's park, the list held (realloc_hook): starts the other
+ * thread and waits until it is done or asleep in a futex. */
+static void run_list_user(void)
+{
+    struct list_user *u = list_user;
+    if (pthread_create(&list_user_thread, NULL, list_user_main, u) != 0)
+        abort();
+    for (long ms = 0;; ms++) {
+        long tid = atomic_load(&u->tid);
+        if (atomic_load(&u->done) || (tid && asleep_in_futex(tid)))
+            break;
+        if (ms == 10000)
+            break;  /* (neither: asserted below) */
+        nanosleep(&(struct timespec){0, 100000}, NULL);
+    }
+    u->parked_then = atomic_load(&cuctx__parked_pools);
+    u->waited = !atomic_load(&u->done) && u->parked_then == 8;
+}
+
+static void list_held_while_parking(void (*op)(struct list_user *), struct list_user *u, CUmemoryPool *raw)
+{
+    cuctx_mem_pool pool[9] = {{0}};
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/syscall", (long)syscall(SYS_gettid));
+    if (access(path, R_OK) != 0)
+        cr_skip_test("no %s to see a thread asleep", path);
+    for (int i = 0; i < 9; i++) {
+        CHECK_OK(cuctx_mem_pool_create(&pool[i], 0, NULL));
+        raw[i] = cuctx_mem_pool_raw(pool[i]);
+    }
+    for (int i = 0; i < 8; i++)
+        CHECK_OK(cuctx_mem_pool_destroy(&pool[i]));
+    cr_assert_eq(stats().parked_pools, 8);
+    memset(u, 0, sizeof *u);
+    u->op = op;
+    list_user = u;
+    atomic_store(&realloc_hook, run_list_user);
+    CUresult rc = cuctx_mem_pool_destroy(&pool[8]);
+    void (*left)(void) = atomic_exchange(&realloc_hook, NULL);
+    cr_assert_null(left, "the ninth pool's park made no realloc");
+    pthread_join(list_user_thread, NULL);
+    CHECK_OK(rc);
+    cr_assert(u->waited, "the other thread did not wait for the list (done %d, parked then %zu)",
+              atomic_load(&u->done), u->parked_then);
+}
+
+Test(oom, destroying_the_parked_pools_waits_for_a_park_in_progress, .timeout = 30)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    CUmemoryPool raw[9];
+    struct list_user u;
+    ctx_and_stream(&c, &s);
+    size_t pools = sim()->live(CUSIM_POOL);
+    unsigned long destroys = calls("cuMemPoolDestroy");
+    list_held_while_parking(op_destroy_parked, &u, raw);
+    /* once let go, it destroyed all nine, the one parked meanwhile too */
+    cr_assert_eq(stats().parked_pools, 0);
+    cr_assert_eq(calls("cuMemPoolDestroy") - destroys, 9);
+    cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)raw[8], 0), 1);
+    cr_assert_eq(sim()->live(CUSIM_POOL), pools);
+    ctx_and_stream_end(&c, &s);
+    cr_assert_eq(misuses(), 0);
+}
+
+Test(oom, a_create_waits_for_a_park_in_progress, .timeout = 30)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    CUmemoryPool raw[9];
+    struct list_user u;
+    ctx_and_stream(&c, &s);
+    unsigned long creates = calls("cuMemPoolCreate");
+    list_held_while_parking(op_create, &u, raw);
+    CHECK_OK(u.rc);
+    /* once let go, it took a parked pool: nine made in all, eight parked */
+    cr_assert_eq(calls("cuMemPoolCreate") - creates, 9);
+    cr_assert_eq(stats().parked_pools, 8);
+    cr_assert_eq(stats().mem_pools, 1);
+    CHECK_OK(cuctx_mem_pool_destroy(&u.pool));
+    cr_assert_eq(stats().parked_pools, 9);
+    cr_assert_eq(calls("cuMemPoolDestroy"), 0);
     ctx_and_stream_end(&c, &s);
     cr_assert_eq(misuses(), 0);
 }
