@@ -191,10 +191,16 @@ void *calloc(size_t n, size_t size)
     return p;
 }
 
+/* (mp1) called, once, by the next realloc from this executable's code */
+static void (*_Atomic realloc_hook)(void);
+
 void *realloc(void *old, size_t n)
 {
     if (fails(&fail_realloc, __builtin_return_address(0)))
         return NULL;
+    void (*hook)(void) = ours(__builtin_return_address(0)) ? atomic_exchange(&realloc_hook, NULL) : NULL;
+    if (hook)
+        hook();
     char *map = NULL;
     size_t len = 0;
     long was = old && n_guarded ? guarded_forget(old, &map, &len) : -1;
@@ -1012,5 +1018,269 @@ Test(oom, a_bad_module_files_second_reading_has_room_for_its_terminator)
     cr_assert(strstr(msg, "; the JIT log: ") && strstr(msg, "cusim_bad"), "%s", msg);
     cr_assert_eq(sim()->live(CUSIM_MODULE), 0);
     CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* ---- mem_pool survivors (mp1) ---- */
+
+/* lib/mem_pool.h: for a harness that resets the driver (tests/fuzz) */
+void cuctx__pools_destroy_parked(void);
+
+/* n pools cuctx made (device 0's, default properties), alive at once and
+ * then ended, so that n are parked; their driver's pools in raw. */
+static void park_pools(CUmemoryPool *raw, int n)
+{
+    cuctx_mem_pool pool[16] = {{0}};
+    cr_assert_leq(n, 16);
+    size_t parked = stats().parked_pools;
+    for (int i = 0; i < n; i++) {
+        CHECK_OK(cuctx_mem_pool_create(&pool[i], 0, NULL));
+        raw[i] = cuctx_mem_pool_raw(pool[i]);
+    }
+    for (int i = 0; i < n; i++)
+        CHECK_OK(cuctx_mem_pool_destroy(&pool[i]));
+    cr_assert_eq(stats().parked_pools, parked + (size_t)n);
+}
+
+/* cuctx__pools_destroy_parked destroys each parked pool once, in the
+ * driver, frees each one's record and leaves none parked; the list, empty
+ * then, takes pools again (and gives them out again). Mutants killed:
+ * lib/mem_pool.c:135 `const` (`take(parked.n - 0)`: the one past the last
+ * taken), :137 `not` (stopping at the first pool), :140 `call` (a record
+ * not freed), :136 `call` (the list's lock kept: its next lock never
+ * returns, here the timeout). */
+Test(oom, destroying_the_parked_pools_destroys_each_once_and_frees_its_record, .timeout = 10)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    CUmemoryPool raw[3];
+    ctx_and_stream(&c, &s);
+    size_t pools = sim()->live(CUSIM_POOL);
+    park_pools(raw, 3);
+    cr_assert_eq(sim()->live(CUSIM_POOL), pools + 3);
+    cr_assert_eq(calls("cuMemPoolDestroy"), 0, "a pool cuctx made was destroyed at its end");
+    size_t mark = log_mark();
+    unsigned long destroys = calls("cuMemPoolDestroy");
+    atomic_store(&counting, 1);
+    long before = live_blocks();
+    cuctx__pools_destroy_parked();
+    long after = live_blocks();
+    atomic_store(&counting, 0);
+    cr_assert_eq(stats().parked_pools, 0);
+    cr_assert_eq(calls("cuMemPoolDestroy") - destroys, 3);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)raw[i], mark), 1, "pool %d", i);
+    cr_assert_eq(sim()->live(CUSIM_POOL), pools);
+    cr_assert_eq(before - after, 3, "%ld heap blocks of lib/ freed, not the 3 records", before - after);
+    /* nothing parked: a no-op */
+    destroys = calls("cuMemPoolDestroy");
+    cuctx__pools_destroy_parked();
+    cr_assert_eq(calls("cuMemPoolDestroy"), destroys);
+    /* and the list works on: parks, and a create takes what was parked */
+    park_pools(raw, 1);
+    unsigned long creates = calls("cuMemPoolCreate");
+    cuctx_mem_pool again = {0};
+    CHECK_OK(cuctx_mem_pool_create(&again, 0, NULL));
+    cr_assert_eq(cuctx_mem_pool_raw(again), raw[0], "a create did not take the parked pool");
+    cr_assert_eq(calls("cuMemPoolCreate"), creates, "a create made a pool with one parked");
+    cr_assert_eq(stats().parked_pools, 0);
+    CHECK_OK(cuctx_mem_pool_destroy(&again));
+    cuctx__pools_destroy_parked();
+    cr_assert_eq(sim()->live(CUSIM_POOL), pools);
+    ctx_and_stream_end(&c, &s);
+    cr_assert_eq(misuses(), 0);
+    cr_assert_eq(stats().failed_destroys, 0);
+}
+
+/* A pool that cannot be parked - the list full (8, its first size) and no
+ * memory to grow it (realloc failing) - is destroyed instead, at once, and
+ * the list keeps the 8 it had (which still serve creates). Mutant killed:
+ * lib/mem_pool.c:117 `const` (`ok = 0;` made `ok = 1;`: the pool put past
+ * the list's end, never destroyed). */
+Test(oom, a_pool_the_full_list_cannot_grow_for_is_destroyed, .timeout = 30)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem_pool pool[9] = {{0}};
+    CUmemoryPool raw[9];
+    ctx_and_stream(&c, &s);
+    size_t pools = sim()->live(CUSIM_POOL);
+    atomic_store(&guarding, 1);     /* (a write past the list faults) */
+    for (int i = 0; i < 9; i++) {
+        CHECK_OK(cuctx_mem_pool_create(&pool[i], 0, NULL));
+        raw[i] = cuctx_mem_pool_raw(pool[i]);
+    }
+    for (int i = 0; i < 8; i++)
+        CHECK_OK(cuctx_mem_pool_destroy(&pool[i]));
+    cr_assert_eq(stats().parked_pools, 8);
+    cr_assert_eq(calls("cuMemPoolDestroy"), 0);
+    size_t mark = log_mark();
+    unsigned long destroys = calls("cuMemPoolDestroy");
+    atomic_store(&fail_realloc, 1);
+    CUresult rc = cuctx_mem_pool_destroy(&pool[8]);
+    int armed = atomic_exchange(&fail_realloc, 0);
+    atomic_store(&guarding, 0);
+    cr_assert_eq(armed, 0, "the pool's end made no realloc");
+    CHECK_OK(rc);
+    cr_assert_eq(pool[8].id, 0);
+    cr_assert_eq(stats().parked_pools, 8, "the pool was parked with no room for it");
+    cr_assert_eq(calls("cuMemPoolDestroy") - destroys, 1);
+    cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)raw[8], mark), 1, "the unparked pool lives on");
+    cr_assert_eq(sim()->live(CUSIM_POOL), pools + 8);
+    /* the 8 parked serve creates */
+    unsigned long creates = calls("cuMemPoolCreate");
+    CHECK_OK(cuctx_mem_pool_create(&pool[0], 0, NULL));
+    cr_assert_neq(cuctx_mem_pool_raw(pool[0]), raw[8]);
+    cr_assert_eq(calls("cuMemPoolCreate"), creates, "a create made a pool with one parked");
+    cr_assert_eq(stats().parked_pools, 7);
+    CHECK_OK(cuctx_mem_pool_destroy(&pool[0]));
+    cr_assert_eq(stats().failed_destroys, 0);
+    ctx_and_stream_end(&c, &s);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* The list of parked pools is one thread's at a time: while a pool's end
+ * holds it - parking the ninth pool, its realloc (the list growing past 8)
+ * held by this program's allocator - another thread that destroys the
+ * parked pools (cuctx__pools_destroy_parked) or takes one (a create) waits
+ * for it, the list untouched meanwhile, and goes on once it is let go.
+ * "Waits" is seen without a clock: the other thread is found asleep in a
+ * futex (its /proc/self/task/TID/syscall), the count of parked pools still
+ * 8; without the lock it takes a pool (the count drops) or returns first.
+ * Mutants killed: lib/mem_pool.c:109 `call` (park's parked_lock() removed:
+ * the list not held over the realloc), :133 `call` (destroy_parked's
+ * parked_lock() removed), :94 `call` (unpark's parked_lock() removed). */
+struct list_user {
+    void (*op)(struct list_user *);
+    atomic_long tid;
+    atomic_int done;
+    int waited;             /* found asleep on the list's lock, nothing taken */
+    size_t parked_then;     /* the parked count when it was seen so (or done) */
+    cuctx_mem_pool pool;    /* (op_create's) */
+    CUresult rc;            /* (op_create's) */
+};
+static struct list_user *list_user;
+
+static void op_destroy_parked(struct list_user *u) { (void)u; cuctx__pools_destroy_parked(); }
+static void op_create(struct list_user *u) { u->rc = cuctx_mem_pool_create(&u->pool, 0, NULL); }
+
+static void *list_user_main(void *p)
+{
+    struct list_user *u = p;
+    atomic_store(&u->tid, (long)syscall(SYS_gettid));
+    u->op(u);
+    atomic_store(&u->done, 1);
+    return NULL;
+}
+
+static int asleep_in_futex(long tid)
+{
+    char path[64], buf[64] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%ld/syscall", tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int got = fgets(buf, sizeof buf, f) != NULL;
+    fclose(f);
+    return got && atol(buf) == SYS_futex;
+}
+
+static pthread_t list_user_thread;
+
+/* In the ninth pool's park, the list held (realloc_hook): starts the other
+ * thread and waits until it is done or asleep in a futex. */
+static void run_list_user(void)
+{
+    struct list_user *u = list_user;
+    if (pthread_create(&list_user_thread, NULL, list_user_main, u) != 0)
+        abort();
+    for (long ms = 0;; ms++) {
+        long tid = atomic_load(&u->tid);
+        if (atomic_load(&u->done) || (tid && asleep_in_futex(tid)))
+            break;
+        if (ms == 10000)
+            break;  /* (neither: asserted below) */
+        nanosleep(&(struct timespec){0, 100000}, NULL);
+    }
+    u->parked_then = atomic_load(&cuctx__parked_pools);
+    u->waited = !atomic_load(&u->done) && u->parked_then == 8;
+}
+
+static void list_held_while_parking(void (*op)(struct list_user *), struct list_user *u, CUmemoryPool *raw)
+{
+    cuctx_mem_pool pool[9] = {{0}};
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%ld/syscall", (long)syscall(SYS_gettid));
+    if (access(path, R_OK) != 0)
+        cr_skip_test("no %s to see a thread asleep", path);
+    for (int i = 0; i < 9; i++) {
+        CHECK_OK(cuctx_mem_pool_create(&pool[i], 0, NULL));
+        raw[i] = cuctx_mem_pool_raw(pool[i]);
+    }
+    for (int i = 0; i < 8; i++)
+        CHECK_OK(cuctx_mem_pool_destroy(&pool[i]));
+    cr_assert_eq(stats().parked_pools, 8);
+    memset(u, 0, sizeof *u);
+    u->op = op;
+    list_user = u;
+    atomic_store(&realloc_hook, run_list_user);
+    CUresult rc = cuctx_mem_pool_destroy(&pool[8]);
+    void (*left)(void) = atomic_exchange(&realloc_hook, NULL);
+    cr_assert_null(left, "the ninth pool's park made no realloc");
+    pthread_join(list_user_thread, NULL);
+    CHECK_OK(rc);
+    cr_assert(u->waited, "the other thread did not wait for the list (done %d, parked then %zu)",
+              atomic_load(&u->done), u->parked_then);
+}
+
+Test(oom, destroying_the_parked_pools_waits_for_a_park_in_progress, .timeout = 30)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    CUmemoryPool raw[9];
+    struct list_user u;
+    ctx_and_stream(&c, &s);
+    size_t pools = sim()->live(CUSIM_POOL);
+    unsigned long destroys = calls("cuMemPoolDestroy");
+    list_held_while_parking(op_destroy_parked, &u, raw);
+    /* once let go, it destroyed all nine, the one parked meanwhile too */
+    cr_assert_eq(stats().parked_pools, 0);
+    cr_assert_eq(calls("cuMemPoolDestroy") - destroys, 9);
+    cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)raw[8], 0), 1);
+    cr_assert_eq(sim()->live(CUSIM_POOL), pools);
+    ctx_and_stream_end(&c, &s);
+    cr_assert_eq(misuses(), 0);
+}
+
+Test(oom, a_create_waits_for_a_park_in_progress, .timeout = 30)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    CUmemoryPool raw[9];
+    struct list_user u;
+    ctx_and_stream(&c, &s);
+    unsigned long creates = calls("cuMemPoolCreate");
+    list_held_while_parking(op_create, &u, raw);
+    CHECK_OK(u.rc);
+    /* once let go, it took a parked pool: nine made in all, eight parked */
+    cr_assert_eq(calls("cuMemPoolCreate") - creates, 9);
+    cr_assert_eq(stats().parked_pools, 8);
+    cr_assert_eq(stats().mem_pools, 1);
+    CHECK_OK(cuctx_mem_pool_destroy(&u.pool));
+    cr_assert_eq(stats().parked_pools, 9);
+    cr_assert_eq(calls("cuMemPoolDestroy"), 0);
+    ctx_and_stream_end(&c, &s);
     cr_assert_eq(misuses(), 0);
 }
