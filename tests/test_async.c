@@ -1962,3 +1962,30 @@ Test(mem_pool, a_destroy_refused_at_the_last_free_is_counted_and_reported)
     cr_assert_eq(sim()->live(CUSIM_POOL), 0);
     ASSERT_NO_MISUSE();
 }
+
+/* Bug caught: the reset of a parked pool asking the driver about devices
+ * it never counted - a cuDeviceGetCount that answers 0 (CUDA_SUCCESS)
+ * without writing the count (the simulator's fail_call with CUDA_SUCCESS)
+ * must leave the count at none, not at a device 0 the driver did not name.
+ * Mutant killed: lib/mem_pool.c:152 `const` (`devices = 0` made
+ * `devices = 1`: a pool of device 1 then asks device 0's access). */
+Test(mem_pool, a_parked_pools_reset_asks_about_no_device_the_driver_did_not_count)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    if (device_count() < 2)
+        cr_skip_test("one device: no pool of device 1");
+    cuctx_mem_pool p = {0};
+    CHECK_OK(cuctx_mem_pool_create(&p, 1, NULL));
+    CUmemoryPool raw = cuctx_mem_pool_raw(p);
+    size_t mark = log_mark();
+    sim()->fail_call("cuDeviceGetCount", 1, CUDA_SUCCESS);     /* answers 0, counts nothing */
+    CHECK_OK(cuctx_mem_pool_destroy(&p));
+    cr_assert_eq(stats().parked_pools, 1);
+    cr_assert_eq(nth_call("cuDeviceGetCount", mark, 0).rc, CUDA_SUCCESS);     /* (the reset counted devices) */
+    cr_assert_eq(calls_on("cuMemPoolGetAccess", (uint64_t)(uintptr_t)raw, mark), 0,
+                 "a device the driver did not count was asked about");
+    cr_assert_eq(calls_on("cuMemPoolSetAccess", (uint64_t)(uintptr_t)raw, mark), 0);
+    assert_parked(raw, mark);
+    ASSERT_NO_MISUSE();
+}
