@@ -1864,3 +1864,128 @@ Test(async_mem, a_report_made_while_the_free_held_its_stream_is_delivered_by_the
     CHECK_OK(cuctx_ctx_destroy(&pc));
     ASSERT_NO_MISUSE();
 }
+
+/* ---- mem_pool survivors (mp2) ---- */
+
+/* Bug caught: a parked pool handed out with its last owner's high-water
+ * marks (RESERVED_MEM_HIGH, USED_MEM_HIGH not reset: reset to 0 they start
+ * again from now, and a parked pool holds nothing). Mutant killed:
+ * lib/mem_pool.c:160 `lcr` (the `||` after the RESERVED_MEM_HIGH reset
+ * made `&&`: its success skipped the USED_MEM_HIGH reset). */
+Test(mem_pool, a_parked_pools_high_water_marks_are_reset)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem_pool p = {0};
+    cuctx_mem m = {0};
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    CHECK_OK(cuctx_mem_pool_create(&p, 0, NULL));
+    CUmemoryPool raw = cuctx_mem_pool_raw(p);
+    CHECK_OK(cuctx_mem_alloc_from_pool(&m, p, s, BYTES));
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_stream_synchronize(s));
+    cr_assert_geq(pool_attr(raw, CU_MEMPOOL_ATTR_USED_MEM_HIGH), BYTES, "the pool's use was not seen");
+    cr_assert_geq(pool_attr(raw, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), BYTES, "the pool's reserve was not seen");
+    CHECK_OK(cuctx_mem_pool_destroy(&p));
+    cr_assert_eq(stats().parked_pools, 1);
+    cr_assert_eq(pool_attr(raw, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH), 0, "the parked pool's reserve high mark kept");
+    cr_assert_eq(pool_attr(raw, CU_MEMPOOL_ATTR_USED_MEM_HIGH), 0, "the parked pool's use high mark kept");
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    if (sim())
+        ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: the reset of a parked pool taking device 0's access away
+ * from no pool (a pool of device 1 parked with device 0 still let in: the
+ * next owner's pool open to a device it never named). Mutant killed:
+ * lib/mem_pool.c:164 `const` (the devices' loop started at 1). */
+Test(mem_pool, a_parked_pool_of_device_1_lets_device_0_in_no_more)
+{
+    NEED_DRIVER();
+    if (device_count() < 2)
+        cr_skip_test("one device: no other to let in");
+    cuctx_mem_pool p = {0};
+    CHECK_OK(cuctx_mem_pool_create(&p, 1, NULL));
+    CUmemoryPool raw = cuctx_mem_pool_raw(p);
+    CUmemAccessDesc rw = {{CU_MEM_LOCATION_TYPE_DEVICE, 0}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    CHECK_OK(((PFN_cuMemPoolSetAccess_v11020)drv_sym("cuMemPoolSetAccess", 11020))(raw, &rw, 1));
+    cr_assert_eq(pool_access(raw, 0), CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_mem_pool_destroy(&p));
+    cr_assert_eq(stats().parked_pools, 1);
+    cr_assert_eq(pool_access(raw, 0), CU_MEM_ACCESS_FLAGS_PROT_NONE, "device 0 may still reach the parked pool");
+    cr_assert_eq(pool_access(raw, 1), CU_MEM_ACCESS_FLAGS_PROT_READWRITE, "its own device lost it");
+    if (sim()) {
+        assert_parked(raw, mark);
+        ASSERT_NO_MISUSE();
+    }
+}
+
+/* Bug caught: a pool whose handle went first, destroyed by its last
+ * allocation's free and refused by the driver, not counted as a failed
+ * destroy (cuctx_stats) or not reported - or that failure made the free's,
+ * which did succeed. Mutants killed: lib/mem_pool.c:253 `call` and `const`
+ * (the failed_destroys count not raised, or raised by 0). */
+Test(mem_pool, a_destroy_refused_at_the_last_free_is_counted_and_reported)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem_pool p = {0};
+    cuctx_mem m = {0};
+    struct handler_count h;
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    CUmemoryPool raw = raw_pool(0);
+    CHECK_OK(cuctx_mem_pool_adopt(&p, raw, 1));     /* owned, adopted: destroyed at its end, not parked */
+    CHECK_OK(cuctx_mem_alloc_from_pool(&m, p, s, BYTES));
+    CHECK_OK(cuctx_mem_pool_destroy(&p));           /* its memory lives: the pool stays */
+    uint64_t failed = stats().failed_destroys;
+    size_t mark = log_mark();
+    count_handler_install(&h);
+    sim()->fail_call("cuMemPoolDestroy", 1, CUDA_ERROR_NOT_PERMITTED);
+    CUresult rc = cuctx_mem_destroy(&m);
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(rc, CUDA_SUCCESS, "the free succeeded: %d", rc);
+    cr_assert_eq(m.id, 0);
+    cr_assert_eq(calls_on("cuMemPoolDestroy", (uint64_t)(uintptr_t)raw, mark), 1, "the last free did not end the pool");
+    cr_assert_eq(stats().failed_destroys, failed + 1, "the refused pool destroy was not counted");
+    cr_assert_eq(h.calls, 1, "%d reports", h.calls);
+    cr_assert_eq(h.last_rc, CUDA_ERROR_NOT_PERMITTED);
+    CHECK_OK(((PFN_cuMemPoolDestroy_v11020)drv_sym("cuMemPoolDestroy", 11020))(raw));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(sim()->live(CUSIM_POOL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: the reset of a parked pool asking the driver about devices
+ * it never counted - a cuDeviceGetCount that answers 0 (CUDA_SUCCESS)
+ * without writing the count (the simulator's fail_call with CUDA_SUCCESS)
+ * must leave the count at none, not at a device 0 the driver did not name.
+ * Mutant killed: lib/mem_pool.c:152 `const` (`devices = 0` made
+ * `devices = 1`: a pool of device 1 then asks device 0's access). */
+Test(mem_pool, a_parked_pools_reset_asks_about_no_device_the_driver_did_not_count)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    if (device_count() < 2)
+        cr_skip_test("one device: no pool of device 1");
+    cuctx_mem_pool p = {0};
+    CHECK_OK(cuctx_mem_pool_create(&p, 1, NULL));
+    CUmemoryPool raw = cuctx_mem_pool_raw(p);
+    size_t mark = log_mark();
+    sim()->fail_call("cuDeviceGetCount", 1, CUDA_SUCCESS);     /* answers 0, counts nothing */
+    CHECK_OK(cuctx_mem_pool_destroy(&p));
+    cr_assert_eq(stats().parked_pools, 1);
+    cr_assert_eq(nth_call("cuDeviceGetCount", mark, 0).rc, CUDA_SUCCESS);     /* (the reset counted devices) */
+    cr_assert_eq(calls_on("cuMemPoolGetAccess", (uint64_t)(uintptr_t)raw, mark), 0,
+                 "a device the driver did not count was asked about");
+    cr_assert_eq(calls_on("cuMemPoolSetAccess", (uint64_t)(uintptr_t)raw, mark), 0);
+    assert_parked(raw, mark);
+    ASSERT_NO_MISUSE();
+}

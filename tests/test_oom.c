@@ -85,6 +85,10 @@ static atomic_long empty_callocs;
 static atomic_int fail_segments, race_segment;
 static atomic_int raced_unmapped;
 static atomic_int guarding;
+/* (mp2) calloc_pause: this thread's next calloc of this executable's code
+ * sets calloc_paused and waits for calloc_go (a race's loser held in it). */
+static _Thread_local int calloc_pause;
+static atomic_int calloc_paused, calloc_go;
 
 #if OWN_ALLOCATOR
 static void *raced_mapping;
@@ -180,6 +184,12 @@ void *malloc(size_t n)
 
 void *calloc(size_t n, size_t size)
 {
+    if (calloc_pause && ours(__builtin_return_address(0))) {
+        calloc_pause = 0;
+        atomic_store(&calloc_paused, 1);
+        while (!atomic_load(&calloc_go))
+            nanosleep(&(struct timespec){0, 100000}, NULL);
+    }
     if (fails(&fail_calloc, __builtin_return_address(0)))
         return NULL;
     if ((n == 0 || size == 0) && ours(__builtin_return_address(0)))
@@ -1282,5 +1292,115 @@ Test(oom, a_create_waits_for_a_park_in_progress, .timeout = 30)
     cr_assert_eq(stats().parked_pools, 9);
     cr_assert_eq(calls("cuMemPoolDestroy"), 0);
     ctx_and_stream_end(&c, &s);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* ---- mem_pool survivors (mp2) ---- */
+
+/* A pool whose last memory is freed after the driver shut down ends
+ * quietly: not destroyed (the driver is gone, and its pools with it), and
+ * that end no failure - no failed destroy counted, nothing reported, the
+ * free's own answer 0. Mutant killed: lib/mem_pool.c:223 `ret` (the end
+ * after the shutdown answering 1, which the last free then counts and
+ * reports as a refused pool destroy). */
+Test(oom, a_pool_ended_after_the_driver_shut_down_is_no_failed_destroy, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem_pool pool = {0};
+    struct freeing f = {{0}, CUDA_ERROR_UNKNOWN};
+    struct handler_count h;
+    ctx_and_stream(&c, &s);
+    CUmemoryPool raw = raw_pool(0);
+    CHECK_OK(cuctx_mem_pool_adopt(&pool, raw, 1));
+    CHECK_OK(cuctx_mem_alloc_from_pool(&f.m, pool, s, 4096));
+    CHECK_OK(cuctx_mem_pool_destroy(&pool));    /* its memory lives: the pool stays */
+    uint64_t failed = stats().failed_destroys;
+    count_handler_install(&h);
+    pthread_t t;
+    sim()->hold_after("cuMemFreeAsync");
+    cr_assert_eq(pthread_create(&t, NULL, free_mem, &f), 0);
+    for (int i = 0; i < 10000 && sim()->sleeping() == 0; i++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    int held = sim()->sleeping() > 0;
+    atomic_store(&cuctx__shutdown, 1);
+    sim()->let_go();
+    pthread_join(t, NULL);
+    atomic_store(&cuctx__shutdown, 0);
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert(held, "the free was not held after its cuMemFreeAsync");
+    CHECK_OK(f.rc);
+    cr_assert_eq(calls("cuMemFreeAsync"), 1);
+    cr_assert_eq(calls("cuMemPoolDestroy"), 0, "the pool was destroyed after the driver shut down");
+    cr_assert_eq(stats().failed_destroys, failed, "the pool's end after the shutdown was counted a failed destroy");
+    cr_assert_eq(h.calls, 0, "%d reports (the last: %s)", h.calls, h.last_msg);
+    CHECK_OK(((PFN_cuMemPoolDestroy_v11020)drv_sym("cuMemPoolDestroy", 11020))(raw));
+    ctx_and_stream_end(&c, &s);
+}
+
+/* An adopted pool's record, made by its first allocation, made by two
+ * first allocations at once: the one whose record lost the race frees it
+ * (and takes the winner's). The simulator cannot hold a thread between
+ * the record's calloc and its publication (no driver call there), so this
+ * program's calloc holds the first allocation's thread in that calloc
+ * while a second allocation makes and publishes its record. Mutant killed:
+ * lib/mem_pool.c:197 `call` (the loser's `free(mine);` removed: a leak). */
+struct pool_alloc { cuctx_mem_pool pool; cuctx_stream s; cuctx_mem m; CUresult rc; };
+
+static void *alloc_held_in_calloc(void *p)
+{
+    struct pool_alloc *a = p;
+    calloc_pause = 1;
+    a->rc = cuctx_mem_alloc_from_pool(&a->m, a->pool, a->s, 4096);
+    calloc_pause = 0;
+    return NULL;
+}
+
+Test(oom, a_pools_record_that_lost_the_race_to_be_made_is_freed, .timeout = 30)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_stream s2 = {0};
+    struct pool_alloc a = {{0}, {0}, {0}, CUDA_ERROR_UNKNOWN};
+    cuctx_mem m = {0};
+    ctx_and_stream(&c, &a.s);
+    CHECK_OK(cuctx_stream_create(&s2, c, CU_STREAM_NON_BLOCKING, 0));
+    CUmemoryPool raw = raw_pool(0);
+    pthread_t t;
+    atomic_store(&calloc_paused, 0);
+    atomic_store(&calloc_go, 0);
+    atomic_store(&counting, 1);
+    long before = live_blocks(), made0 = atomic_load(&made);
+    CHECK_OK(cuctx_mem_pool_adopt(&a.pool, raw, 1));
+    int started = pthread_create(&t, NULL, alloc_held_in_calloc, &a) == 0;
+    for (int i = 0; started && i < 10000 && !atomic_load(&calloc_paused); i++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    int paused = atomic_load(&calloc_paused);
+    CUresult rc = cuctx_mem_alloc_from_pool(&m, a.pool, s2, 4096);    /* its record made and published */
+    atomic_store(&calloc_go, 1);
+    if (started)
+        pthread_join(t, NULL);
+    long made_both = atomic_load(&made) - made0;
+    CUresult rc_m = cuctx_mem_destroy(&m), rc_a = cuctx_mem_destroy(&a.m);
+    CUresult rc_p = cuctx_mem_pool_destroy(&a.pool);
+    long after = live_blocks();
+    atomic_store(&counting, 0);
+    cr_assert(started);
+    cr_assert(paused, "the first allocation was not held in its calloc");
+    CHECK_OK(rc);
+    CHECK_OK(a.rc);
+    CHECK_OK(rc_m);
+    CHECK_OK(rc_a);
+    CHECK_OK(rc_p);
+    cr_assert_geq(made_both, 2, "two records were not made");
+    cr_assert_eq(calls("cuMemAllocFromPoolAsync"), 2);
+    cr_assert_eq(calls("cuMemPoolDestroy"), 1, "the pool did not end with its handle and memory gone");
+    cr_assert_eq(after, before, "%ld heap blocks of lib/ more after the race for the pool's record", after - before);
+    CHECK_OK(cuctx_stream_destroy(&s2));
+    ctx_and_stream_end(&c, &a.s);
     cr_assert_eq(misuses(), 0);
 }
