@@ -1989,3 +1989,89 @@ Test(mem_pool, a_parked_pools_reset_asks_about_no_device_the_driver_did_not_coun
     assert_parked(raw, mark);
     ASSERT_NO_MISUSE();
 }
+
+/* ---- mem_pool survivors (mp3) --------------------------------------------- */
+
+/* A pool create as the process's first cuctx call loads the driver before
+ * it asks whether the driver has pools: it makes the pool, rather than
+ * answering "the driver has no memory pools" (CUDA_ERROR_NOT_SUPPORTED)
+ * from a table not yet filled. Mutant killed: lib/mem_pool.c:272 `call`
+ * (need_pools' CUCTX_INIT_OR_RETURN left out). */
+Test(mem_pool, a_pool_as_the_first_call_loads_the_driver_first)
+{
+    cuctx_mem_pool pool = {0};
+    CUresult rc = cuctx_mem_pool_create(&pool, 0, NULL);
+    NEED_DRIVER();      /* (after: it would load the driver itself) */
+    cr_assert_eq(rc, CUDA_SUCCESS, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_neq(pool.id, 0);
+    cr_assert_eq(stats().mem_pools, 1);
+    if (sim())
+        cr_assert_eq(calls("cuMemPoolCreate"), 1);
+    CHECK_OK(cuctx_mem_pool_destroy(&pool));
+}
+
+/* props NULL are the props a caller would write for device-local pinned
+ * memory of dev (zeroed, then PINNED, handle types NONE, a DEVICE location
+ * at dev): a pool made either way and parked is taken by a create made the
+ * other way, with no new pool. Bug caught: the NULL props' unset fields
+ * (maxSize, usage, reserved, win32SecurityAttributes) left other than 0,
+ * so the driver is asked for a pool other than the documented one and no
+ * parked pool ever matches. Mutant killed: lib/mem_pool.c:306 `const`
+ * (memset(&dflt, 1, ...)). */
+Test(mem_pool, null_props_are_the_default_props_written_out)
+{
+    NEED_DRIVER();
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0;
+    cuctx_mem_pool a = {0}, b = {0};
+    CHECK_OK(cuctx_mem_pool_create(&a, 0, NULL));
+    CUmemoryPool raw = cuctx_mem_pool_raw(a);
+    CHECK_OK(cuctx_mem_pool_destroy(&a));
+    cr_assert_eq(stats().parked_pools, 1);
+    unsigned long creates = calls("cuMemPoolCreate");
+    CHECK_OK(cuctx_mem_pool_create(&b, 0, &props));
+    cr_assert_eq(cuctx_mem_pool_raw(b), raw, "props NULL made a pool of other props than the default written out");
+    cr_assert_eq(stats().parked_pools, 0);
+    if (sim())
+        cr_assert_eq(calls("cuMemPoolCreate"), creates, "a create made a pool with one parked");
+    CHECK_OK(cuctx_mem_pool_destroy(&b));
+    cr_assert_eq(stats().parked_pools, 1);
+    CHECK_OK(cuctx_mem_pool_create(&a, 0, NULL));
+    cr_assert_eq(cuctx_mem_pool_raw(a), raw, "props NULL did not take the pool parked by the default written out");
+    cr_assert_eq(stats().parked_pools, 0);
+    if (sim()) {
+        cr_assert_eq(calls("cuMemPoolCreate"), creates, "a create made a pool with one parked");
+        ASSERT_NO_MISUSE();
+    }
+    CHECK_OK(cuctx_mem_pool_destroy(&a));
+}
+
+/* A device's default pool asked for into a handle that holds a live pool:
+ * refused (CUDA_ERROR_INVALID_VALUE), the handle and its pool kept, the
+ * driver not asked. Bug caught: the refusal answered with success (the
+ * caller then takes the handle for the default pool). Mutant killed:
+ * lib/mem_pool.c:363 `ret` (default's refused claim returning 0). */
+Test(mem_pool, a_default_pool_into_a_live_handle_is_refused)
+{
+    NEED_DRIVER();
+    cuctx_mem_pool pool = {0};
+    CHECK_OK(cuctx_mem_pool_create(&pool, 0, NULL));
+    uint64_t id = pool.id;
+    CUmemoryPool raw = cuctx_mem_pool_raw(pool);
+    unsigned long asked = sim() ? calls("cuDeviceGetDefaultMemPool") : 0;
+    CUresult rc = cuctx_mem_pool_default(&pool, 0);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_VALUE, "a default pool into a live pool's handle: %s",
+                 cuctx_result_name(rc));
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(pool.id, id, "the refused default changed the handle");
+    cr_assert_eq(cuctx_mem_pool_raw(pool), raw);
+    cr_assert_eq(stats().mem_pools, 1);
+    if (sim())
+        cr_assert_eq(calls("cuDeviceGetDefaultMemPool"), asked, "the driver was asked for the default pool");
+    CHECK_OK(cuctx_mem_pool_destroy(&pool));
+    cr_assert_eq(stats().mem_pools, 0);
+}

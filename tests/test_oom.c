@@ -1404,3 +1404,96 @@ Test(oom, a_pools_record_that_lost_the_race_to_be_made_is_freed, .timeout = 30)
     ctx_and_stream_end(&c, &a.s);
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- mem_pool survivors (mp3) --------------------------------------------- */
+
+/* A pool create whose record (calloc) cannot be made: refused with
+ * CUDA_ERROR_OUT_OF_MEMORY and its reason, the handle left empty, the
+ * driver not asked for a pool; the next create works. Bug caught: the
+ * failure answered with success, the caller then holding an empty handle
+ * it takes for a pool. Mutant killed: lib/mem_pool.c:317 `ret`. */
+Test(oom, a_pool_create_whose_record_cannot_be_made_fails_cleanly)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_mem_pool pool = {0};
+    unsigned long creates = calls("cuMemPoolCreate");
+    atomic_store(&fail_calloc, 1);
+    CUresult rc = cuctx_mem_pool_create(&pool, 0, NULL);
+    int armed = atomic_exchange(&fail_calloc, 0);
+    cr_assert_eq(armed, 0, "the create made no calloc");
+    cr_assert_eq(rc, CUDA_ERROR_OUT_OF_MEMORY, "%s (%s)", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_OUT_OF_MEMORY);
+    cr_assert(strstr(cuctx_last_error_message(), "no memory for the pool's record"), "%s",
+              cuctx_last_error_message());
+    cr_assert_eq(pool.id, 0);
+    cr_assert_eq(calls("cuMemPoolCreate"), creates, "the driver was asked for a pool");
+    cr_assert_eq(stats().mem_pools, 0);
+    CHECK_OK(cuctx_mem_pool_create(&pool, 0, NULL));
+    cr_assert_eq(calls("cuMemPoolCreate"), creates + 1);
+    CHECK_OK(cuctx_mem_pool_destroy(&pool));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* A pool create the driver refuses (cuMemPoolCreate failing) leaves no
+ * heap block of lib/ behind: the pool's record goes. The first refusal
+ * makes what lasts. Mutant killed: lib/mem_pool.c:328 `call` (`free(l);`
+ * on a failed create removed). */
+Test(oom, a_pool_create_the_driver_refuses_leaks_nothing)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_mem_pool pool = {0};
+    sim()->fail_call("cuMemPoolCreate", 1, CUDA_ERROR_OUT_OF_MEMORY);
+    CUresult first = cuctx_mem_pool_create(&pool, 0, NULL);
+    sim()->fail_call("cuMemPoolCreate", 1, CUDA_ERROR_OUT_OF_MEMORY);
+    atomic_store(&counting, 1);
+    long before = live_blocks(), made0 = atomic_load(&made);
+    CUresult rc = cuctx_mem_pool_create(&pool, 0, NULL);
+    long after = live_blocks();
+    atomic_store(&counting, 0);
+    cr_assert_eq(first, CUDA_ERROR_OUT_OF_MEMORY, "%s", cuctx_result_name(first));
+    cr_assert_eq(rc, CUDA_ERROR_OUT_OF_MEMORY, "%s (%s)", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(pool.id, 0);
+    cr_assert_geq(atomic_load(&made) - made0, 1, "the pool's record was not seen made");
+    cr_assert_eq(after, before, "%ld heap blocks of lib/ more after a refused pool create", after - before);
+    cr_assert_eq(sim()->live(CUSIM_POOL), 0);
+    cr_assert_eq(stats().mem_pools, 0);
+    cr_assert_eq(stats().parked_pools, 0);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* A create that takes a parked pool and then finds no slot for its handle:
+ * refused (CUDA_ERROR_OUT_OF_MEMORY), and the pool goes back to the parked
+ * list - not destroyed, no new one made - for the next create, which gets
+ * it. Bug caught: the refusal answered with success (the handle empty).
+ * Mutant killed: lib/mem_pool.c:325 `ret`. */
+Test(oom, a_parked_pool_whose_create_finds_no_slot_stays_parked)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_mem_pool pool = {0};
+    CHECK_OK(cuctx_mem_pool_create(&pool, 0, NULL));
+    CUmemoryPool raw = cuctx_mem_pool_raw(pool);
+    CHECK_OK(cuctx_mem_pool_destroy(&pool));
+    cr_assert_eq(stats().parked_pools, 1);
+    unsigned long creates = calls("cuMemPoolCreate"), destroys = calls("cuMemPoolDestroy");
+    exhaust_the_table();
+    CUresult rc = cuctx_mem_pool_create(&pool, 0, NULL);
+    cr_assert_eq(rc, CUDA_ERROR_OUT_OF_MEMORY, "%s (%s)", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert(strstr(cuctx_last_error_message(), "cannot grow the handle table"), "%s", cuctx_last_error_message());
+    cr_assert_eq(pool.id, 0);
+    cr_assert_eq(stats().parked_pools, 1, "the parked pool was not given back to the list");
+    cr_assert_eq(calls("cuMemPoolCreate"), creates);
+    cr_assert_eq(calls("cuMemPoolDestroy"), destroys);
+    cr_assert_eq(sim()->live(CUSIM_POOL), 1);
+    atomic_store(&fail_segments, 0);
+    CHECK_OK(cuctx_mem_pool_create(&pool, 0, NULL));
+    cr_assert_eq(cuctx_mem_pool_raw(pool), raw, "the next create did not get the parked pool");
+    cr_assert_eq(calls("cuMemPoolCreate"), creates);
+    CHECK_OK(cuctx_mem_pool_destroy(&pool));
+    cr_assert_eq(misuses(), 0);
+}
