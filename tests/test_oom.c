@@ -89,6 +89,9 @@ static atomic_int guarding;
  * sets calloc_paused and waits for calloc_go (a race's loser held in it). */
 static _Thread_local int calloc_pause;
 static atomic_int calloc_paused, calloc_go;
+/* (mp1) called, once, by the next realloc from this executable's code
+ * (declared for every build: the tests name it; only the own allocator calls it) */
+static void (*_Atomic realloc_hook)(void);
 
 #if OWN_ALLOCATOR
 static void *raced_mapping;
@@ -201,8 +204,6 @@ void *calloc(size_t n, size_t size)
     return p;
 }
 
-/* (mp1) called, once, by the next realloc from this executable's code */
-static void (*_Atomic realloc_hook)(void);
 
 void *realloc(void *old, size_t n)
 {
