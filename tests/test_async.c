@@ -1491,20 +1491,6 @@ Test(async_mem, free_async_refuses_a_null_handle_pointer)
 
 /* ---- mem_async survivors (ma1) -------------------------------------------- */
 
-/* Stream-ordered memory whose context is gone (its free takes case 3 or
- * 4): a context made and destroyed, its memory left in *m and its stream
- * (a handle of the dead context, for the caller to destroy) in *s.
- * Returns the memory's address. */
-static uint64_t ma1_orphaned_mem(cuctx_mem *m, cuctx_stream *s)
-{
-    cuctx_ctx c = {0};
-    new_ctx(&c, 0, NULL, POPPED);
-    CHECK_OK(cuctx_stream_create(s, c, 0, 0));
-    CHECK_OK(cuctx_mem_alloc_async(m, *s, BYTES));
-    CHECK_OK(cuctx_ctx_destroy(&c));
-    return cuctx_mem_ptr(*m);
-}
-
 /* Case 4 after case 3 declined: p freed once, by cuMemFree with no
  * context current, succeeding, and never by cuMemFreeAsync. */
 static void ma1_freed_by_cuMemFree(uint64_t p, size_t mark)
@@ -1532,7 +1518,7 @@ Test(async_mem, a_refused_pointer_query_asks_no_primary_contexts_state)
     cuctx_mem m = {0};
     struct handler_count h;
     CHECK_OK(cuctx_ctx_primary(&pc, 0));
-    uint64_t p = ma1_orphaned_mem(&m, &s);
+    uint64_t p = orphaned_async_mem(&m, &s);
     size_t mark = log_mark();
     unsigned long states = calls("cuDevicePrimaryCtxGetState");
     count_handler_install(&h);
@@ -1566,7 +1552,7 @@ Test(async_mem, a_pointer_query_that_names_no_device_frees_on_no_primary_context
     cuctx_stream s = {0};
     cuctx_mem m = {0};
     CHECK_OK(cuctx_ctx_primary(&pc, 0));
-    uint64_t p = ma1_orphaned_mem(&m, &s);
+    uint64_t p = orphaned_async_mem(&m, &s);
     size_t mark = log_mark();
     sim()->fail_call("cuPointerGetAttribute", 1, CUDA_SUCCESS);
     CHECK_OK(cuctx_mem_destroy(&m));
@@ -1603,8 +1589,8 @@ Test(async_mem, a_primary_address_whose_entry_is_another_devices_frees_with_cuMe
     cuctx_stream s = {0}, s2 = {0};
     cuctx_mem m = {0}, m2 = {0};
     struct handler_count h;
-    uint64_t p = ma1_orphaned_mem(&m, &s);
-    uint64_t p2 = ma1_orphaned_mem(&m2, &s2);
+    uint64_t p = orphaned_async_mem(&m, &s);
+    uint64_t p2 = orphaned_async_mem(&m2, &s2);
     cr_assert_eq(sim()->primary_outside_retain(0), 0);
     size_t mark = log_mark();
     unsigned long devices = calls("cuCtxGetDevice");
@@ -1645,7 +1631,7 @@ Test(async_mem, a_primary_context_found_by_a_failed_lookup_is_not_freed_on)
     cuctx_stream s = {0};
     cuctx_mem m = {0};
     struct handler_count h;
-    uint64_t p = ma1_orphaned_mem(&m, &s);
+    uint64_t p = orphaned_async_mem(&m, &s);
     cr_assert_eq(sim()->primary_outside_retain(0), 0);
     size_t mark = log_mark();
     unsigned long retains = calls("cuDevicePrimaryCtxRetain");

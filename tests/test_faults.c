@@ -2082,19 +2082,6 @@ Test(faults, a_driver_without_peer_access_is_told_which_version_is_needed)
 
 /* ---- mem_async survivors (ma1) -------------------------------------------- */
 
-/* Stream-ordered memory whose context is gone (a context made and
- * destroyed); its stream, a handle of the dead context, left in *s. */
-static uint64_t ma1_orphaned_mem(cuctx_mem *m, cuctx_stream *s)
-{
-    cuctx_ctx c = {0};
-    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
-    CHECK_OK(cuctx_pop_current());
-    CHECK_OK(cuctx_stream_create(s, c, 0, 0));
-    CHECK_OK(cuctx_mem_alloc_async(m, *s, 4096));
-    CHECK_OK(cuctx_ctx_destroy(&c));
-    return cuctx_mem_ptr(*m);
-}
-
 /* Stream-ordered memory whose context is gone, freed by a driver without
  * cuPointerGetAttribute (the pointer's device cannot be asked), then by
  * one without cuDevicePrimaryCtxGetState (its primary context cannot be
@@ -2111,7 +2098,7 @@ Test(faults, memory_whose_context_is_gone_is_freed_by_a_driver_that_cannot_find_
     cuctx_stream s1 = {0}, s2 = {0};
     cuctx_mem m1 = {0}, m2 = {0};
     CHECK_OK(cuctx_ctx_primary(&pc, 0));
-    uint64_t p1 = ma1_orphaned_mem(&m1, &s1), p2 = ma1_orphaned_mem(&m2, &s2);
+    uint64_t p1 = orphaned_async_mem(&m1, &s1), p2 = orphaned_async_mem(&m2, &s2);
     struct cuctx_driver saved = cuctx__drv;
     unsigned long states = calls("cuDevicePrimaryCtxGetState");
     size_t mark = log_mark();

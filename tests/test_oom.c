@@ -1190,18 +1190,6 @@ static void *list_user_main(void *p)
     return NULL;
 }
 
-static int asleep_in_futex(long tid)
-{
-    char path[64], buf[64] = "";
-    snprintf(path, sizeof path, "/proc/self/task/%ld/syscall", tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    int got = fgets(buf, sizeof buf, f) != NULL;
-    fclose(f);
-    return got && atol(buf) == SYS_futex;
-}
-
 static pthread_t list_user_thread;
 
 /* In the ninth pool's park, the list held (realloc_hook): starts the other
@@ -1213,7 +1201,7 @@ static void run_list_user(void)
         abort();
     for (long ms = 0;; ms++) {
         long tid = atomic_load(&u->tid);
-        if (atomic_load(&u->done) || (tid && asleep_in_futex(tid)))
+        if (atomic_load(&u->done) || (tid && in_futex_wait((pid_t)tid) == 1))
             break;
         if (ms == 10000)
             break;  /* (neither: asserted below) */
@@ -1226,10 +1214,8 @@ static void run_list_user(void)
 static void list_held_while_parking(void (*op)(struct list_user *), struct list_user *u, CUmemoryPool *raw)
 {
     cuctx_mem_pool pool[9] = {{0}};
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%ld/syscall", (long)syscall(SYS_gettid));
-    if (access(path, R_OK) != 0)
-        cr_skip_test("no %s to see a thread asleep", path);
+    if (in_futex_wait((pid_t)syscall(SYS_gettid)) < 0)
+        cr_skip_test("no /proc/self/task/TID/syscall to see a thread asleep");
     for (int i = 0; i < 9; i++) {
         CHECK_OK(cuctx_mem_pool_create(&pool[i], 0, NULL));
         raw[i] = cuctx_mem_pool_raw(pool[i]);

@@ -7,7 +7,6 @@
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -904,40 +903,6 @@ Test(registry, a_forked_child_drops_the_pins_of_the_threads_left_behind)
 }
 
 /* ---- the context lock ------------------------------------------------------- */
-
-/* The system call thread tid (of this process) is blocked in, its second
- * argument in *arg1: -1 when it is in none ("running", or blocked outside
- * a system call), -2 when /proc does not say (no /proc/self/task/TID/syscall). */
-static long blocked_in(pid_t tid, unsigned long *arg1)
-{
-    char path[64], line[256];
-    long nr = -1;
-    unsigned long arg0 = 0;
-    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -2;
-    int got = fgets(line, sizeof line, f) != NULL;
-    fclose(f);
-    if (!got)
-        return -2;
-    if (sscanf(line, "%ld %lx %lx", &nr, &arg0, arg1) != 3)
-        return -1;
-    return nr;
-}
-
-/* Whether thread tid (of this process) is asleep in a futex wait, as a
- * thread waiting for a pthread mutex held by another is: 1 yes, 0 no, -1
- * when /proc does not say. */
-static int in_futex_wait(pid_t tid)
-{
-    unsigned long op = 0;
-    long nr = blocked_in(tid, &op);
-    if (nr == -2)
-        return -1;
-    op &= FUTEX_CMD_MASK;
-    return nr == SYS_futex && (op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET);
-}
 
 /* Whether thread tid is asleep in nanosleep, as a thread waiting in lib/'s
  * backoff (registry.c: a drain waiting for holds, a hold waiting for a

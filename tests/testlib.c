@@ -4,9 +4,11 @@
 
 #include <cudaTypedefs.h>
 #include <dlfcn.h>
+#include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -362,3 +364,45 @@ const char test_broken_ptx[] =
     "    cusim_bad;\n"
     "    ret;\n"
     "}\n";
+
+/* ---- what another thread is blocked in (/proc) --------------------------- */
+
+long blocked_in(pid_t tid, unsigned long *arg1)
+{
+    char path[64], line[256];
+    long nr = -1;
+    unsigned long arg0 = 0;
+    snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -2;
+    int got = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    if (!got)
+        return -2;
+    if (sscanf(line, "%ld %lx %lx", &nr, &arg0, arg1) != 3)
+        return -1;
+    return nr;
+}
+
+int in_futex_wait(pid_t tid)
+{
+    unsigned long op = 0;
+    long nr = blocked_in(tid, &op);
+    if (nr == -2)
+        return -1;
+    op &= FUTEX_CMD_MASK;
+    return nr == SYS_futex && (op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET);
+}
+
+/* A context made and destroyed; its stream-ordered memory left in *m, its
+ * stream (a handle of the dead context, for the caller to destroy) in *s. */
+uint64_t orphaned_async_mem(cuctx_mem *m, cuctx_stream *s)
+{
+    cuctx_ctx c = {0};
+    new_ctx(&c, 0, NULL, POPPED);
+    CHECK_OK(cuctx_stream_create(s, c, 0, 0));
+    CHECK_OK(cuctx_mem_alloc_async(m, *s, 4096));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    return cuctx_mem_ptr(*m);
+}

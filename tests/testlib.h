@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cuctx.h"
 #include "sim/cudasim.h"
@@ -185,5 +186,22 @@ void graph_fini(void);
     static inline uint64_t kind_raw_##name(type h) { return (uint64_t)(uintptr_t)raw(h); }
 TEST_CHILD_KINDS(KIND_HELPERS)
 #undef KIND_HELPERS
+
+/* ---- what another thread is blocked in (/proc) ----------------------------- */
+
+/* The system call thread tid (of this process) is blocked in, its second
+ * argument in *arg1: -1 when it is in none ("running", or blocked outside
+ * a system call), -2 when /proc does not say (no /proc/self/task/TID/syscall). */
+long blocked_in(pid_t tid, unsigned long *arg1);
+/* Whether thread tid (of this process) is asleep in a futex wait, as a
+ * thread waiting for a pthread mutex held by another is: 1 yes, 0 no, -1
+ * when /proc does not say. */
+int in_futex_wait(pid_t tid);
+
+/* Stream-ordered memory whose context is gone (its free takes case 3 or 4
+ * of lib/mem_async.c): a context made and destroyed, 4096 bytes of its
+ * memory left in *m and its stream (a handle of the dead context, for the
+ * caller to destroy) in *s. Returns the memory's address. */
+uint64_t orphaned_async_mem(cuctx_mem *m, cuctx_stream *s);
 
 #endif
