@@ -1708,3 +1708,69 @@ Test(registry, a_tracked_pairs_destroy_gives_both_borrows_names_back)
     raw_ctx_destroy(rb);
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- survivors of lib/registry.c (r2) ---- */
+
+/* A child's hold when the thread's hazard slots are all in use (here by
+ * four context entries) pins the child instead: *hazard is
+ * CUCTX_NO_HAZARD, the word counts one pin, the thread's used slots stay
+ * as they were, and the let-go unpins (registry.h, cuctx__hold_child).
+ * Mutants killed: lib/registry.c:399 `const` twice and `lcr` (the test for
+ * a full record never true: the hold took a fifth "hazard slot", ids[4],
+ * which is the record's next field), lib/registry.c:401 `ret` (the pin's
+ * slot not returned: a live child's hold refused). */
+Test(holds, a_childs_hold_beyond_the_hazard_slots_pins_it)
+{
+    uint64_t entries[CUCTX_HAZARDS];
+    struct cuctx_slot *held[CUCTX_HAZARDS];
+    unsigned hazard[CUCTX_HAZARDS];
+    uint64_t child = make(KIND_STREAM, 0);
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(child));
+    for (int i = 0; i < CUCTX_HAZARDS; i++) {
+        entries[i] = make(KIND_ENTRY, 0);
+        held[i] = cuctx__hold_own(entries[i], KIND_ENTRY, &hazard[i]);
+        cr_assert_not_null(held[i]);
+        cr_assert_neq(hazard[i], CUCTX_NO_HAZARD, "hold %d took no hazard slot", i);
+    }
+    cr_assert_eq(cuctx__me.registry.used, (1u << CUCTX_HAZARDS) - 1);
+    unsigned h = 0;
+    struct cuctx_slot *c = cuctx__hold_child(child, KIND_STREAM, &h);
+    cr_assert_eq(c, s, "the live child's hold was refused");
+    cr_assert_eq(h, CUCTX_NO_HAZARD, "the hold took hazard slot %u of a full record", h);
+    cr_assert_eq(atomic_load(&s->word) & CUCTX_W_PINS, 1, "the hold is a pin");
+    cr_assert_eq(cuctx__me.registry.used, (1u << CUCTX_HAZARDS) - 1);
+    cuctx__unhold_child(c, h);
+    cr_assert_eq(atomic_load(&s->word) & CUCTX_W_PINS, 0);
+    for (int i = 0; i < CUCTX_HAZARDS; i++) {
+        cuctx__unhold(held[i], hazard[i]);
+        destroy(entries[i], KIND_ENTRY);
+    }
+    destroy(child, KIND_STREAM);
+}
+
+/* A child's hold refused because the child is closing (its generation held
+ * before, so its drain scans the hazard slots) clears the hazard slot it
+ * wrote: none of the thread's slots names the child, and the drain, here on
+ * the same thread, has nothing to wait for. Mutant killed:
+ * lib/registry.c:415 `call` (the slot left naming the child: the drain
+ * would wait for ever for this thread's refused hold). */
+Test(holds, a_childs_hold_refused_by_its_close_leaves_no_hazard_slot_naming_it)
+{
+    uint64_t child = make(KIND_STREAM, 0);
+    unsigned h;
+    struct cuctx_slot *c = cuctx__hold_child(child, KIND_STREAM, &h);
+    cr_assert_not_null(c);
+    cr_assert_neq(h, CUCTX_NO_HAZARD);
+    cr_assert(held_bit(child), "the first hold marks the child held");
+    cuctx__unhold_child(c, h);
+    struct cuctx_slot *s = cuctx__close(child, KIND_STREAM);
+    cr_assert_not_null(s);
+    cr_assert_null(cuctx__hold_child(child, KIND_STREAM, &h), "a closing child's hold");
+    struct cuctx_hazard_rec *r = cuctx__me.registry.rec;
+    for (int i = 0; i < CUCTX_HAZARDS; i++)
+        cr_assert_neq(atomic_load(&r->ids[i]), child, "hazard slot %d still names the refused child", i);
+    cr_assert_eq(cuctx__me.registry.used, 0);
+    cuctx__drain(s);
+    cuctx__slot_free(s);
+    cr_assert_not(cuctx__alive(child, KIND_STREAM));
+}
