@@ -1774,3 +1774,209 @@ Test(holds, a_childs_hold_refused_by_its_close_leaves_no_hazard_slot_naming_it)
     cuctx__slot_free(s);
     cr_assert_not(cuctx__alive(child, KIND_STREAM));
 }
+
+/* ---- r2: the fork and the hazard records ---- */
+
+/* Another thread, at the fork: pins the first slot of the table (an event)
+ * and holds a child (a stream, marked held) in a hazard slot. */
+struct left_behind {
+    uint64_t event, stream;
+    struct cuctx_hazard_rec *rec;
+    _Atomic int ready, stop;
+};
+
+static void *pin_and_hold_across_fork(void *p)
+{
+    struct left_behind *o = p;
+    unsigned h;
+    struct cuctx_slot *pin = cuctx__pin(o->event, KIND_EVENT);
+    struct cuctx_slot *held = cuctx__hold_child(o->stream, KIND_STREAM, &h);
+    if (!pin || !held || h == CUCTX_NO_HAZARD)
+        abort();
+    o->rec = cuctx__me.registry.rec;
+    atomic_store(&o->ready, 1);
+    while (!atomic_load(&o->stop))
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    cuctx__unhold_child(held, h);
+    cuctx__unpin(pin);
+    return NULL;
+}
+
+static void *record_of_a_new_thread(void *p)
+{
+    (void)p;
+    return cuctx__hazard_rec();
+}
+
+/* Closes, drains and frees id without the test's asserts (in a child). */
+static int destroy_quietly(uint64_t id, enum cuctx_kind kind)
+{
+    struct cuctx_slot *s = cuctx__close(id, kind);
+    if (!s)
+        return -1;
+    cuctx__drain(s);        /* (a hang here ends in in_child's SIGALRM) */
+    cuctx__slot_free(s);
+    return 0;
+}
+
+static int after_fork_without_them(void *p)
+{
+    struct left_behind *o = p;
+    struct cuctx_slot *ev = cuctx__slot_find(cuctx__id_index(o->event));
+    if (atomic_load(&ev->word) & CUCTX_W_PINS)
+        return 1;   /* the first slot kept the pin of a thread the child does not have */
+    for (int i = 0; i < CUCTX_HAZARDS; i++)
+        if (atomic_load(&o->rec->ids[i]) == o->stream)
+            return 2;   /* its hold of the stream too */
+    if (destroy_quietly(o->stream, KIND_STREAM) || destroy_quietly(o->event, KIND_EVENT))
+        return 3;
+    pthread_t t;
+    void *rec = NULL;
+    if (pthread_create(&t, NULL, record_of_a_new_thread, NULL) || pthread_join(t, &rec) || !rec)
+        return 4;
+    return rec == cuctx__me.registry.rec ? 5 : 0;   /* 5: the forking thread's record given away */
+}
+
+/* In a forked child only the forking thread lives on: the holds and pins
+ * the other threads had at the fork are gone (registry.c,
+ * cuctx__registry_after_fork), also the pin of the table's first slot,
+ * so that the child's destroys of a stream another thread held and of an
+ * event it pinned end at once; the forking thread keeps its own record: a
+ * thread the child starts takes another. Mutants killed:
+ * lib/registry.c:282 `ror` (the other threads' records kept, the forking
+ * thread's given back), :283 `call` (the other threads' records kept, with
+ * their holds: the stream's drain waited for ever), :285 `const` (slot 0
+ * skipped: the event kept the pin). */
+Test(registry, a_forked_child_drops_the_holds_of_the_threads_left_behind)
+{
+    struct left_behind o = {.event = make(KIND_EVENT, 0)};
+    cr_assert_eq(cuctx__id_index(o.event), 0, "the test's event is not the table's first slot");
+    NEED_DRIVER();
+    o.stream = make(KIND_STREAM, 0);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, pin_and_hold_across_fork, &o), 0);
+    while (!atomic_load(&o.ready))
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    cr_assert(held_bit(o.stream), "the other thread's hold marks the stream held");
+    int st = in_child(after_fork_without_them, &o);
+    atomic_store(&o.stop, 1);
+    pthread_join(t, NULL);
+    cr_assert_neq(st, 1, "the child kept another thread's pin of the first slot");
+    cr_assert_neq(st, 2, "the child kept another thread's hold of the stream");
+    cr_assert_eq(st, 0, "the child's destroys or its new thread's record (%d)", st);
+    destroy(o.stream, KIND_STREAM);
+    destroy(o.event, KIND_EVENT);
+}
+
+static int drain_in_child_fences(void *p)
+{
+    (void)p;
+    if (!cuctx__asymmetric)
+        return 1;   /* the child's holders would fence for themselves */
+    long before = atomic_load(&private_expedited);
+    if (destroy_quietly(make(KIND_ENTRY, 3), KIND_ENTRY))
+        return 2;
+    return atomic_load(&private_expedited) - before == 1 ? 0 : 3;
+}
+
+/* The membarrier registration is made anew in a forked child, which stays
+ * asymmetric where it succeeds: an entry's drain there makes one
+ * successful membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0), as in the
+ * parent (membarrier/the_drain_of_a_context_entry_makes_every_thread_fence).
+ * Mutants killed: lib/registry.c:291 `lcr` and `not` (the child's
+ * cuctx__asymmetric cleared where the process was registered: the drain
+ * fenced only itself). */
+Test(membarrier, a_forked_childs_drain_still_makes_every_thread_fence)
+{
+#ifndef SYS_membarrier
+    cr_skip_test("no membarrier(2) on this system");
+#else
+    NEED_DRIVER();
+    destroy(make(KIND_ENTRY, 0), KIND_ENTRY);   /* the registry set up: cuctx__asymmetric settled */
+    if (!cuctx__asymmetric)
+        cr_skip_test("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) is not available here");
+    int st = in_child(drain_in_child_fences, NULL);
+    cr_assert_neq(st, 1, "the child is not asymmetric though its registration could succeed");
+    cr_assert_eq(st, 0, "the child's drain (%d)", st);
+#endif
+}
+
+#if defined(SYS_membarrier) && defined(__linux__)
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+#ifdef CUCTX_GCOV_DUMP
+void __gcov_dump(void);     /* libgcov's */
+#endif
+
+/* In a grandchild whose membarrier registration the seccomp filter of its
+ * parent refused: the process is no longer asymmetric, and an entry's
+ * drain makes no membarrier (it would fail) but fences itself. */
+static int grandchild_unregistered(void)
+{
+    if (cuctx__asymmetric)
+        return 1;
+    long before = atomic_load(&private_expedited);
+    if (destroy_quietly(make(KIND_ENTRY, 4), KIND_ENTRY))
+        return 2;
+    return atomic_load(&private_expedited) == before ? 0 : 3;
+}
+
+static int fork_refusing_registration(void *p)
+{
+    (void)p;
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_membarrier, 0, 3),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+    if (!cuctx__asymmetric)
+        return 10;  /* the child's own registration anew failed */
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+        return 100;
+    pid_t (*volatile fork_fn)(void) = fork;     /* (not gcov's __gcov_fork: see in_child) */
+    pid_t pid = fork_fn();
+    if (pid < 0)
+        return 11;
+    if (pid == 0) {
+        int st = grandchild_unregistered();
+#ifdef CUCTX_GCOV_DUMP
+        __gcov_dump();
+#endif
+        _exit(st);
+    }
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+        return 12;
+    return WEXITSTATUS(status);
+}
+
+/* Where a forked child's membarrier registration anew fails (here refused
+ * by a seccomp filter the parent installed before forking it, the parent
+ * itself asymmetric), the child is asymmetric no more: its holders fence
+ * for themselves (registry.h, cuctx__holder_fence) and its drains fence
+ * without membarrier. Mutant killed: lib/registry.c:292 `const` (the
+ * child left asymmetric though unregistered: its holders' compiler barrier
+ * ordered nothing, and its closers' membarrier failed). */
+Test(membarrier, a_forked_child_whose_registration_fails_fences_for_itself)
+{
+    NEED_DRIVER();
+    destroy(make(KIND_ENTRY, 0), KIND_ENTRY);   /* the registry set up: cuctx__asymmetric settled */
+    if (!cuctx__asymmetric)
+        cr_skip_test("membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) is not available here");
+    int st = in_child(fork_refusing_registration, NULL);
+    if (st == 100)
+        cr_skip_test("no seccomp filter can be installed here");
+    cr_assert_neq(st, 10, "the child's registration anew failed");
+    cr_assert_neq(st, 1, "the grandchild stayed asymmetric though its registration was refused");
+    cr_assert_eq(st, 0, "the grandchild's drain (%d)", st);
+}
+#endif
+
