@@ -1980,3 +1980,119 @@ Test(membarrier, a_forked_child_whose_registration_fails_fences_for_itself)
 }
 #endif
 
+/* ---- r2: a thread's hazard record, made or not ---- */
+#include <string.h>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define R2_OWN_ALIGNED_ALLOC 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define R2_OWN_ALIGNED_ALLOC 0
+#endif
+#endif
+#ifndef R2_OWN_ALIGNED_ALLOC
+#define R2_OWN_ALIGNED_ALLOC 1
+#endif
+
+#if R2_OWN_ALIGNED_ALLOC
+/* This program's aligned_alloc, as its syscall above (the internal copy of
+ * lib/ binds to it): it forwards to libc's, except on a thread that set
+ * aligned_mode: 1, it fails (ENOMEM); 2, the block it hands out is dirty
+ * (every byte 0xa5), as a block reused from the heap may be. */
+static _Thread_local int aligned_mode, aligned_calls;
+
+void *aligned_alloc(size_t alignment, size_t size)
+{
+    static void *(*_Atomic real)(size_t, size_t);
+    void *(*f)(size_t, size_t) = atomic_load(&real);
+    if (!f) {
+        *(void **)&f = dlsym(RTLD_NEXT, "aligned_alloc");
+        if (!f)
+            abort();
+        atomic_store(&real, f);
+    }
+    aligned_calls++;
+    if (aligned_mode == 1) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *p = f(alignment, size);
+    if (p && aligned_mode == 2)
+        memset(p, 0xa5, size);
+    return p;
+}
+
+/* Makes an event slot on a thread whose aligned_alloc does as mode says;
+ * returns its record (or (void *)1 for none), NULL if the thread never
+ * asked for a block. */
+struct made_on_thread { int mode; uint64_t id; };
+
+static void *make_event_on_thread(void *p)
+{
+    struct made_on_thread *m = p;
+    aligned_mode = m->mode;
+    struct cuctx_slot *s = cuctx__slot_alloc();
+    if (!s)
+        return NULL;
+    m->id = cuctx__slot_publish(s, KIND_EVENT);
+    if (!aligned_calls)
+        return NULL;
+    return cuctx__me.registry.rec ? (void *)cuctx__me.registry.rec : (void *)1;
+}
+#endif
+
+/* A thread whose hazard record cannot be allocated goes on without one and
+ * counts its objects centrally (registry.c, live_unowned): the live count
+ * of the kind takes in the object it made, and its destroy elsewhere
+ * takes it out. Mutants killed: lib/registry.c:315 `ret` (the failed
+ * allocation returned as a record: the thread crashed counting through
+ * it), :340 `call` (the thread's object counted nowhere). */
+Test(registry, a_thread_without_a_hazard_record_counts_its_objects_centrally)
+{
+#if !R2_OWN_ALIGNED_ALLOC
+    cr_skip_test("aligned_alloc is the sanitizer's here");
+#else
+    int64_t before[KIND_COUNT], during[KIND_COUNT], after[KIND_COUNT];
+    struct made_on_thread m = {.mode = 1};
+    pthread_t t;
+    void *rec = NULL;
+    cuctx__live_counts(before);
+    cr_assert_eq(pthread_create(&t, NULL, make_event_on_thread, &m), 0);
+    cr_assert_eq(pthread_join(t, &rec), 0);
+    cr_assert_eq(rec, (void *)1, "the thread has a record (%p), or never asked for one", rec);
+    cuctx__live_counts(during);
+    cr_assert_eq(during[KIND_EVENT], before[KIND_EVENT] + 1, "the live events: %lld, before %lld",
+                 (long long)during[KIND_EVENT], (long long)before[KIND_EVENT]);
+    destroy(m.id, KIND_EVENT);
+    cuctx__live_counts(after);
+    cr_assert_eq(after[KIND_EVENT], before[KIND_EVENT]);
+#endif
+}
+
+/* A thread's new hazard record starts empty whatever its block held: it
+ * holds nothing and has counted nothing but the one object the thread
+ * made. Mutant killed: lib/registry.c:316 `call` (the record's memset
+ * removed: the block's old bytes counted as live objects of every kind). */
+Test(registry, a_new_hazard_record_starts_with_no_holds_and_no_counts)
+{
+#if !R2_OWN_ALIGNED_ALLOC
+    cr_skip_test("aligned_alloc is the sanitizer's here");
+#else
+    int64_t before[KIND_COUNT], during[KIND_COUNT];
+    struct made_on_thread m = {.mode = 2};
+    pthread_t t;
+    void *rec = NULL;
+    cuctx__live_counts(before);
+    cr_assert_eq(pthread_create(&t, NULL, make_event_on_thread, &m), 0);
+    cr_assert_eq(pthread_join(t, &rec), 0);
+    cr_assert(rec && rec != (void *)1, "the thread made no record of its own");
+    struct cuctx_hazard_rec *r = rec;
+    for (int i = 0; i < CUCTX_HAZARDS; i++)
+        cr_assert_eq(atomic_load(&r->ids[i]), 0, "hazard slot %d of the ended thread's record", i);
+    cuctx__live_counts(during);
+    for (unsigned k = KIND_CTX_HANDLE; k < KIND_COUNT; k++)
+        cr_assert_eq(during[k], before[k] + (k == KIND_EVENT), "kind %u: %lld live, before %lld", k,
+                     (long long)during[k], (long long)before[k]);
+    destroy(m.id, KIND_EVENT);
+#endif
+}
