@@ -633,3 +633,38 @@ Test(context, a_borrow_at_the_address_of_a_closing_context_reads_its_id_twice, .
     raw_ctx_destroy(fresh);
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- survivors of lib/context.c (c1) ---- */
+
+/* The release of a primary retain that is not cuctx's last of the device
+ * leaves the primary's entry alone: no close around the driver's release,
+ * so no settle afterwards and no cuCtxGetId to ask whether the context
+ * ended (primary_release: only cuctx's last retain, with no green context
+ * of cuctx's holding one, closes it). The last release closes it, and its
+ * settle asks the id once. Mutants killed: lib/context.c:135 `lcr` (three:
+ * `p || ...`, `... > 0 || --p->retains ...`, `... == 0 || p->greens == 0`:
+ * the entry closed and settled around every release). */
+Test(context, releasing_a_primary_retain_that_is_not_the_last_asks_the_driver_nothing_more)
+{
+    cuctx_ctx p1 = {0}, p2 = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CHECK_OK(cuctx_ctx_primary(&p1, 0));
+    CHECK_OK(cuctx_ctx_primary(&p2, 0));
+    CUcontext raw = cuctx_ctx_raw(p1);
+    cr_assert_not_null(raw);
+    unsigned long ids = calls("cuCtxGetId"), releases = calls("cuDevicePrimaryCtxRelease");
+    CHECK_OK(cuctx_ctx_destroy(&p2));
+    cr_assert_eq(calls("cuDevicePrimaryCtxRelease"), releases + 1);
+    cr_assert_eq(calls("cuCtxGetId"), ids, "the release of one of two retains asked the context's id %lu times",
+                 calls("cuCtxGetId") - ids);
+    cr_assert_eq(sim()->primary_refs(0), 1);
+    cr_assert_eq(stats().contexts, 1);
+    ids = calls("cuCtxGetId");
+    CHECK_OK(cuctx_ctx_destroy(&p1));
+    cr_assert_eq(calls("cuDevicePrimaryCtxRelease"), releases + 2);
+    cr_assert_eq(calls("cuCtxGetId"), ids + 1, "the last release's settle asks the id once");
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    cr_assert_eq(stats().contexts, 0);
+    cr_assert_eq(misuses(), 0);
+}
