@@ -633,3 +633,68 @@ Test(context, a_borrow_at_the_address_of_a_closing_context_reads_its_id_twice, .
     raw_ctx_destroy(fresh);
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- survivors of lib/context.c (c1) ---- */
+
+/* The release of a primary retain that is not cuctx's last of the device
+ * leaves the primary's entry alone: no close around the driver's release,
+ * so no settle afterwards and no cuCtxGetId to ask whether the context
+ * ended (primary_release: only cuctx's last retain, with no green context
+ * of cuctx's holding one, closes it). The last release closes it, and its
+ * settle asks the id once. Mutants killed: lib/context.c:135 `lcr` (three:
+ * `p || ...`, `... > 0 || --p->retains ...`, `... == 0 || p->greens == 0`:
+ * the entry closed and settled around every release). */
+Test(context, releasing_a_primary_retain_that_is_not_the_last_asks_the_driver_nothing_more)
+{
+    cuctx_ctx p1 = {0}, p2 = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CHECK_OK(cuctx_ctx_primary(&p1, 0));
+    CHECK_OK(cuctx_ctx_primary(&p2, 0));
+    CUcontext raw = cuctx_ctx_raw(p1);
+    cr_assert_not_null(raw);
+    unsigned long ids = calls("cuCtxGetId"), releases = calls("cuDevicePrimaryCtxRelease");
+    CHECK_OK(cuctx_ctx_destroy(&p2));
+    cr_assert_eq(calls("cuDevicePrimaryCtxRelease"), releases + 1);
+    cr_assert_eq(calls("cuCtxGetId"), ids, "the release of one of two retains asked the context's id %lu times",
+                 calls("cuCtxGetId") - ids);
+    cr_assert_eq(sim()->primary_refs(0), 1);
+    cr_assert_eq(stats().contexts, 1);
+    ids = calls("cuCtxGetId");
+    CHECK_OK(cuctx_ctx_destroy(&p1));
+    cr_assert_eq(calls("cuDevicePrimaryCtxRelease"), releases + 2);
+    cr_assert_eq(calls("cuCtxGetId"), ids + 1, "the last release's settle asks the id once");
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    cr_assert_eq(stats().contexts, 0);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* An owned context ended behind cuctx's back (raw code's cuCtxDestroy on
+ * its address) whose address the driver then gives to a new context of
+ * cuctx's: the new context's registration ends the old entry at that
+ * address, and the old handle's destroy says its context was already
+ * destroyed - not success - and sends the driver nothing (the address is
+ * the new context's now). Mutant killed: lib/context.c:249 `ret` (that
+ * refusal made `return 0`: the destroy answered success). */
+Test(context, an_owned_context_ended_by_raw_code_and_its_address_retaken_is_destroyed_already)
+{
+    cuctx_ctx c = {0}, c2 = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CUcontext raw = new_ctx(&c, 0, NULL, POPPED);
+    PFN_cuCtxDestroy_v4000 destroy = (PFN_cuCtxDestroy_v4000)drv_sym("cuCtxDestroy", 4000);
+    cr_assert_eq(destroy(raw), CUDA_SUCCESS);
+    CUcontext raw2 = new_ctx(&c2, 0, NULL, POPPED);
+    cr_assert_eq(raw2, raw, "the simulator did not give the destroyed context's address again");
+    unsigned long destroys = calls("cuCtxDestroy");
+    CUresult rc = cuctx_ctx_destroy(&c);
+    cr_assert_eq(rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s", cuctx_result_name(rc));
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "already destroyed"), "%s", cuctx_last_error_message());
+    cr_assert_eq(c.id, 0);
+    cr_assert_eq(calls("cuCtxDestroy"), destroys, "the new context at the address was destroyed");
+    cr_assert_eq(cuctx_ctx_raw(c2), raw2);
+    CHECK_OK(cuctx_ctx_destroy(&c2));
+    cr_assert_eq(calls("cuCtxDestroy"), destroys + 1);
+    cr_assert_eq(stats().contexts, 0);
+    cr_assert_eq(misuses(), 0);
+}

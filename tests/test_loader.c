@@ -369,3 +369,32 @@ Test(errors, debug_log_level_reports_each_stale_skip)
     cr_assert_not_null(strstr(note, "outlived its context"), "%s", note);
     cr_assert_not_null(strstr(note, "cuctx_event_destroy"), "%s", note);
 }
+
+/* ---- survivors of lib/context.c (c1) ---- */
+
+/* Without a driver, the context functions that take no handle to make, or
+ * a handle that names nothing, still start by loading the driver, and so
+ * answer the load's error and say why - not a handle's refusal, and not a
+ * call through an empty driver table. Mutants killed: lib/context.c:159
+ * (`CUCTX_INIT_OR_RETURN` left out of cuctx_ctx_primary_reset: the reset
+ * called the driver's cuDevicePrimaryCtxReset through an empty table),
+ * lib/context.c:330 (left out of hold_given: set_current, is_current and
+ * synchronize answered "the context handle is {0}"), lib/context.c:449
+ * (left out of cuctx_pop_current: cuCtxGetCurrent called through an empty
+ * table), all `call`. */
+Test(loader, context_calls_without_a_driver_give_its_error)
+{
+    int is = 7;
+    use_driver(missing_driver);
+    cr_assert_eq(cuctx_ctx_set_current((cuctx_ctx){0}), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "libcuda-missing"), "%s", cuctx_last_error_message());
+    cr_assert_eq(cuctx_ctx_is_current((cuctx_ctx){0}, &is), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_eq(is, 0);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "libcuda-missing"), "%s", cuctx_last_error_message());
+    cr_assert_eq(cuctx_ctx_synchronize((cuctx_ctx){0x0400000000000001ull}), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "libcuda-missing"), "%s", cuctx_last_error_message());
+    cr_assert_eq(cuctx_ctx_primary_reset(0), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "libcuda-missing"), "%s", cuctx_last_error_message());
+    cr_assert_eq(cuctx_pop_current(), CUDA_ERROR_NOT_INITIALIZED);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "libcuda-missing"), "%s", cuctx_last_error_message());
+}

@@ -1484,3 +1484,64 @@ Test(oom, a_parked_pool_whose_create_finds_no_slot_stays_parked)
     CHECK_OK(cuctx_mem_pool_destroy(&pool));
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- survivors of lib/context.c (c1) ---- */
+
+/* A borrow of a context cuctx knows already (here an owned one, by its
+ * address) needs a slot for its handle only; with none to be had it is
+ * refused: out of memory, the handle {0}, and the context and its entry as
+ * they were. Mutant killed: lib/context.c:207 `ret` (the borrow's `return
+ * rc;` made `return 0;`: success with no handle). */
+Test(oom, a_borrow_with_no_slot_left_for_its_handle_is_refused)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0}, b = {7};
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    CUcontext raw = cuctx_ctx_raw(c);
+    size_t ctxs = sim()->live(CUSIM_CONTEXT), entries = live_entries();
+    exhaust_the_table();
+    CUresult rc = cuctx_ctx_borrow(&b, raw);
+    cr_assert_eq(rc, CUDA_ERROR_OUT_OF_MEMORY, "%s (%s)", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(b.id, 0);
+    cr_assert(strstr(cuctx_last_error_message(), "cannot grow the handle table"), "%s", cuctx_last_error_message());
+    cr_assert_eq(live_entries(), entries);
+    cr_assert_eq(sim()->live(CUSIM_CONTEXT), ctxs);
+    atomic_store(&fail_segments, 0);
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(sim()->live(CUSIM_CONTEXT), ctxs - 1);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* A child's context asked for as a handle (cuctx_event_ctx) needs a slot
+ * for the borrowed handle; with none to be had it is refused: out of
+ * memory and the handle {0}. Mutant killed: lib/context.c:224 `ret`
+ * (cuctx__child_ctx's `return rc;` made `return 0;`: success with no
+ * handle). */
+Test(oom, a_childs_context_with_no_slot_left_for_its_handle_is_refused)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0}, got = {7};
+    cuctx_event ev = {0};
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    CHECK_OK(cuctx_event_create(&ev, c, 0));
+    exhaust_the_table();
+    CUresult rc = cuctx_event_ctx(ev, &got);
+    cr_assert_eq(rc, CUDA_ERROR_OUT_OF_MEMORY, "%s (%s)", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(got.id, 0);
+    cr_assert(strstr(cuctx_last_error_message(), "cannot grow the handle table"), "%s", cuctx_last_error_message());
+    atomic_store(&fail_segments, 0);
+    CHECK_OK(cuctx_event_ctx(ev, &got));
+    cr_assert_eq(cuctx_ctx_raw(got), cuctx_ctx_raw(c));
+    CHECK_OK(cuctx_ctx_destroy(&got));
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(misuses(), 0);
+}

@@ -2104,3 +2104,184 @@ Test(registry, a_new_hazard_record_starts_with_no_holds_and_no_counts)
     destroy(m.id, KIND_EVENT);
 #endif
 }
+
+/* ---- survivors of lib/context.c (c1) ---- */
+
+static CUresult c1_create_ctx(struct locked_call *l)
+{
+    return cuctx_ctx_create(&l->c, 0, 0);
+}
+
+/* An owned context's create registers it (its entry, then its handle)
+ * under the context lock: with the lock held by another thread the create
+ * waits there, past the driver's cuCtxCreate, and finishes once the lock
+ * is let go. No other acquisition of the lock comes first on that path
+ * (the claim, cuctx__create_pushed and cuctx__ctx_id take none). Mutant
+ * killed: lib/context.c:65 `call` (cuctx__ctx_lock() removed: the create
+ * went through while the lock was held, and its unlock let go of the
+ * test's). */
+Test(ctx_lock, a_context_create_registers_it_under_the_context_lock, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    struct locked_call l = {.call = c1_create_ctx, .rc = CUDA_ERROR_UNKNOWN};
+    unsigned long creates = calls("cuCtxCreate");
+    size_t entries = live_entries();
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    unsigned long created = calls("cuCtxCreate") - creates;
+    uint64_t handle_meanwhile = l.c.id;
+    size_t entries_meanwhile = live_entries();
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_neq(waited, 0, "the create went through while another thread held the context lock");
+    cr_assert_eq(waited, 1, "the create neither waited for the lock nor returned in 10 s");
+    cr_assert_eq(created, 1, "the create waited for the lock before its cuCtxCreate");
+    cr_assert_eq(handle_meanwhile, 0, "the handle was handed out before the lock was had");
+    cr_assert_eq(entries_meanwhile, entries, "the entry was registered before the lock was had");
+    CHECK_OK(l.rc);
+    cr_assert_eq(live_entries(), entries + 1);
+    CHECK_OK(cuctx_ctx_destroy(&l.c));
+    cr_assert_eq(live_entries(), entries);
+    cr_assert_eq(misuses(), 0);
+}
+
+static CUresult c1_retain_primary(struct locked_call *l)
+{
+    return cuctx_ctx_primary(&l->c, 0);
+}
+
+/* A primary retain takes the context lock before the driver's
+ * cuDevicePrimaryCtxRetain (its count and entry are settled under it, so
+ * that no release runs between): with the lock held by another thread the
+ * retain waits before the driver is asked, and finishes once the lock is
+ * let go. No other acquisition of the lock comes first on that path (the
+ * claim takes none). Mutant killed: lib/context.c:89 `call`
+ * (cuctx__ctx_lock() removed: the retain went through while the lock was
+ * held). */
+Test(ctx_lock, a_primary_retain_takes_the_context_lock_before_the_driver, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    struct locked_call l = {.call = c1_retain_primary, .rc = CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_init());
+    unsigned long retains = calls("cuDevicePrimaryCtxRetain");
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    unsigned long retained = calls("cuDevicePrimaryCtxRetain") - retains;
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_neq(waited, 0, "the retain went through while another thread held the context lock");
+    cr_assert_eq(waited, 1, "the retain neither waited for the lock nor returned in 10 s");
+    cr_assert_eq(retained, 0, "the primary was retained before the lock was had");
+    CHECK_OK(l.rc);
+    cr_assert_eq(calls("cuDevicePrimaryCtxRetain"), retains + 1);
+    cr_assert_eq(sim()->primary_refs(0), 1);
+    CHECK_OK(cuctx_ctx_destroy(&l.c));
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    cr_assert_eq(misuses(), 0);
+}
+
+static CUresult c1_reset_primary(struct locked_call *l)
+{
+    (void)l;
+    return cuctx_ctx_primary_reset(0);
+}
+
+/* A primary reset finds the primary's entry, closes it and resets the
+ * context under the context lock: with the lock held by another thread
+ * the reset waits before it asks the driver anything, and finishes once
+ * the lock is let go (the entry then ended). Mutant killed:
+ * lib/context.c:160 `call` (cuctx__ctx_lock() removed: the reset went
+ * through while the lock was held). */
+Test(ctx_lock, a_primary_reset_takes_the_context_lock_before_the_driver, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    cuctx_ctx p = {0};
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CUcontext raw = cuctx_ctx_raw(p);
+    cr_assert_neq(cuctx__map_find(raw), 0);
+    struct locked_call l = {.call = c1_reset_primary, .rc = CUDA_ERROR_UNKNOWN};
+    unsigned long resets = calls("cuDevicePrimaryCtxReset");
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    unsigned long reset = calls("cuDevicePrimaryCtxReset") - resets;
+    uint64_t mapped_meanwhile = cuctx__map_find(raw);
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_neq(waited, 0, "the reset went through while another thread held the context lock");
+    cr_assert_eq(waited, 1, "the reset neither waited for the lock nor returned in 10 s");
+    cr_assert_eq(reset, 0, "the primary was reset before the lock was had");
+    cr_assert_neq(mapped_meanwhile, 0, "the entry left the address map before the lock was had");
+    CHECK_OK(l.rc);
+    cr_assert_eq(calls("cuDevicePrimaryCtxReset"), resets + 1);
+    cr_assert_eq(cuctx__map_find(raw), 0, "the reset context's entry stayed in the address map");
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* A borrowed handle's destroy gives its name of the entry back under the
+ * context lock (a borrow's entry ends with its last name): with the lock
+ * held by another thread the destroy waits there, its handle already
+ * gone and the entry still mapped, and finishes once the lock is let go,
+ * the entry ended. No other acquisition of the lock comes first on that
+ * path (handle_destroy's close, drain and free take none). Mutant killed:
+ * lib/context.c:307 `call` (cuctx__ctx_lock() removed: the destroy went
+ * through while the lock was held). */
+Test(ctx_lock, a_borrowed_handles_destroy_gives_its_name_back_under_the_context_lock, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    CUcontext raw = raw_ctx_create(0, POPPED);
+    struct locked_call l = {.call = destroy_ctx, .rc = CUDA_ERROR_UNKNOWN};
+    size_t map0 = cuctx__map_count();
+    CHECK_OK(cuctx_ctx_borrow(&l.c, raw));
+    cr_assert_eq(cuctx__map_count(), map0 + 1);
+    uint64_t handle = l.c.id;
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    size_t mapped_meanwhile = cuctx__map_count();
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_neq(waited, 0, "the borrow's destroy went through while another thread held the context lock");
+    cr_assert_eq(waited, 1, "the borrow's destroy neither waited for the lock nor returned in 10 s");
+    cr_assert_eq(mapped_meanwhile, map0 + 1, "the borrow's entry ended before the lock was had");
+    CHECK_OK(l.rc);
+    cr_assert_not(cuctx__alive(handle, KIND_CTX_HANDLE));
+    cr_assert_eq(cuctx__map_count(), map0, "the borrow's entry outlived its last handle");
+    raw_ctx_destroy(raw);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* cuctx_ctx_raw reads an owned context's entry without holding it (the
+ * accessors' comment, context.c): asked of an owned context other than
+ * the one this thread held last, it leaves the thread's entry at hand
+ * (cuctx__me.entry.last, which only a hold through an owned handle sets)
+ * as it was. Mutant killed: lib/context.c:407 `lcr` (`||` made `&&`: the
+ * read was taken only after the short path matched, so every other owned
+ * context's address came through a hold). */
+Test(registry, the_address_of_an_owned_context_is_read_without_a_hold)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0}, b = {0};
+    CUcontext ra = new_ctx(&a, 0, NULL, POPPED);
+    CUcontext rb = new_ctx(&b, 0, NULL, POPPED);
+    CHECK_OK(cuctx_ctx_synchronize(a));
+    cr_assert_eq(cuctx__me.entry.last.handle, a.id, "the hold through a was not kept at hand");
+    cr_assert_eq(cuctx_ctx_raw(b), rb);
+    cr_assert_eq(cuctx__me.entry.last.handle, a.id, "cuctx_ctx_raw held b's entry");
+    cr_assert_eq(cuctx_ctx_raw(a), ra);
+    cr_assert_eq(cuctx__me.entry.last.handle, a.id);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+}
