@@ -1708,3 +1708,240 @@ Test(registry, a_tracked_pairs_destroy_gives_both_borrows_names_back)
     raw_ctx_destroy(rb);
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- survivors of lib/registry.c, whole-file survey (r1) ---------------------- */
+
+#include <limits.h>
+#include <sys/mman.h>
+
+/* Where Linux offers membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) (the
+ * test asks the kernel itself), the registry registers for it at its setup
+ * (cuctx__asymmetric), and the drain of a context entry then makes one
+ * such barrier that succeeds. The membarrier test above skips where the
+ * registry did not register, so it could not tell a registration that
+ * failed here. Mutants killed: lib/registry.c:248 `const` (the query asked
+ * with flags 1: EINVAL) and lib/registry.c:250 `const` (the registration
+ * asked with flags 1: EINVAL): holders fenced themselves, the drain made no
+ * barrier (registry survey). */
+Test(membarrier, where_linux_offers_the_expedited_barrier_the_drain_of_an_entry_makes_it)
+{
+#ifndef SYS_membarrier
+    cr_skip_test("no membarrier(2) on this system");
+#else
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+        cr_skip_test("the kernel does not offer membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)");
+    long before = atomic_load(&private_expedited);
+    destroy(make(KIND_ENTRY, 0), KIND_ENTRY);
+    long fences = atomic_load(&private_expedited) - before;
+    cr_assert(cuctx__asymmetric, "the kernel offers the expedited barrier, the registry did not register for it");
+    cr_assert_eq(fences, 1, "%ld successful membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) by the drain", fences);
+#endif
+}
+
+/* A thread lets go of a pin that is not its last listed one (the first of
+ * three), then ends holding the other two: its exit lets go of exactly
+ * those, and the pin it let go of is not let go of again (here it would
+ * take away the pin this thread holds on the same slot). Mutants killed:
+ * lib/registry.c:186 `const` (`i-- > 1`: the list's first entry never
+ * looked at, so the pin let go of stayed listed and the exit let go of it
+ * a second time) and lib/registry.c:187 `ror` (`!=`: the wrong entry taken
+ * off the list, so the exit let go of the first pin again and left the
+ * third counted for good) (registry survey). */
+static void *pin_three_let_go_of_the_first(void *p)
+{
+    const uint64_t *id = p;
+    struct cuctx_slot *s[3];
+    for (int i = 0; i < 3; i++)
+        if (!(s[i] = cuctx__pin(id[i], KIND_EVENT)))
+            return NULL;
+    cuctx__unpin(s[0]);     /* not the last listed: cuctx__unpin_listed */
+    return s[0];            /* ends with the second and third pinned */
+}
+
+static unsigned pins_of(uint64_t id)
+{
+    return (unsigned)(atomic_load(&cuctx__slot_find(cuctx__id_index(id))->word) & CUCTX_W_PINS);
+}
+
+Test(registry, a_pin_let_go_out_of_order_leaves_the_exit_the_others)
+{
+    uint64_t id[3];
+    for (int i = 0; i < 3; i++)
+        id[i] = make(KIND_EVENT, 300 + (uint64_t)i);
+    struct cuctx_slot *mine = cuctx__pin(id[0], KIND_EVENT);
+    cr_assert_not_null(mine);
+    pthread_t t;
+    void *ok = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, pin_three_let_go_of_the_first, id), 0);
+    cr_assert_eq(pthread_join(t, &ok), 0);
+    cr_assert_not_null(ok, "the thread could not pin the three events");
+    cr_assert_eq(pins_of(id[0]), 1, "the first event has %u pins, this thread's only expected", pins_of(id[0]));
+    cr_assert_eq(pins_of(id[1]), 0, "the ended thread's pin of the second event is still counted");
+    cr_assert_eq(pins_of(id[2]), 0, "the ended thread's pin of the third event is still counted");
+    cuctx__unpin(mine);
+    for (int i = 0; i < 3; i++)
+        destroy(id[i], KIND_EVENT);
+}
+
+/* A handle freed by a destructor of another key in the last round of a
+ * thread's exit (glibc runs PTHREAD_DESTRUCTOR_ITERATIONS rounds at most),
+ * after the registry's cache_flush ran in that round: its slot goes to the
+ * shared list (registry.c: "from here on this thread frees to the shared
+ * list, never to a cache nobody will flush again"), so the next create
+ * elsewhere takes it. Mutant killed: lib/registry.c:142 `const` (the
+ * flushed cache marked unregistered (0), not exiting (-1): the late free
+ * registered the cache anew and cached the slot, with no round left to
+ * flush it) (registry survey). */
+static pthread_key_t late_key;
+static uint64_t late_id;
+static _Atomic int late_rounds, late_freed;
+
+static void late_free(void *arg)
+{
+    int round = atomic_fetch_add(&late_rounds, 1) + 1;
+    if (round < PTHREAD_DESTRUCTOR_ITERATIONS) {
+        pthread_setspecific(late_key, arg);     /* one more round */
+        return;
+    }
+    destroy(late_id, KIND_EVENT);
+    atomic_store(&late_freed, 1);
+}
+
+static void *free_in_the_last_destructor_round(void *p)
+{
+    (void)p;
+    destroy(make(KIND_EVENT, 1), KIND_EVENT);   /* the thread's cache registered */
+    /* a key made after the cache's: its destructor runs after cache_flush in each round */
+    if (pthread_key_create(&late_key, late_free) != 0)
+        return NULL;
+    late_id = make(KIND_EVENT, 2);
+    pthread_setspecific(late_key, &late_id);
+    return &late_id;
+}
+
+Test(registry, a_handle_freed_after_its_threads_cache_was_flushed_goes_to_the_shared_list)
+{
+    pthread_t t;
+    void *made = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, free_in_the_last_destructor_round, NULL), 0);
+    cr_assert_eq(pthread_join(t, &made), 0);
+    cr_assert_not_null(made, "the thread could not make its key");
+    cr_assert(atomic_load(&late_freed), "the destructor ran %d rounds, never the last", atomic_load(&late_rounds));
+    cr_assert_eq(cuctx__me.registry.ncache, 0, "this thread has slots of its own");
+    uint64_t next = make(KIND_EVENT, 3);
+    cr_assert_eq(cuctx__id_index(next), cuctx__id_index(late_id),
+                 "the slot freed in the thread's last destructor round went to a cache nobody flushes");
+    destroy(next, KIND_EVENT);
+    pthread_key_delete(late_key);
+}
+
+/* A thread whose slot cache could not be registered (the cache key's
+ * pthread_setspecific failed) frees to the shared list for the rest of its
+ * life, not only that once (registry.c: "a thread whose registration
+ * failed ... frees to the shared list"): while it lives, another thread's
+ * create takes the slot it freed last. Mutant killed: lib/registry.c:161
+ * `const` (a failure marked 0, not -1: the next free registered again and
+ * kept its slot to itself) (registry survey). */
+struct refused_cache { uint64_t first, second; int refused_was_the_cache; pthread_barrier_t freed, done; };
+
+static void *free_twice_without_a_cache(void *p)
+{
+    struct refused_cache *r = p;
+    r->first = make(KIND_EVENT, 1);
+    r->second = make(KIND_EVENT, 2);            /* the hazard record bound before */
+    refuse_setspecific = 1;
+    destroy(r->first, KIND_EVENT);              /* the cache's registration refused */
+    r->refused_was_the_cache = refused_value == (const void *)&cuctx__me;
+    destroy(r->second, KIND_EVENT);
+    pthread_barrier_wait(&r->freed);
+    pthread_barrier_wait(&r->done);             /* alive until told */
+    return NULL;
+}
+
+Test(registry, a_thread_refused_a_slot_cache_frees_to_the_shared_list_for_good)
+{
+    struct refused_cache r = {0};
+    pthread_t t;
+    cr_assert_eq(pthread_barrier_init(&r.freed, NULL, 2), 0);
+    cr_assert_eq(pthread_barrier_init(&r.done, NULL, 2), 0);
+    cr_assert_eq(pthread_create(&t, NULL, free_twice_without_a_cache, &r), 0);
+    pthread_barrier_wait(&r.freed);
+    cr_assert_eq(cuctx__me.registry.ncache, 0, "this thread has slots of its own");
+    uint64_t next = make(KIND_EVENT, 3);
+    pthread_barrier_wait(&r.done);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert(r.refused_was_the_cache, "the refused pthread_setspecific was not the slot cache's");
+    cr_assert_eq(cuctx__id_index(next), cuctx__id_index(r.second),
+                 "the slot freed after the refused registration stayed in the thread's cache");
+    destroy(next, KIND_EVENT);
+    pthread_barrier_destroy(&r.freed);
+    pthread_barrier_destroy(&r.done);
+}
+
+/* A forked child has only the forking thread: the holds that the other
+ * threads' hazard records showed at the fork are gone with them, so the
+ * child's destroy of a stream another thread was holding (a child held
+ * through the hazard slots, as a stream-ordered allocation holds its
+ * stream: its close scans them) drains at once. (Entries end at the fork
+ * anyway, so only a held child still has a close there to wait.) The other
+ * thread holds the stream in its first hazard slot (its first hold).
+ * Mutants killed: lib/registry.c:240 `const` (hazard_release begun at slot
+ * 1: the record's slot 0 kept the id) and lib/registry.c:241 `call` (no
+ * slot cleared): the child's drain waited for ever (registry survey). */
+struct held_elsewhere {
+    uint64_t id;
+    struct cuctx_hazard_rec *rec;
+    unsigned hazard;
+    _Atomic int held, stop;
+};
+
+static void *hold_until_told(void *p)
+{
+    struct held_elsewhere *h = p;
+    struct cuctx_slot *s = cuctx__hold_child(h->id, KIND_STREAM, &h->hazard);
+    if (!s)
+        return NULL;
+    h->rec = cuctx__me.registry.rec;
+    atomic_store(&h->held, 1);
+    while (!atomic_load(&h->stop))
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    cuctx__unhold(s, h->hazard);
+    return s;
+}
+
+static int destroy_held_in_child(void *p)
+{
+    struct held_elsewhere *h = p;
+    for (unsigned i = 0; i < CUCTX_HAZARDS; i++)
+        if (atomic_load(&h->rec->ids[i]))
+            return 1;   /* the hold of a thread the child does not have outlived the fork */
+    struct cuctx_slot *s = cuctx__close(h->id, KIND_STREAM);
+    if (!s)
+        return 2;
+    cuctx__drain(s);    /* (the held bit: it scans the hazard slots) */
+    cuctx__slot_free(s);
+    return cuctx__alive(h->id, KIND_STREAM) ? 3 : 0;
+}
+
+Test(registry, a_forked_child_drops_the_holds_of_the_threads_left_behind)
+{
+    NEED_DRIVER();      /* cuctx_init: the fork hooks */
+    struct held_elsewhere h = {.id = make(KIND_STREAM, 7)};
+    pthread_t t;
+    void *held = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, hold_until_told, &h), 0);
+    for (int ms = 0; ms < 10000 && !atomic_load(&h.held); ms++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    cr_assert(atomic_load(&h.held), "the thread could not hold the stream");
+    cr_assert_eq(h.hazard, 0, "the thread's first hold is in its first hazard slot");
+    cr_assert_eq(atomic_load(&h.rec->ids[0]), h.id);
+    cr_assert(atomic_load(&cuctx__slot_find(cuctx__id_index(h.id))->word) & CUCTX_W_HELD,
+              "the stream's close would not scan the hazard slots");
+    int st = in_child(destroy_held_in_child, &h);
+    atomic_store(&h.stop, 1);
+    cr_assert_eq(pthread_join(t, &held), 0);
+    cr_assert_neq(st, 1, "the child kept the hold of a thread it does not have");
+    cr_assert_eq(st, 0, "the child's destroy of the stream (%d)", st);
+    destroy(h.id, KIND_STREAM);
+}
