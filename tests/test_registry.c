@@ -1945,3 +1945,105 @@ Test(registry, a_forked_child_drops_the_holds_of_the_threads_left_behind)
     cr_assert_eq(st, 0, "the child's destroy of the stream (%d)", st);
     destroy(h.id, KIND_STREAM);
 }
+
+/* This program's mmap, as its syscall above: it forwards to libc's, except
+ * on a thread that armed it (mmap_record), where it also counts the calls
+ * and keeps the last one's arguments, and, with mmap_refuse, fails them
+ * with ENOMEM without mapping anything. */
+static _Thread_local int mmap_record, mmap_refuse;
+static _Thread_local unsigned long mmap_asked;
+static _Thread_local struct { size_t len; int prot, flags, fd; off_t off; } mmap_last;
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    static void *(*_Atomic real)(void *, size_t, int, int, int, off_t);
+    void *(*f)(void *, size_t, int, int, int, off_t) = atomic_load(&real);
+    if (!f) {
+        *(void **)&f = dlsym(RTLD_NEXT, "mmap");
+        if (!f)
+            abort();
+        atomic_store(&real, f);
+    }
+    if (mmap_record) {
+        mmap_asked++;
+        mmap_last.len = len;
+        mmap_last.prot = prot;
+        mmap_last.flags = flags;
+        mmap_last.fd = fd;
+        mmap_last.off = off;
+        if (mmap_refuse) {
+            errno = ENOMEM;
+            return MAP_FAILED;
+        }
+    }
+    return f(addr, len, prot, flags, fd, off);
+}
+
+/* A segment of the table is private anonymous memory, asked with fd -1:
+ * Linux ignores the fd of an anonymous mapping, but "some implementations
+ * require fd to be -1 if MAP_ANONYMOUS is specified, and portable
+ * applications should ensure this" (mmap(2)). Mutant killed:
+ * lib/registry.c:83 `const` (fd -0, which is 0: standard input) (registry
+ * survey). */
+Test(registry, a_new_segment_is_private_anonymous_memory_asked_with_no_file)
+{
+    mmap_record = 1;
+    for (unsigned long n = 0; !mmap_asked && n <= 2ul << CUCTX_SEG_BITS; n++)
+        cr_assert_not_null(cuctx__slot_alloc());    /* kept: the table grows to its next segment */
+    mmap_record = 0;
+    cr_assert_eq(mmap_asked, 1, "no segment, or more than one, asked for");
+    cr_assert_eq(mmap_last.len, CUCTX_SEG_BYTES);
+    cr_assert_eq(mmap_last.prot, PROT_READ | PROT_WRITE);
+    cr_assert_eq(mmap_last.flags, MAP_PRIVATE | MAP_ANONYMOUS);
+    cr_assert_eq(mmap_last.fd, -1, "an anonymous mapping asked with fd %d", mmap_last.fd);
+    cr_assert_eq(mmap_last.off, 0);
+}
+
+/* The table holds CUCTX_ID_INDEX_LIMIT slots (an id has 26 bits of
+ * index). Reaching the limit takes no memory here: with mmap refused, each
+ * index of a segment not yet made is lost (fresh_slot: "the index is
+ * lost"), so 2^26 refused creates use them all up. From the limit on, a
+ * create is refused without asking for a segment past the table's end
+ * (cuctx__segments has CUCTX_SEG_COUNT of them), and the walk over every
+ * slot handed out (cuctx__slot_foreach: the leak report, the stats) still
+ * finds exactly the live ones. Mutant killed: lib/registry.c:72 `ror`
+ * (`index > CUCTX_ID_INDEX_LIMIT`: the index at the limit went on, read
+ * cuctx__segments[CUCTX_SEG_COUNT], past the array, and asked for a
+ * segment there) (registry survey). */
+static void count_live_events(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
+{
+    (void)s;
+    if (kind == KIND_EVENT)
+        ++*(unsigned long *)arg;
+}
+
+Test(registry, a_full_table_refuses_a_create_and_asks_for_no_segment_past_its_end, .timeout = 60)
+{
+    uint64_t live = make(KIND_EVENT, 1);
+    unsigned mapped = 0;
+    while (mapped < CUCTX_SEG_COUNT && atomic_load(&cuctx__segments[mapped]))
+        mapped++;
+    mmap_record = mmap_refuse = 1;
+    for (;;) {
+        unsigned long asked = mmap_asked;
+        if (cuctx__slot_alloc())
+            continue;       /* the rest of the segments made: kept */
+        if (mmap_asked == asked)
+            break;          /* refused without asking: full */
+    }
+    unsigned long asked = mmap_asked;
+    for (int i = 0; i < 3; i++)
+        cr_assert_null(cuctx__slot_alloc(), "a create past the limit");
+    mmap_record = mmap_refuse = 0;
+    cr_assert_eq(mmap_asked, asked, "a create past the limit asked for a segment");
+    cr_assert_eq(asked, (unsigned long)(CUCTX_SEG_COUNT - mapped) << CUCTX_SEG_BITS,
+                 "%lu segments asked for, one for each index of the %u segments not made expected", asked,
+                 CUCTX_SEG_COUNT - mapped);
+    unsigned long events = 0;
+    cuctx__slot_foreach(count_live_events, &events);
+    cr_assert_eq(events, 1, "the walk over the full table found %lu events", events);
+    destroy(live, KIND_EVENT);
+    uint64_t again = make(KIND_EVENT, 2);
+    cr_assert_eq(cuctx__id_index(again), cuctx__id_index(live), "the full table did not hand out a slot freed in it");
+    destroy(again, KIND_EVENT);
+}
