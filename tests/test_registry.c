@@ -2047,3 +2047,62 @@ Test(registry, a_full_table_refuses_a_create_and_asks_for_no_segment_past_its_en
     cr_assert_eq(cuctx__id_index(again), cuctx__id_index(live), "the full table did not hand out a slot freed in it");
     destroy(again, KIND_EVENT);
 }
+
+/* This program's sched_yield, as its syscall above: it forwards to libc's
+ * and counts the calling thread's yields. */
+static _Thread_local unsigned long yields;
+
+int sched_yield(void)
+{
+    static int (*_Atomic real)(void);
+    int (*f)(void) = atomic_load(&real);
+    if (!f) {
+        *(void **)&f = dlsym(RTLD_NEXT, "sched_yield");
+        if (!f)
+            abort();
+        atomic_store(&real, f);
+    }
+    yields++;
+    return f();
+}
+
+/* A drain that waits for a hold on another thread first yields the
+ * processor a few rounds, then sleeps (registry.c's backoff: "a few
+ * yields, then sleeps that double up to a millisecond"): here the closer
+ * is seen asleep in nanosleep before the hold is let go, and it had
+ * yielded before. Mutant killed: lib/registry.c:60 `call` (the yield
+ * removed: the first rounds spun without giving the processor up)
+ * (registry survey). */
+struct yielding_drain { uint64_t id; unsigned long yields; };
+
+static CUresult drain_held_entry(struct locked_call *l)
+{
+    struct yielding_drain *y = l->arg;
+    unsigned long before = yields;
+    struct cuctx_slot *s = cuctx__close(y->id, KIND_ENTRY);
+    if (!s)
+        return CUDA_ERROR_INVALID_HANDLE;
+    cuctx__drain(s);
+    cuctx__slot_free(s);
+    y->yields = yields - before;
+    return CUDA_SUCCESS;
+}
+
+Test(registry, a_drain_waiting_for_a_hold_yields_before_it_sleeps, .timeout = 30)
+{
+    NEED_PROC_SYSCALL();
+    struct other_hold o = {.id = make(KIND_ENTRY, 1)};
+    struct yielding_drain y = {.id = o.id};
+    struct locked_call l = {.call = drain_held_entry, .arg = &y, .rc = CUDA_ERROR_UNKNOWN};
+    pthread_t holder, closer;
+    cr_assert_eq(pthread_create(&holder, NULL, hold_meanwhile, &o), 0);
+    while (!atomic_load(&o.held))
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    int st = returns_or_sleeps(&l, &closer, in_backoff_sleep);
+    atomic_store(&o.stop, 1);
+    pthread_join(holder, NULL);
+    pthread_join(closer, NULL);
+    cr_assert_eq(st, 1, "the drain did not wait for the hold (%d)", st);
+    CHECK_OK(l.rc);
+    cr_assert_gt(y.yields, 0, "the drain slept without yielding first");
+}
