@@ -2285,3 +2285,405 @@ Test(registry, the_address_of_an_owned_context_is_read_without_a_hold)
     CHECK_OK(cuctx_ctx_destroy(&b));
     CHECK_OK(cuctx_ctx_destroy(&a));
 }
+
+/* ---- survivors of lib/registry.c, whole-file survey (r1) ---------------------- */
+
+#include <limits.h>
+#include <sys/mman.h>
+
+/* Where Linux offers membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) (the
+ * test asks the kernel itself), the registry registers for it at its setup
+ * (cuctx__asymmetric), and the drain of a context entry then makes one
+ * such barrier that succeeds. The membarrier test above skips where the
+ * registry did not register, so it could not tell a registration that
+ * failed here. Mutants killed: lib/registry.c:248 `const` (the query asked
+ * with flags 1: EINVAL) and lib/registry.c:250 `const` (the registration
+ * asked with flags 1: EINVAL): holders fenced themselves, the drain made no
+ * barrier (registry survey). */
+Test(membarrier, where_linux_offers_the_expedited_barrier_the_drain_of_an_entry_makes_it)
+{
+#ifndef SYS_membarrier
+    cr_skip_test("no membarrier(2) on this system");
+#else
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+    if (cmds < 0 || !(cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED))
+        cr_skip_test("the kernel does not offer membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)");
+    long before = atomic_load(&private_expedited);
+    destroy(make(KIND_ENTRY, 0), KIND_ENTRY);
+    long fences = atomic_load(&private_expedited) - before;
+    cr_assert(cuctx__asymmetric, "the kernel offers the expedited barrier, the registry did not register for it");
+    cr_assert_eq(fences, 1, "%ld successful membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) by the drain", fences);
+#endif
+}
+
+/* A thread lets go of a pin that is not its last listed one (the first of
+ * three), then ends holding the other two: its exit lets go of exactly
+ * those, and the pin it let go of is not let go of again (here it would
+ * take away the pin this thread holds on the same slot). Mutants killed:
+ * lib/registry.c:186 `const` (`i-- > 1`: the list's first entry never
+ * looked at, so the pin let go of stayed listed and the exit let go of it
+ * a second time) and lib/registry.c:187 `ror` (`!=`: the wrong entry taken
+ * off the list, so the exit let go of the first pin again and left the
+ * third counted for good) (registry survey). */
+static void *pin_three_let_go_of_the_first(void *p)
+{
+    const uint64_t *id = p;
+    struct cuctx_slot *s[3];
+    for (int i = 0; i < 3; i++)
+        if (!(s[i] = cuctx__pin(id[i], KIND_EVENT)))
+            return NULL;
+    cuctx__unpin(s[0]);     /* not the last listed: cuctx__unpin_listed */
+    return s[0];            /* ends with the second and third pinned */
+}
+
+static unsigned pins_of(uint64_t id)
+{
+    return (unsigned)(atomic_load(&cuctx__slot_find(cuctx__id_index(id))->word) & CUCTX_W_PINS);
+}
+
+Test(registry, a_pin_let_go_out_of_order_leaves_the_exit_the_others)
+{
+    uint64_t id[3];
+    for (int i = 0; i < 3; i++)
+        id[i] = make(KIND_EVENT, 300 + (uint64_t)i);
+    struct cuctx_slot *mine = cuctx__pin(id[0], KIND_EVENT);
+    cr_assert_not_null(mine);
+    pthread_t t;
+    void *ok = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, pin_three_let_go_of_the_first, id), 0);
+    cr_assert_eq(pthread_join(t, &ok), 0);
+    cr_assert_not_null(ok, "the thread could not pin the three events");
+    cr_assert_eq(pins_of(id[0]), 1, "the first event has %u pins, this thread's only expected", pins_of(id[0]));
+    cr_assert_eq(pins_of(id[1]), 0, "the ended thread's pin of the second event is still counted");
+    cr_assert_eq(pins_of(id[2]), 0, "the ended thread's pin of the third event is still counted");
+    cuctx__unpin(mine);
+    for (int i = 0; i < 3; i++)
+        destroy(id[i], KIND_EVENT);
+}
+
+/* A handle freed by a destructor of another key in the last round of a
+ * thread's exit (glibc runs PTHREAD_DESTRUCTOR_ITERATIONS rounds at most),
+ * after the registry's cache_flush ran in that round: its slot goes to the
+ * shared list (registry.c: "from here on this thread frees to the shared
+ * list, never to a cache nobody will flush again"), so the next create
+ * elsewhere takes it. Mutant killed: lib/registry.c:142 `const` (the
+ * flushed cache marked unregistered (0), not exiting (-1): the late free
+ * registered the cache anew and cached the slot, with no round left to
+ * flush it) (registry survey). */
+static pthread_key_t late_key;
+static uint64_t late_id;
+static _Atomic int late_rounds, late_freed;
+
+static void late_free(void *arg)
+{
+    int round = atomic_fetch_add(&late_rounds, 1) + 1;
+    if (round < PTHREAD_DESTRUCTOR_ITERATIONS) {
+        pthread_setspecific(late_key, arg);     /* one more round */
+        return;
+    }
+    destroy(late_id, KIND_EVENT);
+    atomic_store(&late_freed, 1);
+}
+
+static void *free_in_the_last_destructor_round(void *p)
+{
+    (void)p;
+    destroy(make(KIND_EVENT, 1), KIND_EVENT);   /* the thread's cache registered */
+    /* a key made after the cache's: its destructor runs after cache_flush in each round */
+    if (pthread_key_create(&late_key, late_free) != 0)
+        return NULL;
+    late_id = make(KIND_EVENT, 2);
+    pthread_setspecific(late_key, &late_id);
+    return &late_id;
+}
+
+Test(registry, a_handle_freed_after_its_threads_cache_was_flushed_goes_to_the_shared_list)
+{
+    pthread_t t;
+    void *made = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, free_in_the_last_destructor_round, NULL), 0);
+    cr_assert_eq(pthread_join(t, &made), 0);
+    cr_assert_not_null(made, "the thread could not make its key");
+    cr_assert(atomic_load(&late_freed), "the destructor ran %d rounds, never the last", atomic_load(&late_rounds));
+    cr_assert_eq(cuctx__me.registry.ncache, 0, "this thread has slots of its own");
+    uint64_t next = make(KIND_EVENT, 3);
+    cr_assert_eq(cuctx__id_index(next), cuctx__id_index(late_id),
+                 "the slot freed in the thread's last destructor round went to a cache nobody flushes");
+    destroy(next, KIND_EVENT);
+    pthread_key_delete(late_key);
+}
+
+/* A thread whose slot cache could not be registered (the cache key's
+ * pthread_setspecific failed) frees to the shared list for the rest of its
+ * life, not only that once (registry.c: "a thread whose registration
+ * failed ... frees to the shared list"): while it lives, another thread's
+ * create takes the slot it freed last. Mutant killed: lib/registry.c:161
+ * `const` (a failure marked 0, not -1: the next free registered again and
+ * kept its slot to itself) (registry survey). */
+struct refused_cache { uint64_t first, second; int refused_was_the_cache; pthread_barrier_t freed, done; };
+
+static void *free_twice_without_a_cache(void *p)
+{
+    struct refused_cache *r = p;
+    r->first = make(KIND_EVENT, 1);
+    r->second = make(KIND_EVENT, 2);            /* the hazard record bound before */
+    refuse_setspecific = 1;
+    destroy(r->first, KIND_EVENT);              /* the cache's registration refused */
+    r->refused_was_the_cache = refused_value == (const void *)&cuctx__me;
+    destroy(r->second, KIND_EVENT);
+    pthread_barrier_wait(&r->freed);
+    pthread_barrier_wait(&r->done);             /* alive until told */
+    return NULL;
+}
+
+Test(registry, a_thread_refused_a_slot_cache_frees_to_the_shared_list_for_good)
+{
+    struct refused_cache r = {0};
+    pthread_t t;
+    cr_assert_eq(pthread_barrier_init(&r.freed, NULL, 2), 0);
+    cr_assert_eq(pthread_barrier_init(&r.done, NULL, 2), 0);
+    cr_assert_eq(pthread_create(&t, NULL, free_twice_without_a_cache, &r), 0);
+    pthread_barrier_wait(&r.freed);
+    cr_assert_eq(cuctx__me.registry.ncache, 0, "this thread has slots of its own");
+    uint64_t next = make(KIND_EVENT, 3);
+    pthread_barrier_wait(&r.done);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert(r.refused_was_the_cache, "the refused pthread_setspecific was not the slot cache's");
+    cr_assert_eq(cuctx__id_index(next), cuctx__id_index(r.second),
+                 "the slot freed after the refused registration stayed in the thread's cache");
+    destroy(next, KIND_EVENT);
+    pthread_barrier_destroy(&r.freed);
+    pthread_barrier_destroy(&r.done);
+}
+
+/* A forked child has only the forking thread: the holds that the other
+ * threads' hazard records showed at the fork are gone with them, so the
+ * child's destroy of a stream another thread was holding (a child held
+ * through the hazard slots, as a stream-ordered allocation holds its
+ * stream: its close scans them) drains at once. (Entries end at the fork
+ * anyway, so only a held child still has a close there to wait.) The other
+ * thread holds the stream in its first hazard slot (its first hold).
+ * Mutants killed: lib/registry.c:240 `const` (hazard_release begun at slot
+ * 1: the record's slot 0 kept the id) and lib/registry.c:241 `call` (no
+ * slot cleared): the child's drain waited for ever (registry survey). */
+struct held_elsewhere {
+    uint64_t id;
+    struct cuctx_hazard_rec *rec;
+    unsigned hazard;
+    _Atomic int held, stop;
+};
+
+static void *hold_until_told(void *p)
+{
+    struct held_elsewhere *h = p;
+    struct cuctx_slot *s = cuctx__hold_child(h->id, KIND_STREAM, &h->hazard);
+    if (!s)
+        return NULL;
+    h->rec = cuctx__me.registry.rec;
+    atomic_store(&h->held, 1);
+    while (!atomic_load(&h->stop))
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    cuctx__unhold(s, h->hazard);
+    return s;
+}
+
+static int destroy_held_in_child(void *p)
+{
+    struct held_elsewhere *h = p;
+    for (unsigned i = 0; i < CUCTX_HAZARDS; i++)
+        if (atomic_load(&h->rec->ids[i]))
+            return 1;   /* the hold of a thread the child does not have outlived the fork */
+    struct cuctx_slot *s = cuctx__close(h->id, KIND_STREAM);
+    if (!s)
+        return 2;
+    cuctx__drain(s);    /* (the held bit: it scans the hazard slots) */
+    cuctx__slot_free(s);
+    return cuctx__alive(h->id, KIND_STREAM) ? 3 : 0;
+}
+
+Test(registry, a_forked_childs_drain_of_a_stream_another_thread_held_ends_at_once)
+{
+    NEED_DRIVER();      /* cuctx_init: the fork hooks */
+    struct held_elsewhere h = {.id = make(KIND_STREAM, 7)};
+    pthread_t t;
+    void *held = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, hold_until_told, &h), 0);
+    for (int ms = 0; ms < 10000 && !atomic_load(&h.held); ms++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    cr_assert(atomic_load(&h.held), "the thread could not hold the stream");
+    cr_assert_eq(h.hazard, 0, "the thread's first hold is in its first hazard slot");
+    cr_assert_eq(atomic_load(&h.rec->ids[0]), h.id);
+    cr_assert(atomic_load(&cuctx__slot_find(cuctx__id_index(h.id))->word) & CUCTX_W_HELD,
+              "the stream's close would not scan the hazard slots");
+    int st = in_child(destroy_held_in_child, &h);
+    atomic_store(&h.stop, 1);
+    cr_assert_eq(pthread_join(t, &held), 0);
+    cr_assert_neq(st, 1, "the child kept the hold of a thread it does not have");
+    cr_assert_eq(st, 0, "the child's destroy of the stream (%d)", st);
+    destroy(h.id, KIND_STREAM);
+}
+
+/* This program's mmap, as its syscall above: it forwards to libc's, except
+ * on a thread that armed it (mmap_record), where it also counts the calls
+ * and keeps the last one's arguments, and, with mmap_refuse, fails them
+ * with ENOMEM without mapping anything. */
+static _Thread_local int mmap_record, mmap_refuse;
+static _Thread_local unsigned long mmap_asked;
+static _Thread_local struct { size_t len; int prot, flags, fd; off_t off; } mmap_last;
+
+void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    static void *(*_Atomic real)(void *, size_t, int, int, int, off_t);
+    void *(*f)(void *, size_t, int, int, int, off_t) = atomic_load(&real);
+    if (!f) {
+        *(void **)&f = dlsym(RTLD_NEXT, "mmap");
+        if (!f)
+            abort();
+        atomic_store(&real, f);
+    }
+    if (mmap_record) {
+        mmap_asked++;
+        mmap_last.len = len;
+        mmap_last.prot = prot;
+        mmap_last.flags = flags;
+        mmap_last.fd = fd;
+        mmap_last.off = off;
+        if (mmap_refuse) {
+            errno = ENOMEM;
+            return MAP_FAILED;
+        }
+    }
+    return f(addr, len, prot, flags, fd, off);
+}
+
+/* A segment of the table is private anonymous memory, asked with fd -1:
+ * Linux ignores the fd of an anonymous mapping, but "some implementations
+ * require fd to be -1 if MAP_ANONYMOUS is specified, and portable
+ * applications should ensure this" (mmap(2)). Mutant killed:
+ * lib/registry.c:83 `const` (fd -0, which is 0: standard input) (registry
+ * survey). */
+Test(registry, a_new_segment_is_private_anonymous_memory_asked_with_no_file)
+{
+    mmap_record = 1;
+    for (unsigned long n = 0; !mmap_asked && n <= 2ul << CUCTX_SEG_BITS; n++)
+        cr_assert_not_null(cuctx__slot_alloc());    /* kept: the table grows to its next segment */
+    mmap_record = 0;
+    cr_assert_eq(mmap_asked, 1, "no segment, or more than one, asked for");
+    cr_assert_eq(mmap_last.len, CUCTX_SEG_BYTES);
+    cr_assert_eq(mmap_last.prot, PROT_READ | PROT_WRITE);
+    cr_assert_eq(mmap_last.flags, MAP_PRIVATE | MAP_ANONYMOUS);
+    cr_assert_eq(mmap_last.fd, -1, "an anonymous mapping asked with fd %d", mmap_last.fd);
+    cr_assert_eq(mmap_last.off, 0);
+}
+
+/* The table holds CUCTX_ID_INDEX_LIMIT slots (an id has 26 bits of
+ * index). Reaching the limit takes no memory here: with mmap refused, each
+ * index of a segment not yet made is lost (fresh_slot: "the index is
+ * lost"), so 2^26 refused creates use them all up. From the limit on, a
+ * create is refused without asking for a segment past the table's end
+ * (cuctx__segments has CUCTX_SEG_COUNT of them), and the walk over every
+ * slot handed out (cuctx__slot_foreach: the leak report, the stats) still
+ * finds exactly the live ones. Mutant killed: lib/registry.c:72 `ror`
+ * (`index > CUCTX_ID_INDEX_LIMIT`: the index at the limit went on, read
+ * cuctx__segments[CUCTX_SEG_COUNT], past the array, and asked for a
+ * segment there) (registry survey). In the --enable-asan build it also
+ * kills lib/registry.c:73 `call` and `const` (the lost index at the limit
+ * not given back: next_index grew past the limit, and the walk read
+ * cuctx__segments past its end, a global-buffer-overflow; in a plain build
+ * the word there, live_unowned[0], is always 0 and reads as no segment). */
+static void count_live_events(enum cuctx_kind kind, struct cuctx_slot *s, void *arg)
+{
+    (void)s;
+    if (kind == KIND_EVENT)
+        ++*(unsigned long *)arg;
+}
+
+Test(registry, a_full_table_refuses_a_create_and_asks_for_no_segment_past_its_end, .timeout = 60)
+{
+    uint64_t live = make(KIND_EVENT, 1);
+    unsigned mapped = 0;
+    while (mapped < CUCTX_SEG_COUNT && atomic_load(&cuctx__segments[mapped]))
+        mapped++;
+    mmap_record = mmap_refuse = 1;
+    for (;;) {
+        unsigned long asked = mmap_asked;
+        if (cuctx__slot_alloc())
+            continue;       /* the rest of the segments made: kept */
+        if (mmap_asked == asked)
+            break;          /* refused without asking: full */
+    }
+    unsigned long asked = mmap_asked;
+    for (int i = 0; i < 3; i++)
+        cr_assert_null(cuctx__slot_alloc(), "a create past the limit");
+    mmap_record = mmap_refuse = 0;
+    cr_assert_eq(mmap_asked, asked, "a create past the limit asked for a segment");
+    cr_assert_eq(asked, (unsigned long)(CUCTX_SEG_COUNT - mapped) << CUCTX_SEG_BITS,
+                 "%lu segments asked for, one for each index of the %u segments not made expected", asked,
+                 CUCTX_SEG_COUNT - mapped);
+    unsigned long events = 0;
+    cuctx__slot_foreach(count_live_events, &events);
+    cr_assert_eq(events, 1, "the walk over the full table found %lu events", events);
+    destroy(live, KIND_EVENT);
+    uint64_t again = make(KIND_EVENT, 2);
+    cr_assert_eq(cuctx__id_index(again), cuctx__id_index(live), "the full table did not hand out a slot freed in it");
+    destroy(again, KIND_EVENT);
+}
+
+/* This program's sched_yield, as its syscall above: it forwards to libc's
+ * and counts the calling thread's yields. */
+static _Thread_local unsigned long yields;
+
+int sched_yield(void)
+{
+    static int (*_Atomic real)(void);
+    int (*f)(void) = atomic_load(&real);
+    if (!f) {
+        *(void **)&f = dlsym(RTLD_NEXT, "sched_yield");
+        if (!f)
+            abort();
+        atomic_store(&real, f);
+    }
+    yields++;
+    return f();
+}
+
+/* A drain that waits for a hold on another thread first yields the
+ * processor a few rounds, then sleeps (registry.c's backoff: "a few
+ * yields, then sleeps that double up to a millisecond"): here the closer
+ * is seen asleep in nanosleep before the hold is let go, and it had
+ * yielded before. Mutant killed: lib/registry.c:60 `call` (the yield
+ * removed: the first rounds spun without giving the processor up)
+ * (registry survey). */
+struct yielding_drain { uint64_t id; unsigned long yields; };
+
+static CUresult drain_held_entry(struct locked_call *l)
+{
+    struct yielding_drain *y = l->arg;
+    unsigned long before = yields;
+    struct cuctx_slot *s = cuctx__close(y->id, KIND_ENTRY);
+    if (!s)
+        return CUDA_ERROR_INVALID_HANDLE;
+    cuctx__drain(s);
+    cuctx__slot_free(s);
+    y->yields = yields - before;
+    return CUDA_SUCCESS;
+}
+
+Test(registry, a_drain_waiting_for_a_hold_yields_before_it_sleeps, .timeout = 30)
+{
+    NEED_PROC_SYSCALL();
+    struct other_hold o = {.id = make(KIND_ENTRY, 1)};
+    struct yielding_drain y = {.id = o.id};
+    struct locked_call l = {.call = drain_held_entry, .arg = &y, .rc = CUDA_ERROR_UNKNOWN};
+    pthread_t holder, closer;
+    cr_assert_eq(pthread_create(&holder, NULL, hold_meanwhile, &o), 0);
+    while (!atomic_load(&o.held))
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    int st = returns_or_sleeps(&l, &closer, in_backoff_sleep);
+    atomic_store(&o.stop, 1);
+    pthread_join(holder, NULL);
+    pthread_join(closer, NULL);
+    cr_assert_eq(st, 1, "the drain did not wait for the hold (%d)", st);
+    CHECK_OK(l.rc);
+    cr_assert_gt(y.yields, 0, "the drain slept without yielding first");
+}
