@@ -964,3 +964,72 @@ Test(foreign, a_current_contexts_entry_in_a_borrows_old_slot_is_not_counted)
     CHECK_OK(raw()->ctx_destroy(x));
     ASSERT_NO_MISUSE();
 }
+
+/* A borrow's entry ends with its last name (entry.h), so a borrow of the
+ * same context after its last handle went registers it anew. That holds
+ * too when the entry's slot was last a borrow's that ended with a name
+ * left (its context found destroyed by its owner while its handle lived).
+ * Mutant killed: lib/entry.c:228 `call` (the new entry's name count not
+ * cleared: it kept the dead borrow's name, and outlived its last handle). */
+Test(foreign, a_borrows_entry_in_the_slot_of_one_ended_with_names_left_ends_with_its_last_handle)
+{
+    cuctx_ctx b = {0}, b2 = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    unique_addresses();
+    CUcontext x = new_raw_ctx(0);
+    CHECK_OK(cuctx_ctx_borrow(&b, x));
+    CHECK_OK(raw()->ctx_destroy(x));
+    cr_assert_eq(cuctx_ctx_synchronize(b), CUDA_ERROR_CONTEXT_IS_DESTROYED);  /* its entry ends, b naming it */
+    CUcontext y = new_raw_ctx(0);
+    CHECK_OK(cuctx_ctx_borrow(&b2, y));
+    CHECK_OK(cuctx_ctx_destroy(&b2));       /* y's entry: its last name */
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_ctx_borrow(&b2, y));
+    cr_assert_eq(e2_calls_since("cuCtxGetDevice", mark), 1,
+                 "the borrow found the entry its last handle should have ended (%lu registrations)",
+                 e2_calls_since("cuCtxGetDevice", mark));
+    CHECK_OK(cuctx_ctx_destroy(&b2));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(raw()->ctx_destroy(y));
+    ASSERT_NO_MISUSE();
+}
+
+/* A borrow of a context whose destroy through cuctx has reached the driver
+ * while its entry is still closing (the destroy held by the simulator right
+ * after cuCtxDestroy): the closing entry's address names no new context -
+ * its id cannot be read, the context is gone - so the borrow is refused as
+ * being destroyed, with no registration tried: one cuCtxGetId in each of
+ * the lookup's two rounds (hold_raw). Mutant killed: lib/entry.c:367 `lcr`
+ * (`... == CUDA_SUCCESS && now != s->u.entry.ctx_id` made `... ==
+ * CUDA_SUCCESS || now != ...`: the failed read left now 0, unlike the
+ * entry's id, so the address counted as retaken and the borrow tried to
+ * register it, failing as "has been destroyed" after more id reads; that
+ * mutant builds only without -Werror, its `||` unparenthesized). */
+Test(foreign, a_borrow_of_a_context_being_destroyed_is_refused_without_registering_it, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct held_destroy d;
+    held_destroy_begin(&d);
+    cuctx_ctx b = {0};
+    CUresult rc = CUDA_ERROR_UNKNOWN;
+    char msg[512] = "";
+    unsigned long ids = 0, devs = 0;
+    if (d.held) {     /* the destroy is past its cuCtxDestroy, its entry still in the map */
+        size_t mark = log_mark();
+        rc = cuctx_ctx_borrow(&b, d.old);
+        snprintf(msg, sizeof msg, "%s", cuctx_last_error_message());
+        ids = calls_on("cuCtxGetId", H(d.old), mark);
+        devs = e2_calls_since("cuCtxGetDevice", mark);
+    }
+    held_destroy_end(&d);
+    cr_assert(d.held, "the destroy was not held after its cuCtxDestroy within 10 s");
+    CHECK_OK(d.rc);
+    cr_assert_eq(rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s (%s)", cuctx_result_name(rc), msg);
+    cr_assert_not_null(strstr(msg, "is being destroyed"), "%s", msg);
+    cr_assert_eq(b.id, 0);
+    cr_assert_eq(ids, 2, "cuCtxGetId on the closing context's address: %lu calls, want 2 (one a round)", ids);
+    cr_assert_eq(devs, 0, "a registration was tried");
+    ASSERT_NO_MISUSE();
+}
