@@ -792,3 +792,244 @@ Test(foreign, a_context_made_at_the_address_of_one_being_destroyed_is_borrowed, 
     CHECK_OK(raw()->ctx_destroy(fresh));
     ASSERT_NO_MISUSE();
 }
+
+/* ---- survivors of lib/entry.c (e2) ---- */
+
+/* Calls of fn (whatever they name) from log position `from` on. */
+static unsigned long e2_calls_since(const char *fn, size_t from)
+{
+    unsigned long n = 0;
+    struct cusim_call c;
+    for (size_t i = from; sim()->log_get(i, &c) == 0; i++)
+        n += strcmp(c.fn, fn) == 0;
+    return n;
+}
+
+/* A borrow of a context cuctx has not met reads its id once: the register
+ * reads it, and the hold that follows does not read it again (the id was
+ * just read: entry_lookup's *fresh). Mutants killed: lib/entry.c:387 `ror`
+ * (`== CUDA_SUCCESS` made `!=`) and lib/entry.c:388 `const` (`*fresh = 1`
+ * made 0): the hold checked the new entry again, a second cuCtxGetId. */
+Test(foreign, a_first_borrow_reads_the_contexts_id_once)
+{
+    cuctx_ctx b = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CUcontext x = new_raw_ctx(0);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_ctx_borrow(&b, x));
+    cr_assert_eq(calls_on("cuCtxGetId", H(x), mark), 1, "cuCtxGetId on the new context: %lu calls, want 1",
+                 calls_on("cuCtxGetId", H(x), mark));
+    cr_assert_eq(e2_calls_since("cuCtxGetDevice", mark), 1, "the borrow did not register the context");
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(raw()->ctx_destroy(x));
+    ASSERT_NO_MISUSE();
+}
+
+/* cuctx_ctx_primary_reset of a device whose primary context cuctx never
+ * retained and that is not active: its address is asked of the driver
+ * (cuDevicePrimaryCtxGetState: inactive, so there is none and nothing to
+ * wait for) and the reset goes to the driver. Mutant killed: lib/entry.c:339
+ * `ret` (`return CUDA_SUCCESS` for an inactive primary made `return 1`: the
+ * reset failed with CUDA_ERROR_INVALID_VALUE before the driver). */
+Test(foreign, cuctx_primary_reset_of_an_inactive_primary_context_reaches_the_driver)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cr_assert_eq(sim()->live(CUSIM_PRIMARY), 0);
+    size_t mark = log_mark();
+    CUresult rc = cuctx_ctx_primary_reset(0);
+    cr_assert_eq(rc, CUDA_SUCCESS, "%s (%s)", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(e2_calls_since("cuDevicePrimaryCtxGetState", mark), 1, "the primary's state was not asked");
+    cr_assert_eq(e2_calls_since("cuDevicePrimaryCtxReset", mark), 1, "the reset did not reach the driver");
+    cr_assert_eq(calls("cuDevicePrimaryCtxRetain"), 0, "an inactive primary context was retained");
+    ASSERT_NO_MISUSE();
+}
+
+/* A new entry when the address map holds 64 (sweep_at's first value) sweeps
+ * the map first: each borrowed entry's context is asked for by id, and the
+ * one its owner destroyed ends. 63 owned contexts (never asked about) and
+ * one borrowed context, destroyed by raw code, make 64; the 65th context's
+ * create sweeps. Mutants killed: lib/entry.c:211 `ror` (`>=` made `>`: no
+ * sweep at 64) and lib/entry.c:212 `call` (the sweep removed): the dead
+ * borrowed context was not asked about. */
+Test(foreign, a_new_entry_at_64_mapped_contexts_sweeps_the_dead_borrowed_ones)
+{
+    static cuctx_ctx c[64];
+    cuctx_ctx b = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    unique_addresses();
+    CUcontext x = new_raw_ctx(0);
+    CHECK_OK(cuctx_ctx_borrow(&b, x));
+    CHECK_OK(raw()->ctx_destroy(x));
+    for (int i = 0; i < 63; i++) {
+        CHECK_OK(cuctx_ctx_create(&c[i], 0, 0));
+        CHECK_OK(cuctx_pop_current());
+    }
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_ctx_create(&c[63], 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    cr_assert_eq(calls_on("cuCtxGetId", H(x), mark), 1,
+                 "the 65th entry's create asked %lu times about the dead borrowed context, want 1 (the sweep)",
+                 calls_on("cuCtxGetId", H(x), mark));
+    for (int i = 63; i >= 0; i--)
+        CHECK_OK(cuctx_ctx_destroy(&c[i]));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    ASSERT_NO_MISUSE();
+}
+
+/* A thread's current context met again after its owner destroyed it and
+ * made a new one at the address: the first round of the lookup finds the
+ * old entry, whose check ends it, quietly (no failure recorded: it is no
+ * failure of the call), and the second registers the new context; the
+ * create succeeds, and a successful call leaves cuctx_last_error() as it
+ * was (cuctx.h): CUDA_SUCCESS, none yet. Mutant killed: lib/entry.c:491
+ * `not` (the first round's hold not quiet: the old context's end recorded
+ * as the thread's last error, though the create succeeded). */
+Test(foreign, a_current_context_replaced_at_its_address_is_met_without_an_error_report)
+{
+    cuctx_event e1 = {0}, e2 = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CUcontext x = new_raw_ctx(0);
+    CHECK_OK(cuctx_event_create(&e1, (cuctx_ctx){0}, 0));
+    CHECK_OK(raw()->ctx_destroy(x));
+    CUcontext y = new_raw_ctx(0);
+    cr_assert_eq(y, x, "recycling: the new context should have the dead one's address");
+    cr_assert_eq(cuctx_last_error(), CUDA_SUCCESS, "no failure yet");
+    CHECK_OK(cuctx_event_create(&e2, (cuctx_ctx){0}, 0));
+    cr_assert_eq(cuctx_last_error(), CUDA_SUCCESS, "a failure was recorded: %s", cuctx_last_error_message());
+    cr_assert_str_eq(cuctx_last_error_message(), "");
+    CHECK_OK(cuctx_event_destroy(&e1));
+    CHECK_OK(cuctx_event_destroy(&e2));
+    cr_assert_eq(calls("cuEventDestroy"), 1, "the new context's event only");
+    CHECK_OK(raw()->ctx_destroy(y));
+    ASSERT_NO_MISUSE();
+}
+
+/* Without cuCtxGetId a borrowed context's death is seen only when its
+ * address is given out again: a context cuctx creates there ends the old
+ * entry (cuctx__entry_new), so the borrowed context's child is skipped -
+ * not sent to the driver, where it would name the new context. Mutant
+ * killed: lib/entry.c:210 `call` (the old entry not ended: without an id to
+ * check, its child's destroy went to the driver). */
+Test(foreign, without_ids_a_context_created_at_a_borrowed_ones_address_ends_the_old_entry)
+{
+    cuctx_ctx b = {0}, c = {0};
+    cuctx_event ev = {0};
+    without_ctx_ids();
+    CUcontext x = new_raw_ctx(0);
+    CHECK_OK(cuctx_ctx_borrow(&b, x));
+    CHECK_OK(cuctx_event_create(&ev, b, 0));
+    uint64_t r_ev = H(cuctx_event_raw(ev));
+    CHECK_OK(raw()->ctx_destroy(x));
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    cr_assert_eq(cuctx_ctx_raw(c), x, "recycling: the new context should have the dead one's address");
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_eq(calls_on("cuEventDestroy", r_ev, mark), 0, "the old context's child reached the driver");
+    cr_assert_eq(stats().stale_skips, 1);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(calls("cuCtxGetId"), 0, "the hidden entry point was called");
+    ASSERT_NO_MISUSE();
+}
+
+/* A thread's current context met by a create is not counted: its entry
+ * stays when its last child goes (entry.h), so a second create in it finds
+ * it without registering it again - even when the entry's slot was last
+ * a counted borrow's, ended with its handle just before. Mutant killed:
+ * lib/entry.c:226 `call` (the new entry's counted flag not cleared: it
+ * kept the borrow's, and ended with the event). */
+Test(foreign, a_current_contexts_entry_in_a_borrows_old_slot_is_not_counted)
+{
+    cuctx_ctx b = {0};
+    cuctx_event e1 = {0}, e2 = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    unique_addresses();
+    CUcontext x = new_raw_ctx(0);
+    CHECK_OK(cuctx_ctx_borrow(&b, x));
+    CHECK_OK(cuctx_ctx_destroy(&b));        /* the counted entry's last name: it ends, its slot free */
+    CUcontext y = new_raw_ctx(0);
+    CHECK_OK(cuctx_event_create(&e1, (cuctx_ctx){0}, 0));  /* y registered, uncounted */
+    CHECK_OK(cuctx_event_destroy(&e1));
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_event_create(&e2, (cuctx_ctx){0}, 0));
+    cr_assert_eq(e2_calls_since("cuCtxGetDevice", mark), 0,
+                 "the current context was registered again: its entry had ended with its child");
+    CHECK_OK(cuctx_event_destroy(&e2));
+    CHECK_OK(raw()->ctx_destroy(y));
+    CHECK_OK(raw()->ctx_destroy(x));
+    ASSERT_NO_MISUSE();
+}
+
+/* A borrow's entry ends with its last name (entry.h), so a borrow of the
+ * same context after its last handle went registers it anew. That holds
+ * too when the entry's slot was last a borrow's that ended with a name
+ * left (its context found destroyed by its owner while its handle lived).
+ * Mutant killed: lib/entry.c:228 `call` (the new entry's name count not
+ * cleared: it kept the dead borrow's name, and outlived its last handle). */
+Test(foreign, a_borrows_entry_in_the_slot_of_one_ended_with_names_left_ends_with_its_last_handle)
+{
+    cuctx_ctx b = {0}, b2 = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    unique_addresses();
+    CUcontext x = new_raw_ctx(0);
+    CHECK_OK(cuctx_ctx_borrow(&b, x));
+    CHECK_OK(raw()->ctx_destroy(x));
+    cr_assert_eq(cuctx_ctx_synchronize(b), CUDA_ERROR_CONTEXT_IS_DESTROYED);  /* its entry ends, b naming it */
+    CUcontext y = new_raw_ctx(0);
+    CHECK_OK(cuctx_ctx_borrow(&b2, y));
+    CHECK_OK(cuctx_ctx_destroy(&b2));       /* y's entry: its last name */
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_ctx_borrow(&b2, y));
+    cr_assert_eq(e2_calls_since("cuCtxGetDevice", mark), 1,
+                 "the borrow found the entry its last handle should have ended (%lu registrations)",
+                 e2_calls_since("cuCtxGetDevice", mark));
+    CHECK_OK(cuctx_ctx_destroy(&b2));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(raw()->ctx_destroy(y));
+    ASSERT_NO_MISUSE();
+}
+
+/* A borrow of a context whose destroy through cuctx has reached the driver
+ * while its entry is still closing (the destroy held by the simulator right
+ * after cuCtxDestroy): the closing entry's address names no new context -
+ * its id cannot be read, the context is gone - so the borrow is refused as
+ * being destroyed, with no registration tried: one cuCtxGetId in each of
+ * the lookup's two rounds (hold_raw). Mutant killed: lib/entry.c:367 `lcr`
+ * (`... == CUDA_SUCCESS && now != s->u.entry.ctx_id` made `... ==
+ * CUDA_SUCCESS || now != ...`: the failed read left now 0, unlike the
+ * entry's id, so the address counted as retaken and the borrow tried to
+ * register it, failing as "has been destroyed" after more id reads; that
+ * mutant builds only without -Werror, its `||` unparenthesized). */
+Test(foreign, a_borrow_of_a_context_being_destroyed_is_refused_without_registering_it, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct held_destroy d;
+    held_destroy_begin(&d);
+    cuctx_ctx b = {0};
+    CUresult rc = CUDA_ERROR_UNKNOWN;
+    char msg[512] = "";
+    unsigned long ids = 0, devs = 0;
+    if (d.held) {     /* the destroy is past its cuCtxDestroy, its entry still in the map */
+        size_t mark = log_mark();
+        rc = cuctx_ctx_borrow(&b, d.old);
+        snprintf(msg, sizeof msg, "%s", cuctx_last_error_message());
+        ids = calls_on("cuCtxGetId", H(d.old), mark);
+        devs = e2_calls_since("cuCtxGetDevice", mark);
+    }
+    held_destroy_end(&d);
+    cr_assert(d.held, "the destroy was not held after its cuCtxDestroy within 10 s");
+    CHECK_OK(d.rc);
+    cr_assert_eq(rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s (%s)", cuctx_result_name(rc), msg);
+    cr_assert_not_null(strstr(msg, "is being destroyed"), "%s", msg);
+    cr_assert_eq(b.id, 0);
+    cr_assert_eq(ids, 2, "cuCtxGetId on the closing context's address: %lu calls, want 2 (one a round)", ids);
+    cr_assert_eq(devs, 0, "a registration was tried");
+    ASSERT_NO_MISUSE();
+}

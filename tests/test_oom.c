@@ -1545,3 +1545,44 @@ Test(oom, a_childs_context_with_no_slot_left_for_its_handle_is_refused)
     CHECK_OK(cuctx_ctx_destroy(&c));
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- survivors of lib/entry.c (e2) ---- */
+
+/* A borrow of a context cuctx has not met, whose registration needs the
+ * context map to grow (the 33rd key), with that growth refused: the borrow
+ * fails with the registration's error - out of memory, "cannot grow the
+ * context map" - and nothing is left; a borrow after that works. Mutant
+ * killed: lib/entry.c:263 `ret` (entry_register's `return rc` made `return
+ * 0`: the failed registration counted as done, its entry id never set,
+ * and the borrow's second round registered the context after all). */
+Test(oom, a_borrow_whose_registration_cannot_grow_the_context_map_fails)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    static cuctx_ctx c[64];
+    int n = 0;
+    while (cuctx__map_count() < 32) {
+        cr_assert_lt(n, 64);
+        CHECK_OK(cuctx_ctx_create(&c[n], 0, 0));
+        n++;
+    }
+    CUcontext x = raw_ctx_create(0, POPPED);
+    cuctx_ctx b = {0};
+    size_t entries = live_entries(), mapped = cuctx__map_count();
+    atomic_store(&fail_calloc, 1);
+    CUresult rc = cuctx_ctx_borrow(&b, x);
+    atomic_store(&fail_calloc, 0);
+    cr_assert_eq(rc, CUDA_ERROR_OUT_OF_MEMORY, "%s (%s)", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert(strstr(cuctx_last_error_message(), "cannot grow the context map"), "%s", cuctx_last_error_message());
+    cr_assert_eq(b.id, 0);
+    cr_assert_eq(live_entries(), entries, "the failed borrow left an entry");
+    cr_assert_eq(cuctx__map_count(), mapped);
+    CHECK_OK(cuctx_ctx_borrow(&b, x));      /* the growth works again */
+    cr_assert_eq(cuctx_ctx_raw(b), x);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    raw_ctx_destroy(x);
+    for (int i = n - 1; i >= 0; i--)
+        CHECK_OK(cuctx_ctx_destroy(&c[i]));
+    cr_assert_eq(misuses(), 0);
+}

@@ -2687,3 +2687,82 @@ Test(registry, a_drain_waiting_for_a_hold_yields_before_it_sleeps, .timeout = 30
     CHECK_OK(l.rc);
     cr_assert_gt(y.yields, 0, "the drain slept without yielding first");
 }
+
+/* ---- survivors of lib/entry.c (e2) ---- */
+
+/* wait_event, then the thread stays (parked until go) with whatever the
+ * call left held: a thread's exit would let go of it. */
+struct e2_parked { struct two w; CUresult rc; _Atomic int called, go; };
+
+static CUresult e2_wait_event_then_park(struct locked_call *l)
+{
+    struct e2_parked *p = l->arg;
+    p->rc = cuctx_stream_wait_event(p->w.s, p->w.ev);
+    atomic_store(&p->called, 1);
+    while (!atomic_load(&p->go))
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    return p->rc;
+}
+
+/* A call on two contexts whose second - a primary context - was closing
+ * while cuctx released it, the close abandoned (an outside retain keeps the
+ * context): the call waits for the verdict with nothing held, holds the
+ * primary to see it decided, lets it go, and takes both again
+ * (cuctx__entry_hold_beside). Each hold of the primary after the wait checks
+ * its id (entry.c: a failed or missing check proves nothing, every later
+ * hold checks again): with the settle's own, three cuCtxGetId on the
+ * primary. Once the call has returned, its thread (still running) holds
+ * nothing: a reset of the primary context on another thread does not wait
+ * for it. Mutants killed: lib/entry.c:452 `const` (the hold after the wait
+ * not checking the id: two cuCtxGetId) and lib/entry.c:473 `call` (the hold
+ * taken to see the verdict never let go: the reset waited for the calling
+ * thread). */
+Test(drain, a_call_that_waited_out_an_abandoned_close_checks_the_primary_and_keeps_no_hold, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    cuctx_ctx y = {0};
+    struct e2_parked p = {.rc = CUDA_ERROR_UNKNOWN};
+    struct locked_call releaser = {.call = destroy_ctx, .rc = CUDA_ERROR_UNKNOWN};
+    struct locked_call waiter = {.call = e2_wait_event_then_park, .arg = &p, .rc = CUDA_ERROR_UNKNOWN};
+    struct locked_call resetter = {.call = reset_primary, .rc = CUDA_ERROR_UNKNOWN};
+    new_ctx(&y, 0, NULL, POPPED);
+    CHECK_OK(cuctx_stream_create(&p.w.s, y, 0, 0));
+    CHECK_OK(cuctx_ctx_primary(&releaser.c, 0));
+    uint64_t prim = (uint64_t)(uintptr_t)cuctx_ctx_raw(releaser.c);
+    CHECK_OK(cuctx_event_create(&p.w.ev, releaser.c, 0));
+    cr_assert_eq(sim()->primary_outside_retain(0), 0);
+    pthread_t tr, tw, tx;
+    sim()->hold_after("cuDevicePrimaryCtxRelease");
+    cr_assert_eq(pthread_create(&tr, NULL, run_locked_call, &releaser), 0);
+    until_sim_holds(1);     /* the primary's entry closing, the release inside the driver */
+    int waiting = returns_or_sleeps(&waiter, &tw, in_backoff_sleep);
+    size_t mark = log_mark();
+    sim()->let_go();        /* the release; the entry reopens (the context lives) */
+    pthread_join(tr, NULL);
+    int called = 0;
+    for (int ms = 0; ms < 10000 && !(called = atomic_load(&p.called)); ms++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    unsigned long ids = calls_on("cuCtxGetId", prim, mark);
+    int blocked = called ? returns_or_sleeps(&resetter, &tx, in_backoff_sleep) : -2;
+    atomic_store(&p.go, 1);
+    pthread_join(tw, NULL);
+    if (blocked != -2)
+        pthread_join(tx, NULL);
+    cr_assert_eq(waiting, 1, "the call on the closing context did not wait for the close (%d)", waiting);
+    cr_assert(called, "the call did not return within 10 s of the release");
+    CHECK_OK(releaser.rc);
+    CHECK_OK(p.rc);
+    cr_assert_eq(ids, 3, "cuCtxGetId on the primary context after the release: %lu, want 3 (the settle, the "
+                 "hold after the wait, the hold beside the first context)", ids);
+    cr_assert_neq(blocked, 1, "the primary's reset waited: the returned call's thread still held the context");
+    cr_assert_eq(blocked, 0, "the reset neither returned nor waited in 10 s");
+    CHECK_OK(resetter.rc);
+    cr_assert_eq(calls("cuStreamWaitEvent"), 1);
+    CHECK_OK(cuctx_event_destroy(&p.w.ev));
+    CHECK_OK(cuctx_stream_destroy(&p.w.s));
+    CHECK_OK(cuctx_ctx_destroy(&y));
+    cr_assert_eq(sim()->primary_outside_release(0), 0);
+    cr_assert_eq(misuses(), 0);
+}
