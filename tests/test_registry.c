@@ -1708,3 +1708,45 @@ Test(registry, a_tracked_pairs_destroy_gives_both_borrows_names_back)
     raw_ctx_destroy(rb);
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- survivors of lib/entry.c (e1) ---- */
+
+/* Whether the calling thread's cancelability is enabled (left so). */
+static int e1_cancel_enabled(void)
+{
+    int old = -1;
+    cr_assert_eq(pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old), 0);
+    return old == PTHREAD_CANCEL_ENABLE;
+}
+
+/* The context lock disables cancellation while it is held only: a cuctx
+ * call that took it (a borrow registers its context under it), or that
+ * retired an entry it found gone (entry_retire, which also keeps
+ * cancellation off from the close to the free), leaves its caller's
+ * cancelability as it found it. Mutants killed: lib/entry.c:46 `call`
+ * (cuctx__ctx_unlock not restoring the state: every thread that took the
+ * lock could never be cancelled again) and lib/entry.c:180 `call`
+ * (entry_retire not restoring it). */
+Test(ctx_lock, a_call_that_took_the_lock_or_retired_an_entry_leaves_cancellation_enabled)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx b = {0};
+    cuctx_event ev = {0};
+    cr_assert(e1_cancel_enabled());
+    CUcontext raw = raw_ctx_create(0, POPPED);
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    uint64_t entry = cuctx__map_find(raw);
+    cr_assert_neq(entry, 0, "the borrow registered no entry");
+    cr_assert(e1_cancel_enabled(), "the borrow left cancellation disabled");
+    raw_ctx_destroy(raw);
+    unsigned long checks = calls("cuCtxGetId"), creates = calls("cuEventCreate");
+    cr_assert_eq(cuctx_event_create(&ev, b, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    cr_assert_gt(calls("cuCtxGetId"), checks, "the create did not check the context");
+    cr_assert_eq(calls("cuEventCreate"), creates);
+    cr_assert_not(cuctx__alive(entry, KIND_ENTRY), "the entry found gone was not retired");
+    cr_assert(e1_cancel_enabled(), "the retire of the entry left cancellation disabled");
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert(e1_cancel_enabled(), "the borrow's destroy left cancellation disabled");
+    cr_assert_eq(misuses(), 0);
+}
