@@ -1750,3 +1750,88 @@ Test(ctx_lock, a_call_that_took_the_lock_or_retired_an_entry_leaves_cancellation
     cr_assert(e1_cancel_enabled(), "the borrow's destroy left cancellation disabled");
     cr_assert_eq(misuses(), 0);
 }
+
+/* (a graph of the parent's, and the checks its destroy in a forked child
+ * fails: 0 when all held) */
+static int e1_destroy_parents_graph_in_child(void *p)
+{
+    cuctx_graph *g = p;
+    uint64_t id = g->id;
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
+    if (s->u.child.entry != CUCTX__ENTRY_NEVER)
+        return 1;   /* the graph was not marked as of no context of the child's */
+    unsigned long destroys = calls("cuGraphDestroy");
+    uint64_t skips = stats().stale_skips;
+    if (cuctx_graph_destroy(g) != CUDA_SUCCESS || g->id != 0)
+        return 2;
+    if (calls("cuGraphDestroy") != destroys)
+        return 3;   /* the parent's graph reached the child's driver */
+    if (stats().stale_skips != skips + 1 || cuctx__alive(id, KIND_GRAPH))
+        return 4;
+    return 0;
+}
+
+/* A graph belongs to no context, so no entry's end skips its destroy; in
+ * a forked child the fork handler marks it as in a context that never
+ * lives (the parent's graph is not the child's driver's), so that its
+ * destroy there is skipped, counted, and never reaches the driver - while
+ * the parent's own destroy still does. Run through in_child, whose child
+ * dumps its gcov counters, so that the mutation tool sees the fork
+ * handler's lines run (test_graphs' own fork test forks directly).
+ * Mutants killed: lib/entry.c:99 `ror` (`kind != KIND_CTX_HANDLE`: every
+ * child taken for a context handle, the graph left unmarked) and
+ * lib/entry.c:101 `const`, `not`, `ror` (the graph, of entry 0, left
+ * unmarked). */
+Test(registry, a_forked_childs_destroy_of_a_parents_graph_is_skipped)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_graph g = {0};
+    CHECK_OK(cuctx_graph_create(&g));
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(g.id));
+    cr_assert_eq(s->u.child.entry, 0, "a graph is in no context");
+    int st = in_child(e1_destroy_parents_graph_in_child, &g);
+    cr_assert_eq(st, 0, "the child's check %d failed", st);
+    cr_assert_eq(s->u.child.entry, 0, "the parent's graph changed by the child's fork handler");
+    unsigned long destroys = calls("cuGraphDestroy");
+    CHECK_OK(cuctx_graph_destroy(&g));
+    cr_assert_eq(calls("cuGraphDestroy"), destroys + 1, "the parent's destroy did not reach the driver");
+    cr_assert_eq(sim()->live(CUSIM_GRAPH), 0);
+}
+
+/* (a fork whose child only ends; its result in l->rc) */
+static int e1_child_exits(void *p)
+{
+    (void)p;
+    return 0;
+}
+
+static CUresult e1_fork(struct locked_call *l)
+{
+    (void)l;
+    return in_child(e1_child_exits, NULL) == 0 ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+}
+
+/* fork waits for the context lock (process.c's prepare handler), so that
+ * the child never inherits it taken by a thread it does not have: with
+ * the lock held by another thread a fork waits, and goes through once the
+ * lock is let go. Mutant killed: lib/entry.c:55 `call` (the prepare
+ * handler's pthread_mutex_lock removed: the fork went through while the
+ * lock was held, and the parent's handler let go of the holder's lock). */
+Test(ctx_lock, a_fork_waits_for_the_context_lock, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    struct locked_call l = {.call = e1_fork, .rc = CUDA_ERROR_UNKNOWN};
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    int done_meanwhile = atomic_load(&l.done);
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_neq(waited, 0, "the fork went through while another thread held the context lock");
+    cr_assert_eq(waited, 1, "the fork neither waited for the lock nor returned in 10 s");
+    cr_assert_eq(done_meanwhile, 0);
+    CHECK_OK(l.rc);
+}
