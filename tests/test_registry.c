@@ -1835,3 +1835,46 @@ Test(ctx_lock, a_fork_waits_for_the_context_lock, .timeout = 30)
     cr_assert_eq(done_meanwhile, 0);
     CHECK_OK(l.rc);
 }
+
+/* A borrowed context that its owner destroyed is found gone by the next
+ * hold, which retires its entry under the context lock (entry_retire:
+ * the close and the address map's removal): with the lock held by another
+ * thread the call waits there, after its cuCtxGetId, and returns
+ * CONTEXT_IS_DESTROYED once the lock is let go. No other acquisition of
+ * the lock comes first on that path (the event's hold and check take
+ * none). Mutant killed: lib/entry.c:171 `call` (cuctx__ctx_lock() in
+ * entry_retire removed: the retire went through while the lock was held,
+ * and its unlock let go of the holder's lock). */
+Test(ctx_lock, a_retired_entry_leaves_the_address_map_under_the_context_lock, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    cuctx_ctx b = {0};
+    cuctx_event ev = {0};
+    CUcontext raw = raw_ctx_create(0, POPPED);
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    CHECK_OK(cuctx_event_create(&ev, b, 0));
+    uint64_t entry = cuctx__map_find(raw);
+    cr_assert_neq(entry, 0);
+    raw_ctx_destroy(raw);
+    struct locked_call l = {.call = query_event, .arg = &ev, .rc = CUDA_ERROR_UNKNOWN};
+    unsigned long checks = calls("cuCtxGetId");
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    unsigned long checked = calls("cuCtxGetId") - checks;
+    uint64_t mapped_meanwhile = cuctx__map_find(raw);
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_neq(waited, 0, "the retire went through while another thread held the context lock");
+    cr_assert_eq(waited, 1, "the query neither waited for the lock nor returned in 10 s");
+    cr_assert_geq(checked, 1, "the query waited for the lock before its check of the context");
+    cr_assert_eq(mapped_meanwhile, entry, "the entry left the address map before the lock was had");
+    cr_assert_eq(l.rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s", cuctx_result_name(l.rc));
+    cr_assert_not(cuctx__alive(entry, KIND_ENTRY));
+    cr_assert_eq(cuctx__map_find(raw), 0, "the retired entry stayed in the address map");
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(misuses(), 0);
+}
