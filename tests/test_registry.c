@@ -1878,3 +1878,52 @@ Test(ctx_lock, a_retired_entry_leaves_the_address_map_under_the_context_lock, .t
     CHECK_OK(cuctx_ctx_destroy(&b));
     cr_assert_eq(misuses(), 0);
 }
+
+static CUresult e1_destroy_event(struct locked_call *l)
+{
+    return cuctx_event_destroy((cuctx_event *)l->arg);
+}
+
+/* A borrow's entry ends with the last child that names it: that child's
+ * destroy, once the driver destroyed the child, ends the entry under the
+ * context lock (cuctx__entry_unname). With the lock held by another thread
+ * the destroy waits there, past its cuEventDestroy, the entry still in
+ * the address map, and ends it once the lock is let go. Mutant killed:
+ * lib/entry.c:153 `call` (cuctx__ctx_lock() in cuctx__entry_unname
+ * removed: the entry ended while the lock was held, and the unlock let go
+ * of the holder's lock). */
+Test(ctx_lock, the_last_name_of_a_borrows_entry_ends_it_under_the_context_lock, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    cuctx_ctx b = {0};
+    cuctx_event ev = {0};
+    CUcontext raw = raw_ctx_create(0, POPPED);
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    CHECK_OK(cuctx_event_create(&ev, b, 0));
+    uint64_t entry = cuctx__map_find(raw);
+    cr_assert_neq(entry, 0);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(cuctx__map_find(raw), entry, "the entry ended while its event named it");
+    struct locked_call l = {.call = e1_destroy_event, .arg = &ev, .rc = CUDA_ERROR_UNKNOWN};
+    unsigned long destroys = calls("cuEventDestroy");
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    unsigned long destroyed = calls("cuEventDestroy") - destroys;
+    uint64_t mapped_meanwhile = cuctx__map_find(raw);
+    int alive_meanwhile = cuctx__alive(entry, KIND_ENTRY);
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_neq(waited, 0, "the entry's end went through while another thread held the context lock");
+    cr_assert_eq(waited, 1, "the event's destroy neither waited for the lock nor returned in 10 s");
+    cr_assert_eq(destroyed, 1, "the destroy waited for the lock before its cuEventDestroy");
+    cr_assert_eq(mapped_meanwhile, entry, "the entry left the address map before the lock was had");
+    cr_assert(alive_meanwhile, "the entry ended before the lock was had");
+    CHECK_OK(l.rc);
+    cr_assert_not(cuctx__alive(entry, KIND_ENTRY), "the entry outlived the last child that named it");
+    cr_assert_eq(cuctx__map_find(raw), 0);
+    raw_ctx_destroy(raw);
+    cr_assert_eq(misuses(), 0);
+}
