@@ -1927,3 +1927,51 @@ Test(ctx_lock, the_last_name_of_a_borrows_entry_ends_it_under_the_context_lock, 
     raw_ctx_destroy(raw);
     cr_assert_eq(misuses(), 0);
 }
+
+static void *e1_synchronize_ctx(void *p)
+{
+    struct locked_call *l = p;
+    l->rc = cuctx_ctx_synchronize(l->c);
+    atomic_store(&l->done, 1);
+    return NULL;
+}
+
+/* A borrow's entry whose last name goes (here its one handle's destroy)
+ * is closed and drained before it ends: the end waits for the holds
+ * already taken - another thread's, inside a synchronize of the context
+ * through that handle (held after its cuCtxSynchronize by the simulator) -
+ * before the slot is freed. Mutant killed: lib/entry.c:142 `call`
+ * (cuctx__drain in end_unnamed_locked removed: the entry was freed under
+ * the other thread's hold). */
+Test(drain, a_borrows_entry_ended_by_its_last_name_waits_for_the_holds_under_way, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    CUcontext raw = raw_ctx_create(0, POPPED);
+    struct locked_call holder = {.rc = CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_ctx_borrow(&holder.c, raw));
+    uint64_t entry = cuctx__map_find(raw);
+    cr_assert_neq(entry, 0);
+    struct locked_call ender = {.call = destroy_ctx, .c = holder.c, .rc = CUDA_ERROR_UNKNOWN};
+    pthread_t th, te;
+    sim()->hold_after("cuCtxSynchronize");
+    cr_assert_eq(pthread_create(&th, NULL, e1_synchronize_ctx, &holder), 0);
+    until_sim_holds(1);     /* the holder is past its driver call, the entry held */
+    int waited = returns_or_sleeps(&ender, &te, in_backoff_sleep);
+    int alive_meanwhile = cuctx__alive(entry, KIND_ENTRY) || cuctx__closing(entry, KIND_ENTRY);
+    int holder_done = atomic_load(&holder.done);
+    sim()->let_go();
+    pthread_join(th, NULL);
+    pthread_join(te, NULL);
+    cr_assert_eq(holder_done, 0);
+    cr_assert_neq(waited, 0, "the end of the entry did not wait for the other thread's hold");
+    cr_assert_eq(waited, 1, "the destroy neither waited nor returned in 10 s");
+    cr_assert(alive_meanwhile, "the entry was freed under the other thread's hold");
+    CHECK_OK(holder.rc);
+    CHECK_OK(ender.rc);
+    cr_assert_not(cuctx__alive(entry, KIND_ENTRY), "the entry outlived its last name");
+    cr_assert_eq(cuctx__map_find(raw), 0);
+    raw_ctx_destroy(raw);
+    cr_assert_eq(misuses(), 0);
+}
