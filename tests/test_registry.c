@@ -1975,3 +1975,62 @@ Test(drain, a_borrows_entry_ended_by_its_last_name_waits_for_the_holds_under_way
     raw_ctx_destroy(raw);
     cr_assert_eq(misuses(), 0);
 }
+
+static CUresult e1_create_ctx(struct locked_call *l)
+{
+    return cuctx_ctx_create(&l->c, 0, 0);
+}
+
+/* A context made at the address of a borrowed context that its owner
+ * destroyed ends the old entry there (cuctx__entry_new ->
+ * cuctx__entry_end_locked), which waits for the holds already taken of it
+ * - another thread's, inside a call on the borrowed context's event (held
+ * after its cuEventSynchronize by the simulator) - before the slot is
+ * freed. Mutant killed: lib/entry.c:129 `call` (cuctx__drain in
+ * cuctx__entry_end_locked removed: the old entry was freed under the
+ * other thread's hold). */
+Test(drain, an_entry_ended_by_a_new_context_at_its_address_waits_for_the_holds_under_way, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    cuctx_ctx b = {0};
+    cuctx_event ev = {0};
+    CUcontext raw = raw_ctx_create(0, POPPED);
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    CHECK_OK(cuctx_event_create(&ev, b, 0));
+    CHECK_OK(cuctx_event_record(ev, (cuctx_stream){0}));
+    uint64_t entry = cuctx__map_find(raw);
+    cr_assert_neq(entry, 0);
+    struct locked_call holder = {.arg = &ev, .rc = CUDA_ERROR_UNKNOWN};
+    struct locked_call maker = {.call = e1_create_ctx, .rc = CUDA_ERROR_UNKNOWN};
+    pthread_t th, tm;
+    sim()->hold_after("cuEventSynchronize");
+    cr_assert_eq(pthread_create(&th, NULL, synchronize_event, &holder), 0);
+    until_sim_holds(1);     /* the holder is past its driver call, the entry held */
+    raw_ctx_destroy(raw);
+    unsigned long creates = calls("cuCtxCreate");
+    int waited = returns_or_sleeps(&maker, &tm, in_backoff_sleep);
+    int created_meanwhile = calls("cuCtxCreate") - creates == 1;
+    int closing_meanwhile = cuctx__closing(entry, KIND_ENTRY);
+    int holder_done = atomic_load(&holder.done);
+    sim()->let_go();
+    pthread_join(th, NULL);
+    pthread_join(tm, NULL);
+    cr_assert_eq(holder_done, 0);
+    cr_assert_neq(waited, 0, "the end of the old entry did not wait for the other thread's hold");
+    cr_assert_eq(waited, 1, "the create neither waited nor returned in 10 s");
+    cr_assert(created_meanwhile, "the create waited before its cuCtxCreate");
+    cr_assert(closing_meanwhile, "the old entry was not closing while the create waited");
+    CHECK_OK(holder.rc);
+    CHECK_OK(maker.rc);
+    cr_assert_eq(cuctx_ctx_raw(maker.c), raw, "the simulator recycles the address");
+    cr_assert_not(cuctx__alive(entry, KIND_ENTRY), "the old entry outlived the new context at its address");
+    cr_assert_neq(cuctx__map_find(raw), entry);
+    unsigned long destroys = calls("cuEventDestroy");
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_eq(calls("cuEventDestroy"), destroys, "the dead borrowed context's event reached the driver");
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&maker.c));
+    cr_assert_eq(misuses(), 0);
+}
