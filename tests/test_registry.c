@@ -2034,3 +2034,67 @@ Test(drain, an_entry_ended_by_a_new_context_at_its_address_waits_for_the_holds_u
     CHECK_OK(cuctx_ctx_destroy(&maker.c));
     cr_assert_eq(misuses(), 0);
 }
+
+static void *e1_query_then_testcancel(void *p)
+{
+    struct locked_call *l = p;
+    atomic_store(&l->tid, gettid());
+    l->rc = cuctx_event_query(*(cuctx_event *)l->arg);
+    atomic_store(&l->done, 1);
+    pthread_testcancel();
+    return NULL;
+}
+
+/* entry_retire keeps cancellation off from the entry's close to its free:
+ * a thread cancelled while the retire waits for another thread's hold
+ * (its drain sleeps, a cancellation point) finishes the retire first, and
+ * is cancelled only at its next cancellation point after the call - so
+ * the entry never stays closing for good. Mutant killed: lib/entry.c:170
+ * `call` (cancellation not disabled: the thread was cancelled inside the
+ * drain, the entry left closing for ever). */
+Test(drain, a_retire_cancelled_while_it_waits_for_a_hold_still_frees_the_entry, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    cuctx_ctx b = {0};
+    cuctx_event ev = {0};
+    CUcontext raw = raw_ctx_create(0, POPPED);
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    CHECK_OK(cuctx_event_create(&ev, b, 0));
+    CHECK_OK(cuctx_event_record(ev, (cuctx_stream){0}));
+    uint64_t entry = cuctx__map_find(raw);
+    cr_assert_neq(entry, 0);
+    struct locked_call holder = {.arg = &ev, .rc = CUDA_ERROR_UNKNOWN};
+    struct locked_call retirer = {.arg = &ev, .rc = CUDA_ERROR_UNKNOWN};
+    pthread_t th, tr;
+    void *res = NULL;
+    sim()->hold_after("cuEventSynchronize");
+    cr_assert_eq(pthread_create(&th, NULL, synchronize_event, &holder), 0);
+    until_sim_holds(1);     /* the holder is past its driver call, the entry held */
+    raw_ctx_destroy(raw);
+    cr_assert_eq(pthread_create(&tr, NULL, e1_query_then_testcancel, &retirer), 0);
+    int asleep = 0;
+    for (int ms = 0; ms < 10000 && !asleep && !atomic_load(&retirer.done); ms++) {
+        pid_t tid = atomic_load(&retirer.tid);
+        asleep = tid && in_backoff_sleep(tid) == 1;
+        if (!asleep)
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    int closing_meanwhile = cuctx__closing(entry, KIND_ENTRY);
+    cr_assert_eq(pthread_cancel(tr), 0);
+    sim()->let_go();
+    pthread_join(th, NULL);
+    cr_assert_eq(pthread_join(tr, &res), 0);
+    cr_assert(asleep, "the retire did not wait for the other thread's hold");
+    cr_assert(closing_meanwhile);
+    cr_assert_eq(atomic_load(&retirer.done), 1, "the retiring thread was cancelled inside the retire");
+    cr_assert_eq(res, PTHREAD_CANCELED, "the cancel was lost");
+    cr_assert_eq(retirer.rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s", cuctx_result_name(retirer.rc));
+    cr_assert_not(cuctx__closing(entry, KIND_ENTRY), "the retired entry was left closing");
+    cr_assert_not(cuctx__alive(entry, KIND_ENTRY));
+    CHECK_OK(holder.rc);
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(misuses(), 0);
+}
