@@ -698,3 +698,27 @@ Test(context, an_owned_context_ended_by_raw_code_and_its_address_retaken_is_dest
     cr_assert_eq(stats().contexts, 0);
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- survivors of lib/entry.c (e1) ---- */
+
+/* A reset of a device that cannot be (a negative number) asks the driver
+ * about that device's primary context and answers the driver's error:
+ * cuctx keeps no record for it (cuctx__primary_of gives none) and resets
+ * nothing. Mutant killed: lib/entry.c:67 `ret` (a record made up for a
+ * negative device: the reset read through it). */
+Test(context, primary_reset_of_a_negative_device_gives_the_drivers_error)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    size_t mark = log_mark();
+    unsigned long resets = calls("cuDevicePrimaryCtxReset");
+    CUresult rc = cuctx_ctx_primary_reset(-1);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_DEVICE, "%s", cuctx_result_name(rc));
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_DEVICE);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "device -1"), "%s", cuctx_last_error_message());
+    struct cusim_call q = last_call("cuDevicePrimaryCtxGetState", mark);
+    cr_assert_eq(q.arg, -1, "the state asked of device %lld", q.arg);
+    cr_assert_eq(q.rc, CUDA_ERROR_INVALID_DEVICE);
+    cr_assert_eq(calls("cuDevicePrimaryCtxReset"), resets, "a reset reached the driver");
+    cr_assert_eq(misuses(), 0);
+}

@@ -997,3 +997,78 @@ Test(library, a_one_byte_file_refused_as_bad_ptx_is_read_again_for_its_log)
     cr_assert_eq(stats().modules, 0);
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
+
+/* ---- survivors of lib/capture.c and lib/entry.c (e1) ---- */
+
+/* A capture by hand given no capture to fill is refused as documented
+ * (INVALID_VALUE, its reason recorded), for the begin and the end alike,
+ * and nothing reaches the driver. Mutants killed: lib/capture.c:83 and :130
+ * `ret` (the NULL capture answered 0, as if begun or ended). */
+Test(capture, by_hand_a_null_capture_is_refused_at_begin_and_end)
+{
+    NEED_DRIVER();
+    struct captured t;
+    capture_setup(&t);
+    cuctx_graph g = {0};
+    unsigned long begins = sim() ? calls("cuStreamBeginCapture") : 0;
+    unsigned long ends = sim() ? calls("cuStreamEndCapture") : 0;
+    cr_assert_eq(cuctx_capture_begin(NULL, t.s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_VALUE);
+    cr_assert(strstr(cuctx_last_error_message(), "cuctx_capture_begin: the capture is NULL"), "%s",
+              cuctx_last_error_message());
+    cr_assert_eq(g.id, 0);
+    cr_assert_eq(cuctx_capture_end(NULL, 1), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_VALUE);
+    cr_assert(strstr(cuctx_last_error_message(), "cuctx_capture_end: the capture is NULL"), "%s",
+              cuctx_last_error_message());
+    if (sim()) {
+        cr_assert_eq(calls("cuStreamBeginCapture"), begins);
+        cr_assert_eq(calls("cuStreamEndCapture"), ends);
+        cr_assert_eq(capture_status(t.s), CU_STREAM_CAPTURE_STATUS_NONE);
+    }
+    capture_teardown(&t);
+}
+
+/* An abandoned capture (end with keep 0) whose graph the driver refuses to
+ * destroy answers the driver's error and says so in the last error; one
+ * that destroys it leaves the last error alone. Mutant killed:
+ * lib/capture.c:120 `ror` (the failure returned unrecorded, the success
+ * recorded as a failure of cuGraphDestroy). */
+Test(capture, by_hand_abandoning_tells_a_failed_graph_destroy)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct captured t;
+    capture_setup(&t);
+    cuctx_capture c;
+    cuctx_graph g = {0};
+    /* first a clean abandon: the driver destroys the graph, no error is recorded */
+    CHECK_OK(cuctx_capture_begin(&c, t.s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    queue_work(&t);
+    CHECK_OK(cuctx_event_destroy(&t.ev));
+    cr_assert_eq(cuctx_capture_end(NULL, 0), CUDA_ERROR_INVALID_VALUE);   /* a last error to keep */
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_capture_end(&c, 0));
+    cr_assert_eq(g.id, 0);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_VALUE, "a clean abandon recorded %s: %s",
+                 cuctx_result_name(cuctx_last_error()), cuctx_last_error_message());
+    struct cusim_call d = last_call("cuGraphDestroy", mark);
+    cr_assert_eq(d.rc, CUDA_SUCCESS);
+    cr_assert_eq(sim()->live(CUSIM_GRAPH), 0);
+    /* then one whose cuGraphDestroy fails */
+    CHECK_OK(cuctx_capture_begin(&c, t.s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    queue_work(&t);
+    mark = log_mark();
+    sim()->fail_call("cuGraphDestroy", 1, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(cuctx_capture_end(&c, 0), CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(g.id, 0);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_UNKNOWN);
+    cr_assert(strstr(cuctx_last_error_message(), "cuctx_capture_end: cuGraphDestroy of the abandoned graph failed"),
+              "%s", cuctx_last_error_message());
+    d = last_call("cuGraphDestroy", mark);
+    cr_assert_eq(d.rc, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(sim()->live(CUSIM_GRAPH), 1);
+    PFN_cuGraphDestroy_v10000 destroy = (PFN_cuGraphDestroy_v10000)drv_sym("cuGraphDestroy", 10000);
+    cr_assert_eq(destroy((CUgraph)(uintptr_t)d.handle), CUDA_SUCCESS);
+    capture_teardown(&t);
+}

@@ -2766,3 +2766,393 @@ Test(drain, a_call_that_waited_out_an_abandoned_close_checks_the_primary_and_kee
     cr_assert_eq(sim()->primary_outside_release(0), 0);
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- survivors of lib/entry.c (e1) ---- */
+
+/* Whether the calling thread's cancelability is enabled (left so). */
+static int e1_cancel_enabled(void)
+{
+    int old = -1;
+    cr_assert_eq(pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old), 0);
+    return old == PTHREAD_CANCEL_ENABLE;
+}
+
+/* The context lock disables cancellation while it is held only: a cuctx
+ * call that took it (a borrow registers its context under it), or that
+ * retired an entry it found gone (entry_retire, which also keeps
+ * cancellation off from the close to the free), leaves its caller's
+ * cancelability as it found it. Mutants killed: lib/entry.c:46 `call`
+ * (cuctx__ctx_unlock not restoring the state: every thread that took the
+ * lock could never be cancelled again) and lib/entry.c:180 `call`
+ * (entry_retire not restoring it). */
+Test(ctx_lock, a_call_that_took_the_lock_or_retired_an_entry_leaves_cancellation_enabled)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx b = {0};
+    cuctx_event ev = {0};
+    cr_assert(e1_cancel_enabled());
+    CUcontext raw = raw_ctx_create(0, POPPED);
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    uint64_t entry = cuctx__map_find(raw);
+    cr_assert_neq(entry, 0, "the borrow registered no entry");
+    cr_assert(e1_cancel_enabled(), "the borrow left cancellation disabled");
+    raw_ctx_destroy(raw);
+    unsigned long checks = calls("cuCtxGetId"), creates = calls("cuEventCreate");
+    cr_assert_eq(cuctx_event_create(&ev, b, 0), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    cr_assert_gt(calls("cuCtxGetId"), checks, "the create did not check the context");
+    cr_assert_eq(calls("cuEventCreate"), creates);
+    cr_assert_not(cuctx__alive(entry, KIND_ENTRY), "the entry found gone was not retired");
+    cr_assert(e1_cancel_enabled(), "the retire of the entry left cancellation disabled");
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert(e1_cancel_enabled(), "the borrow's destroy left cancellation disabled");
+    cr_assert_eq(misuses(), 0);
+}
+
+/* (a graph of the parent's, and the checks its destroy in a forked child
+ * fails: 0 when all held) */
+static int e1_destroy_parents_graph_in_child(void *p)
+{
+    cuctx_graph *g = p;
+    uint64_t id = g->id;
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(id));
+    if (s->u.child.entry != CUCTX__ENTRY_NEVER)
+        return 1;   /* the graph was not marked as of no context of the child's */
+    unsigned long destroys = calls("cuGraphDestroy");
+    uint64_t skips = stats().stale_skips;
+    if (cuctx_graph_destroy(g) != CUDA_SUCCESS || g->id != 0)
+        return 2;
+    if (calls("cuGraphDestroy") != destroys)
+        return 3;   /* the parent's graph reached the child's driver */
+    if (stats().stale_skips != skips + 1 || cuctx__alive(id, KIND_GRAPH))
+        return 4;
+    return 0;
+}
+
+/* A graph belongs to no context, so no entry's end skips its destroy; in
+ * a forked child the fork handler marks it as in a context that never
+ * lives (the parent's graph is not the child's driver's), so that its
+ * destroy there is skipped, counted, and never reaches the driver - while
+ * the parent's own destroy still does. Run through in_child, whose child
+ * dumps its gcov counters, so that the mutation tool sees the fork
+ * handler's lines run (test_graphs' own fork test forks directly).
+ * Mutants killed: lib/entry.c:99 `ror` (`kind != KIND_CTX_HANDLE`: every
+ * child taken for a context handle, the graph left unmarked) and
+ * lib/entry.c:101 `const`, `not`, `ror` (the graph, of entry 0, left
+ * unmarked). */
+Test(registry, a_forked_childs_destroy_of_a_parents_graph_is_skipped)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_graph g = {0};
+    CHECK_OK(cuctx_graph_create(&g));
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(g.id));
+    cr_assert_eq(s->u.child.entry, 0, "a graph is in no context");
+    int st = in_child(e1_destroy_parents_graph_in_child, &g);
+    cr_assert_eq(st, 0, "the child's check %d failed", st);
+    cr_assert_eq(s->u.child.entry, 0, "the parent's graph changed by the child's fork handler");
+    unsigned long destroys = calls("cuGraphDestroy");
+    CHECK_OK(cuctx_graph_destroy(&g));
+    cr_assert_eq(calls("cuGraphDestroy"), destroys + 1, "the parent's destroy did not reach the driver");
+    cr_assert_eq(sim()->live(CUSIM_GRAPH), 0);
+}
+
+/* (a fork whose child only ends; its result in l->rc) */
+static int e1_child_exits(void *p)
+{
+    (void)p;
+    return 0;
+}
+
+static CUresult e1_fork(struct locked_call *l)
+{
+    (void)l;
+    return in_child(e1_child_exits, NULL) == 0 ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+}
+
+/* fork waits for the context lock (process.c's prepare handler), so that
+ * the child never inherits it taken by a thread it does not have: with
+ * the lock held by another thread a fork waits, and goes through once the
+ * lock is let go. Mutant killed: lib/entry.c:55 `call` (the prepare
+ * handler's pthread_mutex_lock removed: the fork went through while the
+ * lock was held, and the parent's handler let go of the holder's lock). */
+Test(ctx_lock, a_fork_waits_for_the_context_lock, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    struct locked_call l = {.call = e1_fork, .rc = CUDA_ERROR_UNKNOWN};
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    int done_meanwhile = atomic_load(&l.done);
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_neq(waited, 0, "the fork went through while another thread held the context lock");
+    cr_assert_eq(waited, 1, "the fork neither waited for the lock nor returned in 10 s");
+    cr_assert_eq(done_meanwhile, 0);
+    CHECK_OK(l.rc);
+}
+
+/* A borrowed context that its owner destroyed is found gone by the next
+ * hold, which retires its entry under the context lock (entry_retire:
+ * the close and the address map's removal): with the lock held by another
+ * thread the call waits there, after its cuCtxGetId, and returns
+ * CONTEXT_IS_DESTROYED once the lock is let go. No other acquisition of
+ * the lock comes first on that path (the event's hold and check take
+ * none). Mutant killed: lib/entry.c:171 `call` (cuctx__ctx_lock() in
+ * entry_retire removed: the retire went through while the lock was held,
+ * and its unlock let go of the holder's lock). */
+Test(ctx_lock, a_retired_entry_leaves_the_address_map_under_the_context_lock, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    cuctx_ctx b = {0};
+    cuctx_event ev = {0};
+    CUcontext raw = raw_ctx_create(0, POPPED);
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    CHECK_OK(cuctx_event_create(&ev, b, 0));
+    uint64_t entry = cuctx__map_find(raw);
+    cr_assert_neq(entry, 0);
+    raw_ctx_destroy(raw);
+    struct locked_call l = {.call = query_event, .arg = &ev, .rc = CUDA_ERROR_UNKNOWN};
+    unsigned long checks = calls("cuCtxGetId");
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    unsigned long checked = calls("cuCtxGetId") - checks;
+    uint64_t mapped_meanwhile = cuctx__map_find(raw);
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_neq(waited, 0, "the retire went through while another thread held the context lock");
+    cr_assert_eq(waited, 1, "the query neither waited for the lock nor returned in 10 s");
+    cr_assert_geq(checked, 1, "the query waited for the lock before its check of the context");
+    cr_assert_eq(mapped_meanwhile, entry, "the entry left the address map before the lock was had");
+    cr_assert_eq(l.rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s", cuctx_result_name(l.rc));
+    cr_assert_not(cuctx__alive(entry, KIND_ENTRY));
+    cr_assert_eq(cuctx__map_find(raw), 0, "the retired entry stayed in the address map");
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(misuses(), 0);
+}
+
+static CUresult e1_destroy_event(struct locked_call *l)
+{
+    return cuctx_event_destroy((cuctx_event *)l->arg);
+}
+
+/* A borrow's entry ends with the last child that names it: that child's
+ * destroy, once the driver destroyed the child, ends the entry under the
+ * context lock (cuctx__entry_unname). With the lock held by another thread
+ * the destroy waits there, past its cuEventDestroy, the entry still in
+ * the address map, and ends it once the lock is let go. Mutant killed:
+ * lib/entry.c:153 `call` (cuctx__ctx_lock() in cuctx__entry_unname
+ * removed: the entry ended while the lock was held, and the unlock let go
+ * of the holder's lock). */
+Test(ctx_lock, the_last_name_of_a_borrows_entry_ends_it_under_the_context_lock, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    cuctx_ctx b = {0};
+    cuctx_event ev = {0};
+    CUcontext raw = raw_ctx_create(0, POPPED);
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    CHECK_OK(cuctx_event_create(&ev, b, 0));
+    uint64_t entry = cuctx__map_find(raw);
+    cr_assert_neq(entry, 0);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(cuctx__map_find(raw), entry, "the entry ended while its event named it");
+    struct locked_call l = {.call = e1_destroy_event, .arg = &ev, .rc = CUDA_ERROR_UNKNOWN};
+    unsigned long destroys = calls("cuEventDestroy");
+    pthread_t t;
+    cuctx__ctx_lock();
+    int waited = runs_into_the_lock(&l, &t);
+    unsigned long destroyed = calls("cuEventDestroy") - destroys;
+    uint64_t mapped_meanwhile = cuctx__map_find(raw);
+    int alive_meanwhile = cuctx__alive(entry, KIND_ENTRY);
+    cuctx__ctx_unlock();
+    pthread_join(t, NULL);
+    cr_assert_neq(waited, 0, "the entry's end went through while another thread held the context lock");
+    cr_assert_eq(waited, 1, "the event's destroy neither waited for the lock nor returned in 10 s");
+    cr_assert_eq(destroyed, 1, "the destroy waited for the lock before its cuEventDestroy");
+    cr_assert_eq(mapped_meanwhile, entry, "the entry left the address map before the lock was had");
+    cr_assert(alive_meanwhile, "the entry ended before the lock was had");
+    CHECK_OK(l.rc);
+    cr_assert_not(cuctx__alive(entry, KIND_ENTRY), "the entry outlived the last child that named it");
+    cr_assert_eq(cuctx__map_find(raw), 0);
+    raw_ctx_destroy(raw);
+    cr_assert_eq(misuses(), 0);
+}
+
+static void *e1_synchronize_ctx(void *p)
+{
+    struct locked_call *l = p;
+    l->rc = cuctx_ctx_synchronize(l->c);
+    atomic_store(&l->done, 1);
+    return NULL;
+}
+
+/* A borrow's entry whose last name goes (here its one handle's destroy)
+ * is closed and drained before it ends: the end waits for the holds
+ * already taken - another thread's, inside a synchronize of the context
+ * through that handle (held after its cuCtxSynchronize by the simulator) -
+ * before the slot is freed. Mutant killed: lib/entry.c:142 `call`
+ * (cuctx__drain in end_unnamed_locked removed: the entry was freed under
+ * the other thread's hold). */
+Test(drain, a_borrows_entry_ended_by_its_last_name_waits_for_the_holds_under_way, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    CUcontext raw = raw_ctx_create(0, POPPED);
+    struct locked_call holder = {.rc = CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_ctx_borrow(&holder.c, raw));
+    uint64_t entry = cuctx__map_find(raw);
+    cr_assert_neq(entry, 0);
+    struct locked_call ender = {.call = destroy_ctx, .c = holder.c, .rc = CUDA_ERROR_UNKNOWN};
+    pthread_t th, te;
+    sim()->hold_after("cuCtxSynchronize");
+    cr_assert_eq(pthread_create(&th, NULL, e1_synchronize_ctx, &holder), 0);
+    until_sim_holds(1);     /* the holder is past its driver call, the entry held */
+    int waited = returns_or_sleeps(&ender, &te, in_backoff_sleep);
+    int alive_meanwhile = cuctx__alive(entry, KIND_ENTRY) || cuctx__closing(entry, KIND_ENTRY);
+    int holder_done = atomic_load(&holder.done);
+    sim()->let_go();
+    pthread_join(th, NULL);
+    pthread_join(te, NULL);
+    cr_assert_eq(holder_done, 0);
+    cr_assert_neq(waited, 0, "the end of the entry did not wait for the other thread's hold");
+    cr_assert_eq(waited, 1, "the destroy neither waited nor returned in 10 s");
+    cr_assert(alive_meanwhile, "the entry was freed under the other thread's hold");
+    CHECK_OK(holder.rc);
+    CHECK_OK(ender.rc);
+    cr_assert_not(cuctx__alive(entry, KIND_ENTRY), "the entry outlived its last name");
+    cr_assert_eq(cuctx__map_find(raw), 0);
+    raw_ctx_destroy(raw);
+    cr_assert_eq(misuses(), 0);
+}
+
+static CUresult e1_create_ctx(struct locked_call *l)
+{
+    return cuctx_ctx_create(&l->c, 0, 0);
+}
+
+/* A context made at the address of a borrowed context that its owner
+ * destroyed ends the old entry there (cuctx__entry_new ->
+ * cuctx__entry_end_locked), which waits for the holds already taken of it
+ * - another thread's, inside a call on the borrowed context's event (held
+ * after its cuEventSynchronize by the simulator) - before the slot is
+ * freed. Mutant killed: lib/entry.c:129 `call` (cuctx__drain in
+ * cuctx__entry_end_locked removed: the old entry was freed under the
+ * other thread's hold). */
+Test(drain, an_entry_ended_by_a_new_context_at_its_address_waits_for_the_holds_under_way, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    cuctx_ctx b = {0};
+    cuctx_event ev = {0};
+    CUcontext raw = raw_ctx_create(0, POPPED);
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    CHECK_OK(cuctx_event_create(&ev, b, 0));
+    CHECK_OK(cuctx_event_record(ev, (cuctx_stream){0}));
+    uint64_t entry = cuctx__map_find(raw);
+    cr_assert_neq(entry, 0);
+    struct locked_call holder = {.arg = &ev, .rc = CUDA_ERROR_UNKNOWN};
+    struct locked_call maker = {.call = e1_create_ctx, .rc = CUDA_ERROR_UNKNOWN};
+    pthread_t th, tm;
+    sim()->hold_after("cuEventSynchronize");
+    cr_assert_eq(pthread_create(&th, NULL, synchronize_event, &holder), 0);
+    until_sim_holds(1);     /* the holder is past its driver call, the entry held */
+    raw_ctx_destroy(raw);
+    unsigned long creates = calls("cuCtxCreate");
+    int waited = returns_or_sleeps(&maker, &tm, in_backoff_sleep);
+    int created_meanwhile = calls("cuCtxCreate") - creates == 1;
+    int closing_meanwhile = cuctx__closing(entry, KIND_ENTRY);
+    int holder_done = atomic_load(&holder.done);
+    sim()->let_go();
+    pthread_join(th, NULL);
+    pthread_join(tm, NULL);
+    cr_assert_eq(holder_done, 0);
+    cr_assert_neq(waited, 0, "the end of the old entry did not wait for the other thread's hold");
+    cr_assert_eq(waited, 1, "the create neither waited nor returned in 10 s");
+    cr_assert(created_meanwhile, "the create waited before its cuCtxCreate");
+    cr_assert(closing_meanwhile, "the old entry was not closing while the create waited");
+    CHECK_OK(holder.rc);
+    CHECK_OK(maker.rc);
+    cr_assert_eq(cuctx_ctx_raw(maker.c), raw, "the simulator recycles the address");
+    cr_assert_not(cuctx__alive(entry, KIND_ENTRY), "the old entry outlived the new context at its address");
+    cr_assert_neq(cuctx__map_find(raw), entry);
+    unsigned long destroys = calls("cuEventDestroy");
+    CHECK_OK(cuctx_event_destroy(&ev));
+    cr_assert_eq(calls("cuEventDestroy"), destroys, "the dead borrowed context's event reached the driver");
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&maker.c));
+    cr_assert_eq(misuses(), 0);
+}
+
+static void *e1_query_then_testcancel(void *p)
+{
+    struct locked_call *l = p;
+    atomic_store(&l->tid, gettid());
+    l->rc = cuctx_event_query(*(cuctx_event *)l->arg);
+    atomic_store(&l->done, 1);
+    pthread_testcancel();
+    return NULL;
+}
+
+/* entry_retire keeps cancellation off from the entry's close to its free:
+ * a thread cancelled while the retire waits for another thread's hold
+ * (its drain sleeps, a cancellation point) finishes the retire first, and
+ * is cancelled only at its next cancellation point after the call - so
+ * the entry never stays closing for good. Mutant killed: lib/entry.c:170
+ * `call` (cancellation not disabled: the thread was cancelled inside the
+ * drain, the entry left closing for ever). */
+Test(drain, a_retire_cancelled_while_it_waits_for_a_hold_still_frees_the_entry, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    NEED_PROC_SYSCALL();
+    cuctx_ctx b = {0};
+    cuctx_event ev = {0};
+    CUcontext raw = raw_ctx_create(0, POPPED);
+    CHECK_OK(cuctx_ctx_borrow(&b, raw));
+    CHECK_OK(cuctx_event_create(&ev, b, 0));
+    CHECK_OK(cuctx_event_record(ev, (cuctx_stream){0}));
+    uint64_t entry = cuctx__map_find(raw);
+    cr_assert_neq(entry, 0);
+    struct locked_call holder = {.arg = &ev, .rc = CUDA_ERROR_UNKNOWN};
+    struct locked_call retirer = {.arg = &ev, .rc = CUDA_ERROR_UNKNOWN};
+    pthread_t th, tr;
+    void *res = NULL;
+    sim()->hold_after("cuEventSynchronize");
+    cr_assert_eq(pthread_create(&th, NULL, synchronize_event, &holder), 0);
+    until_sim_holds(1);     /* the holder is past its driver call, the entry held */
+    raw_ctx_destroy(raw);
+    cr_assert_eq(pthread_create(&tr, NULL, e1_query_then_testcancel, &retirer), 0);
+    int asleep = 0;
+    for (int ms = 0; ms < 10000 && !asleep && !atomic_load(&retirer.done); ms++) {
+        pid_t tid = atomic_load(&retirer.tid);
+        asleep = tid && in_backoff_sleep(tid) == 1;
+        if (!asleep)
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    int closing_meanwhile = cuctx__closing(entry, KIND_ENTRY);
+    cr_assert_eq(pthread_cancel(tr), 0);
+    sim()->let_go();
+    pthread_join(th, NULL);
+    cr_assert_eq(pthread_join(tr, &res), 0);
+    cr_assert(asleep, "the retire did not wait for the other thread's hold");
+    cr_assert(closing_meanwhile);
+    cr_assert_eq(atomic_load(&retirer.done), 1, "the retiring thread was cancelled inside the retire");
+    cr_assert_eq(res, PTHREAD_CANCELED, "the cancel was lost");
+    cr_assert_eq(retirer.rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s", cuctx_result_name(retirer.rc));
+    cr_assert_not(cuctx__closing(entry, KIND_ENTRY), "the retired entry was left closing");
+    cr_assert_not(cuctx__alive(entry, KIND_ENTRY));
+    CHECK_OK(holder.rc);
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(misuses(), 0);
+}
