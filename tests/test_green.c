@@ -1369,3 +1369,378 @@ Test(green, built_without_green_contexts)
 }
 
 #endif
+
+/* ---- survivors of lib/green.c (g2) ---- */
+
+#if CUDA_VERSION >= 12040
+
+#include <sys/syscall.h>
+
+/* One thread's part in the tests below: what it works on, its result, and
+ * its thread id (for blocked_in), set first thing. */
+struct g2_arg { cuctx_ctx g; cuctx_stream s; CUresult rc; volatile pid_t tid; volatile int done; };
+
+static void *g2_destroy_ctx(void *p)
+{
+    struct g2_arg *a = p;
+    a->tid = (pid_t)syscall(SYS_gettid);
+    a->rc = cuctx_ctx_destroy(&a->g);
+    a->done = 1;
+    return NULL;
+}
+
+static void *g2_sync_ctx(void *p)
+{
+    struct g2_arg *a = p;
+    a->tid = (pid_t)syscall(SYS_gettid);
+    a->rc = cuctx_ctx_synchronize(a->g);
+    a->done = 1;
+    return NULL;
+}
+
+static void *g2_create_stream(void *p)
+{
+    struct g2_arg *a = p;
+    a->tid = (pid_t)syscall(SYS_gettid);
+    a->rc = cuctx_stream_create(&a->s, a->g, 0, 0);
+    a->done = 1;
+    return NULL;
+}
+
+static void *g2_destroy_stream(void *p)
+{
+    struct g2_arg *a = p;
+    a->tid = (pid_t)syscall(SYS_gettid);
+    a->rc = cuctx_stream_destroy(&a->s);
+    a->done = 1;
+    return NULL;
+}
+
+static void *g2_sync_stream(void *p)
+{
+    struct g2_arg *a = p;
+    a->tid = (pid_t)syscall(SYS_gettid);
+    a->rc = cuctx_stream_synchronize(a->s);
+    a->done = 1;
+    return NULL;
+}
+
+/* Until thread a sleeps in nanosleep (cuctx's waits - a drain, a wait for
+ * a close to be decided - sleep so once past their first rounds), or has
+ * finished its call. */
+static void g2_wait_asleep(const struct g2_arg *a)
+{
+    while (a->tid == 0)
+        usleep(1000);
+    while (!a->done) {
+        unsigned long arg1 = 0;
+        long nr = blocked_in(a->tid, &arg1);
+        if (nr == SYS_nanosleep || nr == SYS_clock_nanosleep)
+            return;
+        usleep(1000);
+    }
+}
+
+/* The CUgreenCtx of the green context made last since mark (the simulator
+ * logs it as cuGreenCtxCreate's handle), and the driver's own destroy. */
+static CUgreenCtx g2_green_of(size_t mark)
+{
+    return (CUgreenCtx)(uintptr_t)last_call("cuGreenCtxCreate", mark).handle;
+}
+static CUresult g2_driver_green_destroy(CUgreenCtx g)
+{
+    PFN_cuGreenCtxDestroy_v12040 destroy = (PFN_cuGreenCtxDestroy_v12040)drv_sym("cuGreenCtxDestroy", 12040);
+    return destroy(g);
+}
+
+/* A stream create in the green context under way (held by the simulator
+ * after its cuStreamCreateWithPriority, the green context's entry held)
+ * when the destroy begins: the destroy waits for it, then finds the
+ * stream made and destroys it before the green context. Bug caught: the
+ * destroy walking its streams before the creates under way have finished
+ * - the stream made meanwhile is missed and dies with the green context,
+ * leaked. Mutant killed: lib/green.c:354 (`cuctx__drain(e);` after the
+ * first close removed). */
+Test(green, its_destroy_waits_for_a_stream_create_under_way_and_destroys_the_stream_made)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(20);
+    unique_addresses();
+    struct g2_arg d = {0}, c = {0};
+    c.rc = d.rc = CUDA_ERROR_UNKNOWN;
+    green(&d.g, 16, "G");
+    c.g = d.g;
+    size_t mark = log_mark();
+    pthread_t tc, td;
+    sim()->hold_after("cuStreamCreateWithPriority");
+    cr_assert_eq(pthread_create(&tc, NULL, g2_create_stream, &c), 0);
+    while (sim()->sleeping() == 0)
+        usleep(1000);
+    uint64_t raw = nth_call("cuStreamCreateWithPriority", mark, 0).handle;
+    cr_assert_neq(raw, 0);
+    name_handle('s', raw, "new");
+    cr_assert_eq(pthread_create(&td, NULL, g2_destroy_ctx, &d), 0);
+    g2_wait_asleep(&d);     /* waiting for the create (with the mutant: past its walk) */
+    sim()->let_go();
+    cr_assert_eq(pthread_join(tc, NULL), 0);
+    cr_assert_eq(pthread_join(td, NULL), 0);
+    CHECK_OK(c.rc);
+    CHECK_OK(d.rc);
+    cr_assert_eq(calls_on("cuStreamDestroy", raw, mark), 1, "the stream made under way was not destroyed by the destroy");
+    cr_assert_str_eq(CALLS_OF(mark, "cuStreamDestroy", "cuGreenCtxDestroy"), "cuStreamDestroy(new),cuGreenCtxDestroy(G)");
+    cr_assert_eq(sim()->leaked_streams(), 0, "the stream made under way died with the green context");
+    CHECK_OK(cuctx_stream_destroy(&c.s));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* A call on a borrow of the green context (cuctx_ctx_synchronize, slowed
+ * in the driver) begun while the destroy walks its streams (held by the
+ * simulator after its stream's cuStreamDestroy, the entry open again): the
+ * destroy waits for it before cuGreenCtxDestroy. Bug caught: the green
+ * context destroyed under a call still in the driver with it current - the
+ * call then runs in a dead context. Mutant killed: lib/green.c:360
+ * (`cuctx__drain(e);` after the second close removed: only the drain at
+ * the entry's free, after the driver's destroy, would wait). */
+Test(green, its_destroy_waits_for_a_call_on_a_borrow_of_it_begun_while_it_walked_its_streams)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(20);
+    unique_addresses();
+    struct g2_arg d = {0}, y = {0};
+    cuctx_stream s = {0};
+    d.rc = y.rc = CUDA_ERROR_UNKNOWN;
+    CUcontext graw = green(&d.g, 16, "G");
+    CHECK_OK(cuctx_stream_create(&s, d.g, 0, 0));
+    name_handle('s', (uint64_t)(uintptr_t)cuctx_stream_raw(s), "s");
+    CHECK_OK(cuctx_ctx_borrow(&y.g, graw));
+    size_t mark = log_mark();
+    pthread_t td, ty;
+    sim()->hold_after("cuStreamDestroy");
+    cr_assert_eq(pthread_create(&td, NULL, g2_destroy_ctx, &d), 0);
+    while (sim()->sleeping() == 0)
+        usleep(1000);
+    sim()->set_delay("cuCtxSynchronize", 300000);
+    cr_assert_eq(pthread_create(&ty, NULL, g2_sync_ctx, &y), 0);
+    while (sim()->sleeping() < 2)
+        usleep(1000);
+    sim()->let_go();
+    cr_assert_eq(pthread_join(td, NULL), 0);
+    cr_assert_eq(pthread_join(ty, NULL), 0);
+    sim()->set_delay("cuCtxSynchronize", 0);
+    CHECK_OK(d.rc);
+    CHECK_OK(y.rc);
+    cr_assert_eq(last_call("cuCtxSynchronize", mark).ctx, (uint64_t)(uintptr_t)graw);
+    cr_assert_eq(last_call("cuCtxSynchronize", mark).rc, CUDA_SUCCESS, "the synchronize ran in the dead green context");
+    cr_assert_str_eq(log_seq(mark, (const char *const[]){"cuStreamDestroy", "cuCtxSynchronize", "cuGreenCtxDestroy", NULL},
+                             (char[256]){0}, 256),
+                     "cuStreamDestroy,cuCtxSynchronize,cuGreenCtxDestroy");
+    CHECK_OK(cuctx_ctx_destroy(&y.g));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    cr_assert_eq(sim()->leaked_streams(), 0);
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* The destroy of one of its streams begun on another thread while the
+ * green context's destroy drains its entry (a call on its other stream
+ * holds it): that stream's destroy closes the stream and waits for a call
+ * on it, which waits for the entry; the green context's walk then meets
+ * the stream closing and waits until its own destroy has ended it. Bug
+ * caught: the walk going on past a stream whose destroy is under way -
+ * the green context's entry closed for good before that destroy could
+ * hold it, so the stream is never destroyed and dies with the green
+ * context, leaked. Mutant killed: lib/green.c:304
+ * (`cuctx__wait_closed(id, KIND_STREAM);` removed). */
+Test(green, its_destroy_waits_for_a_destroy_of_its_stream_under_way_on_another_thread)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(20);
+    unique_addresses();
+    struct g2_arg d = {0}, other = {0}, use = {0}, kill = {0};
+    d.rc = other.rc = use.rc = kill.rc = CUDA_ERROR_UNKNOWN;
+    green(&d.g, 16, "G");
+    CHECK_OK(cuctx_stream_create(&use.s, d.g, 0, 0));
+    CHECK_OK(cuctx_stream_create(&other.s, d.g, 0, 0));
+    kill.s = use.s;
+    uint64_t theirs = (uint64_t)(uintptr_t)cuctx_stream_raw(use.s);
+    name_handle('s', theirs, "theirs");
+    name_handle('s', (uint64_t)(uintptr_t)cuctx_stream_raw(other.s), "other");
+    size_t mark = log_mark();
+    pthread_t to, td, tu, tk;
+    /* a call on the other stream holds the entry: the destroy's first drain waits */
+    sim()->hold_after("cuStreamSynchronize");
+    cr_assert_eq(pthread_create(&to, NULL, g2_sync_stream, &other), 0);
+    while (sim()->sleeping() == 0)
+        usleep(1000);
+    cr_assert_eq(pthread_create(&td, NULL, g2_destroy_ctx, &d), 0);
+    g2_wait_asleep(&d);
+    /* a call on theirs: it pins the stream, then waits for the closed entry */
+    cr_assert_eq(pthread_create(&tu, NULL, g2_sync_stream, &use), 0);
+    g2_wait_asleep(&use);
+    /* theirs' destroy: it closes the stream, then waits for that call */
+    cr_assert_eq(pthread_create(&tk, NULL, g2_destroy_stream, &kill), 0);
+    g2_wait_asleep(&kill);
+    /* the entry reopens for the walk: the call on theirs goes in, held */
+    sim()->hold_after("cuStreamSynchronize");
+    sim()->let_go();
+    cr_assert_eq(pthread_join(to, NULL), 0);
+    /* (with the mutant below the call may find the entry closed for good instead) */
+    while (!use.done && (calls_on("cuStreamSynchronize", theirs, mark) == 0 || sim()->sleeping() == 0))
+        usleep(1000);
+    g2_wait_asleep(&d);     /* waiting for theirs' destroy (the mutant: draining the entry closed again) */
+    sim()->let_go();
+    sim()->hold_after(NULL);
+    cr_assert_eq(pthread_join(tu, NULL), 0);
+    cr_assert_eq(pthread_join(tk, NULL), 0);
+    cr_assert_eq(pthread_join(td, NULL), 0);
+    CHECK_OK(other.rc);
+    CHECK_OK(use.rc);
+    CHECK_OK(kill.rc);
+    CHECK_OK(d.rc);
+    cr_assert_eq(calls_on("cuStreamDestroy", theirs, mark), 1, "theirs not destroyed through the driver");
+    cr_assert_eq(sim()->leaked_streams(), 0, "theirs died with the green context");
+    cr_assert_eq(last_call("cuGreenCtxDestroy", mark).rc, CUDA_SUCCESS);
+    const char *seq = CALLS_OF(mark, "cuStreamDestroy", "cuGreenCtxDestroy");
+    const char *st = strstr(seq, "cuStreamDestroy(theirs)"), *gd = strstr(seq, "cuGreenCtxDestroy(G)");
+    cr_assert(st && gd && st < gd, "theirs not destroyed before the green context: %s", seq);
+    CHECK_OK(cuctx_stream_destroy(&other.s));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* A green context destroyed by the driver behind cuctx's back
+ * (cuGreenCtxDestroy of its CUgreenCtx), its CUcontext's address then
+ * taken by a new context made through cuctx, whose registration ends the
+ * green context's entry: the handle's destroy says the green context was
+ * already destroyed, and asks nothing of the driver. Bug caught: that
+ * destroy answering success, as if it had destroyed something. Mutant
+ * killed: lib/green.c:353 (the refusal made `return 0;`). */
+Test(green, destroyed_by_the_driver_behind_cuctxs_back_and_its_address_retaken_its_destroy_says_destroyed)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0}, c = {0};
+    size_t mark = log_mark();
+    CUcontext graw = green(&g, 16, "G");
+    CHECK_OK(g2_driver_green_destroy(g2_green_of(mark)));
+    cr_assert_eq(new_ctx(&c, 0, "C", POPPED), graw, "the simulator gave the new context another address");
+    uint64_t failed = stats().failed_destroys;
+    mark = log_mark();
+    cr_assert_eq(cuctx_ctx_destroy(&g), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    cr_assert(strstr(cuctx_last_error_message(), "the green context was already destroyed"), "%s",
+              cuctx_last_error_message());
+    cr_assert_eq(g.id, 0);
+    cr_assert_eq(log_mark(), mark, "the destroy called the driver");
+    cr_assert_eq(stats().failed_destroys, failed + 1);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* The same done while the handle's destroy walks its streams (held by the
+ * simulator after its stream's cuStreamDestroy, the entry open again): the
+ * new context's registration ends the entry between the destroy's two
+ * closes, and the destroy says so. Bug caught: the destroy answering
+ * success though it destroyed no green context. Mutant killed:
+ * lib/green.c:359 (that refusal made `return 0;`). */
+Test(green, its_entry_ended_by_a_context_at_its_address_while_it_walked_its_streams_fails_its_destroy)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(20);
+    struct g2_arg d = {0};
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    d.rc = CUDA_SUCCESS;
+    size_t mark = log_mark();
+    CUcontext graw = green(&d.g, 16, "G");
+    CUgreenCtx gh = g2_green_of(mark);
+    CHECK_OK(cuctx_stream_create(&s, d.g, 0, 0));
+    uint64_t failed = stats().failed_destroys;
+    mark = log_mark();
+    pthread_t td;
+    sim()->hold_after("cuStreamDestroy");
+    cr_assert_eq(pthread_create(&td, NULL, g2_destroy_ctx, &d), 0);
+    while (sim()->sleeping() == 0)
+        usleep(1000);
+    CHECK_OK(g2_driver_green_destroy(gh));
+    cr_assert_eq(new_ctx(&c, 0, "C", POPPED), graw, "the simulator gave the new context another address");
+    sim()->let_go();
+    cr_assert_eq(pthread_join(td, NULL), 0);
+    cr_assert_eq(d.rc, CUDA_ERROR_UNKNOWN, "%s", cuctx_result_name(d.rc));
+    cr_assert_eq(calls("cuGreenCtxDestroy"), 1, "cuctx destroyed a green context too");
+    cr_assert_eq(stats().failed_destroys, failed + 1);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* The destroy's look at this thread's current context (to pop the green
+ * context where it was current) failing once: it is asked again, and the
+ * green context, current here, is popped. Bug caught: no second look - the
+ * destroy fails saying it cannot tell whether the green context was
+ * current, and leaves it so, stale. Mutant killed: lib/green.c:330
+ * (`cur_rc != CUDA_SUCCESS` made `==`). */
+Test(green, its_destroy_asks_again_for_the_current_context_after_a_failed_look)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0};
+    CUcontext graw = green(&g, 16, "G");
+    CHECK_OK(cuctx_ctx_set_current(g));
+    cr_assert_eq(current(), graw);
+    size_t mark = log_mark();
+    sim()->fail_call("cuCtxGetCurrent", 1, CUDA_ERROR_UNKNOWN);
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    cr_assert_eq(nth_call("cuCtxGetCurrent", mark, 0).rc, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(nth_call("cuCtxGetCurrent", mark, 1).rc, CUDA_SUCCESS, "not asked again");
+    cr_assert_null(current(), "the dead green context is still current");
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* As its_destroy_waits_for_a_child_call_under_way_in_the_primary_it_ends,
+ * for the green context made after another one came and went: the count
+ * of cuctx's green contexts on the device is back to 0 after the first, so
+ * the second's destroy knows its retain may be the primary's last. Bug
+ * caught: the first destroy's count left at 1 - the second's destroy then
+ * ends the primary under the event's destroy under way (a misuse here).
+ * Mutant killed: lib/green.c:372 (`p->greens > 0` made `> 1`). */
+Test(green, the_next_green_contexts_destroy_waits_for_a_child_call_in_the_primary_it_ends)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx first = {0}, g = {0};
+    struct event_arg a = {{0}, CUDA_ERROR_UNKNOWN};
+    green(&first, 16, "first");
+    CHECK_OK(cuctx_ctx_destroy(&first));
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    green(&g, 16, "G");
+    CHECK_OK(cuctx_event_create(&a.e, g, 0));
+    uint64_t raw = (uint64_t)(uintptr_t)cuctx_event_raw(a.e);
+    sim()->set_delay("cuEventDestroy", 200000);
+    size_t mark = log_mark();
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, destroy_event, &a), 0);
+    while (sim()->sleeping() == 0)
+        usleep(1000);
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    pthread_join(t, NULL);
+    sim()->set_delay("cuEventDestroy", 0);
+    CHECK_OK(a.rc);
+    struct cusim_call ed = last_call("cuEventDestroy", mark);
+    cr_assert_eq(ed.handle, raw);
+    cr_assert_eq(ed.rc, CUDA_SUCCESS, "the event was destroyed after its primary ended");
+    cr_assert_str_eq(log_seq(mark, (const char *const[]){"cuEventDestroy", "cuGreenCtxDestroy", NULL}, (char[256]){0}, 256),
+                     "cuEventDestroy,cuGreenCtxDestroy");
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+#endif
