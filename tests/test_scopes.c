@@ -819,3 +819,47 @@ Test(scope_stack, the_scopes_own_context_destroyed_inside_after_a_set_is_not_put
     CHECK_OK(cuctx_ctx_destroy(&b));
     cr_assert_eq(misuses(), 0);
 }
+
+/* Nested scopes over a borrowed context whose owner destroys it inside the
+ * inner one, a new context taking its address: the inner exit takes that
+ * slot off (cuCtxSetCurrent(NULL)), and since the slot was the outer
+ * scope's own push, off cuctx's count of levels too - so the outer exit
+ * pops nothing more, and the context below both scopes stays current.
+ * Mutant killed: lib/scope.c:206 `const` (`scope->depth > 1`: with one
+ * level pushed below the inner scope the count is left one too high, and
+ * the outer exit pops the context below). */
+Test(scope_stack, a_retaken_level_pushed_by_an_outer_scope_is_taken_off_the_count_too)
+{
+    cuctx_ctx a = {0}, bx = {0};
+    char buf[512];
+    NEED_DRIVER();
+    NEED_SIM();                         /* needs the simulator's address reuse */
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
+    CUcontext R = raw_create();         /* below both scopes */
+    CUcontext X = raw_create();
+    cr_assert_eq(raw_pop(), X);
+    CHECK_OK(cuctx_ctx_borrow(&bx, X));
+    EXPECT_CURRENT(R);
+    size_t mark = 0;
+    CUCTX_SCOPED(bx) {                  /* pushes X */
+        CUCTX_SCOPED(a) {               /* pushes A over X */
+            EXPECT_CURRENT(A);
+            raw_destroy(X);             /* by its owner, below */
+            cr_assert_eq(raw_create(), X, "the simulator gave the new context X's address");
+            cr_assert_eq(raw_pop(), X);
+        }
+        EXPECT_CURRENT(R);              /* X's slot, now another context's, taken off */
+        mark = log_mark();
+    }
+    EXPECT_CURRENT(R);
+    const char *const pops[] = {"cuCtxPopCurrent", "cuCtxSetCurrent", NULL};
+    cr_assert_str_eq(log_seq(mark, pops, buf, sizeof buf), "", "the outer exit popped a level not its own");
+    cr_assert_eq(raw_pop(), R);
+    EXPECT_CURRENT(NULL);
+    CHECK_OK(cuctx_ctx_destroy(&bx));
+    raw_destroy(X);                     /* the new context */
+    raw_destroy(R);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    (void)A;
+    cr_assert_eq(misuses(), 0);
+}
