@@ -1403,3 +1403,72 @@ Test(event, a_report_made_inside_a_call_reaches_the_handler_before_it_returns)
     CHECK_OK(cuctx_event_destroy(&ev));
     CHECK_OK(cuctx_ctx_destroy(&a));
 }
+
+/* ---- survivors of lib/stream.c (s1) ---- */
+
+/* {0}, the driver's NULL stream, is accepted by the calls that run in an
+ * object's context (cuctx.h, "The default streams by name"), not by
+ * cuctx_stream_synchronize: there it is no handle, refused before the
+ * driver, with a context current. Mutant killed: lib/stream.c:167 `const`
+ * (`cuctx__stream_take(s, 1, ...)`: {0} taken as the current context's
+ * NULL stream and synchronized). */
+Test(stream, synchronize_of_the_null_handle_is_refused)
+{
+    cuctx_ctx a = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
+    unsigned long syncs = calls("cuStreamSynchronize");
+    CUresult rc = cuctx_stream_synchronize((cuctx_stream){0});
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_HANDLE, "%s", cuctx_result_name(rc));
+    cr_assert_eq(calls("cuStreamSynchronize"), syncs, "the NULL stream was synchronized");
+    CHECK_OK(cuctx_stream_synchronize(CUCTX_STREAM_LEGACY));   /* the named default stream is */
+    cr_assert_eq(calls("cuStreamSynchronize"), syncs + 1);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
+
+/* A default stream by name is the calling thread's current context's:
+ * with no context current, the wait on it is refused and the driver never
+ * asked to wait. Mutant killed: lib/stream.c:184 `ret` (the failed take
+ * answered CUDA_SUCCESS). */
+Test(stream, a_wait_on_a_default_stream_with_no_context_current_is_refused)
+{
+    cuctx_ctx a = {0};
+    cuctx_event ev = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    new_ctx(&a, 0, NULL, POPPED);
+    CHECK_OK(cuctx_event_create(&ev, a, 0));
+    CHECK_OK(cuctx_event_record(ev, (cuctx_stream){0}));
+    cr_assert_null(current());
+    unsigned long waits = calls("cuStreamWaitEvent");
+    CUresult rc = cuctx_stream_wait_event(CUCTX_STREAM_LEGACY, ev);
+    cr_assert_neq(rc, CUDA_SUCCESS, "a wait with no context current succeeded");
+    cr_assert_eq(cuctx_last_error(), rc);
+    rc = cuctx_stream_wait_event(CUCTX_STREAM_PER_THREAD, ev);
+    cr_assert_neq(rc, CUDA_SUCCESS, "a wait with no context current succeeded");
+    cr_assert_eq(calls("cuStreamWaitEvent"), waits);
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
+
+/* A synchronize of a default stream by name as the process's first call
+ * to cuctx (Criterion runs each test in a process of its own) starts cuctx
+ * first: with no context current the answer is the driver's, not a crash
+ * in a driver table not yet filled. Mutant killed: lib/stream.c:159
+ * `call` (CUCTX_INIT_OR_RETURN of cuctx__stream_take_current removed). */
+Test(stream, a_default_stream_synchronize_as_the_first_call_starts_cuctx)
+{
+    CUresult rc = cuctx_stream_synchronize(CUCTX_STREAM_LEGACY);
+    NEED_DRIVER();      /* (after: it would start cuctx itself) */
+    NEED_SIM();
+    cr_assert_neq(rc, CUDA_SUCCESS, "a synchronize with no context current succeeded");
+    cr_assert_eq(calls("cuInit"), 1);
+    cr_assert_eq(calls("cuStreamSynchronize"), 0);
+    cuctx_ctx a = {0};
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_synchronize(CUCTX_STREAM_LEGACY));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+}

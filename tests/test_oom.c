@@ -1586,3 +1586,109 @@ Test(oom, a_borrow_whose_registration_cannot_grow_the_context_map_fails)
         CHECK_OK(cuctx_ctx_destroy(&c[i]));
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- survivors of lib/stream.c (s1) ---- */
+
+/* lib/stream.c's list of streams destroyed while capturing (tether.h). */
+int cuctx__stream_unwaited(uint64_t id);
+void cuctx__stream_waited(uint64_t id);
+
+/* The list's lock (unwaited_lock) is held over the list's growth: while a
+ * capturing stream's destroy grows it (its first entry, realloc held by
+ * this program's allocator), another thread that asks whether a stream is
+ * in the list, or takes one out, waits for it - seen without a clock, the
+ * other thread asleep in a futex - and, let go, finds the stream just
+ * added (or takes it out). Mutants killed: lib/stream.c:57 `call`
+ * (unwaited_add's lock removed), :35 `call` (cuctx__stream_unwaited's lock
+ * removed), :44 `call` (cuctx__stream_waited's lock removed): the other
+ * thread then goes through at once, before the stream is in the list. */
+struct unwaited_user {
+    int take_out;           /* 1: cuctx__stream_waited, 0: cuctx__stream_unwaited */
+    uint64_t id;
+    atomic_long tid;
+    atomic_int done;
+    int found;              /* cuctx__stream_unwaited's answer */
+    int waited;             /* found asleep, not done, while the list grew */
+};
+static struct unwaited_user *unwaited_user;
+static pthread_t unwaited_user_thread;
+
+static void *unwaited_user_main(void *p)
+{
+    struct unwaited_user *u = p;
+    atomic_store(&u->tid, (long)syscall(SYS_gettid));
+    if (u->take_out)
+        cuctx__stream_waited(u->id);
+    else
+        u->found = cuctx__stream_unwaited(u->id);
+    atomic_store(&u->done, 1);
+    return NULL;
+}
+
+/* In the list's growth, its lock held (realloc_hook): starts the other
+ * thread and waits until it is done or asleep in a futex. */
+static void run_unwaited_user(void)
+{
+    struct unwaited_user *u = unwaited_user;
+    if (pthread_create(&unwaited_user_thread, NULL, unwaited_user_main, u) != 0)
+        abort();
+    for (long ms = 0;; ms++) {
+        long tid = atomic_load(&u->tid);
+        if (atomic_load(&u->done) || (tid && in_futex_wait((pid_t)tid) == 1))
+            break;
+        if (ms == 10000)
+            break;  /* (neither: asserted below) */
+        nanosleep(&(struct timespec){0, 100000}, NULL);
+    }
+    u->waited = !atomic_load(&u->done);
+}
+
+static void unwaited_list_held_while_growing(struct unwaited_user *u)
+{
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    cuctx_capture cap;
+    cuctx_graph g = {0};
+    if (in_futex_wait((pid_t)syscall(SYS_gettid)) < 0)
+        cr_skip_test("no /proc/self/task/TID/syscall to see a thread asleep");
+    ctx_and_stream(&c, &s);
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, 4096));
+    CHECK_OK(cuctx_capture_begin(&cap, s, &g, CU_STREAM_CAPTURE_MODE_RELAXED));
+    u->id = s.id;
+    cr_assert_eq(cuctx__stream_unwaited(u->id), 0);
+    unwaited_user = u;
+    atomic_store(&realloc_hook, run_unwaited_user);
+    CUresult rc = cuctx_stream_destroy(&s);
+    void (*left)(void) = atomic_exchange(&realloc_hook, NULL);
+    cr_assert_null(left, "the capturing stream's destroy made no realloc");
+    pthread_join(unwaited_user_thread, NULL);
+    CHECK_OK(rc);
+    cr_assert(u->waited, "the other thread did not wait for the list (done %d)", atomic_load(&u->done));
+    cr_assert_eq(cuctx_capture_end(&cap, 1), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(cuctx__stream_unwaited(u->id), !u->take_out, "the list after the other thread's call");
+    if (u->take_out)
+        CHECK_OK(cuctx_ctx_synchronize(c));     /* (what a free would have waited for) */
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(misuses(), 0);
+}
+
+Test(oom, asking_for_an_unwaited_stream_waits_for_the_lists_growth, .timeout = 30)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    struct unwaited_user u = {0};
+    unwaited_list_held_while_growing(&u);
+    cr_assert_eq(u.found, 1, "the stream added meanwhile was not found");
+}
+
+Test(oom, taking_a_stream_out_of_the_unwaited_list_waits_for_its_growth, .timeout = 30)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    struct unwaited_user u = {.take_out = 1};
+    unwaited_list_held_while_growing(&u);
+}

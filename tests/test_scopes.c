@@ -727,3 +727,139 @@ Test(scope_stack, a_refused_put_back_of_the_scopes_context_is_reported)
     CHECK_OK(cuctx_ctx_destroy(&a));
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- survivors of lib/scope.c (s1) ---- */
+
+/* A scope's enter as the process's first call to cuctx (Criterion runs
+ * each test in a process of its own), given a handle no process made:
+ * cuctx starts first (the driver loaded, the current context asked), then
+ * the handle is refused, with the scope FAILED. Mutant killed:
+ * lib/scope.c:105 `call` (CUCTX_INIT_OR_RETURN removed: the enter calls
+ * the driver through a table not yet filled). */
+Test(scope_stack, an_enter_as_the_first_call_starts_cuctx)
+{
+    const uint64_t far_index = ((uint64_t)1 << 26) - 1;
+    cuctx_ctx forged = {((uint64_t)1 << 58) | far_index << 32 | 1};     /* kind 1: context handle */
+    cuctx_scope sc;
+    memset(&sc, 0xff, sizeof sc);
+    CUresult rc = cuctx_scope_enter(&sc, forged);
+    NEED_DRIVER();      /* (after: it would start cuctx itself) */
+    NEED_SIM();
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_HANDLE, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(sc.state, CUCTX__SCOPE_FAILED);
+    cr_assert_eq(calls("cuInit"), 1);
+    cr_assert_eq(calls("cuCtxGetCurrent"), 1, "the enter asked which context is current, then refused the handle");
+    cr_assert_eq(calls("cuCtxPushCurrent"), 0);
+    cuctx_scope_exit(&sc);
+    cr_assert_null(current());
+}
+
+/* A borrowed previous context this thread met lately (its entry in the
+ * thread's cache of entries looked up by address) is no owned one: its
+ * owner may end it, so the enter identifies it by its driver id as any
+ * other. Destroyed inside the block by its owner (below the scope's push)
+ * and its address taken by a new context, it is then not left current
+ * at exit: the slot is taken off (cuctx.h, cuctx_scope_exit). Mutant
+ * killed: lib/scope.c:79 `lcr` (`&& !cuctx__peek_valid(...)`: a checked
+ * entry in the cache taken as the previous context with no driver id, so
+ * exit trusts it alive and leaves the new context current). */
+Test(scope_stack, a_borrowed_previous_context_met_lately_is_still_told_apart_by_its_id)
+{
+    cuctx_ctx a = {0};
+    NEED_DRIVER();
+    NEED_SIM();                         /* needs the simulator's address reuse */
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
+    CUcontext X = raw_create();         /* current, no handle: borrowed when looked up */
+    CUCTX_SCOPED(a) {                   /* X looked up by address: met lately */
+        EXPECT_CURRENT(A);
+    }
+    EXPECT_CURRENT(X);
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        EXPECT_CURRENT(A);
+        raw_destroy(X);                 /* by its owner, below the scope's level */
+        cr_assert_eq(raw_create(), X, "the simulator gave the new context X's address");
+        cr_assert_eq(raw_pop(), X);
+        EXPECT_CURRENT(A);
+        mark = log_mark();
+    }
+    cr_assert_geq(calls_on("cuCtxGetId", H(X), mark), 1, "exit did not ask which context X's address is");
+    EXPECT_CURRENT(NULL);               /* the new context at X's address not left current */
+    cr_assert_eq(bound(X, mark), 0);
+    raw_destroy(X);                     /* the new context */
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* A scope whose context was current pushes nothing; a set inside replaced
+ * its level, and then the scope's own context, one cuctx owns, was
+ * destroyed inside: exit does not put the dead context back on the level
+ * (cuctx never hands a destroyed context to the driver), and the set's
+ * context stays current. Mutants killed: lib/scope.c:227 `lcr` (`&&`: the
+ * test for a dead owned context never returns) and lib/scope.c:227 `const`
+ * (`prev_ctx_id == 1`: an owned context, id 0, no longer matches), both
+ * handing the dead context to cuCtxSetCurrent. */
+Test(scope_stack, the_scopes_own_context_destroyed_inside_after_a_set_is_not_put_back)
+{
+    cuctx_ctx a = {0}, b = {0};
+    need_driver_unique_addresses();
+    NEED_SIM();
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
+    CUcontext B = new_ctx(&b, 0, "B", POPPED);
+    CHECK_OK(cuctx_ctx_set_current(a)); /* current: the scope pushes nothing */
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        CHECK_OK(cuctx_ctx_set_current(b));
+        CHECK_OK(cuctx_ctx_destroy(&a));
+        EXPECT_CURRENT(B);
+    }
+    EXPECT_CURRENT(B);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(B),cuCtxDestroy(A)");
+    cr_assert_eq(bound(A, mark), 0, "the destroyed context was handed to the driver");
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* Nested scopes over a borrowed context whose owner destroys it inside the
+ * inner one, a new context taking its address: the inner exit takes that
+ * slot off (cuCtxSetCurrent(NULL)), and since the slot was the outer
+ * scope's own push, off cuctx's count of levels too - so the outer exit
+ * pops nothing more, and the context below both scopes stays current.
+ * Mutant killed: lib/scope.c:206 `const` (`scope->depth > 1`: with one
+ * level pushed below the inner scope the count is left one too high, and
+ * the outer exit pops the context below). */
+Test(scope_stack, a_retaken_level_pushed_by_an_outer_scope_is_taken_off_the_count_too)
+{
+    cuctx_ctx a = {0}, bx = {0};
+    char buf[512];
+    NEED_DRIVER();
+    NEED_SIM();                         /* needs the simulator's address reuse */
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
+    CUcontext R = raw_create();         /* below both scopes */
+    CUcontext X = raw_create();
+    cr_assert_eq(raw_pop(), X);
+    CHECK_OK(cuctx_ctx_borrow(&bx, X));
+    EXPECT_CURRENT(R);
+    size_t mark = 0;
+    CUCTX_SCOPED(bx) {                  /* pushes X */
+        CUCTX_SCOPED(a) {               /* pushes A over X */
+            EXPECT_CURRENT(A);
+            raw_destroy(X);             /* by its owner, below */
+            cr_assert_eq(raw_create(), X, "the simulator gave the new context X's address");
+            cr_assert_eq(raw_pop(), X);
+        }
+        EXPECT_CURRENT(R);              /* X's slot, now another context's, taken off */
+        mark = log_mark();
+    }
+    EXPECT_CURRENT(R);
+    const char *const pops[] = {"cuCtxPopCurrent", "cuCtxSetCurrent", NULL};
+    cr_assert_str_eq(log_seq(mark, pops, buf, sizeof buf), "", "the outer exit popped a level not its own");
+    cr_assert_eq(raw_pop(), R);
+    EXPECT_CURRENT(NULL);
+    CHECK_OK(cuctx_ctx_destroy(&bx));
+    raw_destroy(X);                     /* the new context */
+    raw_destroy(R);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    (void)A;
+    cr_assert_eq(misuses(), 0);
+}
