@@ -1358,6 +1358,166 @@ Test(green, a_destroy_the_driver_refuses_is_returned_and_ends_the_generation)
     ASSERT_NO_MISUSE();
 }
 
+/* ---- survivors of lib/green.c (g1) ---------------------------------------- */
+
+/* Bug caught: a count equal to the device's SMs refused by cuctx as more
+ * than the device has, instead of asked of the driver, which decides how
+ * it rounds a partition (here: 132 rounds up to 136, no group). Mutant
+ * killed: lib/green.c:135 (`>` made `>=`). */
+Test(green, a_count_of_all_the_sms_is_asked_of_the_driver)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0};
+    size_t mark = log_mark();
+    cr_assert_eq(cuctx_ctx_green(&g, 0, 132), CUDA_ERROR_INVALID_VALUE);
+    cr_assert(strstr(cuctx_last_error_message(), "device 0's 132 SMs give no partition of 132"), "%s",
+              cuctx_last_error_message());
+    struct cusim_call split = last_call("cuDevSmResourceSplitByCount", mark);
+    cr_assert_eq(split.arg, 132, "the split of all the SMs was not asked of the driver");
+    cr_assert_eq(split.handle2, 0, "no group");
+    cr_assert_eq(calls("cuGreenCtxCreate"), 0);
+    cr_assert_eq(g.id, 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: a resource the driver said it filled but did not (a fault
+ * plan answering success) read as whatever the stack held: cuctx zeroes
+ * it first, so it reads as a device of 0 SMs, refused before any split.
+ * Mutant killed: lib/green.c:130 `const` (the memset of `all` made to
+ * fill it with 1s: a device of 16843009 SMs whose garbage is split). */
+Test(green, a_device_resource_the_driver_did_not_fill_reads_as_no_sms)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0};
+    /* a successful create first: the stack where the resource lies holds a
+     * real one */
+    green(&g, 16, NULL);
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    unsigned long splits = calls("cuDevSmResourceSplitByCount");
+    sim()->fail_call("cuDeviceGetDevResource", 1, CUDA_SUCCESS);
+    cr_assert_eq(cuctx_ctx_green(&g, 0, 16), CUDA_ERROR_INVALID_VALUE, "%s", cuctx_last_error_message());
+    cr_assert(strstr(cuctx_last_error_message(), "device 0 has 0 SMs, fewer than the 16 asked"), "%s",
+              cuctx_last_error_message());
+    cr_assert_eq(calls("cuDevSmResourceSplitByCount"), splits, "a resource never filled was split");
+    cr_assert_eq(g.id, 0);
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: a create from a descriptor into a handle that holds a live
+ * context answered with success (the claim's refusal not returned): the
+ * caller believes it has a second green context. Mutant killed:
+ * lib/green.c:238 (`return rc;` made `return 0;`). */
+Test(green, a_desc_create_into_a_live_handle_is_refused_and_leaves_it)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0}, kept;
+    green(&g, 16, NULL);
+    kept = g;
+    unsigned long creates = calls("cuGreenCtxCreate");
+    CUdevResourceDesc d = (CUdevResourceDesc)(uintptr_t)0x1000;
+    cr_assert_eq(cuctx_ctx_green_desc(&g, 0, d), CUDA_ERROR_INVALID_VALUE);
+    cr_assert(strstr(cuctx_last_error_message(), "already holds a live object"), "%s", cuctx_last_error_message());
+    cr_assert_eq(g.id, kept.id, "the refused create changed the handle");
+    cr_assert_eq(calls("cuGreenCtxCreate"), creates, "the refused create reached the driver");
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: a stream that carried stream-ordered memory and is in a
+ * capture when its green context is destroyed left alive (and the destroy
+ * failed) because its synchronize answered 900: a capturing stream has no
+ * work to wait for, and the destroy goes on (stream.c does the same). Mutant
+ * killed: lib/green.c:268 (`||` made `&&`: 900 and 901 no longer taken). */
+Test(green, a_capturing_stream_that_carried_memory_is_destroyed_with_it)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    unique_addresses();
+    cuctx_ctx g = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    cuctx_graph graph = {0};
+    cuctx_capture cap;
+    green(&g, 16, "G");
+    CHECK_OK(cuctx_stream_create(&s, g, CU_STREAM_NON_BLOCKING, 0));
+    name_handle('s', (uint64_t)(uintptr_t)cuctx_stream_raw(s), "s");
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, 4096));
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_stream_synchronize(s));
+    CHECK_OK(cuctx_capture_begin(&cap, s, &graph, CU_STREAM_CAPTURE_MODE_RELAXED));
+    cr_assert_eq(sim()->live(CUSIM_CAPTURE), 1);
+    size_t mark = log_mark();
+    uint64_t failed = stats().failed_destroys;
+    CUresult rc = cuctx_ctx_destroy(&g);
+    cr_assert_eq(rc, CUDA_SUCCESS, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(last_call("cuStreamSynchronize", mark).rc, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    cr_assert_str_eq(CALLS_OF(mark, "cuStreamSynchronize", "cuStreamDestroy", "cuGreenCtxDestroy"),
+                     "cuStreamSynchronize(s),cuStreamDestroy(s),cuGreenCtxDestroy(G)");
+    cr_assert_eq(sim()->leaked_streams(), 0, "the capturing stream died with the green context");
+    cr_assert_eq(stats().failed_destroys, failed);
+    cr_assert_neq(cuctx_capture_end(&cap, 0), CUDA_SUCCESS);
+    cr_assert_eq(graph.id, 0);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    cr_assert_eq(sim()->live(CUSIM_CAPTURE), 0);
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: the driver called again for the next stream after a stream's
+ * destroy said it has shut down (CUDA_ERROR_DEINITIALIZED). Mutant killed:
+ * lib/green.c:275 (`t->gone = 1;` made `t->gone = 0;`). */
+Test(green, a_driver_gone_in_one_stream_destroy_skips_the_next_streams)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0};
+    cuctx_stream s1 = {0}, s2 = {0};
+    green(&g, 16, "G");
+    CHECK_OK(cuctx_stream_create(&s1, g, 0, 0));
+    CHECK_OK(cuctx_stream_create(&s2, g, 0, 0));
+    unsigned long destroys = calls("cuStreamDestroy");
+    sim()->fail_call("cuStreamDestroy", 1, CUDA_ERROR_DEINITIALIZED);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    cr_assert_eq(nth_call("cuStreamDestroy", mark, 0).rc, CUDA_ERROR_DEINITIALIZED);
+    cr_assert_eq(calls("cuStreamDestroy"), destroys + 1, "the driver called after it said it was gone");
+    cr_assert_eq(calls("cuGreenCtxDestroy"), 0);
+    CHECK_OK(cuctx_stream_destroy(&s1));
+    CHECK_OK(cuctx_stream_destroy(&s2));
+    cr_assert_eq(calls("cuStreamDestroy"), destroys + 1, "the driver called after it said it was gone");
+    cr_assert_eq(stats().streams, 0);
+}
+
+/* Bug caught: a stream destroy the driver refused during its green
+ * context's destroy not counted as a failed destroy (or not returned).
+ * Mutants killed: lib/green.c:277 (the count removed, or made + 0). */
+Test(green, a_stream_destroy_the_driver_refuses_is_counted_and_returned)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0};
+    cuctx_stream s = {0};
+    green(&g, 16, "G");
+    CHECK_OK(cuctx_stream_create(&s, g, 0, 0));
+    uint64_t failed = stats().failed_destroys;
+    sim()->fail_call("cuStreamDestroy", 1, CUDA_ERROR_UNKNOWN);
+    size_t mark = log_mark();
+    cr_assert_eq(cuctx_ctx_destroy(&g), CUDA_ERROR_UNKNOWN);
+    cr_assert(strstr(cuctx_last_error_message(), "the driver refused to destroy stream"), "%s",
+              cuctx_last_error_message());
+    /* two: the stream's, and the green context's destroy that returned it */
+    cr_assert_eq(stats().failed_destroys, failed + 2, "the refused stream destroy not counted");
+    cr_assert_eq(last_call("cuGreenCtxDestroy", mark).rc, CUDA_SUCCESS, "the green context not destroyed after it");
+    cr_assert_eq(g.id, 0);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    cr_assert_eq(stats().streams, 0);
+}
+
 #else /* CUDA_VERSION < 12040 */
 
 Test(green, built_without_green_contexts)
