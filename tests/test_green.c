@@ -1518,6 +1518,118 @@ Test(green, a_stream_destroy_the_driver_refuses_is_counted_and_returned)
     cr_assert_eq(stats().streams, 0);
 }
 
+/* A create of an event in the green context (on thread t), stopped by the
+ * simulator after the cuCtxGetId that checks the primary context under it
+ * - the green context's hold let go, the primary's taken (lib/green.c,
+ * cuctx__child_create_green) - while the green context is destroyed. The
+ * thread lives on after its create until told, so that a hold it kept is
+ * not let go by its end. */
+struct held_create { cuctx_ctx g; cuctx_event e; CUresult rc; volatile int done, may_exit; };
+static void *create_event_held(void *p)
+{
+    struct held_create *a = p;
+    a->rc = cuctx_event_create(&a->e, a->g, 0);
+    a->done = 1;
+    while (!a->may_exit)
+        usleep(1000);
+    return NULL;
+}
+
+static void held_create_begin(struct held_create *a, pthread_t *t, CUcontext praw, size_t mark)
+{
+    sim()->hold_after("cuCtxGetId");
+    cr_assert_eq(pthread_create(t, NULL, create_event_held, a), 0);
+    while (sim()->sleeping() == 0)
+        usleep(1000);
+    cr_assert_eq(last_call("cuCtxGetId", mark).handle, (uint64_t)(uintptr_t)praw,
+                 "the create is not held in the check of the primary context");
+}
+
+/* The green context destroyed (here, whole) while the create holds the
+ * primary's entry: the create's hold of the green context's entry fails,
+ * and it lets go of the primary's. Bug caught: the primary's entry kept
+ * held - cuctx's last release of the primary, which drains it, then waits
+ * for ever (alarm). Mutant killed: lib/green.c:89 `call`. */
+Test(green, a_create_whose_green_context_ends_while_it_checks_the_primary_lets_go_of_it)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    cuctx_ctx p = {0};
+    struct held_create a = {{0}, {0}, CUDA_ERROR_UNKNOWN, 0, 0};
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CUcontext praw = cuctx_ctx_raw(p);
+    green(&a.g, 16, "G");
+    cuctx_ctx g = a.g;
+    unsigned long creates = calls("cuEventCreate");
+    size_t mark = log_mark();
+    pthread_t t;
+    held_create_begin(&a, &t, praw, mark);
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    cr_assert_eq(sim()->live(CUSIM_GREEN), 0);
+    sim()->let_go();
+    while (!a.done)
+        usleep(1000);
+    cr_assert_eq(a.rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s", cuctx_result_name(a.rc));
+    cr_assert_eq(a.e.id, 0);
+    cr_assert_eq(calls("cuEventCreate"), creates, "the create reached the driver");
+    CHECK_OK(cuctx_ctx_destroy(&p));    /* drains the primary's entry */
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    a.may_exit = 1;
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* The same create let go while the destroy (on thread d) walks the green
+ * context's streams (slowed in cuStreamDestroy): the entry is open again,
+ * marked ending, and the create's hold of it succeeds, sees it ending and
+ * is refused, letting go of both entries. Bugs caught: the green context's
+ * entry kept held - the destroy's second close drains it for ever - or
+ * the primary's - cuctx's last release of the primary does (alarm).
+ * Mutants killed: lib/green.c:93 and :94 `call`. */
+Test(green, a_create_refused_as_its_green_context_ends_lets_go_of_both_entries)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    cuctx_ctx p = {0};
+    cuctx_stream s = {0};
+    struct held_create a = {{0}, {0}, CUDA_ERROR_UNKNOWN, 0, 0};
+    struct ctx_destroy_arg da = {{0}, CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CUcontext praw = cuctx_ctx_raw(p);
+    green(&a.g, 16, "G");
+    da.g = a.g;
+    CHECK_OK(cuctx_stream_create(&s, a.g, 0, 0));
+    name_handle('s', (uint64_t)(uintptr_t)cuctx_stream_raw(s), "s");
+    unsigned long creates = calls("cuEventCreate");
+    size_t mark = log_mark();
+    pthread_t t, d;
+    held_create_begin(&a, &t, praw, mark);
+    sim()->set_delay("cuStreamDestroy", 300000);
+    cr_assert_eq(pthread_create(&d, NULL, destroy_ctx, &da), 0);
+    while (sim()->sleeping() < 2)
+        usleep(1000);
+    sim()->let_go();    /* the create goes on while the destroy sleeps in its walk */
+    while (!a.done)
+        usleep(1000);
+    cr_assert_eq(a.rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s", cuctx_result_name(a.rc));
+    cr_assert_eq(a.e.id, 0);
+    cr_assert_eq(pthread_join(d, NULL), 0);
+    sim()->set_delay("cuStreamDestroy", 0);
+    CHECK_OK(da.rc);
+    cr_assert_eq(calls("cuEventCreate"), creates, "the create reached the driver");
+    cr_assert_str_eq(CALLS_OF(mark, "cuStreamDestroy", "cuGreenCtxDestroy"), "cuStreamDestroy(s),cuGreenCtxDestroy(G)");
+    CHECK_OK(cuctx_ctx_destroy(&p));    /* drains the primary's entry */
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    a.may_exit = 1;
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
 #else /* CUDA_VERSION < 12040 */
 
 Test(green, built_without_green_contexts)
