@@ -16,6 +16,7 @@
  * of leaked streams; those that need none of that run on a GPU too. */
 #include "testlib.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1626,6 +1627,47 @@ Test(green, a_create_refused_as_its_green_context_ends_lets_go_of_both_entries)
     a.may_exit = 1;
     cr_assert_eq(pthread_join(t, NULL), 0);
     CHECK_OK(cuctx_stream_destroy(&s));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* A driver with green contexts but without the SM-resource calls
+ * (cusim_hide_green(2)): cuctx_ctx_green, which splits, is refused as not
+ * supported, naming what is missing, before any call; cuctx_ctx_green_desc,
+ * which needs none of them, works with a descriptor made elsewhere (here
+ * through the simulator's exported symbols). Bug caught: the split's
+ * entry points checked for the wrong create - a NULL entry point called
+ * by cuctx_ctx_green (a crash), cuctx_ctx_green_desc refused. Mutant
+ * killed: lib/green.c:202 `not` (`!desc` made `desc`). */
+Test(green, a_driver_without_sm_resources_refuses_the_split_only)
+{
+    NEED_SIM();
+    sim()->hide_green(2);   /* before cuctx loads the driver: the loader resolves its table once */
+    NEED_DRIVER();
+    cuctx_ctx g = {0};
+    cr_assert_eq(cuctx_ctx_green(&g, 0, 16), CUDA_ERROR_NOT_SUPPORTED);
+    const char *m = cuctx_last_error_message();
+    cr_assert(strstr(m, "cuctx_ctx_green: the driver has no SM resources") && strstr(m, "cuDeviceGetDevResource"),
+              "%s", m);
+    cr_assert_eq(g.id, 0);
+    void *h = dlopen(getenv("CUCTX_DRIVER"), RTLD_NOW | RTLD_NOLOAD);
+    cr_assert_not_null(h);
+    PFN_cuDeviceGetDevResource_v12040 get = (PFN_cuDeviceGetDevResource_v12040)dlsym(h, "cuDeviceGetDevResource");
+    PFN_cuDevSmResourceSplitByCount_v12040 split =
+        (PFN_cuDevSmResourceSplitByCount_v12040)dlsym(h, "cuDevSmResourceSplitByCount");
+    PFN_cuDevResourceGenerateDesc_v12040 gen = (PFN_cuDevResourceGenerateDesc_v12040)dlsym(h, "cuDevResourceGenerateDesc");
+    cr_assert(get && split && gen);
+    CUdevResource all, part;
+    unsigned n = 1;
+    CUdevResourceDesc d = NULL;
+    CHECK_OK(get(0, &all, CU_DEV_RESOURCE_TYPE_SM));
+    CHECK_OK(split(&part, &n, &all, NULL, 0, 16));
+    CHECK_OK(gen(&d, &part, 1));
+    dlclose(h);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_ctx_green_desc(&g, 0, d));
+    cr_assert_eq(last_call("cuGreenCtxCreate", mark).handle2, (uint64_t)(uintptr_t)d);
+    CHECK_OK(cuctx_ctx_destroy(&g));
     cr_assert_eq(sim()->live(CUSIM_ALL), 0);
     ASSERT_NO_MISUSE();
 }
