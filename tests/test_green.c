@@ -1672,6 +1672,59 @@ Test(green, a_driver_without_sm_resources_refuses_the_split_only)
     ASSERT_NO_MISUSE();
 }
 
+/* The stack below the caller's frame filled with copies of r (from byte
+ * shift of it on), so that a variable there that cuctx does not set reads
+ * as a resource the driver filled. */
+static __attribute__((noinline)) void stack_of_resources(const CUdevResource *r, size_t shift)
+{
+    volatile unsigned char fill[32768];
+    const unsigned char *b = (const unsigned char *)r;
+    for (size_t i = 0; i < sizeof fill; i++)
+        fill[i] = b[(i + shift) % sizeof *r];
+    (void)fill[0];
+}
+
+/* A driver that answers success without filling the resource it was
+ * asked for (a fault plan): cuctx zeroes its resources first, so that the
+ * device's reads as 0 SMs (refused before any split) and the partition as
+ * no SM resource (refused by cuDevResourceGenerateDesc) - whatever the
+ * stack held, here a real resource at every alignment. Bug caught: a
+ * resource read uninitialized, split or made a green context of. Mutant
+ * killed: lib/green.c:130 `call` (the memset of `all` removed: at some
+ * alignment its SM count reads non-zero). The partition's memset removed
+ * (:131) is not caught: its first bytes are overwritten by the calls
+ * before (a pointer there), never an SM resource's type, whatever the fill. */
+Test(green, resources_the_driver_did_not_fill_read_as_none_whatever_the_stack_held)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    PFN_cuDeviceGetDevResource_v12040 get = (PFN_cuDeviceGetDevResource_v12040)drv_sym("cuDeviceGetDevResource", 12040);
+    CUdevResource real;
+    CHECK_OK(get(0, &real, CU_DEV_RESOURCE_TYPE_SM));
+    cuctx_ctx g = {0};
+    unsigned long splits = calls("cuDevSmResourceSplitByCount");
+    for (size_t shift = 0; shift < sizeof real; shift += 4) {
+        CUresult rc;
+        sim()->fail_call("cuDeviceGetDevResource", 1, CUDA_SUCCESS);
+        stack_of_resources(&real, shift);
+        rc = cuctx_ctx_green(&g, 0, 16);
+        cr_assert_eq(rc, CUDA_ERROR_INVALID_VALUE, "shift %zu: %s", shift, cuctx_last_error_message());
+        cr_assert(strstr(cuctx_last_error_message(), "device 0 has 0 SMs"), "shift %zu: %s", shift,
+                  cuctx_last_error_message());
+        cr_assert_eq(calls("cuDevSmResourceSplitByCount"), splits, "shift %zu: a resource never filled was split",
+                     shift);
+        sim()->fail_call("cuDevSmResourceSplitByCount", 1, CUDA_SUCCESS);
+        stack_of_resources(&real, shift);
+        rc = cuctx_ctx_green(&g, 0, 16);
+        cr_assert_eq(rc, CUDA_ERROR_INVALID_RESOURCE_TYPE, "shift %zu: %s", shift, cuctx_last_error_message());
+        splits = calls("cuDevSmResourceSplitByCount");
+        cr_assert_eq(g.id, 0);
+    }
+    cr_assert_eq(calls("cuGreenCtxCreate"), 0, "a green context made of a partition never filled");
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
 #else /* CUDA_VERSION < 12040 */
 
 Test(green, built_without_green_contexts)
