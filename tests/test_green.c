@@ -16,6 +16,7 @@
  * of leaked streams; those that need none of that run on a GPU too. */
 #include "testlib.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1355,6 +1356,372 @@ Test(green, a_destroy_the_driver_refuses_is_returned_and_ends_the_generation)
     cr_assert_eq(stats().green_contexts, 0);
     cr_assert_eq(cuctx_stream_synchronize(s), CUDA_ERROR_CONTEXT_IS_DESTROYED);
     CHECK_OK(cuctx_stream_destroy(&s));
+    ASSERT_NO_MISUSE();
+}
+
+/* ---- survivors of lib/green.c (g1) ---------------------------------------- */
+
+/* Bug caught: a count equal to the device's SMs refused by cuctx as more
+ * than the device has, instead of asked of the driver, which decides how
+ * it rounds a partition (here: 132 rounds up to 136, no group). Mutant
+ * killed: lib/green.c:135 (`>` made `>=`). */
+Test(green, a_count_of_all_the_sms_is_asked_of_the_driver)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0};
+    size_t mark = log_mark();
+    cr_assert_eq(cuctx_ctx_green(&g, 0, 132), CUDA_ERROR_INVALID_VALUE);
+    cr_assert(strstr(cuctx_last_error_message(), "device 0's 132 SMs give no partition of 132"), "%s",
+              cuctx_last_error_message());
+    struct cusim_call split = last_call("cuDevSmResourceSplitByCount", mark);
+    cr_assert_eq(split.arg, 132, "the split of all the SMs was not asked of the driver");
+    cr_assert_eq(split.handle2, 0, "no group");
+    cr_assert_eq(calls("cuGreenCtxCreate"), 0);
+    cr_assert_eq(g.id, 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: a resource the driver said it filled but did not (a fault
+ * plan answering success) read as whatever the stack held: cuctx zeroes
+ * it first, so it reads as a device of 0 SMs, refused before any split.
+ * Mutant killed: lib/green.c:130 `const` (the memset of `all` made to
+ * fill it with 1s: a device of 16843009 SMs whose garbage is split). */
+Test(green, a_device_resource_the_driver_did_not_fill_reads_as_no_sms)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0};
+    /* a successful create first: the stack where the resource lies holds a
+     * real one */
+    green(&g, 16, NULL);
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    unsigned long splits = calls("cuDevSmResourceSplitByCount");
+    sim()->fail_call("cuDeviceGetDevResource", 1, CUDA_SUCCESS);
+    cr_assert_eq(cuctx_ctx_green(&g, 0, 16), CUDA_ERROR_INVALID_VALUE, "%s", cuctx_last_error_message());
+    cr_assert(strstr(cuctx_last_error_message(), "device 0 has 0 SMs, fewer than the 16 asked"), "%s",
+              cuctx_last_error_message());
+    cr_assert_eq(calls("cuDevSmResourceSplitByCount"), splits, "a resource never filled was split");
+    cr_assert_eq(g.id, 0);
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: a create from a descriptor into a handle that holds a live
+ * context answered with success (the claim's refusal not returned): the
+ * caller believes it has a second green context. Mutant killed:
+ * lib/green.c:238 (`return rc;` made `return 0;`). */
+Test(green, a_desc_create_into_a_live_handle_is_refused_and_leaves_it)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0}, kept;
+    green(&g, 16, NULL);
+    kept = g;
+    unsigned long creates = calls("cuGreenCtxCreate");
+    CUdevResourceDesc d = (CUdevResourceDesc)(uintptr_t)0x1000;
+    cr_assert_eq(cuctx_ctx_green_desc(&g, 0, d), CUDA_ERROR_INVALID_VALUE);
+    cr_assert(strstr(cuctx_last_error_message(), "already holds a live object"), "%s", cuctx_last_error_message());
+    cr_assert_eq(g.id, kept.id, "the refused create changed the handle");
+    cr_assert_eq(calls("cuGreenCtxCreate"), creates, "the refused create reached the driver");
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: a stream that carried stream-ordered memory and is in a
+ * capture when its green context is destroyed left alive (and the destroy
+ * failed) because its synchronize answered 900: a capturing stream has no
+ * work to wait for, and the destroy goes on (stream.c does the same). Mutant
+ * killed: lib/green.c:268 (`||` made `&&`: 900 and 901 no longer taken). */
+Test(green, a_capturing_stream_that_carried_memory_is_destroyed_with_it)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    unique_addresses();
+    cuctx_ctx g = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    cuctx_graph graph = {0};
+    cuctx_capture cap;
+    green(&g, 16, "G");
+    CHECK_OK(cuctx_stream_create(&s, g, CU_STREAM_NON_BLOCKING, 0));
+    name_handle('s', (uint64_t)(uintptr_t)cuctx_stream_raw(s), "s");
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, 4096));
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_stream_synchronize(s));
+    CHECK_OK(cuctx_capture_begin(&cap, s, &graph, CU_STREAM_CAPTURE_MODE_RELAXED));
+    cr_assert_eq(sim()->live(CUSIM_CAPTURE), 1);
+    size_t mark = log_mark();
+    uint64_t failed = stats().failed_destroys;
+    CUresult rc = cuctx_ctx_destroy(&g);
+    cr_assert_eq(rc, CUDA_SUCCESS, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(last_call("cuStreamSynchronize", mark).rc, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    cr_assert_str_eq(CALLS_OF(mark, "cuStreamSynchronize", "cuStreamDestroy", "cuGreenCtxDestroy"),
+                     "cuStreamSynchronize(s),cuStreamDestroy(s),cuGreenCtxDestroy(G)");
+    cr_assert_eq(sim()->leaked_streams(), 0, "the capturing stream died with the green context");
+    cr_assert_eq(stats().failed_destroys, failed);
+    cr_assert_neq(cuctx_capture_end(&cap, 0), CUDA_SUCCESS);
+    cr_assert_eq(graph.id, 0);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    cr_assert_eq(sim()->live(CUSIM_CAPTURE), 0);
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* Bug caught: the driver called again for the next stream after a stream's
+ * destroy said it has shut down (CUDA_ERROR_DEINITIALIZED). Mutant killed:
+ * lib/green.c:275 (`t->gone = 1;` made `t->gone = 0;`). */
+Test(green, a_driver_gone_in_one_stream_destroy_skips_the_next_streams)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0};
+    cuctx_stream s1 = {0}, s2 = {0};
+    green(&g, 16, "G");
+    CHECK_OK(cuctx_stream_create(&s1, g, 0, 0));
+    CHECK_OK(cuctx_stream_create(&s2, g, 0, 0));
+    unsigned long destroys = calls("cuStreamDestroy");
+    sim()->fail_call("cuStreamDestroy", 1, CUDA_ERROR_DEINITIALIZED);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    cr_assert_eq(nth_call("cuStreamDestroy", mark, 0).rc, CUDA_ERROR_DEINITIALIZED);
+    cr_assert_eq(calls("cuStreamDestroy"), destroys + 1, "the driver called after it said it was gone");
+    cr_assert_eq(calls("cuGreenCtxDestroy"), 0);
+    CHECK_OK(cuctx_stream_destroy(&s1));
+    CHECK_OK(cuctx_stream_destroy(&s2));
+    cr_assert_eq(calls("cuStreamDestroy"), destroys + 1, "the driver called after it said it was gone");
+    cr_assert_eq(stats().streams, 0);
+}
+
+/* Bug caught: a stream destroy the driver refused during its green
+ * context's destroy not counted as a failed destroy (or not returned).
+ * Mutants killed: lib/green.c:277 (the count removed, or made + 0). */
+Test(green, a_stream_destroy_the_driver_refuses_is_counted_and_returned)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0};
+    cuctx_stream s = {0};
+    green(&g, 16, "G");
+    CHECK_OK(cuctx_stream_create(&s, g, 0, 0));
+    uint64_t failed = stats().failed_destroys;
+    sim()->fail_call("cuStreamDestroy", 1, CUDA_ERROR_UNKNOWN);
+    size_t mark = log_mark();
+    cr_assert_eq(cuctx_ctx_destroy(&g), CUDA_ERROR_UNKNOWN);
+    cr_assert(strstr(cuctx_last_error_message(), "the driver refused to destroy stream"), "%s",
+              cuctx_last_error_message());
+    /* two: the stream's, and the green context's destroy that returned it */
+    cr_assert_eq(stats().failed_destroys, failed + 2, "the refused stream destroy not counted");
+    cr_assert_eq(last_call("cuGreenCtxDestroy", mark).rc, CUDA_SUCCESS, "the green context not destroyed after it");
+    cr_assert_eq(g.id, 0);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    cr_assert_eq(stats().streams, 0);
+}
+
+/* A create of an event in the green context (on thread t), stopped by the
+ * simulator after the cuCtxGetId that checks the primary context under it
+ * - the green context's hold let go, the primary's taken (lib/green.c,
+ * cuctx__child_create_green) - while the green context is destroyed. The
+ * thread lives on after its create until told, so that a hold it kept is
+ * not let go by its end. */
+struct held_create { cuctx_ctx g; cuctx_event e; CUresult rc; volatile int done, may_exit; };
+static void *create_event_held(void *p)
+{
+    struct held_create *a = p;
+    a->rc = cuctx_event_create(&a->e, a->g, 0);
+    a->done = 1;
+    while (!a->may_exit)
+        usleep(1000);
+    return NULL;
+}
+
+static void held_create_begin(struct held_create *a, pthread_t *t, CUcontext praw, size_t mark)
+{
+    sim()->hold_after("cuCtxGetId");
+    cr_assert_eq(pthread_create(t, NULL, create_event_held, a), 0);
+    while (sim()->sleeping() == 0)
+        usleep(1000);
+    cr_assert_eq(last_call("cuCtxGetId", mark).handle, (uint64_t)(uintptr_t)praw,
+                 "the create is not held in the check of the primary context");
+}
+
+/* The green context destroyed (here, whole) while the create holds the
+ * primary's entry: the create's hold of the green context's entry fails,
+ * and it lets go of the primary's. Bug caught: the primary's entry kept
+ * held - cuctx's last release of the primary, which drains it, then waits
+ * for ever (alarm). Mutant killed: lib/green.c:89 `call`. */
+Test(green, a_create_whose_green_context_ends_while_it_checks_the_primary_lets_go_of_it)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    cuctx_ctx p = {0};
+    struct held_create a = {{0}, {0}, CUDA_ERROR_UNKNOWN, 0, 0};
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CUcontext praw = cuctx_ctx_raw(p);
+    green(&a.g, 16, "G");
+    cuctx_ctx g = a.g;
+    unsigned long creates = calls("cuEventCreate");
+    size_t mark = log_mark();
+    pthread_t t;
+    held_create_begin(&a, &t, praw, mark);
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    cr_assert_eq(sim()->live(CUSIM_GREEN), 0);
+    sim()->let_go();
+    while (!a.done)
+        usleep(1000);
+    cr_assert_eq(a.rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s", cuctx_result_name(a.rc));
+    cr_assert_eq(a.e.id, 0);
+    cr_assert_eq(calls("cuEventCreate"), creates, "the create reached the driver");
+    CHECK_OK(cuctx_ctx_destroy(&p));    /* drains the primary's entry */
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    a.may_exit = 1;
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* The same create let go while the destroy (on thread d) walks the green
+ * context's streams (slowed in cuStreamDestroy): the entry is open again,
+ * marked ending, and the create's hold of it succeeds, sees it ending and
+ * is refused, letting go of both entries. Bugs caught: the green context's
+ * entry kept held - the destroy's second close drains it for ever - or
+ * the primary's - cuctx's last release of the primary does (alarm).
+ * Mutants killed: lib/green.c:93 and :94 `call`. */
+Test(green, a_create_refused_as_its_green_context_ends_lets_go_of_both_entries)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    cuctx_ctx p = {0};
+    cuctx_stream s = {0};
+    struct held_create a = {{0}, {0}, CUDA_ERROR_UNKNOWN, 0, 0};
+    struct ctx_destroy_arg da = {{0}, CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CUcontext praw = cuctx_ctx_raw(p);
+    green(&a.g, 16, "G");
+    da.g = a.g;
+    CHECK_OK(cuctx_stream_create(&s, a.g, 0, 0));
+    name_handle('s', (uint64_t)(uintptr_t)cuctx_stream_raw(s), "s");
+    unsigned long creates = calls("cuEventCreate");
+    size_t mark = log_mark();
+    pthread_t t, d;
+    held_create_begin(&a, &t, praw, mark);
+    sim()->set_delay("cuStreamDestroy", 300000);
+    cr_assert_eq(pthread_create(&d, NULL, destroy_ctx, &da), 0);
+    while (sim()->sleeping() < 2)
+        usleep(1000);
+    sim()->let_go();    /* the create goes on while the destroy sleeps in its walk */
+    while (!a.done)
+        usleep(1000);
+    cr_assert_eq(a.rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s", cuctx_result_name(a.rc));
+    cr_assert_eq(a.e.id, 0);
+    cr_assert_eq(pthread_join(d, NULL), 0);
+    sim()->set_delay("cuStreamDestroy", 0);
+    CHECK_OK(da.rc);
+    cr_assert_eq(calls("cuEventCreate"), creates, "the create reached the driver");
+    cr_assert_str_eq(CALLS_OF(mark, "cuStreamDestroy", "cuGreenCtxDestroy"), "cuStreamDestroy(s),cuGreenCtxDestroy(G)");
+    CHECK_OK(cuctx_ctx_destroy(&p));    /* drains the primary's entry */
+    cr_assert_eq(sim()->primary_refs(0), 0);
+    a.may_exit = 1;
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* A driver with green contexts but without the SM-resource calls
+ * (cusim_hide_green(2)): cuctx_ctx_green, which splits, is refused as not
+ * supported, naming what is missing, before any call; cuctx_ctx_green_desc,
+ * which needs none of them, works with a descriptor made elsewhere (here
+ * through the simulator's exported symbols). Bug caught: the split's
+ * entry points checked for the wrong create - a NULL entry point called
+ * by cuctx_ctx_green (a crash), cuctx_ctx_green_desc refused. Mutant
+ * killed: lib/green.c:202 `not` (`!desc` made `desc`). */
+Test(green, a_driver_without_sm_resources_refuses_the_split_only)
+{
+    NEED_SIM();
+    sim()->hide_green(2);   /* before cuctx loads the driver: the loader resolves its table once */
+    NEED_DRIVER();
+    cuctx_ctx g = {0};
+    cr_assert_eq(cuctx_ctx_green(&g, 0, 16), CUDA_ERROR_NOT_SUPPORTED);
+    const char *m = cuctx_last_error_message();
+    cr_assert(strstr(m, "cuctx_ctx_green: the driver has no SM resources") && strstr(m, "cuDeviceGetDevResource"),
+              "%s", m);
+    cr_assert_eq(g.id, 0);
+    void *h = dlopen(getenv("CUCTX_DRIVER"), RTLD_NOW | RTLD_NOLOAD);
+    cr_assert_not_null(h);
+    PFN_cuDeviceGetDevResource_v12040 get = (PFN_cuDeviceGetDevResource_v12040)dlsym(h, "cuDeviceGetDevResource");
+    PFN_cuDevSmResourceSplitByCount_v12040 split =
+        (PFN_cuDevSmResourceSplitByCount_v12040)dlsym(h, "cuDevSmResourceSplitByCount");
+    PFN_cuDevResourceGenerateDesc_v12040 gen = (PFN_cuDevResourceGenerateDesc_v12040)dlsym(h, "cuDevResourceGenerateDesc");
+    cr_assert(get && split && gen);
+    CUdevResource all, part;
+    unsigned n = 1;
+    CUdevResourceDesc d = NULL;
+    CHECK_OK(get(0, &all, CU_DEV_RESOURCE_TYPE_SM));
+    CHECK_OK(split(&part, &n, &all, NULL, 0, 16));
+    CHECK_OK(gen(&d, &part, 1));
+    dlclose(h);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_ctx_green_desc(&g, 0, d));
+    cr_assert_eq(last_call("cuGreenCtxCreate", mark).handle2, (uint64_t)(uintptr_t)d);
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* The stack below the caller's frame filled with copies of r (from byte
+ * shift of it on), so that a variable there that cuctx does not set reads
+ * as a resource the driver filled. */
+static __attribute__((noinline)) void stack_of_resources(const CUdevResource *r, size_t shift)
+{
+    volatile unsigned char fill[32768];
+    const unsigned char *b = (const unsigned char *)r;
+    for (size_t i = 0; i < sizeof fill; i++)
+        fill[i] = b[(i + shift) % sizeof *r];
+    (void)fill[0];
+}
+
+/* A driver that answers success without filling the resource it was
+ * asked for (a fault plan): cuctx zeroes its resources first, so that the
+ * device's reads as 0 SMs (refused before any split) and the partition as
+ * no SM resource (refused by cuDevResourceGenerateDesc) - whatever the
+ * stack held, here a real resource at every alignment. Bug caught: a
+ * resource read uninitialized, split or made a green context of. Mutant
+ * killed: lib/green.c:130 `call` (the memset of `all` removed: at some
+ * alignment its SM count reads non-zero). The partition's memset removed
+ * (:131) is not caught: its first bytes are overwritten by the calls
+ * before (a pointer there), never an SM resource's type, whatever the fill. */
+Test(green, resources_the_driver_did_not_fill_read_as_none_whatever_the_stack_held)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    PFN_cuDeviceGetDevResource_v12040 get = (PFN_cuDeviceGetDevResource_v12040)drv_sym("cuDeviceGetDevResource", 12040);
+    CUdevResource real;
+    CHECK_OK(get(0, &real, CU_DEV_RESOURCE_TYPE_SM));
+    cuctx_ctx g = {0};
+    unsigned long splits = calls("cuDevSmResourceSplitByCount");
+    for (size_t shift = 0; shift < sizeof real; shift += 4) {
+        CUresult rc;
+        sim()->fail_call("cuDeviceGetDevResource", 1, CUDA_SUCCESS);
+        stack_of_resources(&real, shift);
+        rc = cuctx_ctx_green(&g, 0, 16);
+        cr_assert_eq(rc, CUDA_ERROR_INVALID_VALUE, "shift %zu: %s", shift, cuctx_last_error_message());
+        cr_assert(strstr(cuctx_last_error_message(), "device 0 has 0 SMs"), "shift %zu: %s", shift,
+                  cuctx_last_error_message());
+        cr_assert_eq(calls("cuDevSmResourceSplitByCount"), splits, "shift %zu: a resource never filled was split",
+                     shift);
+        sim()->fail_call("cuDevSmResourceSplitByCount", 1, CUDA_SUCCESS);
+        stack_of_resources(&real, shift);
+        rc = cuctx_ctx_green(&g, 0, 16);
+        cr_assert_eq(rc, CUDA_ERROR_INVALID_RESOURCE_TYPE, "shift %zu: %s", shift, cuctx_last_error_message());
+        splits = calls("cuDevSmResourceSplitByCount");
+        cr_assert_eq(g.id, 0);
+    }
+    cr_assert_eq(calls("cuGreenCtxCreate"), 0, "a green context made of a partition never filled");
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
     ASSERT_NO_MISUSE();
 }
 

@@ -1692,3 +1692,76 @@ Test(oom, taking_a_stream_out_of_the_unwaited_list_waits_for_its_growth, .timeou
     struct unwaited_user u = {.take_out = 1};
     unwaited_list_held_while_growing(&u);
 }
+
+/* ---- survivors of lib/green.c (g1) ---------------------------------------- */
+
+/* A green create that finds no slot for one of its entries or its handle
+ * (the table exhausted; the primary's entry known before or not): refused
+ * with CUDA_ERROR_OUT_OF_MEMORY, the green context it made destroyed
+ * (its retain of the primary with it), no handle, no entry left; then a
+ * create works. step: 0 no slot for the primary's entry, 1 none for the
+ * green context's (the primary's known), 2 none for the handle (one slot
+ * left, for the green context's entry). */
+static void green_create_without_a_slot(int step)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx g = {0}, p = {0};
+    if (step > 0)
+        CHECK_OK(cuctx_ctx_primary(&p, 0));
+    unsigned refs = sim()->primary_refs(0);
+    size_t entries = live_entries();
+    uint64_t handles = stats().ctx_handles;
+    exhaust_the_table();
+    if (step == 2) {
+        cr_assert_null(cuctx__slot_alloc());
+        uint64_t spare = cuctx__slot_publish(spare_slot, KIND_EVENT);
+        struct cuctx_slot *s = cuctx__close(spare, KIND_EVENT);
+        cr_assert_not_null(s);
+        cuctx__drain(s);
+        cuctx__slot_free(s);
+    }
+    size_t mark = log_mark();
+    CUresult rc = cuctx_ctx_green(&g, 0, 16);
+    if (rc == CUDA_ERROR_NOT_SUPPORTED)
+        cr_skip_test("no green contexts: %s", cuctx_last_error_message());
+    cr_assert_eq(rc, CUDA_ERROR_OUT_OF_MEMORY, "%s (%s)", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert(strstr(cuctx_last_error_message(), "cannot grow the handle table"), "%s", cuctx_last_error_message());
+    cr_assert_eq(g.id, 0);
+    uint64_t green_made = last_call("cuGreenCtxCreate", mark).handle;
+    cr_assert_eq(calls_on("cuGreenCtxDestroy", green_made, mark), 1, "the green context made was not destroyed");
+    cr_assert_eq(sim()->live(CUSIM_GREEN), 0, "the failed create left its green context");
+    cr_assert_eq(sim()->primary_refs(0), refs, "the failed create left its retain of the primary");
+    cr_assert_eq(live_entries(), entries, "the failed create left an entry");
+    cr_assert_eq(stats().ctx_handles, handles);
+    cr_assert_eq(misuses(), 0);
+    atomic_store(&fail_segments, 0);
+    CHECK_OK(cuctx_ctx_green(&g, 0, 16));
+    CHECK_OK(cuctx_ctx_destroy(&g));
+    if (step > 0)
+        CHECK_OK(cuctx_ctx_destroy(&p));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* Mutant killed: lib/green.c:174 `ret` (the refusal answered with success,
+ * no handle made). */
+Test(oom, a_green_create_with_no_slot_for_the_primarys_entry_fails_cleanly)
+{
+    green_create_without_a_slot(0);
+}
+
+/* Mutant killed: lib/green.c:176 `ret` (the same for the green context's
+ * own entry). */
+Test(oom, a_green_create_with_no_slot_for_its_entry_fails_cleanly)
+{
+    green_create_without_a_slot(1);
+}
+
+/* Mutants killed: lib/green.c:180 `call` (the green context's entry left
+ * when its handle finds no slot) and :181 `ret` (that refusal answered
+ * with success). */
+Test(oom, a_green_create_with_no_slot_for_its_handle_fails_cleanly)
+{
+    green_create_without_a_slot(2);
+}

@@ -52,7 +52,7 @@ SIM_VISIBLE void cusim_reset(void)
 	S.nplans = 0;
 	S.recycling = true;
 	S.hide_ctx_id = false;
-	S.hide_green = false;
+	S.hide_green = 0;
 	S.leaked_streams = 0;
 	S.stale_levels = false;
 	S.sync_us = 0;
@@ -230,7 +230,7 @@ SIM_VISIBLE void cusim_hide_ctx_id(int hide)
 SIM_VISIBLE void cusim_hide_green(int hide)
 {
 	pthread_mutex_lock(&S.lock);
-	S.hide_green = hide != 0;
+	S.hide_green = hide == 2 ? 2 : hide != 0;
 	pthread_mutex_unlock(&S.lock);
 }
 

@@ -679,11 +679,16 @@ void cusim_fail_call(const char *fn, unsigned long nth, CUresult rc);
  * the driver lacks (a pre-12.0 driver); zero shows it again. */
 void cusim_hide_ctx_id(int hide);
 
-/* Non-zero: cuGetProcAddress(_v2) answers for every green-context entry point
+/* 1: cuGetProcAddress(_v2) answers for every green-context entry point
  * (cuGreenCtx*, cuCtxFromGreenCtx, cuDeviceGetDevResource, cuCtxGetDevResource,
  * cuDevSmResourceSplitByCount, cuDevSmResourceSplit, cuDevResourceGenerateDesc,
  * cuStreamGetGreenCtx) as for a symbol the driver lacks (a driver older than
- * CUDA 12.4); zero shows them again. Off after cusim_reset. */
+ * CUDA 12.4); 2: only the SM-resource ones (cuDeviceGetDevResource,
+ * cuDevSmResourceSplitByCount, cuDevSmResourceSplit, cuDevResourceGenerateDesc,
+ * cuCtxGetDevResource), the green contexts themselves still there (a driver
+ * that can make a green context of a descriptor but not split; the ABI
+ * symbols stay exported, for a test to make a descriptor with); any other
+ * non-zero value is 1; zero shows them again. Off after cusim_reset. */
 void cusim_hide_green(int hide);
 
 /* Streams that died with their green context (cuGreenCtxDestroy while they

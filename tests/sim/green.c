@@ -62,8 +62,18 @@ bool green_hidden(const char *symbol)
 		"cuDeviceGetDevResource", "cuDevSmResourceSplitByCount", "cuDevSmResourceSplit",
 		"cuDevResourceGenerateDesc", "cuCtxFromGreenCtx", "cuCtxGetDevResource", "cuStreamGetGreenCtx",
 	};
+	static const char *const resources[] = {
+		"cuDeviceGetDevResource", "cuDevSmResourceSplitByCount", "cuDevSmResourceSplit",
+		"cuDevResourceGenerateDesc", "cuCtxGetDevResource",
+	};
 	if (!S.hide_green)
 		return false;
+	if (S.hide_green == 2) {
+		for (size_t i = 0; i < sizeof resources / sizeof resources[0]; i++)
+			if (strcmp(symbol, resources[i]) == 0)
+				return true;
+		return false;
+	}
 	if (strncmp(symbol, "cuGreenCtx", 10) == 0)
 		return true;
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)

@@ -300,7 +300,7 @@ struct sim_state {
 	size_t async_live;              /* live stream-ordered allocations */
 	unsigned long long last_stream_gen; /* never restarted, like last_ctx_id */
 	/* green contexts (green.c) */
-	bool hide_green;                /* cusim_hide_green */
+	int hide_green;                 /* cusim_hide_green: 0, 1 all, 2 the SM-resource calls */
 	unsigned long long last_split;  /* cuDevSmResourceSplitByCount calls that split, never restarted */
 	size_t leaked_streams;          /* streams that died with their green context since the reset */
 	/* peer access (peer.c) */
