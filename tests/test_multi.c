@@ -1046,3 +1046,30 @@ Test(ipc_event, a_refused_get_leaves_the_handle_zeroed)
     CHECK_OK(cuctx_ctx_destroy(&a));
     ASSERT_NO_MISUSE();
 }
+
+/* ---- sample seed 53 ---- */
+
+/* {0} as both contexts names the current context twice: with one current
+ * it is the same context twice (refused as such), with none it is "no
+ * context current", as {0} is anywhere else; neither reaches the driver.
+ * Mutant killed: lib/peer.c:72 `const` (`from.id != 1`: two {0} handles
+ * taken for the same handle before anyone asked which context {0} is, so
+ * the missing current context was reported as a bad pair; seed 53). */
+Test(peer, two_null_handles_name_the_current_context_twice_or_none)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    cuctx_peer p = {0};
+    new_ctx(&a, 0, "A", POPPED);
+    size_t mark = log_mark();
+    cr_assert_eq(cuctx_peer_enable(&p, (cuctx_ctx){0}, (cuctx_ctx){0}), CUDA_ERROR_INVALID_CONTEXT, "none current");
+    cr_assert(strstr(cuctx_last_error_message(), "same context") == NULL, "%s", cuctx_last_error_message());
+    CHECK_OK(cuctx_ctx_set_current(a));
+    cr_assert_eq(cuctx_peer_enable(&p, (cuctx_ctx){0}, (cuctx_ctx){0}), CUDA_ERROR_INVALID_VALUE, "A twice");
+    cr_assert(strstr(cuctx_last_error_message(), "same context"), "%s", cuctx_last_error_message());
+    CHECK_OK(cuctx_pop_current());
+    cr_assert_eq(p.id, 0);
+    cr_assert_eq(calls_on("cuCtxEnablePeerAccess", H(cuctx_ctx_raw(a)), mark), 0);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
