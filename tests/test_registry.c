@@ -3156,3 +3156,51 @@ Test(drain, a_retire_cancelled_while_it_waits_for_a_hold_still_frees_the_entry, 
     CHECK_OK(cuctx_ctx_destroy(&b));
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- sample seed 53 (t1) ---- */
+
+/* The slots a thread's cache held go to the shared free list when the
+ * thread ends (cache_flush), each pushed on top of the ones before it: the
+ * creates of a thread with no cache of its own then take back every one of
+ * them, the last pushed first, each once, before any slot never handed out.
+ * The ending thread freed three events in the order a, b, c; its cache
+ * gives them back from its end (c, b, a), so the list reads a, b, c.
+ * Mutant killed: lib/registry.c:121 `call` (push_global not linking the
+ * slot to the old head: the list kept only the last slot pushed, here a,
+ * with the next_free of its first life - 0, a slot never pushed - so b and
+ * c were lost and the second create took a fresh slot) (sample seed 53;
+ * before only killed by a race in the stress program). */
+static void *make_three_free_them_and_end(void *p)
+{
+    uint64_t *id = p;
+    for (int i = 0; i < 3; i++)
+        id[i] = make(KIND_EVENT, 530 + (uint64_t)i);
+    for (int i = 0; i < 3; i++)
+        destroy(id[i], KIND_EVENT);             /* to this thread's cache */
+    return cuctx__me.registry.ncache >= 3 ? id : NULL;
+}
+
+Test(registry, the_slots_of_an_ended_threads_cache_all_come_back_from_the_shared_list_in_order)
+{
+    uint64_t freed[3] = {0}, again[3];
+    pthread_t t;
+    void *cached = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, make_three_free_them_and_end, freed), 0);
+    cr_assert_eq(pthread_join(t, &cached), 0);
+    cr_assert_not_null(cached, "the thread's three frees did not go to its cache");
+    cr_assert_eq(cuctx__me.registry.ncache, 0, "this thread has slots of its own");
+    for (int i = 0; i < 3; i++)
+        again[i] = make(KIND_EVENT, 540 + (uint64_t)i);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(cuctx__id_index(again[i]), cuctx__id_index(freed[i]),
+                     "create %d took slot %u, not slot %u, the %s freed by the ended thread", i,
+                     (unsigned)cuctx__id_index(again[i]), (unsigned)cuctx__id_index(freed[i]),
+                     i == 0 ? "last" : i == 1 ? "second" : "first");
+    for (int i = 0; i < 3; i++) {
+        struct cuctx_slot *s = cuctx__pin(again[i], KIND_EVENT);
+        cr_assert_not_null(s);
+        cr_assert_eq(s->u.child.raw, 540 + (uint64_t)i, "a slot handed out twice");
+        cuctx__unpin(s);
+        destroy(again[i], KIND_EVENT);
+    }
+}
