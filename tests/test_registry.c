@@ -3204,3 +3204,66 @@ Test(registry, the_slots_of_an_ended_threads_cache_all_come_back_from_the_shared
         destroy(again[i], KIND_EVENT);
     }
 }
+
+/* A pin of an id that is no longer live in its slot - destroyed, or asked
+ * as another kind - is refused also where the pin takes the slow path:
+ * a thread's first pin (no hazard record yet) and a pin beyond the
+ * CUCTX_MY_PINS a thread lists. Mutant killed: lib/registry.c:176 `ret`
+ * (cuctx__pin_slow returning (void *)1 for a refused pin: a stale handle
+ * passed as live) (sample seed 53; no program ran that line before). */
+struct first_pin { uint64_t id; enum cuctx_kind kind; int had_record; struct cuctx_slot *got; };
+
+static void *pin_as_first_thing(void *p)
+{
+    struct first_pin *f = p;
+    f->had_record = cuctx__me.registry.rec != NULL;
+    f->got = cuctx__pin(f->id, f->kind);
+    if (f->got == cuctx__slot_find(cuctx__id_index(f->id)))    /* not what a wrong answer points to */
+        cuctx__unpin(f->got);
+    return NULL;
+}
+
+static struct cuctx_slot *first_pin_of(uint64_t id, enum cuctx_kind kind)
+{
+    struct first_pin f = {.id = id, .kind = kind, .had_record = -1};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, pin_as_first_thing, &f), 0);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_eq(f.had_record, 0, "the new thread had a hazard record before its first pin");
+    return f.got;
+}
+
+Test(registry, a_threads_first_pin_of_a_stale_id_is_refused)
+{
+    uint64_t live = make(KIND_EVENT, 531), gone = make(KIND_EVENT, 532);
+    destroy(gone, KIND_EVENT);
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(live));
+    cr_assert_eq(first_pin_of(live, KIND_EVENT), s, "a new thread's first pin of a live event");
+    cr_assert_null(first_pin_of(gone, KIND_EVENT), "a new thread's first pin of a destroyed event");
+    cr_assert_null(first_pin_of(live, KIND_STREAM), "a new thread's first pin of an event as a stream");
+    cr_assert_eq(pins_of(live), 0);
+    destroy(live, KIND_EVENT);
+}
+
+Test(registry, a_pin_beyond_the_listed_ones_of_a_stale_id_is_refused)
+{
+    uint64_t id[CUCTX_MY_PINS + 1];
+    struct cuctx_slot *s[CUCTX_MY_PINS + 1];
+    for (int i = 0; i <= CUCTX_MY_PINS; i++)
+        id[i] = make(KIND_EVENT, 550 + (uint64_t)i);
+    uint64_t gone = make(KIND_EVENT, 549);
+    destroy(gone, KIND_EVENT);
+    for (int i = 0; i < CUCTX_MY_PINS; i++)
+        cr_assert_not_null(s[i] = cuctx__pin(id[i], KIND_EVENT));
+    cr_assert_eq(cuctx__me.registry.npins, CUCTX_MY_PINS, "this thread's list of pins is not full");
+    cr_assert_null(cuctx__pin(gone, KIND_EVENT), "a pin beyond the list of a destroyed event");
+    cr_assert_null(cuctx__pin(id[CUCTX_MY_PINS], KIND_STREAM), "a pin beyond the list of an event as a stream");
+    s[CUCTX_MY_PINS] = cuctx__pin(id[CUCTX_MY_PINS], KIND_EVENT);
+    cr_assert_eq(s[CUCTX_MY_PINS], cuctx__slot_find(cuctx__id_index(id[CUCTX_MY_PINS])),
+                 "a pin beyond the list of a live event");
+    for (int i = CUCTX_MY_PINS; i >= 0; i--) {
+        cuctx__unpin(s[i]);
+        cr_assert_eq(pins_of(id[i]), 0);
+        destroy(id[i], KIND_EVENT);
+    }
+}
