@@ -3156,3 +3156,114 @@ Test(drain, a_retire_cancelled_while_it_waits_for_a_hold_still_frees_the_entry, 
     CHECK_OK(cuctx_ctx_destroy(&b));
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- sample seed 53 (t1) ---- */
+
+/* The slots a thread's cache held go to the shared free list when the
+ * thread ends (cache_flush), each pushed on top of the ones before it: the
+ * creates of a thread with no cache of its own then take back every one of
+ * them, the last pushed first, each once, before any slot never handed out.
+ * The ending thread freed three events in the order a, b, c; its cache
+ * gives them back from its end (c, b, a), so the list reads a, b, c.
+ * Mutant killed: lib/registry.c:121 `call` (push_global not linking the
+ * slot to the old head: the list kept only the last slot pushed, here a,
+ * with the next_free of its first life - 0, a slot never pushed - so b and
+ * c were lost and the second create took a fresh slot) (sample seed 53;
+ * before only killed by a race in the stress program). */
+static void *make_three_free_them_and_end(void *p)
+{
+    uint64_t *id = p;
+    for (int i = 0; i < 3; i++)
+        id[i] = make(KIND_EVENT, 530 + (uint64_t)i);
+    for (int i = 0; i < 3; i++)
+        destroy(id[i], KIND_EVENT);             /* to this thread's cache */
+    return cuctx__me.registry.ncache >= 3 ? id : NULL;
+}
+
+Test(registry, the_slots_of_an_ended_threads_cache_all_come_back_from_the_shared_list_in_order)
+{
+    uint64_t freed[3] = {0}, again[3];
+    pthread_t t;
+    void *cached = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, make_three_free_them_and_end, freed), 0);
+    cr_assert_eq(pthread_join(t, &cached), 0);
+    cr_assert_not_null(cached, "the thread's three frees did not go to its cache");
+    cr_assert_eq(cuctx__me.registry.ncache, 0, "this thread has slots of its own");
+    for (int i = 0; i < 3; i++)
+        again[i] = make(KIND_EVENT, 540 + (uint64_t)i);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(cuctx__id_index(again[i]), cuctx__id_index(freed[i]),
+                     "create %d took slot %u, not slot %u, the %s freed by the ended thread", i,
+                     (unsigned)cuctx__id_index(again[i]), (unsigned)cuctx__id_index(freed[i]),
+                     i == 0 ? "last" : i == 1 ? "second" : "first");
+    for (int i = 0; i < 3; i++) {
+        struct cuctx_slot *s = cuctx__pin(again[i], KIND_EVENT);
+        cr_assert_not_null(s);
+        cr_assert_eq(s->u.child.raw, 540 + (uint64_t)i, "a slot handed out twice");
+        cuctx__unpin(s);
+        destroy(again[i], KIND_EVENT);
+    }
+}
+
+/* A pin of an id that is no longer live in its slot - destroyed, or asked
+ * as another kind - is refused also where the pin takes the slow path:
+ * a thread's first pin (no hazard record yet) and a pin beyond the
+ * CUCTX_MY_PINS a thread lists. Mutant killed: lib/registry.c:176 `ret`
+ * (cuctx__pin_slow returning (void *)1 for a refused pin: a stale handle
+ * passed as live) (sample seed 53; no program ran that line before). */
+struct first_pin { uint64_t id; enum cuctx_kind kind; int had_record; struct cuctx_slot *got; };
+
+static void *pin_as_first_thing(void *p)
+{
+    struct first_pin *f = p;
+    f->had_record = cuctx__me.registry.rec != NULL;
+    f->got = cuctx__pin(f->id, f->kind);
+    if (f->got == cuctx__slot_find(cuctx__id_index(f->id)))    /* not what a wrong answer points to */
+        cuctx__unpin(f->got);
+    return NULL;
+}
+
+static struct cuctx_slot *first_pin_of(uint64_t id, enum cuctx_kind kind)
+{
+    struct first_pin f = {.id = id, .kind = kind, .had_record = -1};
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, pin_as_first_thing, &f), 0);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_eq(f.had_record, 0, "the new thread had a hazard record before its first pin");
+    return f.got;
+}
+
+Test(registry, a_threads_first_pin_of_a_stale_id_is_refused)
+{
+    uint64_t live = make(KIND_EVENT, 531), gone = make(KIND_EVENT, 532);
+    destroy(gone, KIND_EVENT);
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(live));
+    cr_assert_eq(first_pin_of(live, KIND_EVENT), s, "a new thread's first pin of a live event");
+    cr_assert_null(first_pin_of(gone, KIND_EVENT), "a new thread's first pin of a destroyed event");
+    cr_assert_null(first_pin_of(live, KIND_STREAM), "a new thread's first pin of an event as a stream");
+    cr_assert_eq(pins_of(live), 0);
+    destroy(live, KIND_EVENT);
+}
+
+Test(registry, a_pin_beyond_the_listed_ones_of_a_stale_id_is_refused)
+{
+    uint64_t id[CUCTX_MY_PINS + 1];
+    struct cuctx_slot *s[CUCTX_MY_PINS + 1];
+    for (int i = 0; i <= CUCTX_MY_PINS; i++)
+        id[i] = make(KIND_EVENT, 550 + (uint64_t)i);
+    uint64_t gone = make(KIND_EVENT, 549);
+    destroy(gone, KIND_EVENT);
+    for (int i = 0; i < CUCTX_MY_PINS; i++)
+        cr_assert_not_null(s[i] = cuctx__pin(id[i], KIND_EVENT));
+    cr_assert_eq(cuctx__me.registry.npins, CUCTX_MY_PINS, "this thread's list of pins is not full");
+    cr_assert_null(cuctx__pin(gone, KIND_EVENT), "a pin beyond the list of a destroyed event");
+    cr_assert_null(cuctx__pin(id[CUCTX_MY_PINS], KIND_STREAM), "a pin beyond the list of an event as a stream");
+    s[CUCTX_MY_PINS] = cuctx__pin(id[CUCTX_MY_PINS], KIND_EVENT);
+    cr_assert_eq(s[CUCTX_MY_PINS], cuctx__slot_find(cuctx__id_index(id[CUCTX_MY_PINS])),
+                 "a pin beyond the list of a live event");
+    for (int i = CUCTX_MY_PINS; i >= 0; i--) {
+        cuctx__unpin(s[i]);
+        cr_assert_eq(pins_of(id[i]), 0);
+        destroy(id[i], KIND_EVENT);
+    }
+}
