@@ -2067,3 +2067,30 @@ Test(mem_pool, a_default_pool_into_a_live_handle_is_refused)
     CHECK_OK(cuctx_mem_pool_destroy(&pool));
     cr_assert_eq(stats().mem_pools, 0);
 }
+
+/* ---- sample seed 53 ---- */
+
+/* cuctx_mem_ctx of stream-ordered memory into a live context handle is
+ * refused as any create into a live handle is, before it says the memory
+ * has no context, and leaves the handle as it was. Mutant killed:
+ * lib/mem.c:62 `ret` (the refusal answered CUDA_SUCCESS; gcov had seen
+ * no test run the line; seed 53). */
+Test(async_mem, its_context_asked_into_a_live_handle_is_refused)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    cuctx_ctx live = c;
+    cr_assert_eq(cuctx_mem_ctx(m, &live), CUDA_ERROR_INVALID_VALUE);
+    cr_assert(strstr(cuctx_last_error_message(), "belongs to its pool") == NULL, "%s", cuctx_last_error_message());
+    cr_assert_eq(live.id, c.id, "the live handle was overwritten");
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    if (sim())
+        ASSERT_NO_MISUSE();
+}
