@@ -863,3 +863,29 @@ Test(scope_stack, a_retaken_level_pushed_by_an_outer_scope_is_taken_off_the_coun
     (void)A;
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- survey of lib/scope.c, the rest (u1) ---- */
+
+/* A scope entered over its own context left current by the create asks the
+ * driver once by id whether the address current is that context, and
+ * remembers the answer for the thread: a nested scope of the same context
+ * asks no more. Mutant killed: lib/scope.c:128 (the answer not kept). */
+Test(scope_stack, the_scopes_context_found_current_by_id_is_not_asked_again_nested)
+{
+    cuctx_ctx a = {0};
+    need_driver_unique_addresses();
+    NEED_SIM();     /* counts driver calls */
+    CUcontext A = new_ctx(&a, 0, "A", LEFT_CURRENT);
+    size_t mark = log_mark();
+    unsigned long before = calls("cuCtxGetId");
+    CUCTX_SCOPED(a) {
+        cr_assert_eq(calls("cuCtxGetId"), before + 1, "the enter asks once by id");
+        CUCTX_SCOPED(a) {
+            EXPECT_CURRENT(A);
+        }
+        cr_assert_eq(calls("cuCtxGetId"), before + 1, "the nested enter asks no more");
+    }
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "");
+    CHECK_OK(cuctx_ctx_destroy(&a));
+}
