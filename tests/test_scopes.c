@@ -889,3 +889,38 @@ Test(scope_stack, the_scopes_context_found_current_by_id_is_not_asked_again_nest
     EXPECT_TRACE(mark, "");
     CHECK_OK(cuctx_ctx_destroy(&a));
 }
+
+/* The current context was dead at enter (destroyed on another thread while
+ * current here) and the scope's own context took its address before the
+ * enter: that level is not the scope's context, which is pushed over it and
+ * popped at exit; the level below, bound now to the scope's context by
+ * address, is taken off rather than left current. The process's first
+ * context X lives throughout, its entry the registry's very first slot
+ * (an id of 1 would name it), so that the dead level cannot pass for a
+ * live owned entry. Mutant killed: lib/scope.c:133 (the dead level
+ * recorded as entry 1). */
+Test(scope_stack, the_scopes_context_at_the_address_of_a_dead_current_one_is_not_left_current_below)
+{
+    cuctx_ctx x = {0}, a = {0}, p = {0};
+    NEED_DRIVER();
+    NEED_SIM();                         /* needs the simulator's address reuse */
+    sim()->set_stale_levels(1);         /* this thread's level of P stays P's, dead */
+    new_ctx(&x, 0, "X", POPPED);
+    CUcontext P = new_ctx(&p, 0, "P", POPPED);
+    CHECK_OK(cuctx_ctx_set_current(p));
+    destroy_elsewhere(&p);
+    cr_assert_eq(current(), P, "the dead context stays current on this thread");
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
+    cr_assert_eq(A, P, "the simulator gave A P's address");
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        EXPECT_CURRENT(A);
+    }
+    EXPECT_TRACE(mark, "cuCtxPushCurrent(A),cuCtxPopCurrent(A),cuCtxSetCurrent(0)");
+    EXPECT_CURRENT(NULL);
+    cr_assert_eq(calls_on("cuCtxPushCurrent", H(A), mark), 1, "A pushed over the dead level");
+    cr_assert_eq(calls_on("cuCtxSetCurrent", 0, mark), 1, "the retaken level was taken off");
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&x));
+    cr_assert_eq(misuses(), 0);
+}
