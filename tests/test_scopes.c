@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define H(p) ((uint64_t)(uintptr_t)(p))
 
@@ -922,5 +923,57 @@ Test(scope_stack, the_scopes_context_at_the_address_of_a_dead_current_one_is_not
     cr_assert_eq(calls_on("cuCtxSetCurrent", 0, mark), 1, "the retaken level was taken off");
     CHECK_OK(cuctx_ctx_destroy(&a));
     CHECK_OK(cuctx_ctx_destroy(&x));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* A scope entered on thread t over a context cuctx knows by a borrow, Q,
+ * stopped by the simulator after the cuCtxGetId that checks Q's entry (not
+ * under the registry's lock) - the scope's own context let go meanwhile
+ * (lib/scope.c, enter) - while the scope's context is destroyed here: the
+ * enter's second hold of it fails, and the enter says so, having pushed
+ * nothing. Mutant killed: lib/scope.c:138 (that failure answered as
+ * success). */
+struct held_enter { cuctx_ctx a; CUcontext q; CUresult rc; int state; volatile int done; };
+static void *enter_over_a_borrowed_context(void *p)
+{
+    struct held_enter *h = p;
+    cuctx_scope s;
+    raw_push(h->q);
+    h->rc = cuctx_scope_enter(&s, h->a);
+    h->state = s.state;
+    if (h->rc == CUDA_SUCCESS)
+        cuctx_scope_exit(&s);
+    raw_pop();
+    h->done = 1;
+    return NULL;
+}
+
+Test(scope_stack, an_enter_whose_context_is_destroyed_while_it_identifies_the_previous_one_fails)
+{
+    cuctx_ctx a = {0}, q = {0};
+    need_driver_unique_addresses();
+    NEED_SIM();                         /* holds a driver call */
+    alarm(10);
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
+    CUcontext Q = raw_create();
+    cr_assert_eq(raw_pop(), Q);
+    CHECK_OK(cuctx_ctx_borrow(&q, Q));
+    struct held_enter h = {a, Q, CUDA_SUCCESS, -1, 0};
+    size_t mark = log_mark();
+    sim()->hold_after("cuCtxGetId");
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, enter_over_a_borrowed_context, &h), 0);
+    while (sim()->sleeping() == 0)
+        usleep(1000);
+    cr_assert_eq(last_call("cuCtxGetId", mark).handle, H(Q), "the enter is not held identifying the previous context");
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    sim()->let_go();
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_eq(h.done, 1);
+    cr_assert_eq(h.rc, CUDA_ERROR_INVALID_HANDLE, "the enter failed: %s", cuctx_result_name(h.rc));
+    cr_assert_eq(h.state, CUCTX__SCOPE_FAILED);
+    cr_assert_eq(calls_on("cuCtxPushCurrent", H(A), mark), 0, "the destroyed context was not pushed");
+    CHECK_OK(cuctx_ctx_destroy(&q));
+    raw_destroy(Q);
     cr_assert_eq(misuses(), 0);
 }
