@@ -977,3 +977,26 @@ Test(scope_stack, an_enter_whose_context_is_destroyed_while_it_identifies_the_pr
     raw_destroy(Q);
     cr_assert_eq(misuses(), 0);
 }
+
+/* A scope that pushed nothing (its context A current at enter) whose block
+ * sets another context current and then A again: its level holds A at
+ * exit, so exit binds nothing. Mutant killed: lib/scope.c:223 (A, current
+ * on the level already, handed to the driver again). */
+Test(scope_stack, a_scopes_own_level_set_back_to_its_context_inside_is_not_set_again)
+{
+    cuctx_ctx a = {0}, b = {0};
+    need_driver_unique_addresses();
+    CUcontext A = new_ctx(&a, 0, "A", POPPED);
+    new_ctx(&b, 0, "B", POPPED);
+    CHECK_OK(cuctx_ctx_set_current(a));
+    size_t mark = log_mark();
+    CUCTX_SCOPED(a) {
+        CHECK_OK(cuctx_ctx_set_current(b));
+        CHECK_OK(cuctx_ctx_set_current(a));
+    }
+    EXPECT_CURRENT(A);
+    EXPECT_TRACE(mark, "cuCtxSetCurrent(B),cuCtxSetCurrent(A)");
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(misuses(), 0);
+}
