@@ -1192,21 +1192,29 @@ static void *list_user_main(void *p)
 
 static pthread_t list_user_thread;
 
+/* Starts main(arg) on *t and waits until the thread is done (*done) or
+ * asleep in a futex (its id in *tid), or 10 s have passed: which of these
+ * it was is the caller's to assert. Called from a realloc_hook, with the
+ * list the other thread wants held. */
+static void start_until_done_or_asleep(pthread_t *t, void *(*main)(void *), void *arg, atomic_long *tid,
+                                       atomic_int *done)
+{
+    if (pthread_create(t, NULL, main, arg) != 0)
+        abort();
+    for (long ms = 0; ms < 10000; ms++) {
+        long id = atomic_load(tid);
+        if (atomic_load(done) || (id && in_futex_wait((pid_t)id) == 1))
+            return;
+        nanosleep(&(struct timespec){0, 100000}, NULL);
+    }
+}
+
 /* In the ninth pool's park, the list held (realloc_hook): starts the other
  * thread and waits until it is done or asleep in a futex. */
 static void run_list_user(void)
 {
     struct list_user *u = list_user;
-    if (pthread_create(&list_user_thread, NULL, list_user_main, u) != 0)
-        abort();
-    for (long ms = 0;; ms++) {
-        long tid = atomic_load(&u->tid);
-        if (atomic_load(&u->done) || (tid && in_futex_wait((pid_t)tid) == 1))
-            break;
-        if (ms == 10000)
-            break;  /* (neither: asserted below) */
-        nanosleep(&(struct timespec){0, 100000}, NULL);
-    }
+    start_until_done_or_asleep(&list_user_thread, list_user_main, u, &u->tid, &u->done);
     u->parked_then = atomic_load(&cuctx__parked_pools);
     u->waited = !atomic_load(&u->done) && u->parked_then == 8;
 }
@@ -1630,16 +1638,7 @@ static void *unwaited_user_main(void *p)
 static void run_unwaited_user(void)
 {
     struct unwaited_user *u = unwaited_user;
-    if (pthread_create(&unwaited_user_thread, NULL, unwaited_user_main, u) != 0)
-        abort();
-    for (long ms = 0;; ms++) {
-        long tid = atomic_load(&u->tid);
-        if (atomic_load(&u->done) || (tid && in_futex_wait((pid_t)tid) == 1))
-            break;
-        if (ms == 10000)
-            break;  /* (neither: asserted below) */
-        nanosleep(&(struct timespec){0, 100000}, NULL);
-    }
+    start_until_done_or_asleep(&unwaited_user_thread, unwaited_user_main, u, &u->tid, &u->done);
     u->waited = !atomic_load(&u->done);
 }
 
