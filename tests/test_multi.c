@@ -1073,3 +1073,207 @@ Test(peer, two_null_handles_name_the_current_context_twice_or_none)
     CHECK_OK(cuctx_ctx_destroy(&a));
     ASSERT_NO_MISUSE();
 }
+
+/* ---- mutation survivors of lib/ipc.c and lib/peer.c (h5) ---- */
+
+/* A get whose switch to the memory's context fails reports the switch,
+ * not the driver's get, which was never asked; and a get that succeeds
+ * leaves the last error as it was (documented: successful calls leave it
+ * unchanged). Mutants killed: lib/ipc.c:49 `const` (`switched = 1`: the
+ * failed switch reported as a failed cuIpcGetMemHandle) and lib/ipc.c:57
+ * `lcr` (`switched || rc != CUDA_SUCCESS`: the same, and a successful get
+ * recorded as a failure with CUDA_SUCCESS). */
+Test(ipc_mem, a_get_whose_switch_fails_names_the_switch_and_a_good_get_records_nothing)
+{
+    cuctx_ctx a = {0}, b = {0};
+    cuctx_mem m = {0};
+    CUipcMemHandle h, zero;
+    memset(&zero, 0, sizeof zero);
+    ipc_setup(&a, &b, &m, &h);
+    unsigned long gets = calls("cuIpcGetMemHandle");
+    memset(&h, 0x77, sizeof h);
+    sim()->fail_call("cuCtxPushCurrent", 1, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(cuctx_ipc_mem_get(m, &h), CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(calls("cuIpcGetMemHandle"), gets, "the driver's get was not reached");
+    cr_assert(strstr(cuctx_last_error_message(), "cannot make context"), "%s", cuctx_last_error_message());
+    cr_assert(strstr(cuctx_last_error_message(), "cuIpcGetMemHandle") == NULL, "%s", cuctx_last_error_message());
+    cr_assert_eq(memcmp(&h, &zero, sizeof h), 0, "zeroed on failure");
+    /* a get that works after it: the failure stays the last error */
+    CHECK_OK(cuctx_ipc_mem_get(m, &h));
+    cr_assert_eq(calls("cuIpcGetMemHandle"), gets + 1);
+    cr_assert_neq(memcmp(&h, &zero, sizeof h), 0);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_UNKNOWN, "%s", cuctx_result_name(cuctx_last_error()));
+    cr_assert(strstr(cuctx_last_error_message(), "cannot make context"), "%s", cuctx_last_error_message());
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
+
+/* An IPC open as the process's first call to cuctx (Criterion runs each
+ * test in a process of its own): the driver is loaded before the library
+ * asks whether it has CUDA IPC, so the answer is that no context is
+ * current ({0} names the current one), not "no CUDA IPC". Mutant killed:
+ * lib/ipc.c:139 `call` (CUCTX_INIT_OR_RETURN of cuctx_ipc_mem_open_at
+ * removed). */
+Test(ipc_mem, an_open_as_the_first_call_loads_the_driver_first)
+{
+    cuctx_mem q = {0};
+    CUipcMemHandle h;
+    memset(&h, 0, sizeof h);
+    CUresult rc = cuctx_ipc_mem_open(&q, (cuctx_ctx){0}, h, 0);
+    NEED_DRIVER();      /* (after: it would load the driver itself) */
+    NEED_SIM();
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_CONTEXT, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(q.id, 0);
+    cr_assert_eq(calls("cuIpcOpenMemHandle"), 0);
+}
+
+/* The same for an IPC event's open. Mutant killed: lib/ipc.c:196 `call`
+ * (CUCTX_INIT_OR_RETURN of cuctx_ipc_event_open_at removed). */
+Test(ipc_event, an_open_as_the_first_call_loads_the_driver_first)
+{
+    cuctx_event e = {0};
+    CUipcEventHandle h;
+    memset(&h, 0, sizeof h);
+    CUresult rc = cuctx_ipc_event_open(&e, (cuctx_ctx){0}, h);
+    NEED_DRIVER();
+    NEED_SIM();
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_CONTEXT, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(e.id, 0);
+    cr_assert_eq(calls("cuIpcOpenEventHandle"), 0);
+}
+
+/* An event opened into a handle that holds a live event is refused before
+ * the driver, and the live event is left as it was (documented for every
+ * create). Mutant killed: lib/ipc.c:195 `ret` (the claim's refusal
+ * returned as success, the open not made and the caller told it was). */
+Test(ipc_event, an_open_into_a_live_event_is_refused_before_the_driver)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    sim()->set_ipc_loopback(1);
+    cuctx_ctx a = {0}, b = {0};
+    cuctx_event e = {0}, live = {0};
+    CUipcEventHandle h;
+    new_ctx(&a, 0, "A", POPPED);
+    new_ctx(&b, 1, "B", POPPED);
+    CHECK_OK(cuctx_event_create(&e, a, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+    CHECK_OK(cuctx_event_create(&live, b, 0));
+    CHECK_OK(cuctx_ipc_event_get(e, &h));
+    uint64_t was = live.id;
+    CUevent raw = cuctx_event_raw(live);
+    cr_assert_eq(cuctx_ipc_event_open(&live, b, h), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(live.id, was, "the live event's handle kept");
+    cr_assert_eq(cuctx_event_raw(live), raw);
+    cr_assert_eq(calls("cuIpcOpenEventHandle"), 0);
+    cr_assert_eq(stats().events, 2);
+    CHECK_OK(cuctx_event_destroy(&live));
+    CHECK_OK(cuctx_event_destroy(&e));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* A peer enable as the process's first call to cuctx: the driver is
+ * loaded before the library asks whether it has peer access, so two {0}
+ * handles with no context current are "no context current". Mutant
+ * killed: lib/peer.c:69 `call` (CUCTX_INIT_OR_RETURN of
+ * cuctx_peer_enable_at removed). */
+Test(peer, an_enable_as_the_first_call_loads_the_driver_first)
+{
+    cuctx_peer p = {0};
+    CUresult rc = cuctx_peer_enable(&p, (cuctx_ctx){0}, (cuctx_ctx){0});
+    NEED_DRIVER();
+    NEED_SIM();
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_CONTEXT, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(p.id, 0);
+    cr_assert_eq(calls("cuCtxEnablePeerAccess"), 0);
+}
+
+/* A get run on a thread of its own, held after its switch's
+ * cuCtxPushCurrent (cusim_hold_after) while the test writes `fill` into
+ * its out-argument: what a driver that writes part of a handle before it
+ * fails would leave there. */
+struct held_get_h5 {
+    int event;
+    cuctx_mem m;
+    cuctx_event e;
+    union {
+        CUipcMemHandle mem;
+        CUipcEventHandle ev;
+    } h;
+    CUresult rc;
+};
+
+static void *held_get_run_h5(void *arg)
+{
+    struct held_get_h5 *g = arg;
+    g->rc = g->event ? cuctx_ipc_event_get(g->e, &g->h.ev) : cuctx_ipc_mem_get(g->m, &g->h.mem);
+    return NULL;
+}
+
+static void held_get_h5(struct held_get_h5 *g, unsigned char fill)
+{
+    pthread_t t;
+    sim()->hold_after("cuCtxPushCurrent");
+    cr_assert_eq(pthread_create(&t, NULL, held_get_run_h5, g), 0);
+    for (int i = 0; i < 10000 && sim()->sleeping() == 0; i++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    int held = sim()->sleeping() > 0;
+    if (held)
+        memset(&g->h, fill, sizeof g->h);
+    sim()->let_go();
+    pthread_join(t, NULL);
+    cr_assert(held, "the get was not held after its cuCtxPushCurrent");
+}
+
+/* Documented (cuctx.h, CUDA IPC): on failure *out is zeroed - also where
+ * the handle holds bytes by the time the driver's get fails (here the
+ * test's, written while the get is held before the driver is called; in
+ * the field, a driver's partial write). Mutant killed: lib/ipc.c:96
+ * `call` (the memset after a failed get removed: only get_begin's zeroing,
+ * done before the driver was called, is left). */
+Test(ipc_mem, a_get_the_driver_fails_zeroes_what_the_handle_held_then)
+{
+    cuctx_ctx a = {0}, b = {0};
+    struct held_get_h5 g = {0};
+    CUipcMemHandle zero;
+    memset(&zero, 0, sizeof zero);
+    ipc_setup(&a, &b, &g.m, &g.h.mem);
+    size_t mark = log_mark();
+    sim()->fail_call("cuIpcGetMemHandle", 1, CUDA_ERROR_UNKNOWN);
+    held_get_h5(&g, 0x77);
+    cr_assert_eq(g.rc, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(calls_on("cuIpcGetMemHandle", cuctx_mem_ptr(g.m), mark), 1, "the driver was asked");
+    cr_assert_eq(memcmp(&g.h.mem, &zero, sizeof zero), 0, "the failed get left bytes in the handle");
+    CHECK_OK(cuctx_mem_destroy(&g.m));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
+
+/* The same for an event the driver refuses to export (made without
+ * CU_EVENT_INTERPROCESS). Mutant killed: lib/ipc.c:164 `call` (the memset
+ * after the refusal removed). */
+Test(ipc_event, a_refused_get_zeroes_what_the_handle_held_then)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx a = {0};
+    struct held_get_h5 g = {.event = 1};
+    CUipcEventHandle zero;
+    memset(&zero, 0, sizeof zero);
+    new_ctx(&a, 0, "A", POPPED);
+    CHECK_OK(cuctx_event_create(&g.e, a, 0));
+    size_t mark = log_mark();
+    held_get_h5(&g, 0xab);
+    cr_assert_eq(g.rc, CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(calls_on("cuIpcGetEventHandle", H(cuctx_event_raw(g.e)), mark), 1, "the driver was asked");
+    cr_assert_eq(last_call("cuIpcGetEventHandle", mark).rc, CUDA_ERROR_INVALID_VALUE, "and refused");
+    cr_assert_eq(memcmp(&g.h.ev, &zero, sizeof zero), 0, "the refused get left bytes in the handle");
+    CHECK_OK(cuctx_event_destroy(&g.e));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
