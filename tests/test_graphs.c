@@ -1072,3 +1072,143 @@ Test(capture, by_hand_abandoning_tells_a_failed_graph_destroy)
     cr_assert_eq(destroy((CUgraph)(uintptr_t)d.handle), CUDA_SUCCESS);
     capture_teardown(&t);
 }
+
+/* ---- mutation survivors of lib/module.c (h3) ---- */
+
+#include <fcntl.h>
+
+/* A global asked for with no name is refused as documented (INVALID_VALUE,
+ * *ptr and *bytes 0), before the driver. Mutant killed: lib/module.c:145
+ * `ret` (the refusal answered 0, success with no global). */
+Test(library, a_modules_global_with_no_name_is_refused_before_the_driver)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_module m = {0};
+    CUdeviceptr p = 1;
+    size_t bytes = 1;
+    new_ctx(&c, 0, "C", POPPED);
+    CHECK_OK(cuctx_module_load_data(&m, c, small_ptx));
+    unsigned long lookups = sim() ? calls("cuModuleGetGlobal") : 0;
+    cr_assert_eq(cuctx_module_global(m, NULL, &p, &bytes), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_VALUE);
+    cr_assert(strstr(cuctx_last_error_message(), "name is NULL"), "%s", cuctx_last_error_message());
+    cr_assert_eq(p, 0);
+    cr_assert_eq(bytes, 0);
+    if (sim())
+        cr_assert_eq(calls("cuModuleGetGlobal"), lookups, "the driver was asked for a global of no name");
+    CHECK_OK(cuctx_module_destroy(&m));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* An empty file that cuModuleLoad refused as bad PTX has nothing to read
+ * again for a log: no second load is made, and the file opened to find
+ * that out is closed (the lowest free descriptor is the same before and
+ * after). Mutants killed: lib/module.c:33 `ror` (`ftell(f) >= 0`: the
+ * empty file loaded again through cuModuleLoadDataEx) and :41 `call` (the
+ * `fclose(f);` removed: a descriptor leaked at each failed load). */
+Test(library, an_empty_file_refused_as_bad_ptx_is_not_read_again_and_is_closed)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_module m = {0};
+    char path[] = "/tmp/cuctx-empty-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(close(fd), 0);
+    new_ctx(&c, 0, "C", POPPED);
+    unsigned long before = calls("cuModuleLoadDataEx");
+    sim()->fail_call("cuModuleLoad", 1, CUDA_ERROR_INVALID_PTX);
+    int probe = open("/dev/null", O_RDONLY);
+    cr_assert_geq(probe, 0);
+    cr_assert_eq(close(probe), 0);
+    CUresult rc = cuctx_module_load(&m, c, path);
+    int again = open("/dev/null", O_RDONLY);
+    unlink(path);
+    cr_assert_geq(again, 0);
+    cr_assert_eq(close(again), 0);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_PTX, "%s", cuctx_result_name(rc));
+    cr_assert_eq(m.id, 0);
+    cr_assert_eq(calls("cuModuleLoadDataEx"), before, "the empty file was loaded again for its log");
+    cr_assert_eq(again, probe, "the file read for the log was left open (descriptor %d free before, %d after)",
+                 probe, again);
+    cr_assert_eq(sim()->live(CUSIM_MODULE), 0);
+    cr_assert_eq(misuses(), 0);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* ---- mutation survivors of lib/library.c (h3) ---- */
+
+/* A library load given no path (no image) is refused as documented
+ * (INVALID_VALUE, the handle left 0), before the driver. Mutant killed:
+ * lib/library.c:123 `ret` (the refusal answered 0: success with no
+ * library; no test ran the line). */
+Test(library, a_load_of_no_path_or_no_image_is_refused_before_the_driver)
+{
+    NEED_DRIVER();
+    cuctx_library lib = {0};
+    unsigned long files = sim() ? calls("cuLibraryLoadFromFile") : 0, datas = sim() ? calls("cuLibraryLoadData") : 0;
+    cr_assert_eq(cuctx_library_load(&lib, NULL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert(strstr(cuctx_last_error_message(), "cuctx_library_load: path is NULL"), "%s", cuctx_last_error_message());
+    cr_assert_eq(lib.id, 0);
+    cr_assert_eq(cuctx_library_load_data(&lib, NULL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert(strstr(cuctx_last_error_message(), "cuctx_library_load_data: image is NULL"), "%s",
+              cuctx_last_error_message());
+    cr_assert_eq(lib.id, 0);
+    cr_assert_eq(stats().libraries, 0);
+    if (sim()) {
+        cr_assert_eq(calls("cuLibraryLoadFromFile"), files);
+        cr_assert_eq(calls("cuLibraryLoadData"), datas);
+    }
+}
+
+/* A kernel lookup with no name, or no place for the kernel, is refused
+ * (INVALID_VALUE) before the driver, either one missing alone. Mutant
+ * killed: lib/library.c:161 `lcr` (`!name && !out`: only both missing
+ * refused, the driver asked otherwise). */
+Test(library, a_kernel_lookup_with_no_name_or_no_out_is_refused_before_the_driver)
+{
+    NEED_DRIVER();
+    CUCTX_AUTO cuctx_library lib = {0};
+    CUkernel k = (CUkernel)(uintptr_t)1;
+    CHECK_OK(cuctx_library_load_data(&lib, small_ptx));
+    unsigned long lookups = sim() ? calls("cuLibraryGetKernel") : 0;
+    cr_assert_eq(cuctx_library_kernel(lib, NULL, &k), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(k, NULL);
+    cr_assert(strstr(cuctx_last_error_message(), "name or out is NULL"), "%s", cuctx_last_error_message());
+    cr_assert_eq(cuctx_library_kernel(lib, "tick", NULL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert(strstr(cuctx_last_error_message(), "name or out is NULL"), "%s", cuctx_last_error_message());
+    if (sim())
+        cr_assert_eq(calls("cuLibraryGetKernel"), lookups, "the driver was asked for a lookup cuctx refuses");
+}
+
+/* Fills a stretch of the stack below its caller with 'x' (what a frame
+ * called next from the same caller finds in its uninitialized locals). */
+static __attribute__((noinline)) void dirty_the_stack_h3(void)
+{
+    volatile char junk[16384];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = 'x';
+}
+
+/* A failed lookup in a library that kept no log says no log, whatever the
+ * stack held where the lookup keeps the log's text: that buffer is made ""
+ * first. The stack is filled with 'x' right before, at the lookup's depth
+ * (after a first lookup, so that no lazy binding runs in between).
+ * Mutant killed: lib/library.c:53 `const` (`buf[1] = '\0'`: the buffer's
+ * first byte left as found, and the lookup's message given a "JIT log" of
+ * stack garbage). */
+Test(library, a_failed_lookup_with_no_log_kept_says_none_whatever_the_stack_held)
+{
+    NEED_DRIVER();
+    CUCTX_AUTO cuctx_library lib = {0};
+    CUkernel k = NULL;
+    CHECK_OK(cuctx_library_load_data(&lib, small_ptx));
+    CHECK_OK(cuctx_library_kernel(lib, "tick", &k));
+    cr_assert_eq(cuctx_library_kernel(lib, "nothing_of_that_name", &k), CUDA_ERROR_NOT_FOUND);
+    dirty_the_stack_h3();
+    CUresult rc = cuctx_library_kernel(lib, "nothing_of_that_name", &k);
+    cr_assert_eq(rc, CUDA_ERROR_NOT_FOUND, "%s", cuctx_result_name(rc));
+    cr_assert_null(strstr(cuctx_last_error_message(), "JIT log"), "%s", cuctx_last_error_message());
+}

@@ -92,6 +92,9 @@ static atomic_int calloc_paused, calloc_go;
 /* (mp1) called, once, by the next realloc from this executable's code
  * (declared for every build: the tests name it; only the own allocator calls it) */
 static void (*_Atomic realloc_hook)(void);
+/* (h3) called, once, by the free of free_hook_block (from this executable's code) */
+static void (*_Atomic free_hook)(void);
+static void *_Atomic free_hook_block;
 
 #if OWN_ALLOCATOR
 static void *raced_mapping;
@@ -240,6 +243,11 @@ void free(void *p)
     size_t len = 0;
     if (p)
         count(__builtin_return_address(0), -1);
+    if (p && p == atomic_load(&free_hook_block) && ours(__builtin_return_address(0))) {
+        void (*hook)(void) = atomic_exchange(&free_hook, NULL);
+        if (hook)
+            hook();
+    }
     if (p && n_guarded && guarded_forget(p, &map, &len) >= 0)
         syscall(SYS_munmap, map, len);
     else
@@ -1763,4 +1771,161 @@ Test(oom, a_green_create_with_no_slot_for_its_entry_fails_cleanly)
 Test(oom, a_green_create_with_no_slot_for_its_handle_fails_cleanly)
 {
     green_create_without_a_slot(2);
+}
+
+/* ---- mutation survivors of lib/module.c and lib/library.c (h3) ---- */
+
+/* A module file that cuModuleLoad refuses as bad PTX is read once more for
+ * its JIT log (lib/module.c's log_of_file); the block it was read into is
+ * freed: a second failed load leaves the count of lib/'s heap blocks as it
+ * found it (the first makes what lasts). Mutant killed: lib/module.c:40
+ * `call` (the `free(image);` removed: the file's bytes leaked at each
+ * failed load). */
+Test(oom, a_bad_module_files_second_reading_frees_what_it_read)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_module m = {0};
+    char path[4096];
+    snprintf(path, sizeof path, "%s", test_data_path("broken.ptx"));
+    new_ctx(&c, 0, NULL, POPPED);
+    cr_assert_eq(cuctx_module_load(&m, c, path), CUDA_ERROR_INVALID_PTX);
+    size_t mark = log_mark();
+    atomic_store(&counting, 1);
+    long before = live_blocks(), made0 = atomic_load(&made);
+    CUresult rc = cuctx_module_load(&m, c, path);
+    long after = live_blocks(), made1 = atomic_load(&made);
+    atomic_store(&counting, 0);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_PTX, "%s (%s)", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(m.id, 0);
+    cr_assert_eq(last_call("cuModuleLoadDataEx", mark).rc, CUDA_ERROR_INVALID_PTX, "the file was not read again");
+    cr_assert_gt(made1, made0, "lib/ allocated nothing for the second reading");
+    cr_assert_eq(after, before, "%ld heap blocks of lib/ more after a bad module file's failed load", after - before);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* A library's kept JIT log is kept with its terminating '\0'. The PTX has
+ * seven bad lines, on lines 100 to 106: the simulator's log of them is 736
+ * bytes, a multiple of 16, so that with lib/'s blocks guarded the kept log's
+ * block (its 16-byte header, the text and the '\0') would end right at the
+ * unreadable page if the '\0' were left out, and the lookup that reads the
+ * log faults. Mutant killed: lib/library.c:36 `const` (`strlen(text) + 0`:
+ * the log kept without its terminator, read past its block). */
+Test(oom, a_librarys_kept_jit_log_keeps_its_terminator)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    char ptx[1024];
+    size_t n = (size_t)snprintf(ptx, sizeof ptx, ".version 8.0\n.target sm_90\n.address_size 64\n\n"
+                                                 ".visible .entry broken()\n{\n");   /* lines 1 to 6 */
+    for (int line = 7; line < 100; line++)
+        ptx[n++] = '\n';
+    for (int i = 0; i < 7; i++)
+        n += (size_t)snprintf(ptx + n, sizeof ptx - n, "    cusim_bad;\n");
+    snprintf(ptx + n, sizeof ptx - n, "    ret;\n}\n");
+    cuctx_library lib = {0};
+    CUkernel k = NULL;
+    atomic_store(&guarding, 1);
+    CUresult rc = cuctx_library_load_data(&lib, ptx);
+    atomic_store(&guarding, 0);
+    CHECK_OK(rc);
+    rc = cuctx_library_kernel(lib, "broken", &k);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_PTX, "%s", cuctx_result_name(rc));
+    const char *msg = cuctx_last_error_message();
+    cr_assert(strstr(msg, "the JIT log of the library's load: ptxas application ptx input, line 100; "), "%s", msg);
+    CHECK_OK(cuctx_library_destroy(&lib));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* The guarded block of lib/ that holds a kept JIT log starting with text,
+ * of size 16 + strlen(text) + 1 (struct kept_log's header, the text, its
+ * '\0'); NULL if there is none. */
+static void *kept_log_block_h3(const char *text)
+{
+    void *found = NULL;
+#if OWN_ALLOCATOR
+    size_t size = 16 + strlen(text) + 1;
+    guarded_lock_take();
+    for (size_t i = 0; i < n_guarded; i++)
+        if (guarded[i].size == size && memcmp(guarded[i].block + 16, text, strlen(text) + 1) == 0)
+            found = guarded[i].block;
+    guarded_lock_give();
+#else
+    (void)text;
+#endif
+    return found;
+}
+
+/* The kept logs' list is held under its lock: while a library's destroy
+ * drops its log (held in the free of the log's block, the list's lock
+ * held), another thread's load of a library that keeps a log waits for it
+ * - seen without a clock: the other thread found asleep in a futex, not
+ * done - and, let go, keeps its log. Mutants killed: lib/library.c:56
+ * `call` (log_take's lock removed: the other thread goes through at once)
+ * and :42 `call` (log_keep's lock removed: the same). */
+struct log_keeper_h3 {
+    cuctx_library lib;
+    CUresult rc;
+    atomic_long tid;
+    atomic_int done;
+    int waited;
+};
+static struct log_keeper_h3 *log_keeper_h3;
+static pthread_t log_keeper_thread_h3;
+
+static void *log_keeper_main_h3(void *p)
+{
+    struct log_keeper_h3 *u = p;
+    atomic_store(&u->tid, (long)syscall(SYS_gettid));
+    u->rc = cuctx_library_load_data(&u->lib, test_broken_ptx);
+    atomic_store(&u->done, 1);
+    return NULL;
+}
+
+static void run_log_keeper_h3(void)
+{
+    struct log_keeper_h3 *u = log_keeper_h3;
+    start_until_done_or_asleep(&log_keeper_thread_h3, log_keeper_main_h3, u, &u->tid, &u->done);
+    u->waited = !atomic_load(&u->done);
+}
+
+Test(oom, a_log_kept_while_another_is_dropped_waits_for_the_list, .timeout = 30)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    NEED_SIM();
+    if (in_futex_wait((pid_t)syscall(SYS_gettid)) < 0)
+        cr_skip_test("no /proc/self/task/TID/syscall to see a thread asleep");
+    static const char log_start[] = "ptxas application ptx input, line 7; error   : "
+                                    "Not a name of any known instruction: 'cusim_bad'\n"
+                                    "ptxas fatal   : Ptx assembly aborted due to errors";
+    cuctx_library lib = {0};
+    CUkernel k = NULL;
+    struct log_keeper_h3 u = {0};
+    atomic_store(&guarding, 1);
+    CUresult rc = cuctx_library_load_data(&lib, test_broken_ptx);
+    atomic_store(&guarding, 0);
+    CHECK_OK(rc);
+    void *block = kept_log_block_h3(log_start);
+    cr_assert_not_null(block, "no block of lib/ holds the kept log");
+    log_keeper_h3 = &u;
+    atomic_store(&free_hook_block, block);
+    atomic_store(&free_hook, run_log_keeper_h3);
+    rc = cuctx_library_destroy(&lib);
+    void (*left)(void) = atomic_exchange(&free_hook, NULL);
+    atomic_store(&free_hook_block, NULL);
+    cr_assert_null(left, "the destroy did not free the kept log's block");
+    pthread_join(log_keeper_thread_h3, NULL);
+    CHECK_OK(rc);
+    cr_assert(u.waited, "the other thread did not wait for the list of kept logs (done %d)", atomic_load(&u.done));
+    CHECK_OK(u.rc);
+    cr_assert_eq(cuctx_library_kernel(u.lib, "broken", &k), CUDA_ERROR_INVALID_PTX);
+    cr_assert(strstr(cuctx_last_error_message(), "the JIT log of the library's load: ptxas"), "%s",
+              cuctx_last_error_message());
+    CHECK_OK(cuctx_library_destroy(&u.lib));
+    cr_assert_eq(misuses(), 0);
 }
