@@ -359,3 +359,56 @@ Test(launch, null_function_is_invalid_value)
     cr_assert_eq(cuctx_launch(NULL, (cuctx_stream){0}, grid, block, 0, NULL), CUDA_ERROR_INVALID_VALUE);
     cr_assert_eq(calls("cuLaunchKernel"), before);
 }
+
+/* ---- mutation survivors of lib/launch.c (h6) ---- */
+
+/* A launch as the process's first call to cuctx (Criterion runs each test
+ * in a process of its own) starts cuctx first: with no driver to load, it
+ * answers the load's error, not that the driver lacks cuLaunchKernel.
+ * Mutant killed: lib/launch.c:36 `call` (CUCTX_INIT_OR_RETURN removed: the
+ * table not yet filled read as a driver without cuLaunchKernel). */
+Test(launch, a_launch_as_the_first_call_without_a_driver_gives_the_load_error)
+{
+    cr_assert_eq(setenv("CUCTX_DRIVER", "/nonexistent/libcuda-missing.so.1", 1), 0);
+    CUfunction f = (CUfunction)(uintptr_t)0x1000;   /* never reaches a driver */
+    CUresult rc = cuctx_launch(f, (cuctx_stream){0}, grid, block, 0, NULL);
+    cr_assert_eq(rc, CUDA_ERROR_NOT_INITIALIZED, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "libcuda-missing"), "%s", cuctx_last_error_message());
+    rc = cuctx_launch_kernel((CUkernel)(uintptr_t)0x1000, (cuctx_stream){0}, grid, block, 0, NULL);
+    cr_assert_eq(rc, CUDA_ERROR_NOT_INITIALIZED, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+}
+
+/* shared_bytes is handed to cuLaunchKernel as an unsigned int: the largest
+ * one, 2^32 - 1, goes to the driver (which judges it: the simulated device
+ * refuses it), 2^32 is refused by cuctx before the driver. Mutant killed:
+ * lib/launch.c:17 `ror` (`>=`: 2^32 - 1 refused too). */
+Test(launch, shared_bytes_up_to_the_largest_unsigned_int_reach_the_driver)
+{
+    cuctx_ctx c = {0};
+    cuctx_module mod = {0};
+    cuctx_stream s = {0};
+    NEED_SIM();
+    new_ctx(&c, 0, "A", LEFT_CURRENT);
+    CUfunction f = vadd_of(c, &mod);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    size_t mark = log_mark();
+    CUresult rc = cuctx_launch(f, s, grid, block, 0xffffffffu, NULL);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_VALUE, "%s", cuctx_result_name(rc));
+    cr_assert_eq(calls_on("cuLaunchKernel", H(f), mark), 1, "2^32 - 1 shared bytes did not reach the driver");
+    cr_assert_eq(last_call("cuLaunchKernel", mark).rc, CUDA_ERROR_INVALID_VALUE);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "cuLaunchKernel(grid 3x2x5, block 64x2x1, 4294967295 shared bytes) failed"),
+                       "%s", cuctx_last_error_message());
+    if (sizeof(size_t) > 4) {
+        mark = log_mark();
+        rc = cuctx_launch(f, s, grid, block, (size_t)0xffffffffu + 1, NULL);
+        cr_assert_eq(rc, CUDA_ERROR_INVALID_VALUE, "%s", cuctx_result_name(rc));
+        cr_assert_eq(calls_on("cuLaunchKernel", H(f), mark), 0, "2^32 shared bytes reached the driver");
+        cr_assert_not_null(strstr(cuctx_last_error_message(), "more than a launch can have"), "%s",
+                           cuctx_last_error_message());
+    }
+    CHECK_OK(cuctx_launch(f, s, grid, block, 128, NULL));
+    cr_assert_eq(misuses(), 0);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_module_destroy(&mod));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}

@@ -1472,3 +1472,80 @@ Test(stream, a_default_stream_synchronize_as_the_first_call_starts_cuctx)
     CHECK_OK(cuctx_stream_synchronize(CUCTX_STREAM_LEGACY));
     CHECK_OK(cuctx_ctx_destroy(&a));
 }
+
+/* ---- mutation survivors of lib/graph_exec.c (h6) ---- */
+
+/* A launch on a stream of the exec's context, both held once already (the
+ * fast path of cuctx_graph_exec_launch), whose cuGraphLaunch fails gives
+ * the driver's error and records it; one that succeeds there leaves the
+ * last error alone. Mutants
+ * killed: lib/graph_exec.c:148 `ror` (the failure answered as a success,
+ * the success recorded as a failure) and lib/graph_exec.c:149 `ret` (the
+ * failure answered as a success). */
+Test(graph_exec, a_failed_launch_on_the_fast_path_gives_the_drivers_error_and_says_so)
+{
+    cuctx_ctx a = {0};
+    cuctx_graph_exec ge = {0}, none = {0};
+    cuctx_stream s = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
+    CHECK_OK(cuctx_graph_exec_instantiate(&ge, a, test_graph(a), 0));
+    CHECK_OK(cuctx_stream_create(&s, a, 0, 0));
+    CHECK_OK(cuctx_graph_exec_launch(ge, s));      /* marks both held: the next launches take the fast path */
+    cr_assert_eq(cuctx_graph_exec_instantiate(&none, a, NULL, 0), CUDA_ERROR_INVALID_VALUE);  /* a last error to keep */
+    unsigned long launches = calls("cuGraphLaunch");
+    CHECK_OK(cuctx_graph_exec_launch(ge, s));
+    cr_assert_eq(calls("cuGraphLaunch"), launches + 1);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_VALUE, "a launch that succeeded recorded %s: %s",
+                 cuctx_result_name(cuctx_last_error()), cuctx_last_error_message());
+    size_t mark = log_mark();
+    sim()->fail_call("cuGraphLaunch", 1, CUDA_ERROR_UNKNOWN);
+    CUresult rc = cuctx_graph_exec_launch(ge, s);
+    cr_assert_eq(rc, CUDA_ERROR_UNKNOWN, "%s", cuctx_result_name(rc));
+    struct cusim_call c = last_call("cuGraphLaunch", mark);
+    cr_assert_eq(c.rc, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(c.handle, (uint64_t)(uintptr_t)cuctx_graph_exec_raw(ge));
+    cr_assert_eq(c.handle2, (uint64_t)(uintptr_t)cuctx_stream_raw(s));
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_UNKNOWN);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "cuctx_graph_exec_launch: cuGraphLaunch failed"), "%s",
+                       cuctx_last_error_message());
+    CHECK_OK(cuctx_graph_exec_launch(ge, s));      /* the exec and the stream still work */
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_graph_exec_destroy(&ge));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    graph_fini();
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
+/* A launch on a default stream by name ({0}) whose exec's context cannot
+ * be made current gives that error, with its own message, and never calls cuGraphLaunch: it is not reported a second time as a failed
+ * launch. Mutant killed: lib/graph_exec.c:114 `const` (`switched = 1`: the
+ * switch's failure then also recorded as "cuGraphLaunch failed"). */
+Test(graph_exec, a_default_stream_launch_whose_context_cannot_be_made_current_says_only_that)
+{
+    cuctx_ctx a = {0};
+    cuctx_graph_exec ge = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    new_ctx(&a, 0, NULL, POPPED);
+    CHECK_OK(cuctx_graph_exec_instantiate(&ge, a, test_graph(a), 0));
+    cr_assert_null(current(), "no context current: the launch must push the exec's");
+    unsigned long launches = calls("cuGraphLaunch");
+    sim()->fail_call("cuCtxPushCurrent", 1, CUDA_ERROR_UNKNOWN);
+    CUresult rc = cuctx_graph_exec_launch(ge, (cuctx_stream){0});
+    cr_assert_eq(rc, CUDA_ERROR_UNKNOWN, "%s", cuctx_result_name(rc));
+    cr_assert_eq(calls("cuGraphLaunch"), launches, "launched without its context current");
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_UNKNOWN);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "cannot make context"), "%s", cuctx_last_error_message());
+    cr_assert_null(strstr(cuctx_last_error_message(), "cuGraphLaunch failed"), "%s", cuctx_last_error_message());
+    cr_assert_null(current(), "a context left current");
+    CHECK_OK(cuctx_graph_exec_launch(ge, (cuctx_stream){0}));
+    cr_assert_eq(calls("cuGraphLaunch"), launches + 1);
+    CHECK_OK(cuctx_graph_exec_destroy(&ge));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    graph_fini();
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}

@@ -2125,3 +2125,38 @@ Test(faults, memory_whose_context_is_gone_is_freed_by_a_driver_that_cannot_find_
     CHECK_OK(cuctx_stream_destroy(&s2));
     CHECK_OK(cuctx_ctx_destroy(&pc));
 }
+
+/* ---- mutation survivors of lib/launch.c (h6) ---- */
+
+/* Bug caught: a driver without cuLaunchKernel (an optional entry point:
+ * lib/driver.h) let past the check - a launch called through a NULL entry
+ * point - or refused with success. Both launches, on a stream of cuctx and
+ * on a default stream by name, are refused with CUDA_ERROR_NOT_SUPPORTED,
+ * saying so, and no driver call is made. Mutant killed: lib/launch.c:38
+ * `ret` (the refusal returned as 0). */
+Test(faults, a_driver_without_cuLaunchKernel_refuses_both_launches_before_the_driver)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    static const cuctx_dim3 one = {1, 1, 1};
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    CUfunction f = (CUfunction)(uintptr_t)0x1000;   /* never reaches the driver */
+    struct cuctx_driver saved = cuctx__drv;
+    cuctx__drv.f_cuLaunchKernel = NULL;
+    size_t mark = log_mark();
+    CUresult rc = cuctx_launch(f, s, one, one, 0, NULL);
+    cr_assert_eq(rc, CUDA_ERROR_NOT_SUPPORTED, "%s", cuctx_result_name(rc));
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "cuctx_launch: the driver has no cuLaunchKernel"), "%s",
+                       cuctx_last_error_message());
+    rc = cuctx_launch_kernel((CUkernel)(uintptr_t)0x1000, (cuctx_stream){0}, one, one, 0, NULL);
+    cr_assert_eq(rc, CUDA_ERROR_NOT_SUPPORTED, "%s", cuctx_result_name(rc));
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "cuctx_launch_kernel: the driver has no cuLaunchKernel"),
+                       "%s", cuctx_last_error_message());
+    cr_assert_eq(log_mark(), mark, "a driver call was made");
+    cuctx__drv = saved;
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}

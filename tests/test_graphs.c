@@ -1212,3 +1212,44 @@ Test(library, a_failed_lookup_with_no_log_kept_says_none_whatever_the_stack_held
     cr_assert_eq(rc, CUDA_ERROR_NOT_FOUND, "%s", cuctx_result_name(rc));
     cr_assert_null(strstr(cuctx_last_error_message(), "JIT log"), "%s", cuctx_last_error_message());
 }
+
+/* ---- mutation survivors of lib/graph.c (h6) ---- */
+
+/* A capture's end that cannot hand its graph over - the output was given a
+ * live graph while the capture ran, so the graph's create is refused as a
+ * create into a live handle - answers that refusal, destroys the captured
+ * graph in the driver (nothing else names it), and leaves the output as
+ * it was. Mutants killed: lib/graph.c:61 `ret` (the refusal answered as a
+ * success) and lib/graph.c:60 `call` (the captured graph leaked). */
+Test(capture, an_end_that_cannot_fill_its_output_destroys_the_captured_graph)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct captured t;
+    capture_setup(&t);
+    cuctx_capture c;
+    cuctx_graph g = {0}, other = {0};
+    CHECK_OK(cuctx_graph_create(&other));
+    CHECK_OK(cuctx_capture_begin(&c, t.s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    queue_work(&t);
+    g = other;      /* the output now names a live graph */
+    size_t mark = log_mark();
+    CUresult rc = cuctx_capture_end(&c, 1);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_VALUE, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "cuctx_capture_end: the handle to fill already holds a live object"),
+                       "%s", cuctx_last_error_message());
+    struct cusim_call e = last_call("cuStreamEndCapture", mark);
+    cr_assert_eq(e.rc, CUDA_SUCCESS);
+    cr_assert_neq(e.handle2, 0, "the capture made no graph");
+    cr_assert_neq(e.handle2, (uint64_t)(uintptr_t)cuctx_graph_raw(other));
+    cr_assert_eq(calls_on("cuGraphDestroy", e.handle2, mark), 1, "the captured graph was not destroyed");
+    cr_assert_eq(sim()->live(CUSIM_GRAPH), 1, "the captured graph leaked in the driver");
+    cr_assert_eq(g.id, other.id, "the output was overwritten");
+    cr_assert_eq(stats().graphs, 1);
+    CHECK_OK(cuctx_capture_end(&c, 1));     /* ended: nothing more to do */
+    CHECK_OK(cuctx_graph_destroy(&other));
+    cr_assert_eq(sim()->live(CUSIM_GRAPH), 0);
+    ASSERT_NO_MISUSE();
+    capture_teardown(&t);
+}
