@@ -893,7 +893,8 @@ Test(fork, a_create_in_the_child_into_an_inherited_graphs_handle_goes_on)
     cuctx_graph g = {0};
     CHECK_OK(cuctx_graph_create(&g));
     cuctx_graph in = g;
-    cr_assert_eq(in_child(create_graph_into_inherited, &in), 0);
+    int r = in_child(create_graph_into_inherited, &in);
+    cr_assert_eq(r, 0, "the child's check %d failed (1: the create was refused)", r);
     CHECK_OK(cuctx_graph_destroy(&g));
     cr_assert_eq(calls("cuGraphDestroy"), 1, "only the parent destroyed its graph");
     cr_assert_eq(misuses(), 0);
