@@ -722,3 +722,69 @@ Test(context, primary_reset_of_a_negative_device_gives_the_drivers_error)
     cr_assert_eq(calls("cuDevicePrimaryCtxReset"), resets, "a reset reached the driver");
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- mutation survivors of lib/current.c (h7) ---- */
+
+/* A destroy asks the driver for the current context once when that works,
+ * and asks again only when the first answer failed: a second answer that
+ * works makes the destroy a plain success.
+ * Mutant killed: lib/current.c:70 `ror` (`!= CUDA_SUCCESS` made `==`: a
+ * second cuCtxGetCurrent after one that worked, none after one that
+ * failed, so the destroy reports it cannot tell whether it popped). */
+Test(context, destroy_asks_the_current_context_again_only_after_a_failure)
+{
+    cuctx_ctx c = {0};
+    NEED_SIM();
+    NEED_DRIVER();
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    unsigned long before = calls("cuCtxGetCurrent");
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(calls("cuCtxGetCurrent"), before + 1, "a destroy asked for the current context %lu times",
+                 calls("cuCtxGetCurrent") - before);
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    uint64_t raw = (uint64_t)(uintptr_t)cuctx_ctx_raw(c);
+    size_t mark = log_mark();
+    before = calls("cuCtxGetCurrent");
+    sim()->fail_call("cuCtxGetCurrent", 1, CUDA_ERROR_UNKNOWN);
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(calls("cuCtxGetCurrent"), before + 2, "a failed cuCtxGetCurrent was not asked again");
+    cr_assert_eq(c.id, 0);
+    cr_assert_eq(last_call("cuCtxDestroy", mark).handle, raw);
+    cr_assert_eq(stats().contexts, 0);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* A create whose context cannot be registered (cuCtxGetId failed) and then
+ * not destroyed either (cuCtxDestroy failed too) leaves that context pushed
+ * and counted as cuctx's push: the scope around it pops it at its exit,
+ * and the context current before the scope is current again.
+ * Mutant killed: lib/current.c:61 `lcr` (`rc == CUDA_SUCCESS && pushes`
+ * made `||`: the failed destroy took the level off the count, so the
+ * scope's exit popped one level too few and left its own context current). */
+Test(context, a_create_whose_cleanup_destroy_fails_leaves_its_push_for_the_scope)
+{
+    cuctx_ctx a = {0}, c = {0};
+    NEED_SIM();
+    NEED_DRIVER();
+    new_ctx(&a, 0, NULL, POPPED);
+    cr_assert_null(current());
+    cuctx_scope sc;
+    CHECK_OK(cuctx_scope_enter(&sc, a));
+    cr_assert_eq(current(), cuctx_ctx_raw(a));
+    size_t mark = log_mark();
+    sim()->fail_call("cuCtxGetId", 1, CUDA_ERROR_UNKNOWN);
+    sim()->fail_call("cuCtxDestroy", 1, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(cuctx_ctx_create(&c, 0, 0), CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(c.id, 0);
+    CUcontext left = (CUcontext)(uintptr_t)last_call("cuCtxDestroy", mark).handle;
+    cr_assert_not_null(left);
+    cr_assert_eq(current(), left, "the context whose destroy failed is not the current one");
+    unsigned long pops = calls("cuCtxPopCurrent");
+    cuctx_scope_exit(&sc);
+    cr_assert_eq(calls("cuCtxPopCurrent"), pops + 2, "the scope's exit popped %lu levels, not 2",
+                 calls("cuCtxPopCurrent") - pops);
+    cr_assert_null(current(), "the scope's exit left a context current");
+    raw_ctx_destroy(left);
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    cr_assert_eq(misuses(), 0);
+}

@@ -662,3 +662,84 @@ static void t_accessor_stale_and_orphan(const struct kind *k)
     Test(name, accessor_refuses_stale_and_orphaned_handles) { t_accessor_stale_and_orphan(&K_##name); }
 TEST_CHILD_KINDS(ACCESSOR_SUITE)
 #undef ACCESSOR_SUITE
+
+/* ---- mutation survivors of lib/claim.c (h7) ---- */
+
+/* A refused create names the kind of the handle it would have filled: a
+ * stream handle as a stream, a context handle as a context.
+ * Mutant killed: lib/claim.c:30 `ror` (the two names swapped: a stream's
+ * refusal said "context handle", a context's "object handle"). */
+Test(claim, a_refusal_names_the_kind_of_the_live_handle)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0};
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
+    cuctx_stream s = {0};
+    CHECK_OK(cuctx_stream_create(&s, a, 0, 0));
+    size_t m = log_mark();
+    expect_refused(cuctx_stream_create(&s, a, 0, 0), m, "cuctx_stream_create");
+    cr_assert_neq(strstr(cuctx_last_error_message(), "(stream handle "), NULL, "%s", cuctx_last_error_message());
+    expect_refused(cuctx_ctx_create(&a, 0, 0), m, "cuctx_ctx_create");
+    cr_assert_neq(strstr(cuctx_last_error_message(), "(context handle "), NULL, "%s", cuctx_last_error_message());
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
+
+/* A handle whose child went with its context is released by the next
+ * create into it and left {0}, also when that create then fails on its own
+ * arguments (an adopt of the legacy default stream).
+ * Mutant killed: lib/claim.c:77 `const` (`*out = 0` made 1: the failed
+ * adopt left the handle holding the id 1). */
+Test(claim, an_orphaned_handle_released_by_a_failing_create_is_left_empty)
+{
+    NEED_DRIVER();
+    cuctx_ctx a = {0}, b = {0};
+    new_ctx(&a, 0, NULL, LEFT_CURRENT);
+    cuctx_stream s = {0};
+    CHECK_OK(cuctx_stream_create(&s, a, 0, 0));
+    CHECK_OK(cuctx_ctx_destroy(&a));   /* s's stream went with its context */
+    new_ctx(&b, 0, NULL, LEFT_CURRENT);
+    struct cuctx_stats st0 = stats();
+    cr_assert_eq(cuctx_stream_adopt(&s, b, CU_STREAM_LEGACY, 0), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_neq(strstr(cuctx_last_error_message(), "CU_STREAM_LEGACY"), NULL, "%s", cuctx_last_error_message());
+    cr_assert_eq(stats().stale_skips, st0.stale_skips + 1, "the orphaned stream's slot was not released");
+    cr_assert_eq(s.id, 0, "the released handle holds %#llx", (unsigned long long)s.id);
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    ASSERT_NO_MISUSE();
+}
+
+/* A create into the handle of a child of a borrowed context, when the
+ * check of that context fails (cuCtxGetId answers an error that is neither
+ * "destroyed" nor "deinitialized"), fails with that error and leaves the
+ * handle and its child alone: whether the child lives is not known.
+ * Mutant killed: lib/claim.c:67 `not` (`!cuctx__driver_gone(rc)` made
+ * `cuctx__driver_gone(rc)`: the child was taken for dead, its slot
+ * released and the create went on). */
+Test(claim, a_create_into_a_child_whose_context_cannot_be_checked_fails)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    CUcontext r = raw_ctx_create(0, LEFT_CURRENT);
+    cuctx_ctx a = {0};
+    CHECK_OK(cuctx_ctx_borrow(&a, r));
+    cuctx_stream s = {0};
+    CHECK_OK(cuctx_stream_create(&s, a, 0, 0));
+    uint64_t keep = s.id;
+    CUstream raw = cuctx_stream_raw(s);
+    struct cuctx_stats st0 = stats();
+    unsigned long made = calls("cuStreamCreateWithPriority") + calls("cuStreamCreate");
+    sim()->fail_call("cuCtxGetId", 1, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(cuctx_stream_create(&s, a, 0, 0), CUDA_ERROR_UNKNOWN, "%s", cuctx_last_error_message());
+    cr_assert_neq(strstr(cuctx_last_error_message(), "cannot tell whether the stream"), NULL, "%s",
+                  cuctx_last_error_message());
+    cr_assert_eq(s.id, keep, "the handle was overwritten");
+    cr_assert_eq(cuctx_stream_raw(s), raw);
+    cr_assert_eq(stats().stale_skips, st0.stale_skips, "the live stream's slot was released");
+    cr_assert_eq(calls("cuStreamCreateWithPriority") + calls("cuStreamCreate"), made, "the create went on");
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    raw_ctx_destroy(r);
+    ASSERT_NO_MISUSE();
+}

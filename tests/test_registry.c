@@ -3267,3 +3267,161 @@ Test(registry, a_pin_beyond_the_listed_ones_of_a_stale_id_is_refused)
         destroy(id[i], KIND_EVENT);
     }
 }
+
+/* ---- mutation survivors of lib/ctxmap.c (h7) ---- */
+
+/* The map's hash (ctxmap.c's home) before its mask: two addresses whose
+ * values agree in their low 16 bits have the same home at every capacity up
+ * to 65536, and one whose low 16 bits are 0 has home 0 at all of them. */
+static uint32_t map_hash_h7(uintptr_t k)
+{
+    return (uint32_t)(((uint64_t)k * UINT64_C(0x9e3779b97f4a7c15)) >> 32);
+}
+
+/* Two distinct addresses (multiples of 16, as a context's is) with the same
+ * home at every capacity the map takes in these tests. */
+static void same_home_pair_h7(uintptr_t *a, uintptr_t *b)
+{
+    static uintptr_t seen[65536];
+    for (uintptr_t k = 0x100000;; k += 16) {
+        uint32_t h = map_hash_h7(k) & 0xffff;
+        if (seen[h]) {
+            *a = seen[h];
+            *b = k;
+            return;
+        }
+        seen[h] = k;
+    }
+}
+
+/* An address whose home is slot 0 at every capacity up to 65536. */
+static uintptr_t home_zero_h7(void)
+{
+    uintptr_t k = 0x100000;
+    while (map_hash_h7(k) & 0xffff)
+        k += 16;
+    return k;
+}
+
+/* A lookup of no address, and any lookup or removal in a map that was never
+ * made, answers "none" (and touches no array).
+ * Mutants killed: lib/ctxmap.c:68 (the empty answer made 1) and
+ * lib/ctxmap.c:90 (`!cap || !raw` made `!cap && !raw`: a removal before the
+ * map's first put probes arrays that do not exist). */
+Test(registry, an_unmade_map_and_a_null_address_find_nothing)
+{
+    CUcontext raw = (CUcontext)(uintptr_t)0x7000;
+    uint64_t entry = cuctx__id_make(KIND_ENTRY, 1, 1);
+    cr_assert_eq(cuctx__map_count(), 0, "the test needs a map still unmade");
+    cr_assert_eq(cuctx__map_find(raw), 0, "a lookup in the unmade map");
+    cr_assert_eq(cuctx__map_find(NULL), 0, "a lookup of no address in the unmade map");
+    cuctx__map_remove(raw, entry);
+    cuctx__map_remove(NULL, entry);
+    cr_assert_eq(cuctx__map_count(), 0);
+    cr_assert_eq(cuctx__map_put(raw, entry), 0);
+    cr_assert_eq(cuctx__map_find(NULL), 0, "a lookup of no address");
+    cuctx__map_remove(NULL, entry);
+    cr_assert_eq(cuctx__map_find(raw), entry, "a removal of no address took one out");
+    cr_assert_eq(cuctx__map_count(), 1);
+    cuctx__map_remove(raw, entry);
+    cr_assert_eq(cuctx__map_count(), 0);
+}
+
+/* Removing the address at its home moves the next address of the same home
+ * (put after it, one slot on) back into the hole, so it is still found.
+ * Mutant killed: lib/ctxmap.c:99 (`>=` made `>`: a key whose home is the
+ * hole is left behind the empty slot, where no probe reaches it). */
+Test(registry, removing_an_address_keeps_the_next_of_the_same_home_found)
+{
+    uintptr_t a, b;
+    same_home_pair_h7(&a, &b);
+    uint64_t ea = cuctx__id_make(KIND_ENTRY, 1, 1), eb = cuctx__id_make(KIND_ENTRY, 2, 1);
+    cr_assert_eq(cuctx__map_count(), 0, "the test needs an empty map");
+    cr_assert_eq(cuctx__map_put((CUcontext)a, ea), 0);
+    cr_assert_eq(cuctx__map_put((CUcontext)b, eb), 0);
+    cuctx__map_remove((CUcontext)a, ea);
+    cr_assert_eq(cuctx__map_find((CUcontext)a), 0);
+    cr_assert_eq(cuctx__map_find((CUcontext)b), eb, "the address after the removed one, of the same home, is lost");
+    cr_assert_eq(cuctx__map_count(), 1);
+    cuctx__map_remove((CUcontext)b, eb);
+    cr_assert_eq(cuctx__map_find((CUcontext)b), 0);
+    cr_assert_eq(cuctx__map_count(), 0);
+}
+
+/* Growing the map carries every address over, the one in its first slot
+ * too; shrinking it back as well.
+ * Mutant killed: lib/ctxmap.c:53 (the copy starting at slot 1). */
+Test(registry, growing_the_map_keeps_the_address_in_its_first_slot)
+{
+    enum { N = 300 };   /* past 32, 64, 128 and 256: grows from 64 slots to 1024 */
+    uintptr_t zero = home_zero_h7();
+    uint64_t ez = cuctx__id_make(KIND_ENTRY, 1, 1);
+    cr_assert_eq(cuctx__map_count(), 0, "the test needs an empty map");
+    cr_assert_eq(cuctx__map_put((CUcontext)zero, ez), 0);
+    for (uintptr_t i = 1; i <= N; i++) {
+        uintptr_t k = 0x40000000 + 16 * i;
+        cr_assert_neq(k, zero);
+        cr_assert_eq(cuctx__map_put((CUcontext)k, cuctx__id_make(KIND_ENTRY, 1 + i, 1)), 0);
+        cr_assert_eq(cuctx__map_find((CUcontext)zero), ez, "the first slot's address lost after %u puts",
+                     (unsigned)i);
+    }
+    for (uintptr_t i = 1; i <= N; i++)
+        cr_assert_eq(cuctx__map_find((CUcontext)(0x40000000 + 16 * i)), cuctx__id_make(KIND_ENTRY, 1 + i, 1));
+    for (uintptr_t i = N; i >= 1; i--) {
+        cuctx__map_remove((CUcontext)(0x40000000 + 16 * i), cuctx__id_make(KIND_ENTRY, 1 + i, 1));
+        cr_assert_eq(cuctx__map_find((CUcontext)zero), ez, "the first slot's address lost while shrinking");
+    }
+    cr_assert_eq(cuctx__map_count(), 1);
+    cuctx__map_remove((CUcontext)zero, ez);
+    cr_assert_eq(cuctx__map_count(), 0);
+}
+
+/* ---- mutation survivors of lib/claim.c (h7) ---- */
+
+struct claim_arg_h7 { cuctx_stream s; cuctx_ctx b; CUresult rc; atomic_int done; };
+
+static void *create_into_h7(void *p)
+{
+    struct claim_arg_h7 *a = p;
+    a->rc = cuctx_stream_create(&a->s, a->b, 0, 0);
+    atomic_store(&a->done, 1);
+    return NULL;
+}
+
+/* A create into the handle of a stream whose context has ended releases the
+ * stream's slot as its destroy would: after waiting for a pin another
+ * thread still holds on it (here the test's own, taken before the create
+ * closed the slot), so the slot is never freed under a reader.
+ * Mutant killed: lib/claim.c:74 `call` (`cuctx__drain_slow(s);` removed:
+ * the create went on and freed the slot with the pin still on it). */
+Test(claim, a_create_into_an_orphaned_handle_waits_for_a_pin_on_its_slot, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx a = {0};
+    struct claim_arg_h7 arg = {.rc = CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_ctx_create(&a, 0, 0));
+    CHECK_OK(cuctx_stream_create(&arg.s, a, 0, 0));
+    uint64_t old = arg.s.id;
+    CHECK_OK(cuctx_ctx_destroy(&a));    /* the stream went with its context */
+    CHECK_OK(cuctx_ctx_create(&arg.b, 0, 0));
+    struct cuctx_slot *pinned = cuctx__pin(old, KIND_STREAM);
+    cr_assert_not_null(pinned, "the orphaned stream's slot could not be pinned");
+    uint64_t skips = stats().stale_skips;
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, create_into_h7, &arg), 0);
+    /* the gate: the create has closed the slot (or, wrongly, finished) */
+    while (!cuctx__closing(old, KIND_STREAM) && !atomic_load(&arg.done))
+        usleep(1000);
+    usleep(100000);     /* time to go on, were it not waiting */
+    cr_assert_eq(atomic_load(&arg.done), 0, "the create went on while the slot was pinned");
+    cr_assert(cuctx__closing(old, KIND_STREAM), "the pinned slot was freed");
+    cuctx__unpin(pinned);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    CHECK_OK(arg.rc);
+    cr_assert_neq(arg.s.id, old);
+    cr_assert_eq(stats().stale_skips, skips + 1, "the orphaned stream's slot was not released as a destroy would");
+    CHECK_OK(cuctx_stream_destroy(&arg.s));
+    CHECK_OK(cuctx_ctx_destroy(&arg.b));
+    cr_assert_eq(misuses(), 0);
+}
