@@ -1169,3 +1169,75 @@ Test(lifetimes, a_call_with_two_children_refuses_a_stale_second_handle_and_lets_
     CHECK_OK(cuctx_ctx_destroy(&c));
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- mutation survivors of lib/tether.c (h1) ---- */
+
+/* A child of a borrowed context whose destroy needs no current context (an
+ * event: cuEventDestroy), cancelled in the driver's destroy: the destroy
+ * (the out-of-line cuctx__child_destroy_counted) never made a context
+ * current, so its unwinding pops none - cuCtxPopCurrent is not asked on the
+ * cancelled thread - and the handle ends, the driver having been asked.
+ * Mutant killed: lib/tether.c:154 `const` (the switch starting as pushed:
+ * the unwinding popped a context it never pushed). */
+struct event_arg_h1 { cuctx_event ev; CUresult rc; };
+
+static void *destroy_event_h1(void *p)
+{
+    struct event_arg_h1 *a = p;
+    a->rc = cuctx_event_destroy(&a->ev);
+    return NULL;
+}
+
+Test(lifetimes, a_thread_cancelled_in_the_drivers_event_destroy_of_a_borrowed_context_pops_nothing)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    CUcontext raw = raw_ctx_create(0, POPPED);
+    cuctx_ctx c = {0};
+    CHECK_OK(cuctx_ctx_borrow(&c, raw));
+    struct event_arg_h1 a = {{0}, CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_event_create(&a.ev, c, 0));
+    cuctx_event copy = a.ev;
+    EXPECT_CURRENT(NULL);
+    unsigned long pushes = calls("cuCtxPushCurrent"), pops = calls("cuCtxPopCurrent");
+    cancel_in_driver_call("cuEventDestroy", destroy_event_h1, &a);
+    cr_assert_eq(calls("cuCtxPushCurrent"), pushes, "the cancelled destroy pushed a context");
+    cr_assert_eq(calls("cuCtxPopCurrent"), pops, "the cancelled destroy popped a context it never pushed");
+    cr_assert_eq(stats().events, 0, "the cancelled destroy left its event counted");
+    cr_assert_eq(cuctx_event_destroy(&copy), CUDA_ERROR_INVALID_HANDLE, "the handle ended");
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    raw_ctx_destroy(raw);
+    cr_assert_eq(stats().contexts, 0);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* A pair's destroy cancelled in the driver's cuCtxDisablePeerAccess: the
+ * driver was asked, so the handle ends there (as a stream's, above): a
+ * copy of it names nothing, and the access is never disabled again.
+ * Mutant killed: lib/tether.c:301 `const` (the guard not told the driver
+ * was called: the handle reopened, and the copy's destroy disabled the
+ * access a second time). */
+Test(lifetimes, a_thread_cancelled_in_the_drivers_peer_access_disable_still_ends_the_pair)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    cuctx_ctx a = {0}, b = {0};
+    new_ctx(&a, 0, "a", POPPED);
+    new_ctx(&b, 1, "b", POPPED);
+    struct peer_arg p = {{0}, CUDA_ERROR_UNKNOWN};
+    CHECK_OK(cuctx_peer_enable(&p.p, a, b));
+    cuctx_peer copy = p.p;
+    unsigned long disables = calls("cuCtxDisablePeerAccess");
+    EXPECT_CURRENT(NULL);
+    cancel_in_driver_call("cuCtxDisablePeerAccess", destroy_peer, &p);
+    disables = calls("cuCtxDisablePeerAccess");    /* (the cancelled call's count, whether it counts) */
+    cr_assert_eq(stats().peers, 0, "the cancelled destroy left its pair counted");
+    cr_assert_eq(cuctx_peer_destroy(&copy), CUDA_ERROR_INVALID_HANDLE, "the handle did not end");
+    cr_assert_eq(calls("cuCtxDisablePeerAccess"), disables, "the access was disabled again");
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(stats().contexts, 0);
+    cr_assert_eq(misuses(), 0);
+}

@@ -3425,3 +3425,329 @@ Test(claim, a_create_into_an_orphaned_handle_waits_for_a_pin_on_its_slot, .timeo
     CHECK_OK(cuctx_ctx_destroy(&arg.b));
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- mutation survivors of lib/tether.c (h1) ---- */
+
+/* Peer access that cuctx enabled between two borrowed contexts, their
+ * handles destroyed first: the pair's names keep both entries; the pair's
+ * destroy disables the access once and gives both names back, so both
+ * entries end and leave the address map. Mutants killed: lib/tether.c:309
+ * and :310 `call` (the first or the second context's name not given back
+ * after the pair's destroy reached the driver). */
+Test(registry, an_owned_pairs_destroy_gives_both_borrows_names_back)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    size_t map0 = cuctx__map_count(), live0 = live_entries();
+    CUcontext rb = raw_ctx_create(1, POPPED);
+    CUcontext ra = raw_ctx_create(0, POPPED);
+    cuctx_ctx a = {0}, b = {0};
+    cuctx_peer p = {0};
+    CHECK_OK(cuctx_ctx_borrow(&a, ra));
+    CHECK_OK(cuctx_ctx_borrow(&b, rb));
+    CHECK_OK(cuctx_peer_enable(&p, a, b));
+    int owned = -1;
+    CHECK_OK(cuctx_peer_owned(p, &owned));
+    cr_assert_eq(owned, 1, "enabled by cuctx: owned");
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(live_entries(), live0 + 2, "an entry ended while the pair named it");
+    unsigned long disables = calls("cuCtxDisablePeerAccess");
+    CHECK_OK(cuctx_peer_destroy(&p));
+    cr_assert_eq(calls("cuCtxDisablePeerAccess"), disables + 1, "the owned access was not disabled once");
+    cr_assert_eq(live_entries(), live0, "an entry outlived the pair, its last name");
+    cr_assert_eq(cuctx__map_count(), map0, "an address stayed mapped after its entry's last name");
+    raw_ctx_destroy(ra);
+    raw_ctx_destroy(rb);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* The same pair, one of its contexts destroyed by its owner before the
+ * pair's destroy (gone: the destroy is skipped, counted stale, and
+ * succeeds): the pair's name of the other, still living, borrow is given
+ * back, so its entry ends too; and the destroy's slot goes back to the
+ * thread's free slots once, so that the next objects made get a slot each. */
+static void pair_destroy_after_owner_destroyed_one_h1(int destroy_first)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    size_t map0 = cuctx__map_count(), live0 = live_entries();
+    CUcontext rb = raw_ctx_create(1, POPPED);
+    CUcontext ra = raw_ctx_create(0, POPPED);
+    cuctx_ctx a = {0}, b = {0};
+    cuctx_peer p = {0};
+    CHECK_OK(cuctx_ctx_borrow(&a, ra));
+    CHECK_OK(cuctx_ctx_borrow(&b, rb));
+    CHECK_OK(cuctx_peer_enable(&p, a, b));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(live_entries(), live0 + 2, "an entry ended while the pair named it");
+    raw_ctx_destroy(destroy_first ? ra : rb);
+    unsigned long disables = calls("cuCtxDisablePeerAccess");
+    cr_assert_eq(cuctx_peer_owned(p, NULL), CUDA_ERROR_INVALID_VALUE);   /* a failure first */
+    CHECK_OK(cuctx_peer_destroy(&p));
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_VALUE, "the skipped destroy recorded a failure: %s",
+                 cuctx_last_error_message());
+    cr_assert_eq(calls("cuCtxDisablePeerAccess"), disables, "a destroyed context's access was disabled");
+    cr_assert_eq(live_entries(), live0, "the living borrow's entry outlived the pair, its last name");
+    cr_assert_eq(cuctx__map_count(), map0, "an address stayed mapped after its entry's last name");
+    uint64_t made[4];
+    for (int i = 0; i < 4; i++) {
+        made[i] = make(KIND_EVENT, (uint64_t)i + 1);
+        for (int j = 0; j < i; j++)
+            cr_assert_neq(cuctx__id_index(made[i]), cuctx__id_index(made[j]),
+                          "two objects made after the destroy got one slot");
+    }
+    for (int i = 0; i < 4; i++)
+        destroy(made[i], KIND_EVENT);
+    raw_ctx_destroy(destroy_first ? rb : ra);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* Mutants killed: lib/tether.c:109 `call` (with the second context gone,
+ * the first's name not given back), lib/tether.c:295 `const` (the second
+ * context's hold not quiet: the skip, a success, recorded that context's
+ * end as the thread's last error), lib/tether.c:297 `const` (the destroy's
+ * cancellation guard left armed on the skip: at its return the freed slot
+ * was pushed on the thread's free slots a second time, and two of the next
+ * objects shared it). */
+Test(registry, an_owned_pairs_destroy_with_its_second_context_gone_gives_the_firsts_name_back)
+{
+    pair_destroy_after_owner_destroyed_one_h1(0);
+}
+
+/* Mutant killed: lib/tether.c:110 `call` (with the first context gone, the
+ * second's name not given back). */
+Test(registry, an_owned_pairs_destroy_with_its_first_context_gone_gives_the_seconds_name_back)
+{
+    pair_destroy_after_owner_destroyed_one_h1(1);
+}
+
+/* The same pair, its destroy's check of a context refused by the driver
+ * (cuCtxGetId failing with an error that does not say the context is
+ * gone): the destroy fails with that error, the handle ends (as after any
+ * refused destroy), and the pair's names of both borrows are given back,
+ * since either context may live on: both entries end. Mutant killed:
+ * lib/tether.c:119 `call` (the second context's name not given back). */
+Test(registry, an_owned_pairs_destroy_whose_check_failed_gives_both_borrows_names_back)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    size_t map0 = cuctx__map_count(), live0 = live_entries();
+    CUcontext rb = raw_ctx_create(1, POPPED);
+    CUcontext ra = raw_ctx_create(0, POPPED);
+    cuctx_ctx a = {0}, b = {0};
+    cuctx_peer p = {0};
+    CHECK_OK(cuctx_ctx_borrow(&a, ra));
+    CHECK_OK(cuctx_ctx_borrow(&b, rb));
+    CHECK_OK(cuctx_peer_enable(&p, a, b));
+    cuctx_peer copy = p;
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    cr_assert_eq(live_entries(), live0 + 2, "an entry ended while the pair named it");
+    unsigned long disables = calls("cuCtxDisablePeerAccess"), checks = calls("cuCtxGetId");
+    sim()->fail_call("cuCtxGetId", 1, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(cuctx_peer_destroy(&p), CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(calls("cuCtxGetId"), checks + 1, "not one check asked");
+    cr_assert_eq(calls("cuCtxDisablePeerAccess"), disables, "the access was disabled, unchecked");
+    cr_assert_eq(cuctx_peer_destroy(&copy), CUDA_ERROR_INVALID_HANDLE, "the handle did not end");
+    cr_assert_eq(live_entries(), live0, "a borrow's entry outlived the pair, its last name");
+    cr_assert_eq(cuctx__map_count(), map0, "an address stayed mapped after its entry's last name");
+    raw_ctx_destroy(ra);
+    raw_ctx_destroy(rb);
+}
+
+/* A child of a borrowed context, its last name (the context's handle
+ * destroyed first), whose destroy the driver refuses: the destroy answers
+ * the driver's error, not success, and the borrow's entry ends with the
+ * handle all the same. Mutant killed: lib/tether.c:148 `ret` (the last
+ * name's destroy answered success whatever the driver said). */
+Test(registry, a_refused_destroy_of_a_borrows_last_child_answers_the_drivers_error)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    size_t map0 = cuctx__map_count(), live0 = live_entries();
+    CUcontext raw = raw_ctx_create(0, POPPED);
+    cuctx_ctx c = {0};
+    cuctx_event ev = {0};
+    CHECK_OK(cuctx_ctx_borrow(&c, raw));
+    CHECK_OK(cuctx_event_create(&ev, c, 0));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_eq(live_entries(), live0 + 1, "the entry ended while the event named it");
+    unsigned long destroys = calls("cuEventDestroy");
+    sim()->fail_call("cuEventDestroy", 1, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(cuctx_event_destroy(&ev), CUDA_ERROR_UNKNOWN, "the refused destroy answered %s",
+                 cuctx_result_name(cuctx_last_error()));
+    cr_assert_eq(calls("cuEventDestroy"), destroys + 1);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(live_entries(), live0, "the borrow's entry outlived its last name");
+    cr_assert_eq(cuctx__map_count(), map0);
+    raw_ctx_destroy(raw);
+}
+
+/* A call on a pair whose second context has ended (its handle destroyed)
+ * fails in the hold of that context's entry beside the first's, and says
+ * so: the thread's last error names the call.
+ * Mutant killed: lib/tether.c:321 `const` (that hold made quiet: the call
+ * failed without a word). */
+Test(registry, a_call_on_a_pair_whose_second_context_ended_says_so)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx a = {0}, b = {0};
+    cuctx_peer p = {0};
+    new_ctx(&a, 0, "a", POPPED);
+    new_ctx(&b, 1, "b", POPPED);
+    CHECK_OK(cuctx_peer_enable(&p, a, b));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    int owned = -1;
+    cr_assert_eq(cuctx_peer_owned(p, NULL), CUDA_ERROR_INVALID_VALUE);   /* another failure first */
+    cr_assert_eq(cuctx_peer_owned(p, &owned), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    cr_assert_eq(owned, -1);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_CONTEXT_IS_DESTROYED, "the failure was not recorded");
+    cr_assert_neq(strstr(cuctx_last_error_message(), "cuctx_peer_owned"), NULL, "%s", cuctx_last_error_message());
+    CHECK_OK(cuctx_peer_destroy(&p));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* A peer enable between two borrowed contexts checks the second ("to")
+ * twice: found and checked first, let go, then held again beside the
+ * first. Where the driver's check says it is gone at that second hold (the
+ * last cuCtxGetId of the enable), the enable fails and says so: the
+ * thread's last error names the call. Mutant killed:
+ * lib/tether.c:283 `const` (that hold made quiet: the enable failed
+ * without a word). */
+Test(registry, a_peer_enable_whose_second_context_is_gone_at_its_second_hold_says_so)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    CUcontext rb = raw_ctx_create(1, POPPED);
+    CUcontext ra = raw_ctx_create(0, POPPED);
+    cuctx_ctx a = {0}, b = {0};
+    cuctx_peer p = {0};
+    CHECK_OK(cuctx_ctx_borrow(&a, ra));
+    CHECK_OK(cuctx_ctx_borrow(&b, rb));
+    unsigned long checks = calls("cuCtxGetId");
+    CHECK_OK(cuctx_peer_enable(&p, a, b));      /* to count its checks */
+    unsigned long n = calls("cuCtxGetId") - checks;
+    cr_assert_geq(n, 2, "the enable checked %lu times", n);
+    CHECK_OK(cuctx_peer_destroy(&p));
+    cr_assert_eq(cuctx_peer_owned(p, NULL), CUDA_ERROR_INVALID_VALUE);   /* another failure first */
+    sim()->fail_call("cuCtxGetId", n, CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    cr_assert_eq(cuctx_peer_enable(&p, a, b), CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    cr_assert_eq(p.id, 0);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_CONTEXT_IS_DESTROYED, "the failure was not recorded");
+    cr_assert_neq(strstr(cuctx_last_error_message(), "cuctx_peer_enable"), NULL, "%s", cuctx_last_error_message());
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    raw_ctx_destroy(ra);
+    raw_ctx_destroy(rb);
+}
+
+/* A tracked pair's destroy (peer access that raw code enabled, between two
+ * borrowed contexts) gives the borrows' names back under the context lock,
+ * the first lock of that destroy, and leaves the thread's cancellation
+ * state as the caller had it (enabled). Mutant killed: lib/tether.c:83
+ * `call` (the lock not taken: its unlock restored the state the thread's
+ * previous lock had saved - one taken where cuctx had disabled
+ * cancellation - leaving the caller's cancellation disabled). */
+Test(registry, a_tracked_pairs_destroy_giving_borrows_names_back_keeps_the_callers_cancellation_state)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    size_t live0 = live_entries();
+    PFN_cuCtxEnablePeerAccess_v4000 enable = (PFN_cuCtxEnablePeerAccess_v4000)drv_sym("cuCtxEnablePeerAccess", 4000);
+    PFN_cuCtxDisablePeerAccess_v4000 disable =
+        (PFN_cuCtxDisablePeerAccess_v4000)drv_sym("cuCtxDisablePeerAccess", 4000);
+    PFN_cuCtxPushCurrent_v4000 push = (PFN_cuCtxPushCurrent_v4000)drv_sym("cuCtxPushCurrent", 4000);
+    PFN_cuCtxPopCurrent_v4000 pop = (PFN_cuCtxPopCurrent_v4000)drv_sym("cuCtxPopCurrent", 4000);
+    CUcontext rb = raw_ctx_create(1, POPPED);
+    CUcontext ra = raw_ctx_create(0, POPPED);
+    cr_assert_eq(push(ra), CUDA_SUCCESS);
+    cr_assert_eq(enable(rb, 0), CUDA_SUCCESS);         /* someone else's access, from A to B */
+    cr_assert_eq(pop(NULL), CUDA_SUCCESS);
+    cuctx_ctx a = {0}, b = {0};
+    cuctx_peer p = {0};
+    CHECK_OK(cuctx_ctx_borrow(&a, ra));         /* (each takes the lock, cancellation enabled) */
+    CHECK_OK(cuctx_ctx_borrow(&b, rb));
+    CHECK_OK(cuctx_peer_enable(&p, a, b));
+    int owned = -1;
+    CHECK_OK(cuctx_peer_owned(p, &owned));
+    cr_assert_eq(owned, 0, "tracked, not owned");
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    int old = -1;
+    cr_assert_eq(pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old), 0);
+    cr_assert_eq(old, PTHREAD_CANCEL_ENABLE);
+    CHECK_OK(cuctx_peer_destroy(&p));
+    cr_assert_eq(pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old), 0);
+    cr_assert_eq(old, PTHREAD_CANCEL_ENABLE, "the destroy left the caller's cancellation disabled");
+    cr_assert_eq(live_entries(), live0, "a borrow's entry outlived the pair, its last name");
+    cr_assert_eq(push(ra), CUDA_SUCCESS);
+    cr_assert_eq(disable(rb), CUDA_SUCCESS, "the owner's disable");
+    cr_assert_eq(pop(NULL), CUDA_SUCCESS);
+    raw_ctx_destroy(ra);
+    raw_ctx_destroy(rb);
+}
+
+/* A create cancelled in its driver call gives its slot, reserved but never
+ * published, back to its thread's free slots, which go to the shared list
+ * when the thread ends: the next thread to need a slot gets that one.
+ * Here thread T first frees a slot of its own (so that the create takes
+ * it from T's cache), then its cuctx_mem_alloc is cancelled in the
+ * simulator's delayed cuMemAlloc (the test waits until the call sleeps
+ * there); a fresh thread U's first object then gets the same slot. Mutant
+ * killed: lib/tether.c:179 `call` (the cancelled create's slot not given
+ * back: lost for good, U got another). */
+struct cancelled_create_h1 { cuctx_ctx c; cuctx_mem m; uint64_t freed; };
+
+static void *create_cancelled_h1(void *p)
+{
+    struct cancelled_create_h1 *a = p;
+    uint64_t x = make(KIND_EVENT, 7);
+    destroy(x, KIND_EVENT);
+    a->freed = x;
+    cuctx_mem_alloc(&a->m, a->c, 4096);
+    return NULL;
+}
+
+static void *make_one_h1(void *p)
+{
+    uint64_t *out = p;
+    *out = make(KIND_EVENT, 8);
+    return NULL;
+}
+
+Test(registry, a_create_cancelled_in_its_driver_call_gives_its_slot_back)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    struct cancelled_create_h1 a = {{0}, {0}, 0};
+    new_ctx(&a.c, 0, "c", POPPED);
+    sim()->set_delay("cuMemAlloc", 300000);
+    pthread_t t;
+    void *res = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, create_cancelled_h1, &a), 0);
+    for (int ms = 0; ms < 5000 && sim()->sleeping() == 0; ms++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    cr_assert_gt(sim()->sleeping(), 0, "no call entered its delay");
+    cr_assert_eq(pthread_cancel(t), 0);
+    cr_assert_eq(pthread_join(t, &res), 0);
+    cr_assert_eq(res, PTHREAD_CANCELED);
+    sim()->set_delay("cuMemAlloc", 0);
+    cr_assert_eq(a.m.id, 0, "the cancelled create filled the handle");
+    cr_assert_eq(stats().mems, 0);
+    uint64_t y = 0;
+    cr_assert_eq(pthread_create(&t, NULL, make_one_h1, &y), 0);
+    cr_assert_eq(pthread_join(t, NULL), 0);
+    cr_assert_eq(cuctx__id_index(y), cuctx__id_index(a.freed),
+                 "the next thread's object got slot %u, not the cancelled create's %u",
+                 (unsigned)cuctx__id_index(y), (unsigned)cuctx__id_index(a.freed));
+    destroy(y, KIND_EVENT);
+    CHECK_OK(cuctx_ctx_destroy(&a.c));
+    cr_assert_eq(misuses(), 0);
+}
