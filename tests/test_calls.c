@@ -412,3 +412,100 @@ Test(launch, shared_bytes_up_to_the_largest_unsigned_int_reach_the_driver)
     CHECK_OK(cuctx_module_destroy(&mod));
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
+
+/* ---- mutation survivors of lib/init.c (h4) ---- */
+
+/* cuctx__call_resolve refuses a typedef name whose version is not a
+ * positive number of at most 1000000 followed by nothing, _ptds or _ptsz,
+ * before the driver is asked. Catches mutants lib/init.c:101 `lcr` (a
+ * negative or too large version let through when nothing follows it) and
+ * lib/init.c:102 `const` (a refused name read as version 1). */
+Test(calls, a_typedef_of_a_version_out_of_bounds_or_with_another_suffix_is_refused)
+{
+    static const char *const wrong[] = {
+        "PFN_cuStreamQuery_v-5",        /* a negative version */
+        "PFN_cuStreamQuery_v2000000",   /* a version beyond every driver's */
+        "PFN_cuStreamQuery_v2000_foo",  /* a suffix other than _ptds and _ptsz */
+    };
+    NEED_SIM();
+    CHECK_OK(cuctx_init());
+    for (size_t i = 0; i < sizeof wrong / sizeof *wrong; i++) {
+        void *slot = NULL;
+        size_t mark = log_mark();
+        CUresult rc = cuctx__call_resolve("cuStreamQuery", wrong[i], CU_GET_PROC_ADDRESS_DEFAULT, &slot);
+        cr_assert_eq(rc, CUDA_ERROR_INVALID_VALUE, "%s: %s", wrong[i], cuctx_result_name(rc));
+        cr_assert_not_null(strstr(cuctx_last_error_message(), "is not the typedef of a driver entry point"), "%s: %s",
+                           wrong[i], cuctx_last_error_message());
+        cr_assert_null(slot, "%s: the call site was resolved", wrong[i]);
+        cr_assert_eq(lookups_since(mark), 0, "%s: the driver was asked", wrong[i]);
+    }
+    void *slot = NULL;     /* the per-thread suffix is the typedef's own */
+    size_t mark = log_mark();
+    CHECK_OK(cuctx__call_resolve("cuStreamQuery", "PFN_cuStreamQuery_v7000_ptsz",
+                                 CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &slot));
+    cr_assert_not_null(slot);
+    cr_assert_eq(last_call("cuGetProcAddress", mark).arg, 7000);
+}
+
+/* A failed lookup's message names the stream variant asked for, and none
+ * for the default flags. Catches mutants lib/init.c:75 and :76 `ror` (the
+ * variant named for flags that did not ask for it). */
+Test(calls, a_failed_lookups_message_names_the_stream_variant_asked_for)
+{
+    static const struct { unsigned long long flags; const char *says; } cases[] = {
+        {CU_GET_PROC_ADDRESS_DEFAULT, "at ABI version 999999: "},
+        {CU_GET_PROC_ADDRESS_LEGACY_STREAM, "at ABI version 999999 (legacy stream): "},
+        {CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "at ABI version 999999 (per-thread default stream): "},
+    };
+    NEED_SIM();
+    CHECK_OK(cuctx_init());
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        void *p = (void *)1;
+        size_t mark = log_mark();
+        CUresult rc = cuctx_driver_symbol_flags("cuStreamQuery", 999999, cases[i].flags, &p);
+        cr_assert_eq(rc, CUDA_ERROR_INVALID_VALUE, "%s", cuctx_result_name(rc));
+        cr_assert_null(p);
+        cr_assert_eq(lookups_since(mark), 1);
+        cr_assert_not_null(strstr(cuctx_last_error_message(), cases[i].says), "flags %#llx: %s", cases[i].flags,
+                           cuctx_last_error_message());
+    }
+}
+
+/* A failed start's message: the loader's, which names cuctx_init, for
+ * cuctx_init itself; another function's puts that function's name in
+ * front. Catches mutants lib/init.c:38 `lcr` and `const` (cuctx_init's
+ * name put in front of its own failure, once more). */
+Test(calls, a_failed_start_is_told_with_the_callers_name_but_for_cuctx_init)
+{
+    int v = 0;
+    cr_assert_eq(setenv("CUCTX_DRIVER", "/nonexistent/libcuda-missing.so.1", 1), 0);
+    cr_assert_eq(cuctx_init(), CUDA_ERROR_NOT_INITIALIZED);
+    const char *msg = cuctx_last_error_message();
+    cr_assert_eq(strncmp(msg, "cuctx_init: CUCTX_DRIVER names /nonexistent/libcuda-missing.so.1", 64), 0,
+                 "not the loader's message alone: %s", msg);
+    cr_assert_eq(cuctx_driver_version(&v), CUDA_ERROR_NOT_INITIALIZED);
+    msg = cuctx_last_error_message();
+    cr_assert_eq(strncmp(msg, "cuctx_driver_version: cuctx_init: CUCTX_DRIVER names ", 53), 0, "%s", msg);
+}
+
+/* ---- mutation survivors of lib/driver.c (h4) ---- */
+
+/* A cuGetProcAddress that answers CUDA_SUCCESS but hands out no entry
+ * point (the fault plan returns before the simulator writes its outputs:
+ * the pointer stays NULL, the status as cuctx set it, found) is a symbol
+ * not found, not a success with a NULL pointer. Catches mutant
+ * lib/driver.c:54 `lcr` (only a success whose status says not found and
+ * whose pointer is NULL refused). */
+Test(calls, a_lookups_success_without_an_entry_point_is_not_found)
+{
+    void *p = (void *)1;
+    NEED_SIM();
+    CHECK_OK(cuctx_init());
+    size_t mark = log_mark();
+    sim()->fail_call("cuGetProcAddress", 1, CUDA_SUCCESS);
+    CUresult rc = cuctx_driver_symbol("cuStreamQuery", 2000, &p);
+    cr_assert_eq(rc, CUDA_ERROR_NOT_FOUND, "%s", cuctx_result_name(rc));
+    cr_assert_null(p, "no entry point handed out");
+    cr_assert_eq(lookups_since(mark), 1);
+    cr_assert_eq(last_call("cuGetProcAddress", mark).rc, CUDA_SUCCESS, "the driver said success");
+}

@@ -3751,3 +3751,51 @@ Test(registry, a_create_cancelled_in_its_driver_call_gives_its_slot_back)
     CHECK_OK(cuctx_ctx_destroy(&a.c));
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- mutation survivors of lib/destroy.c (h4) ---- */
+
+/* A handle whose kind byte is KIND_COUNT, one past the last kind, is no
+ * cuctx handle: refused and cleared without a look at the table of kinds.
+ * Catches mutant lib/destroy.c:27 `ror` (the table read one past its end). */
+Test(registry, a_handle_of_the_kind_one_past_the_last_is_refused_by_destroy)
+{
+    NEED_DRIVER();
+    any_handle past = {(uint64_t)KIND_COUNT << CUCTX_ID_KIND_SHIFT | 1};
+    cr_assert_eq((cuctx_destroy)(&past), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_not_null(strstr(cuctx_last_error_message(), "is not a cuctx handle"), "%s", cuctx_last_error_message());
+    cr_assert_eq(past.id, 0, "cleared");
+}
+
+/* Writes zeros over the stack below the caller's frame, where the frame of
+ * the next function it calls will be: what that function leaves unset
+ * reads as zeros, not as what an earlier call left there. */
+static __attribute__((noinline)) void zero_the_stack_h4(void)
+{
+    volatile char junk[16384];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = 0;
+}
+
+/* A cleanup's report carries the destroy's own message after "automatic
+ * cleanup: ", read before the report can change the thread's last error.
+ * Catches mutant lib/destroy.c:38 `call` (the message never copied: the
+ * report carried whatever the stack held, here zeros). */
+Test(registry, a_cleanups_report_carries_the_destroys_message)
+{
+    struct handler_count h;
+    char want[600];
+    NEED_DRIVER();
+    any_handle zero = {0}, bogus = {1}, copy = {1};
+    (cuctx_cleanup)(&zero);         /* a handle of 0: nothing reported; binds the call before the stack is zeroed */
+    count_handler_install(&h);
+    cr_assert_eq((cuctx_destroy)(&copy), CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_eq(h.calls, 0, "a destroy's failure is the caller's, not reported");
+    snprintf(want, sizeof want, "automatic cleanup: %s", cuctx_last_error_message());
+    zero_the_stack_h4();
+    (cuctx_cleanup)(&bogus);
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(h.calls, 1);
+    cr_assert_eq(h.last_rc, CUDA_ERROR_INVALID_HANDLE);
+    cr_assert_str_eq(h.last_msg, want);
+    cr_assert_eq(bogus.id, 0);
+}
