@@ -2094,3 +2094,29 @@ Test(async_mem, its_context_asked_into_a_live_handle_is_refused)
     if (sim())
         ASSERT_NO_MISUSE();
 }
+
+/* ---- mutation survivors of lib/mem.c (h8) ---- */
+
+/* cuctx_mem_ctx of a handle of stream-ordered memory as the process's
+ * first call to cuctx (Criterion runs each test in a process of its own)
+ * starts cuctx first, as every call does: the driver is loaded and
+ * initialised before the handle, which no process made, is refused. The
+ * handle is forged: kind 10 (stream-ordered memory, lib/ids.h) in the top
+ * 6 bits, a slot index beyond every segment in the next 26. Mutant killed:
+ * lib/mem.c:63 `call` (CUCTX_INIT_OR_RETURN of the stream-ordered path
+ * removed: the handle refused with cuctx not started). */
+Test(async_mem, a_mem_ctx_as_the_first_call_starts_cuctx)
+{
+    const uint64_t far_index = ((uint64_t)1 << 26) - 1;
+    cuctx_mem forged = {((uint64_t)10 << 58) | far_index << 32 | 1};     /* kind 10: stream-ordered memory */
+    cuctx_ctx owner = {0};
+    CUresult rc = cuctx_mem_ctx(forged, &owner);
+    NEED_SIM();
+    unsigned long inits = calls("cuInit");      /* (before NEED_DRIVER, which starts cuctx itself) */
+    NEED_DRIVER();
+    cr_assert_eq(inits, 1, "cuInit called %lu times by the first call", inits);
+    cr_assert_eq(rc, CUDA_ERROR_INVALID_HANDLE, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert(strstr(cuctx_last_error_message(), "stream-ordered memory"), "%s", cuctx_last_error_message());
+    cr_assert_eq(owner.id, 0);
+    ASSERT_NO_MISUSE();
+}

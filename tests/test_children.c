@@ -1549,3 +1549,58 @@ Test(graph_exec, a_default_stream_launch_whose_context_cannot_be_made_current_sa
     cr_assert_eq(sim()->live(CUSIM_ALL), 0);
     ASSERT_NO_MISUSE();
 }
+
+/* ---- mutation survivors of lib/event.c (h8) ---- */
+
+/* A query or synchronize that the driver answers with success, and a query
+ * it answers "not ready" (no failure: the work is still running), report
+ * nothing: the error handler is not called and the thread's last error
+ * stays as it was. Mutant killed: lib/event.c:72 `lcr`
+ * (`rc != CUDA_SUCCESS || rc != CUDA_ERROR_NOT_READY`: every answer
+ * reported as a failure). */
+Test(event, a_query_answered_done_or_not_ready_reports_nothing)
+{
+    cuctx_ctx a = {0};
+    cuctx_event ev = {0};
+    struct handler_count hc;
+    NEED_DRIVER();
+    NEED_SIM();
+    new_ctx(&a, 0, "A", LEFT_CURRENT);
+    CHECK_OK(cuctx_event_create(&ev, a, 0));
+    CHECK_OK(cuctx_event_record(ev, (cuctx_stream){0}));
+    cr_assert_eq(cuctx_last_error(), CUDA_SUCCESS);
+    count_handler_install(&hc);
+    unsigned long queries = calls("cuEventQuery"), syncs = calls("cuEventSynchronize");
+    CHECK_OK(cuctx_event_synchronize(ev));
+    CHECK_OK(cuctx_event_query(ev));
+    sim()->fail_call("cuEventQuery", 1, CUDA_ERROR_NOT_READY);
+    CUresult rc = cuctx_event_query(ev);
+    cr_assert_eq(rc, CUDA_ERROR_NOT_READY, "%s", cuctx_result_name(rc));
+    cr_assert_eq(calls("cuEventQuery"), queries + 2);
+    cr_assert_eq(calls("cuEventSynchronize"), syncs + 1);
+    cr_assert_eq(hc.calls, 0, "the handler was called %d times (last: %s, %s)", hc.calls,
+                 cuctx_result_name(hc.last_rc), hc.last_msg);
+    cr_assert_eq(cuctx_last_error(), CUDA_SUCCESS, "%s", cuctx_last_error_message());
+    cuctx_set_error_handler(NULL, NULL);
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    ASSERT_NO_MISUSE();
+}
+
+/* ---- mutation survivors of lib/mem.c (h8) ---- */
+
+/* A destroy given no variable is refused and reported, as for the other
+ * kinds (the event's is checked above), never taken for a success. Mutant
+ * killed: lib/mem.c:94 `ret` (`return 0;` for the NULL pointer). */
+Test(mem, destroy_of_a_null_pointer_is_refused)
+{
+    NEED_DRIVER();
+    unsigned long n = sim() ? sim()->log_count() : 0;
+    cr_assert_eq(cuctx_mem_destroy(NULL), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuctx_last_error(), CUDA_ERROR_INVALID_VALUE);
+    cr_assert(strstr(cuctx_last_error_message(), "cuctx_mem_destroy"), "%s", cuctx_last_error_message());
+    if (sim()) {
+        cr_assert_eq(sim()->log_count(), n, "a NULL destroy called the driver");
+        ASSERT_NO_MISUSE();
+    }
+}
