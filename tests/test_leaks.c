@@ -695,3 +695,40 @@ Test(leaks, a_child_whose_raw_handle_aliases_a_green_life_is_no_green_context)
     CHECK_OK(cuctx_mem_destroy(&m));
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
+
+/* stats.contexts takes a second entry only from a pair (peer access): a
+ * child of another kind (an event) made in the slot of a destroyed pair
+ * finds that pair's second entry id still in the slot's aux record, which
+ * only pairs read. Here that entry is alive and named by nothing: a context
+ * made by the driver outside cuctx, met by a {0} create (its entry kept,
+ * uncounted), whose handle (cuctx_event_ctx) made the pair and is
+ * destroyed. Mutant killed: lib/diagnostics.c:36 `lcr` (`||`: every child
+ * that is no pair had its aux read as a pair's, the foreign context counted). */
+Test(leaks, a_child_in_a_destroyed_pairs_slot_names_no_second_context)
+{
+    cuctx_ctx a = {0}, bf = {0};
+    cuctx_peer p = {0};
+    cuctx_event met = {0}, ev = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CUcontext raw = raw_ctx_create(1, LEFT_CURRENT);
+    CHECK_OK(cuctx_event_create(&met, (cuctx_ctx){0}, 0));
+    CHECK_OK(cuctx_event_ctx(met, &bf));   /* (a borrow would make the entry end with its last name) */
+    CHECK_OK(cuctx_event_destroy(&met));
+    CHECK_OK(cuctx_pop_current());
+    CHECK_OK(cuctx_ctx_create(&a, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    CHECK_OK(cuctx_peer_enable(&p, a, bf));
+    CHECK_OK(cuctx_ctx_destroy(&bf));
+    uint64_t pair = p.id;
+    CHECK_OK(cuctx_peer_destroy(&p));
+    CHECK_OK(cuctx_event_create(&ev, a, 0));
+    cr_assert_eq((ev.id >> 32) & 0x3ffffff, (pair >> 32) & 0x3ffffff, "the event %#llx is not in the pair's slot (%#llx)",
+                 (unsigned long long)ev.id, (unsigned long long)pair);
+    struct cuctx_stats st = stats();
+    cr_assert_eq(st.contexts, 1, "%zu contexts counted (a only)", st.contexts);
+    cr_assert_eq(st.events, 1);
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    raw_ctx_destroy(raw);
+}
