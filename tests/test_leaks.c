@@ -621,3 +621,114 @@ Test(leaks, peer_access_of_a_destroyed_context_is_reported_from_a_destroyed_cont
     cr_assert_str_eq(text, "cuctx: 0 objects alive\n");
     free(text);
 }
+
+/* ---- mutation survivors of lib/diagnostics.c (h2) ---- */
+
+/* The report is flushed before cuctx_leak_report returns: the file's
+ * descriptor, read past its stdio buffer, already holds the whole report.
+ * Mutant killed: lib/diagnostics.c:193 `call` (the fflush left out: the
+ * text stayed in the FILE's buffer until its fclose). */
+Test(leaks, the_report_is_flushed_to_its_file_before_the_call_returns)
+{
+    NEED_DRIVER();
+    FILE *f = tmpfile();
+    cr_assert_not_null(f);
+    cuctx_leak_report(f);
+    char buf[256] = {0};
+    ssize_t got = pread(fileno(f), buf, sizeof buf - 1, 0);
+    cr_assert_str_eq(buf, "cuctx: 0 objects alive\n", "%zd bytes on the file before its fclose", got);
+    fclose(f);
+}
+
+/* Peer access someone else enabled, tracked by cuctx as borrowed, is
+ * reported as such. Mutant killed: lib/diagnostics.c:164 `call` (the
+ * ", borrowed (...)" left out of the line). */
+Test(leaks, borrowed_peer_access_is_reported_as_enabled_elsewhere)
+{
+    cuctx_ctx a = {0}, b = {0};
+    cuctx_peer p = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    PFN_cuCtxEnablePeerAccess_v4000 enable = (PFN_cuCtxEnablePeerAccess_v4000)drv_sym("cuCtxEnablePeerAccess", 4000);
+    PFN_cuCtxDisablePeerAccess_v4000 disable =
+        (PFN_cuCtxDisablePeerAccess_v4000)drv_sym("cuCtxDisablePeerAccess", 4000);
+    CHECK_OK(cuctx_ctx_create(&a, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    CHECK_OK(cuctx_ctx_create(&b, 1, 0));
+    CHECK_OK(cuctx_pop_current());
+    CUcontext ra = cuctx_ctx_raw(a), rb = cuctx_ctx_raw(b);
+    CHECK_OK(cuctx_ctx_set_current(a));
+    CHECK_OK(enable(rb, 0));        /* someone else's */
+    CHECK_OK(cuctx_pop_current());
+    CHECK_OK(cuctx_peer_enable(&p, a, b));
+    char *text = report();
+    EXPECT_LINE(text,
+                "cuctx: leak: peer access (handle %#llx) from context %p to context %p, borrowed (enabled elsewhere: "
+                "not cuctx's to disable), created at %s:",
+                (unsigned long long)p.id, (void *)ra, (void *)rb, __FILE__);
+    free(text);
+    CHECK_OK(cuctx_peer_destroy(&p));
+    CHECK_OK(cuctx_ctx_set_current(a));
+    CHECK_OK(disable(rb));
+    CHECK_OK(cuctx_pop_current());
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+}
+
+/* stats.green_contexts counts context handles of green contexts only: a
+ * child whose driver handle's low 32 bits equal LIFE_GREEN (4; a child's
+ * raw handle lies where a context handle keeps its life, registry.h) is no
+ * green context. Mutant killed: lib/diagnostics.c:33 `lcr` (`||`: every
+ * slot's u.ctx.life read, the adopted allocation at 4 counted green). */
+Test(leaks, a_child_whose_raw_handle_aliases_a_green_life_is_no_green_context)
+{
+    cuctx_ctx c = {0};
+    cuctx_mem m = {0};
+    NEED_DRIVER();
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    CHECK_OK(cuctx_mem_adopt(&m, c, (CUdeviceptr)4, 16, 0));     /* tracked only: the driver is never asked */
+    struct cuctx_stats st = stats();
+    cr_assert_eq(st.green_contexts, 0, "%zu green contexts counted", st.green_contexts);
+    cr_assert_eq(st.contexts, 1);
+    cr_assert_eq(st.mems, 1);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* stats.contexts takes a second entry only from a pair (peer access): a
+ * child of another kind (an event) made in the slot of a destroyed pair
+ * finds that pair's second entry id still in the slot's aux record, which
+ * only pairs read. Here that entry is alive and named by nothing: a context
+ * made by the driver outside cuctx, met by a {0} create (its entry kept,
+ * uncounted), whose handle (cuctx_event_ctx) made the pair and is
+ * destroyed. Mutant killed: lib/diagnostics.c:36 `lcr` (`||`: every child
+ * that is no pair had its aux read as a pair's, the foreign context counted). */
+Test(leaks, a_child_in_a_destroyed_pairs_slot_names_no_second_context)
+{
+    cuctx_ctx a = {0}, bf = {0};
+    cuctx_peer p = {0};
+    cuctx_event met = {0}, ev = {0};
+    NEED_DRIVER();
+    NEED_SIM();
+    CUcontext raw = raw_ctx_create(1, LEFT_CURRENT);
+    CHECK_OK(cuctx_event_create(&met, (cuctx_ctx){0}, 0));
+    CHECK_OK(cuctx_event_ctx(met, &bf));   /* (a borrow would make the entry end with its last name) */
+    CHECK_OK(cuctx_event_destroy(&met));
+    CHECK_OK(cuctx_pop_current());
+    CHECK_OK(cuctx_ctx_create(&a, 0, 0));
+    CHECK_OK(cuctx_pop_current());
+    CHECK_OK(cuctx_peer_enable(&p, a, bf));
+    CHECK_OK(cuctx_ctx_destroy(&bf));
+    uint64_t pair = p.id;
+    CHECK_OK(cuctx_peer_destroy(&p));
+    CHECK_OK(cuctx_event_create(&ev, a, 0));
+    cr_assert_eq((ev.id >> 32) & 0x3ffffff, (pair >> 32) & 0x3ffffff, "the event %#llx is not in the pair's slot (%#llx)",
+                 (unsigned long long)ev.id, (unsigned long long)pair);
+    struct cuctx_stats st = stats();
+    cr_assert_eq(st.contexts, 1, "%zu contexts counted (a only)", st.contexts);
+    cr_assert_eq(st.events, 1);
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+    raw_ctx_destroy(raw);
+}

@@ -1939,3 +1939,47 @@ Test(oom, a_log_kept_while_another_is_dropped_waits_for_the_list, .timeout = 30)
     CHECK_OK(cuctx_library_destroy(&u.lib));
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- mutation survivors of lib/diagnostics.c (h2) ---- */
+
+/* The stats' id array grows only when the next handle's ids (two at most)
+ * would not fit: 63 handles that are no pair fill 63 of the first growth's
+ * 64 ids, so no second realloc is made, and one armed to fail changes
+ * nothing (the count stays that of the entries named by handles, not the
+ * fallback to the live entries, which counts the foreign context met by a
+ * {0} create, as in stats_collect_one_id_per_handle_that_is_no_pair).
+ * Mutant killed: lib/diagnostics.c:38 `ror` (`e->n + 2 >= e->cap`: the
+ * array grown at 62 ids already, the second realloc made and failed). */
+Test(oom, sixty_three_handles_fit_the_stats_first_growth)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_event ev[62], met = {0};
+    struct cuctx_stats st;
+    CUcontext raw = raw_ctx_create(0, LEFT_CURRENT);
+    CHECK_OK(cuctx_event_create(&met, (cuctx_ctx){0}, 0));
+    CHECK_OK(cuctx_event_destroy(&met));
+    CHECK_OK(cuctx_pop_current());
+    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
+    for (int i = 0; i < 62; i++) {
+        ev[i] = (cuctx_event){0};
+        CHECK_OK(cuctx_event_create(&ev[i], c, 0));
+    }
+    cr_assert_eq(live_entries(), 2, "the context met by the {0} create kept its entry");
+    cuctx_stats_get(&st);
+    cr_assert_eq(st.contexts, 1);
+    atomic_store(&fail_realloc, 2);
+    cuctx_stats_get(&st);
+    int left = atomic_load(&fail_realloc);
+    atomic_store(&fail_realloc, 0);
+    cr_assert_eq(left, 1, "the stats of 63 handles made %s reallocs", left == 0 ? "two or more" : "no");
+    cr_assert_eq(st.contexts, 1, "%zu contexts: the collection failed and fell back to the live entries",
+                 st.contexts);
+    cr_assert_eq(st.ctx_handles, 1);
+    cr_assert_eq(st.events, 62);
+    for (int i = 0; i < 62; i++)
+        CHECK_OK(cuctx_event_destroy(&ev[i]));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    raw_ctx_destroy(raw);
+}

@@ -899,3 +899,61 @@ Test(fork, a_create_in_the_child_into_an_inherited_graphs_handle_goes_on)
     cr_assert_eq(calls("cuGraphDestroy"), 1, "only the parent destroyed its graph");
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- mutation survivors of lib/error.c (h2) ---- */
+
+/* A report delivered at a thread's exit is no longer pending once its
+ * handler is called: a handler that then calls cuctx (a function that holds
+ * the context and lets go, which delivers what is pending) is not called a
+ * second time with the same report. The scene is that of
+ * a_report_waiting_when_a_cancelled_thread_ends_reaches_the_handler_at_its_exit.
+ * Mutant killed: lib/error.c:131 `const` (`reports_pending = 1` in
+ * error.c's exit hook: the handler's own cuctx call delivered the report
+ * again, the handler called twice). */
+struct reentrant_count_h2 { cuctx_ctx c; int calls; CUresult last_rc; };
+
+static void count_and_ask_h2(CUresult rc, const char *message, void *user)
+{
+    struct reentrant_count_h2 *r = user;
+    (void)message;
+    if (rc == CUDA_SUCCESS)
+        return;     /* debug notes */
+    r->calls++;
+    r->last_rc = rc;
+    int cur = -1;
+    (void)cuctx_ctx_is_current(r->c, &cur);    /* holds the context and lets go */
+}
+
+Test(cancel, a_report_delivered_at_a_threads_exit_is_delivered_once_when_its_handler_calls_cuctx)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    struct ctx_sync_arg a = {{0}};
+    struct reentrant_count_h2 rec = {{0}, 0, CUDA_SUCCESS};
+    new_ctx(&a.c, 0, NULL, POPPED);
+    CUcontext raw = cuctx_ctx_raw(a.c);
+    rec.c = a.c;
+    cuctx_set_error_handler(count_and_ask_h2, &rec);
+    size_t mark = log_mark();
+    unsigned long pops = calls("cuCtxPopCurrent");
+    sim()->hold_after("cuCtxSynchronize");
+    pthread_t t;
+    void *res = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, synchronize_ctx, &a), 0);
+    while (sim()->sleeping() == 0)
+        sched_yield();
+    sim()->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(pthread_cancel(t), 0);
+    cr_assert_eq(pthread_join(t, &res), 0);
+    cr_assert_eq(res, PTHREAD_CANCELED);
+    sim()->let_go();
+    cr_assert_eq(calls("cuCtxPopCurrent"), pops + 1);
+    cr_assert_eq(nth_call("cuCtxPopCurrent", mark, 0).rc, CUDA_ERROR_UNKNOWN);
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(rec.calls, 1, "the failed pop was reported %d times by the thread's end", rec.calls);
+    cr_assert_eq(rec.last_rc, CUDA_ERROR_UNKNOWN);
+    CHECK_OK(cuctx_ctx_destroy(&a.c));
+    cr_assert_eq(sim()->is_live(CUSIM_CONTEXT, H(raw)), 0);
+    cr_assert_eq(misuses(), 0);
+}
