@@ -3799,3 +3799,47 @@ Test(registry, a_cleanups_report_carries_the_destroys_message)
     cr_assert_str_eq(h.last_msg, want);
     cr_assert_eq(bogus.id, 0);
 }
+
+/* ---- mutation survivors of lib/claim.c (h7), moved from test_process.c ---- */
+
+static int create_graph_into_inherited(void *p)
+{
+    cuctx_graph *g = p;
+    uint64_t old = g->id;
+    unsigned long made = calls("cuGraphCreate"), destroyed = calls("cuGraphDestroy");
+    uint64_t skips = stats().stale_skips;
+    if (cuctx_graph_create(g) != CUDA_SUCCESS)
+        return 1;   /* refused as if the parent's graph were the child's */
+    if (g->id == old || g->id == 0)
+        return 2;
+    if (stats().stale_skips != skips + 1)
+        return 3;   /* the parent's graph's slot was not released as its destroy would */
+    if (calls("cuGraphCreate") != made + 1 || calls("cuGraphDestroy") != destroyed)
+        return 4;   /* the parent's graph reached the child's driver */
+    if (cuctx_graph_destroy(g) != CUDA_SUCCESS || calls("cuGraphDestroy") != destroyed + 1)
+        return 5;
+    return 0;
+}
+
+/* A create in a forked child into a handle of a graph (a kind in no
+ * context) inherited from the parent is no create into a live handle: the
+ * graph is the parent's, not the child's, and its slot is released as the
+ * child's destroy of it would be (no driver call), then the create goes on.
+ * Mutant killed: lib/claim.c:53 `lcr` (`entry == 0 && !tethered` made `||`:
+ * every untethered kind refused at once, without looking at the entry the
+ * fork gave it, CUCTX__ENTRY_NEVER). Here, not in test_process.c: the line
+ * runs only in the child, and gcov sees a child's lines of lib/ only in a
+ * program linked with the internal library (see docs/MUTATION.md). */
+Test(registry, a_create_in_a_forked_child_into_an_inherited_graphs_handle_goes_on)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_graph g = {0};
+    CHECK_OK(cuctx_graph_create(&g));
+    cuctx_graph in = g;
+    int r = in_child(create_graph_into_inherited, &in);
+    cr_assert_eq(r, 0, "the child's check %d failed (1: the create was refused)", r);
+    CHECK_OK(cuctx_graph_destroy(&g));
+    cr_assert_eq(calls("cuGraphDestroy"), 1, "only the parent destroyed its graph");
+    cr_assert_eq(misuses(), 0);
+}
