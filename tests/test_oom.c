@@ -516,28 +516,24 @@ Test(oom, stats_whose_second_growth_fails_leak_nothing)
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
 
-/* The stats collect one entry id per live handle (two for a pair only), so
- * 40 handles fit the array's first growth (64 ids): no second realloc is
- * made, and one that would fail changes nothing - the count stays that of
- * the entries the handles name, not the fallback to the live entries. Here
- * those differ: the context current at a {0} create, made by the driver
- * outside cuctx, keeps its entry after that create's child is gone, and
- * no handle names it. Mutant killed: lib/diagnostics.c:36 `const` (the
- * second id of a handle that is no pair 1 instead of 0, collected for
- * every handle: 80 ids, a second growth, which failed; seed 41). */
-Test(oom, stats_collect_one_id_per_handle_that_is_no_pair)
+/* The stats of a context's handle and n events, with the second realloc
+ * of their id array armed to fail (the first growth holds 64 ids): the
+ * count stays that of the entries the handles name, not the fallback to the
+ * live entries. Here those differ: the context current at a {0} create,
+ * made by the driver outside cuctx, keeps its entry after that create's
+ * child is gone, and no handle names it. */
+static void stats_of_events_with_a_second_growth_failing(int n)
 {
-    NEED_OWN_ALLOCATOR();
-    NEED_DRIVER();
     cuctx_ctx c = {0};
-    cuctx_event ev[39], met = {0};
+    cuctx_event ev[64], met = {0};
     struct cuctx_stats st;
+    cr_assert_leq(n, 64);
     CUcontext raw = raw_ctx_create(0, LEFT_CURRENT);
     CHECK_OK(cuctx_event_create(&met, (cuctx_ctx){0}, 0));
     CHECK_OK(cuctx_event_destroy(&met));
     CHECK_OK(cuctx_pop_current());
     CHECK_OK(cuctx_ctx_create(&c, 0, 0));
-    for (int i = 0; i < 39; i++) {
+    for (int i = 0; i < n; i++) {
         ev[i] = (cuctx_event){0};
         CHECK_OK(cuctx_event_create(&ev[i], c, 0));
     }
@@ -550,13 +546,26 @@ Test(oom, stats_collect_one_id_per_handle_that_is_no_pair)
     atomic_store(&fail_realloc, 0);
     cr_assert_eq(st.contexts, 1, "%zu contexts: the collection failed and fell back to the live entries",
                  st.contexts);
-    cr_assert_eq(left, 1, "the stats of 40 handles made %s reallocs", left == 0 ? "two or more" : "no");
+    cr_assert_eq(left, 1, "the stats of %d handles made %s reallocs", n + 1, left == 0 ? "two or more" : "no");
     cr_assert_eq(st.ctx_handles, 1);
-    cr_assert_eq(st.events, 39);
-    for (int i = 0; i < 39; i++)
+    cr_assert_eq(st.events, (size_t)n);
+    for (int i = 0; i < n; i++)
         CHECK_OK(cuctx_event_destroy(&ev[i]));
     CHECK_OK(cuctx_ctx_destroy(&c));
     raw_ctx_destroy(raw);
+}
+
+/* The stats collect one entry id per live handle (two for a pair only), so
+ * 40 handles fit the array's first growth (64 ids): no second realloc is
+ * made, and one that would fail changes nothing. Mutant killed:
+ * lib/diagnostics.c:36 `const` (the second id of a handle that is no pair
+ * 1 instead of 0, collected for every handle: 80 ids, a second growth,
+ * which failed; seed 41). */
+Test(oom, stats_collect_one_id_per_handle_that_is_no_pair)
+{
+    NEED_OWN_ALLOCATOR();
+    NEED_DRIVER();
+    stats_of_events_with_a_second_growth_failing(39);
 }
 
 /* The context map's walk (the sweep by id that the stats make) reads no
@@ -1954,32 +1963,5 @@ Test(oom, sixty_three_handles_fit_the_stats_first_growth)
 {
     NEED_OWN_ALLOCATOR();
     NEED_DRIVER();
-    cuctx_ctx c = {0};
-    cuctx_event ev[62], met = {0};
-    struct cuctx_stats st;
-    CUcontext raw = raw_ctx_create(0, LEFT_CURRENT);
-    CHECK_OK(cuctx_event_create(&met, (cuctx_ctx){0}, 0));
-    CHECK_OK(cuctx_event_destroy(&met));
-    CHECK_OK(cuctx_pop_current());
-    CHECK_OK(cuctx_ctx_create(&c, 0, 0));
-    for (int i = 0; i < 62; i++) {
-        ev[i] = (cuctx_event){0};
-        CHECK_OK(cuctx_event_create(&ev[i], c, 0));
-    }
-    cr_assert_eq(live_entries(), 2, "the context met by the {0} create kept its entry");
-    cuctx_stats_get(&st);
-    cr_assert_eq(st.contexts, 1);
-    atomic_store(&fail_realloc, 2);
-    cuctx_stats_get(&st);
-    int left = atomic_load(&fail_realloc);
-    atomic_store(&fail_realloc, 0);
-    cr_assert_eq(left, 1, "the stats of 63 handles made %s reallocs", left == 0 ? "two or more" : "no");
-    cr_assert_eq(st.contexts, 1, "%zu contexts: the collection failed and fell back to the live entries",
-                 st.contexts);
-    cr_assert_eq(st.ctx_handles, 1);
-    cr_assert_eq(st.events, 62);
-    for (int i = 0; i < 62; i++)
-        CHECK_OK(cuctx_event_destroy(&ev[i]));
-    CHECK_OK(cuctx_ctx_destroy(&c));
-    raw_ctx_destroy(raw);
+    stats_of_events_with_a_second_growth_failing(62);
 }
