@@ -11,10 +11,10 @@
 #include "registry.h"
 #include "tether.h"
 
-static CUresult destroy(uint64_t raw) { return DRV(cuEventDestroy)((CUevent)(uintptr_t)raw); }
+CUCTX__KIND_FN CUresult destroy(uint64_t raw) { return DRV(cuEventDestroy)((CUevent)(uintptr_t)raw); }
 const struct cuctx_child_kind cuctx__event_kind = {0, destroy, NULL};
 
-static CUresult make(void *arg, uint64_t *raw, size_t *size)
+CUCTX__KIND_FN CUresult make(void *arg, uint64_t *raw, size_t *size)
 {
     CUevent ev = NULL;
     CUresult rc = DRV(cuEventCreate)(&ev, *(unsigned *)arg);

@@ -12,7 +12,7 @@
 #include "init.h"
 #include "tether.h"
 
-static CUresult destroy(uint64_t raw) { return DRV(cuGraphDestroy)((CUgraph)(uintptr_t)raw); }
+CUCTX__KIND_FN CUresult destroy(uint64_t raw) { return DRV(cuGraphDestroy)((CUgraph)(uintptr_t)raw); }
 const struct cuctx_child_kind cuctx__graph_kind = {0, destroy, NULL};
 
 static CUresult need_graphs(const char *fn)
@@ -21,7 +21,7 @@ static CUresult need_graphs(const char *fn)
                                CUCTX__DRV_AT(cuGraphDestroy));
 }
 
-static CUresult make(void *arg, uint64_t *raw, size_t *size)
+CUCTX__KIND_FN CUresult make(void *arg, uint64_t *raw, size_t *size)
 {
     (void)arg;
     CUgraph g = NULL;

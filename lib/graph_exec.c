@@ -13,12 +13,12 @@
 #include "registry.h"
 #include "tether.h"
 
-static CUresult destroy(uint64_t raw) { return DRV(cuGraphExecDestroy)((CUgraphExec)(uintptr_t)raw); }
+CUCTX__KIND_FN CUresult destroy(uint64_t raw) { return DRV(cuGraphExecDestroy)((CUgraphExec)(uintptr_t)raw); }
 const struct cuctx_child_kind cuctx__graph_exec_kind = {0, destroy, NULL};
 
 struct graph_args { CUgraph graph; unsigned long long flags; };
 
-static CUresult make(void *arg, uint64_t *raw, size_t *size)
+CUCTX__KIND_FN CUresult make(void *arg, uint64_t *raw, size_t *size)
 {
     const struct graph_args *a = arg;
     CUgraphExec ge = NULL;

@@ -10,12 +10,12 @@
 #include "registry.h"
 #include "tether.h"
 
-static CUresult destroy(uint64_t raw) { return DRV(cuMemFreeHost)((void *)(uintptr_t)raw); }
+CUCTX__KIND_FN CUresult destroy(uint64_t raw) { return DRV(cuMemFreeHost)((void *)(uintptr_t)raw); }
 const struct cuctx_child_kind cuctx__host_mem_kind = {1, destroy, NULL};
 
 struct host_args { size_t bytes; unsigned flags; };
 
-static CUresult make(void *arg, uint64_t *raw, size_t *size)
+CUCTX__KIND_FN CUresult make(void *arg, uint64_t *raw, size_t *size)
 {
     const struct host_args *a = arg;
     void *p = NULL;

@@ -25,7 +25,7 @@
 
 #include <string.h>
 
-static CUresult destroy(uint64_t raw) { return DRV(cuIpcCloseMemHandle)((CUdeviceptr)raw); }
+CUCTX__KIND_FN CUresult destroy(uint64_t raw) { return DRV(cuIpcCloseMemHandle)((CUdeviceptr)raw); }
 const struct cuctx_child_kind cuctx__mem_ipc_kind = {1, destroy, NULL};
 
 static CUresult need_ipc(const char *fn)

@@ -72,7 +72,7 @@ static void log_take(CUlibrary lib, char *buf, size_t size, int drop)
 
 /* ---- the kind -------------------------------------------------------------- */
 
-static CUresult destroy(uint64_t raw)
+CUCTX__KIND_FN CUresult destroy(uint64_t raw)
 {
     log_take((CUlibrary)(uintptr_t)raw, NULL, 0, 1);
     return DRV(cuLibraryUnload)((CUlibrary)(uintptr_t)raw);
@@ -88,7 +88,7 @@ static CUresult need_libraries(const char *fn)
 
 struct library_args { const char *path; const void *image; const char *fn, *what; };
 
-static CUresult make(void *arg, uint64_t *raw, size_t *size)
+CUCTX__KIND_FN CUresult make(void *arg, uint64_t *raw, size_t *size)
 {
     const struct library_args *a = arg;
     struct cuctx_jit_log log;

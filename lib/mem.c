@@ -13,10 +13,10 @@
 #include "registry.h"
 #include "tether.h"
 
-static CUresult destroy(uint64_t raw) { return DRV(cuMemFree)((CUdeviceptr)raw); }
+CUCTX__KIND_FN CUresult destroy(uint64_t raw) { return DRV(cuMemFree)((CUdeviceptr)raw); }
 const struct cuctx_child_kind cuctx__mem_kind = {1, destroy, NULL};
 
-static CUresult make(void *arg, uint64_t *raw, size_t *size)
+CUCTX__KIND_FN CUresult make(void *arg, uint64_t *raw, size_t *size)
 {
     size_t bytes = *(size_t *)arg;
     CUdeviceptr p = 0;

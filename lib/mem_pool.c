@@ -278,7 +278,7 @@ static CUresult need_pools(const char *fn)
 }
 
 /* make's argument: the record, a parked pool's (raw set) or a new one's */
-static CUresult make(void *arg, uint64_t *raw, size_t *size)
+CUCTX__KIND_FN CUresult make(void *arg, uint64_t *raw, size_t *size)
 {
     struct cuctx_pool_life *l = arg;
     CUresult rc = CUDA_SUCCESS;

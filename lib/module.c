@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static CUresult destroy(uint64_t raw) { return DRV(cuModuleUnload)((CUmodule)(uintptr_t)raw); }
+CUCTX__KIND_FN CUresult destroy(uint64_t raw) { return DRV(cuModuleUnload)((CUmodule)(uintptr_t)raw); }
 const struct cuctx_child_kind cuctx__module_kind = {0, destroy, NULL};
 
 struct module_args { const char *path; const void *image; };
@@ -41,7 +41,7 @@ static void log_of_file(const char *path, struct cuctx_jit_log *log)
     fclose(f);
 }
 
-static CUresult make(void *arg, uint64_t *raw, size_t *size)
+CUCTX__KIND_FN CUresult make(void *arg, uint64_t *raw, size_t *size)
 {
     const struct module_args *a = arg;
     struct cuctx_jit_log log;

@@ -17,7 +17,7 @@
 #include "registry.h"
 #include "tether.h"
 
-static CUresult destroy(uint64_t raw) { return DRV(cuCtxDisablePeerAccess)((CUcontext)(uintptr_t)raw); }
+CUCTX__KIND_FN CUresult destroy(uint64_t raw) { return DRV(cuCtxDisablePeerAccess)((CUcontext)(uintptr_t)raw); }
 const struct cuctx_child_kind cuctx__peer_kind = {1, destroy, NULL};
 
 struct enable_args {
@@ -27,7 +27,7 @@ struct enable_args {
     const char *fn;
 };
 
-static CUresult make(void *arg, uint64_t *raw, size_t *size)
+CUCTX__KIND_FN CUresult make(void *arg, uint64_t *raw, size_t *size)
 {
     struct enable_args *a = arg;
     CUresult rc = DRV(cuCtxEnablePeerAccess)(a->to, 0);

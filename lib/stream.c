@@ -16,7 +16,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-static CUresult destroy(uint64_t raw) { return cuctx__stream_destroy_raw((CUstream)(uintptr_t)raw); }
+CUCTX__KIND_FN CUresult destroy(uint64_t raw) { return cuctx__stream_destroy_raw((CUstream)(uintptr_t)raw); }
 
 /* A stream that carried stream-ordered memory and may run apart from the
  * legacy stream (non-blocking, or adopted with flags unknown) waits for its
@@ -98,7 +98,7 @@ const struct cuctx_child_kind cuctx__stream_kind = {0, destroy, destroy_slot};
 
 struct stream_args { unsigned flags; int priority; };
 
-static CUresult make(void *arg, uint64_t *raw, size_t *size)
+CUCTX__KIND_FN CUresult make(void *arg, uint64_t *raw, size_t *size)
 {
     const struct stream_args *a = arg;
     CUstream s = NULL;
