@@ -241,6 +241,16 @@ static CUfunction vadd_of(cuctx_ctx c, cuctx_module *mod)
     return f;
 }
 
+/* vadd of a context made for the test and left current, and a stream of
+ * that context to launch it on. */
+static CUfunction vadd_on_a_stream(cuctx_ctx *c, cuctx_module *mod, cuctx_stream *s)
+{
+    new_ctx(c, 0, "A", LEFT_CURRENT);
+    CUfunction f = vadd_of(*c, mod);
+    CHECK_OK(cuctx_stream_create(s, *c, 0, 0));
+    return f;
+}
+
 /* Catches a launch that mixes up the stream, grid, block or shared size. */
 Test(launch, launch_passes_stream_grid_and_block)
 {
@@ -248,9 +258,7 @@ Test(launch, launch_passes_stream_grid_and_block)
     cuctx_module mod = {0};
     cuctx_stream s = {0};
     NEED_SIM();
-    new_ctx(&c, 0, "A", LEFT_CURRENT);
-    CUfunction f = vadd_of(c, &mod);
-    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    CUfunction f = vadd_on_a_stream(&c, &mod, &s);
     size_t mark = log_mark();
     CHECK_OK(cuctx_launch(f, s, grid, block, 128, NULL));
     struct cusim_call k = last_call("cuLaunchKernel", mark);
@@ -288,9 +296,7 @@ Test(launch, stale_stream_is_refused_before_the_driver)
     cuctx_module mod = {0};
     cuctx_stream s = {0};
     NEED_SIM();
-    new_ctx(&c, 0, "A", LEFT_CURRENT);
-    CUfunction f = vadd_of(c, &mod);
-    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    CUfunction f = vadd_on_a_stream(&c, &mod, &s);
     cuctx_stream copy = s;
     CHECK_OK(cuctx_stream_destroy(&s));
     unsigned long before = calls("cuLaunchKernel");
@@ -388,9 +394,7 @@ Test(launch, shared_bytes_up_to_the_largest_unsigned_int_reach_the_driver)
     cuctx_module mod = {0};
     cuctx_stream s = {0};
     NEED_SIM();
-    new_ctx(&c, 0, "A", LEFT_CURRENT);
-    CUfunction f = vadd_of(c, &mod);
-    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    CUfunction f = vadd_on_a_stream(&c, &mod, &s);
     size_t mark = log_mark();
     CUresult rc = cuctx_launch(f, s, grid, block, 0xffffffffu, NULL);
     cr_assert_eq(rc, CUDA_ERROR_INVALID_VALUE, "%s", cuctx_result_name(rc));

@@ -285,6 +285,24 @@ static void *synchronize_ctx(void *p)
     return NULL;
 }
 
+/* A thread synchronizing a's context (not current there: the synchronize
+ * pushes it) is cancelled while the driver holds it past cuCtxSynchronize,
+ * with the pop its unwinding makes failing; returns once it has ended. */
+static void cancel_a_synchronize_whose_pop_fails(struct ctx_sync_arg *a)
+{
+    sim()->hold_after("cuCtxSynchronize");
+    pthread_t t;
+    void *res = NULL;
+    cr_assert_eq(pthread_create(&t, NULL, synchronize_ctx, a), 0);
+    while (sim()->sleeping() == 0)      /* past cuCtxSynchronize, the context held and pushed */
+        sched_yield();
+    sim()->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN);
+    cr_assert_eq(pthread_cancel(t), 0);
+    cr_assert_eq(pthread_join(t, &res), 0);
+    cr_assert_eq(res, PTHREAD_CANCELED);
+    sim()->let_go();
+}
+
 Test(cancel, a_report_waiting_when_a_cancelled_thread_ends_reaches_the_handler_at_its_exit)
 {
     NEED_DRIVER();
@@ -297,17 +315,7 @@ Test(cancel, a_report_waiting_when_a_cancelled_thread_ends_reaches_the_handler_a
     count_handler_install(&hc);
     size_t mark = log_mark();
     unsigned long pops = calls("cuCtxPopCurrent"), syncs = calls("cuCtxSynchronize");
-    sim()->hold_after("cuCtxSynchronize");
-    pthread_t t;
-    void *res = NULL;
-    cr_assert_eq(pthread_create(&t, NULL, synchronize_ctx, &a), 0);
-    while (sim()->sleeping() == 0)      /* past cuCtxSynchronize, the context held and pushed */
-        sched_yield();
-    sim()->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN);
-    cr_assert_eq(pthread_cancel(t), 0);
-    cr_assert_eq(pthread_join(t, &res), 0);
-    cr_assert_eq(res, PTHREAD_CANCELED);
-    sim()->let_go();
+    cancel_a_synchronize_whose_pop_fails(&a);
     cr_assert_eq(calls_on("cuCtxPushCurrent", H(raw), mark), 1);
     cr_assert_eq(calls("cuCtxSynchronize"), syncs + 1);
     cr_assert_eq(calls("cuCtxPopCurrent"), pops + 1, "the unwinding thread did not pop the context it pushed once");
@@ -895,17 +903,7 @@ Test(cancel, a_report_delivered_at_a_threads_exit_is_delivered_once_when_its_han
     cuctx_set_error_handler(count_and_ask_h2, &rec);
     size_t mark = log_mark();
     unsigned long pops = calls("cuCtxPopCurrent");
-    sim()->hold_after("cuCtxSynchronize");
-    pthread_t t;
-    void *res = NULL;
-    cr_assert_eq(pthread_create(&t, NULL, synchronize_ctx, &a), 0);
-    while (sim()->sleeping() == 0)
-        sched_yield();
-    sim()->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN);
-    cr_assert_eq(pthread_cancel(t), 0);
-    cr_assert_eq(pthread_join(t, &res), 0);
-    cr_assert_eq(res, PTHREAD_CANCELED);
-    sim()->let_go();
+    cancel_a_synchronize_whose_pop_fails(&a);
     cr_assert_eq(calls("cuCtxPopCurrent"), pops + 1);
     cr_assert_eq(nth_call("cuCtxPopCurrent", mark, 0).rc, CUDA_ERROR_UNKNOWN);
     cuctx_set_error_handler(NULL, NULL);

@@ -2829,6 +2829,27 @@ static int e1_destroy_parents_graph_in_child(void *p)
     return 0;
 }
 
+/* The parent's side of a forked child's check (in_child) of the parent's
+ * graph, a kind in no context: the child's check passes (hint: what its
+ * codes mean), the parent's graph is as it was (in no context), and the
+ * parent's own destroy of it is the only one that reaches the driver,
+ * leaving no graph and no misuse. */
+static void the_parents_graph_through_a_childs_check(int (*check)(void *), const char *hint)
+{
+    cuctx_graph g = {0};
+    CHECK_OK(cuctx_graph_create(&g));
+    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(g.id));
+    cr_assert_eq(s->u.child.entry, 0, "a graph is in no context");
+    int st = in_child(check, &g);
+    cr_assert_eq(st, 0, "the child's check %d failed%s", st, hint);
+    cr_assert_eq(s->u.child.entry, 0, "the parent's graph changed by the child's fork handler");
+    cr_assert_eq(calls("cuGraphDestroy"), 0, "the child's destroy counted in the parent's driver");
+    CHECK_OK(cuctx_graph_destroy(&g));
+    cr_assert_eq(calls("cuGraphDestroy"), 1, "the parent's destroy did not reach the driver");
+    cr_assert_eq(sim()->live(CUSIM_GRAPH), 0);
+    cr_assert_eq(misuses(), 0);
+}
+
 /* A graph belongs to no context, so no entry's end skips its destroy; in
  * a forked child the fork handler marks it as in a context that never
  * lives (the parent's graph is not the child's driver's), so that its
@@ -2844,17 +2865,7 @@ Test(registry, a_forked_childs_destroy_of_a_parents_graph_is_skipped)
 {
     NEED_DRIVER();
     NEED_SIM();
-    cuctx_graph g = {0};
-    CHECK_OK(cuctx_graph_create(&g));
-    struct cuctx_slot *s = cuctx__slot_find(cuctx__id_index(g.id));
-    cr_assert_eq(s->u.child.entry, 0, "a graph is in no context");
-    int st = in_child(e1_destroy_parents_graph_in_child, &g);
-    cr_assert_eq(st, 0, "the child's check %d failed", st);
-    cr_assert_eq(s->u.child.entry, 0, "the parent's graph changed by the child's fork handler");
-    unsigned long destroys = calls("cuGraphDestroy");
-    CHECK_OK(cuctx_graph_destroy(&g));
-    cr_assert_eq(calls("cuGraphDestroy"), destroys + 1, "the parent's destroy did not reach the driver");
-    cr_assert_eq(sim()->live(CUSIM_GRAPH), 0);
+    the_parents_graph_through_a_childs_check(e1_destroy_parents_graph_in_child, "");
 }
 
 /* (a fork whose child only ends; its result in l->rc) */
@@ -3834,12 +3845,5 @@ Test(registry, a_create_in_a_forked_child_into_an_inherited_graphs_handle_goes_o
 {
     NEED_DRIVER();
     NEED_SIM();
-    cuctx_graph g = {0};
-    CHECK_OK(cuctx_graph_create(&g));
-    cuctx_graph in = g;
-    int r = in_child(create_graph_into_inherited, &in);
-    cr_assert_eq(r, 0, "the child's check %d failed (1: the create was refused)", r);
-    CHECK_OK(cuctx_graph_destroy(&g));
-    cr_assert_eq(calls("cuGraphDestroy"), 1, "only the parent destroyed its graph");
-    cr_assert_eq(misuses(), 0);
+    the_parents_graph_through_a_childs_check(create_graph_into_inherited, " (1: the create was refused)");
 }
