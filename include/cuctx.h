@@ -352,6 +352,11 @@ CUCTX_API CUresult cuctx_pop_current(void);
  *     a stream of the green context (or of another green context over the
  *     same primary) for them, and {0} there is the primary's default
  *     stream. Stream-ordered memory belongs to its pool, as everywhere.
+ * A green context made elsewhere (cuctx_ctx_borrow of its CUcontext, or
+ * the current context of a create given {0}) is told apart by the driver
+ * (cuStreamGetCtx_v2, CUDA 12.5+) and its children tethered the same way;
+ * a driver older than 12.5 cannot tell it apart, and cuctx then takes it
+ * for a plain context.
  * The green context holds a retain of the primary (cuGreenCtxCreate takes
  * it, cuGreenCtxDestroy gives it back); stats.contexts counts the primary
  * too while children of it live.

@@ -90,7 +90,8 @@
     X(cuDevResourceGenerateDesc, 12040, 0)      \
     X(cuGreenCtxCreate, 12040, 0)               \
     X(cuGreenCtxDestroy, 12040, 0)              \
-    X(cuCtxFromGreenCtx, 12040, 0)
+    X(cuCtxFromGreenCtx, 12040, 0)              \
+    X(cuStreamGetCtx, 12050, 0)
 #else
 #  define CUCTX__DRIVER_ENTRIES_GREEN(X)
 #endif

@@ -236,14 +236,59 @@ CUresult cuctx__entry_new(CUcontext raw, unsigned long long ctx_id, CUdevice dev
     return CUDA_SUCCESS;
 }
 
+CUresult cuctx__entry_home_locked(CUcontext home, CUdevice dev, const char *fn)
+{
+    unsigned long long home_id = 0;
+    uint64_t entry;
+    CUresult rc = cuctx__ctx_id(home, &home_id);
+    if (rc != CUDA_SUCCESS)
+        return cuctx__fail(rc, "%s: cuCtxGetId of the primary context of device %d failed: %s", fn, (int)dev,
+                           cuctx_result_name(rc));
+    if (cuctx__entry_same(home, home_id))
+        return CUDA_SUCCESS;
+    return cuctx__entry_new(home, home_id, dev, LIFE_PRIMARY, fn, &entry);
+}
+
+/* Whether the current context is a green context's, and then the primary
+ * context under it, in *home (else NULL): cuStreamGetCtx_v2 of the legacy
+ * stream gives the green context and the device's primary for a green
+ * context current, the context and NULL for any other (documented; CUDA
+ * 12.5+). A driver without it, or refusing the question, has no green
+ * context cuctx can tell apart: *home NULL. */
+static CUresult current_home(CUcontext *home)
+{
+    CUcontext under = NULL;
+    CUgreenCtx green = NULL;
+    *home = NULL;
+#if CUDA_VERSION >= 12050
+    if (!DRV(cuStreamGetCtx))
+        return CUDA_SUCCESS;
+    CUresult rc = DRV(cuStreamGetCtx)(CU_STREAM_LEGACY, &under, &green);
+    if (rc == CUDA_ERROR_NOT_SUPPORTED)
+        return CUDA_SUCCESS;
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (green)
+        *home = under;
+#else
+    (void)under;
+    (void)green;
+#endif
+    return CUDA_SUCCESS;
+}
+
 /* Under the lock: a context cuctx has not met, identified by the driver
- * and registered as borrowed (counted: for a borrow, entry.h). Errors are
- * the driver's own. */
+ * and registered as borrowed (counted: for a borrow, entry.h). A green
+ * context made elsewhere is told apart (current_home) and, as one cuctx
+ * made, names the primary context under it (entry.home), registered too:
+ * its children but streams belong to that primary, and are tethered to it
+ * (green.c). Errors are the driver's own. */
 static CUresult entry_register(CUcontext raw, const char *fn, int counted, uint64_t *out)
 {
     unsigned long long ctx_id = 0;
     unsigned version;
     CUdevice dev = -1;
+    CUcontext home = NULL;
     struct cuctx_switch sw;
     CUresult rc = DRV(cuCtxGetId) ? DRV(cuCtxGetId)(raw, &ctx_id) : DRV(cuCtxGetApiVersion)(raw, &version);
     if (cuctx__gone(rc))
@@ -254,13 +299,25 @@ static CUresult entry_register(CUcontext raw, const char *fn, int counted, uint6
     /* Alive a moment ago, so it may be made current to ask its device. */
     if ((rc = cuctx__switch_to(raw, fn, &sw)) != CUDA_SUCCESS)
         return rc;
+    const char *step = "cuCtxGetDevice";
     rc = DRV(cuCtxGetDevice)(&dev);
+    if (rc == CUDA_SUCCESS) {
+        step = "cuStreamGetCtx";
+        rc = current_home(&home);
+    }
     cuctx__switch_back(&sw, fn);
     if (rc != CUDA_SUCCESS)
-        return cuctx__fail(rc, "%s: cuCtxGetDevice for context %p failed: %s", fn, (void *)raw, cuctx_result_name(rc));
-    if ((rc = cuctx__entry_new(raw, ctx_id, dev, LIFE_BORROWED, fn, out)) == CUDA_SUCCESS && counted && ctx_id)
-        __atomic_store_n(&cuctx__slot_own(cuctx__id_index(*out))->u.entry.counted, (unsigned char)1, __ATOMIC_RELAXED);
-    return rc;
+        return cuctx__fail(rc, "%s: %s for context %p failed: %s", fn, step, (void *)raw, cuctx_result_name(rc));
+    if (home && (rc = cuctx__entry_home_locked(home, dev, fn)) != CUDA_SUCCESS)
+        return rc;
+    if ((rc = cuctx__entry_new(raw, ctx_id, dev, LIFE_BORROWED, fn, out)) != CUDA_SUCCESS)
+        return rc;
+    struct cuctx_slot *e = cuctx__slot_own(cuctx__id_index(*out));
+    if (counted && ctx_id)
+        __atomic_store_n(&e->u.entry.counted, (unsigned char)1, __ATOMIC_RELAXED);
+    /* (before the entry is handed out: every hold comes through it or the map, under this lock) */
+    __atomic_store_n(&e->u.entry.home, home, __ATOMIC_RELAXED);
+    return CUDA_SUCCESS;
 }
 
 CUresult cuctx__handle_new(cuctx_ctx *out, uint64_t entry, enum cuctx_life life, CUdevice dev, const char *fn,

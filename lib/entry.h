@@ -270,6 +270,10 @@ void cuctx__primary_settle_locked(struct cuctx_slot *e, uint64_t id);
  * which takes a retain and its release - only while the context is active,
  * so neither makes nor ends one. */
 CUresult cuctx__primary_address(CUdevice dev, const char *fn, CUcontext *raw);
+/* Under the lock: an entry for home, the primary context of dev under a
+ * green context, checked by id as a primary's is; one of its generation
+ * met before (retained, borrowed) serves. */
+CUresult cuctx__entry_home_locked(CUcontext home, CUdevice dev, const char *fn);
 /* Under the lock: the live entry at raw if it names the context the driver
  * now gives ctx_id (without ids: whether it lives at all), else NULL. */
 struct cuctx_slot *cuctx__entry_same(CUcontext raw, unsigned long long ctx_id);

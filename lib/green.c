@@ -153,8 +153,7 @@ static CUresult register_locked(cuctx_ctx *out, CUgreenCtx g, CUcontext raw, uns
 {
     struct cuctx_primary *p = cuctx__primary_of(dev, 1);
     CUcontext home = NULL;
-    unsigned long long home_id = 0;
-    uint64_t entry, home_entry;
+    uint64_t entry;
     CUresult rc;
     if (!p)
         return cuctx__fail(CUDA_ERROR_OUT_OF_MEMORY, "%s: cannot grow the table of primary contexts", fn);
@@ -164,13 +163,8 @@ static CUresult register_locked(cuctx_ctx *out, CUgreenCtx g, CUcontext raw, uns
         return cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED,
                            "%s: the primary context of device %d is not active under the new green context", fn,
                            (int)dev);
-    if ((rc = cuctx__ctx_id(home, &home_id)) != CUDA_SUCCESS)
-        return cuctx__fail(rc, "%s: cuCtxGetId of the primary context of device %d failed: %s", fn, (int)dev,
-                           cuctx_result_name(rc));
-    /* The primary's entry, checked by id as a primary's is, for the
-     * children; one of its generation met before (retained, borrowed) is it. */
-    if (!cuctx__entry_same(home, home_id)
-        && (rc = cuctx__entry_new(home, home_id, dev, LIFE_PRIMARY, fn, &home_entry)) != CUDA_SUCCESS)
+    /* the primary's entry, for the children */
+    if ((rc = cuctx__entry_home_locked(home, dev, fn)) != CUDA_SUCCESS)
         return rc;
     if ((rc = cuctx__entry_new(raw, ctx_id, dev, LIFE_GREEN, fn, &entry)) != CUDA_SUCCESS)
         return rc;

@@ -1289,7 +1289,8 @@ static const struct exception exceptions[] = {
      "scope exit cannot see whether the previous context's slot is on top: it is left where it was"},
     /* cuctx_scope_enter (scope.c) identifies the previous context (its
      * entry, registering it as borrowed when cuctx meets it first: its id,
-     * and its device with it made current). When that fails the enter
+     * and its device and whether it is a green context with it made
+     * current). When that fails the enter
      * still succeeds - the previous context is not what the scope is for -
      * and the exit leaves its slot alone. */
     {"cuCtxGetId", "enter", 0, HOW_ABSORBED,
@@ -1299,6 +1300,8 @@ static const struct exception exceptions[] = {
     {"cuCtxGetCurrent", "enter", 0, HOW_ABSORBED,
      "scope enter cannot identify the previous context: the exit leaves it alone"},
     {"cuCtxGetDevice", "enter", 0, HOW_ABSORBED,
+     "scope enter cannot identify the previous context: the exit leaves it alone"},
+    {"cuStreamGetCtx", "enter", 0, HOW_ABSORBED,
      "scope enter cannot identify the previous context: the exit leaves it alone"},
     /* owned_destroy (context.c) asks for the current context only to know
      * whether the driver's destroy popped it off this thread's stack (to

@@ -2111,3 +2111,151 @@ Test(green, the_next_green_contexts_destroy_waits_for_a_child_call_in_the_primar
 }
 
 #endif
+
+#if CUDA_VERSION >= 12040
+/* ---- a green context cuctx did not make ----------------------------------- */
+
+/* A green context made by the driver itself, as another library makes one
+ * (cuGreenCtxCreate on 16 SMs of device 0): its CUgreenCtx in *g, its
+ * CUcontext returned. */
+static CUcontext foreign_green(CUgreenCtx *g)
+{
+    PFN_cuDeviceGetDevResource_v12040 get = (PFN_cuDeviceGetDevResource_v12040)drv_sym("cuDeviceGetDevResource", 12040);
+    PFN_cuDevSmResourceSplitByCount_v12040 split =
+        (PFN_cuDevSmResourceSplitByCount_v12040)drv_sym("cuDevSmResourceSplitByCount", 12040);
+    PFN_cuDevResourceGenerateDesc_v12040 gen = (PFN_cuDevResourceGenerateDesc_v12040)drv_sym("cuDevResourceGenerateDesc", 12040);
+    PFN_cuGreenCtxCreate_v12040 create = (PFN_cuGreenCtxCreate_v12040)drv_sym("cuGreenCtxCreate", 12040);
+    PFN_cuCtxFromGreenCtx_v12040 from = (PFN_cuCtxFromGreenCtx_v12040)drv_sym("cuCtxFromGreenCtx", 12040);
+    CUdevResource all, part;
+    unsigned n = 1;
+    CUdevResourceDesc d = NULL;
+    CUcontext raw = NULL;
+    CHECK_OK(get(0, &all, CU_DEV_RESOURCE_TYPE_SM));
+    CHECK_OK(split(&part, &n, &all, NULL, 0, 16));
+    CHECK_OK(gen(&d, &part, 1));
+    CHECK_OK(create(g, d, 0, CU_GREEN_CTX_DEFAULT_STREAM));
+    CHECK_OK(from(&raw, *g));
+    return raw;
+}
+
+/* A green context made elsewhere (by the driver directly, as a library
+ * would), met by cuctx through cuctx_ctx_borrow of its CUcontext - or as
+ * the current context of a create with ctx {0}. The driver puts its
+ * device memory and events in the primary context underneath (measured,
+ * DRIVER-FACTS), which lives on here (cuctx holds a retain). The contract
+ * (API.md "Green contexts", cuctx.h, cuctx_ctx_green(3) "Its children"):
+ * such children are tethered to the primary's generation and freed
+ * through the driver after the green context is gone while the primary
+ * lives, and cuctx_mem_ctx gives the primary. Found: cuctx registers the
+ * borrowed green CUcontext as a plain borrowed context (entry.home never
+ * set: only green.c's register_locked sets it), so the memory and the
+ * event are tethered to the green context's own id; once its owner
+ * destroys it, their destroys are skipped as stale - the 4 KiB and the
+ * event stay allocated in the living primary context: leaked. */
+Test(green, a_borrowed_green_context_made_elsewhere_has_its_memory_freed_after_it_in_the_living_primary)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx p = {0}, b = {0};
+    cuctx_mem m = {0};
+    cuctx_event e = {0};
+    CUgreenCtx g = NULL;
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CUcontext praw = cuctx_ctx_raw(p);
+    CUcontext graw = foreign_green(&g);
+    CHECK_OK(cuctx_ctx_borrow(&b, graw));
+    CHECK_OK(cuctx_mem_alloc(&m, b, 4096));
+    CHECK_OK(cuctx_event_create(&e, b, 0));
+    CUdeviceptr ptr = cuctx_mem_ptr(m);
+    uint64_t eraw = (uint64_t)(uintptr_t)cuctx_event_raw(e);
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(g2_driver_green_destroy(g));     /* its owner ends it; the primary lives (p) */
+    cr_assert_eq(sim()->live(CUSIM_MEM), 1, "the driver keeps the memory in the primary");
+    size_t mark = log_mark();
+    uint64_t skips = stats().stale_skips;
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_event_destroy(&e));
+    cr_assert_eq(calls_on("cuMemFree", ptr, mark), 1,
+                 "the memory of the living primary under a borrowed green context was not freed "
+                 "(%llu stale skips): leaked", (unsigned long long)(stats().stale_skips - skips));
+    cr_assert_eq(calls_on("cuEventDestroy", eraw, mark), 1, "its event was not destroyed: leaked");
+    cr_assert_eq(sim()->live(CUSIM_MEM), 0);
+    cr_assert_eq(sim()->live(CUSIM_EVENT), 0);
+    (void)praw;
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    ASSERT_NO_MISUSE();
+}
+
+/* The same as the last test, from the context the child names: a green
+ * context's device memory belongs to the primary, and cuctx_mem_ctx gives
+ * the primary (cuctx.h: "cuctx_event_ctx and its kin give the primary
+ * context for them"). Found: for a green context met as the current
+ * context (made elsewhere), it gives the green context, which the memory
+ * outlives; and the memory's destroy after the green context's end is
+ * skipped, leaking it. */
+Test(green, a_green_context_made_elsewhere_and_current_tethers_its_memory_to_the_primary)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx p = {0}, mc = {0};
+    cuctx_mem m = {0};
+    CUgreenCtx g = NULL;
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CUcontext praw = cuctx_ctx_raw(p);
+    CUcontext graw = foreign_green(&g);
+    PFN_cuCtxSetCurrent_v4000 set = (PFN_cuCtxSetCurrent_v4000)drv_sym("cuCtxSetCurrent", 4000);
+    CHECK_OK(set(graw));
+    CHECK_OK(cuctx_mem_alloc(&m, (cuctx_ctx){0}, 4096));
+    CHECK_OK(set(NULL));
+    CUdeviceptr ptr = cuctx_mem_ptr(m);
+    CHECK_OK(cuctx_mem_ctx(m, &mc));
+    CUcontext owner = cuctx_ctx_raw(mc);
+    CHECK_OK(cuctx_ctx_destroy(&mc));
+    CHECK_OK(g2_driver_green_destroy(g));
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_mem_destroy(&m));
+    unsigned long frees = calls_on("cuMemFree", ptr, mark);
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    cr_assert_eq(owner, praw, "cuctx_mem_ctx gave %p (the green context), not the primary %p", (void *)owner,
+                 (void *)praw);
+    cr_assert_eq(frees, 1, "the memory was not freed: leaked");
+    ASSERT_NO_MISUSE();
+}
+
+/* The same on any driver, the real one included: only cuctx's own answers
+ * are read. A green context made elsewhere and borrowed; memory, an event
+ * and a stream made in it; its owner ends it while the primary lives (a
+ * retain through cuctx). The memory names the primary; its destroy and the
+ * event's reach the driver (no stale skip), the stream's is skipped (it
+ * died with the green context). Bug caught: the green context taken for a
+ * plain one - the memory and the event skipped, leaked in the primary. */
+Test(green, a_green_context_made_elsewhere_leaves_its_memory_and_events_to_the_primary_on_any_driver)
+{
+    NEED_DRIVER();
+    cuctx_ctx p = {0}, b = {0}, mc = {0};
+    cuctx_mem m = {0};
+    cuctx_event e = {0};
+    cuctx_stream s = {0};
+    CUgreenCtx g = NULL;
+    CHECK_OK(cuctx_ctx_primary(&p, 0));
+    CUcontext graw = foreign_green(&g);
+    CHECK_OK(cuctx_ctx_borrow(&b, graw));
+    CHECK_OK(cuctx_mem_alloc(&m, b, 4096));
+    CHECK_OK(cuctx_event_create(&e, b, 0));
+    CHECK_OK(cuctx_stream_create(&s, b, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_ctx(m, &mc));
+    cr_assert_eq(cuctx_ctx_raw(mc), cuctx_ctx_raw(p), "the memory names %p, not the primary %p",
+                 (void *)cuctx_ctx_raw(mc), (void *)cuctx_ctx_raw(p));
+    CHECK_OK(cuctx_ctx_destroy(&mc));
+    CHECK_OK(cuctx_ctx_destroy(&b));
+    CHECK_OK(g2_driver_green_destroy(g));
+    struct cuctx_stats st = stats();
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_event_destroy(&e));
+    cr_assert_eq(stats().stale_skips, st.stale_skips, "the memory or the event of the living primary skipped");
+    CHECK_OK(cuctx_stream_destroy(&s));
+    cr_assert_eq(stats().stale_skips, st.stale_skips + 1, "the green context's stream reached the driver");
+    CHECK_OK(cuctx_ctx_destroy(&p));
+    cr_assert_eq(stats().streams + stats().events + stats().mems, 0);
+}
+#endif

@@ -123,6 +123,8 @@ extern "C" {
  *   cuGreenCtxRecordEvent,            -             -               the event
  *     cuGreenCtxWaitEvent
  *   cuGreenCtxGetDevResource          type          -               -
+ *   cuStreamGetCtx (_v2)              -             the green       the context (a
+ *                                                   context, or 0   green one's primary)
  *   cuDeviceCanAccessPeer             -             device          peer device
  *   cuCtxEnablePeerAccess             flags         -               -
  *   cuIpcGetMemHandle,                -             the export's    -
@@ -382,7 +384,11 @@ struct cusim_call {
  *   cuGreenCtxStreamCreate, cuGreenCtxRecordEvent, cuGreenCtxWaitEvent,
  *   cuGreenCtxGetDevResource. Fault plans, delays and fail_all reach them as
  *   any; cusim_hide_green hides them all (a driver older than 12.4).
- *   cuCtxGetDevResource, cuStreamGetGreenCtx and cuStreamGetCtx_v2 stay stubs.
+ *   cuStreamGetCtx_v2 (12050; documented): a stream's context, or for a
+ *   default stream by name the current context's, with a green context's
+ *   primary context in *pctx and the green context in *pgreen (else NULL);
+ *   CU_STREAM_PER_THREAD with a green context current 400, none current
+ *   201. cuCtxGetDevResource and cuStreamGetGreenCtx stay stubs.
  * - SM resources (model): every device has 132 SMs, as the H200 does
  *   (measured), with minSmPartitionSize 8 and smCoscheduledAlignment 8 (the
  *   documentation's guideline for compute capability 9.0+). Only

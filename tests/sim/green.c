@@ -2,7 +2,8 @@
 /* green.c - SM resources and green contexts (CUDA 12.4+): cuDeviceGetDevResource,
  * cuDevSmResourceSplitByCount, cuDevResourceGenerateDesc, cuGreenCtxCreate,
  * cuGreenCtxDestroy, cuCtxFromGreenCtx, cuGreenCtxGetId, cuGreenCtxStreamCreate,
- * cuGreenCtxRecordEvent, cuGreenCtxWaitEvent, cuGreenCtxGetDevResource.
+ * cuGreenCtxRecordEvent, cuGreenCtxWaitEvent, cuGreenCtxGetDevResource, and
+ * cuStreamGetCtx_v2, which tells a green context's CUcontext from others.
  *
  * Measured on the H200 (driver 580.159.04; DRIVER-FACTS.md, cudasim.h lists
  * the answers): a green context retains the device's primary context and its
@@ -373,5 +374,39 @@ CUresult sim_cuGreenCtxGetDevResource(CUgreenCtx g, CUdevResource *res, CUdevRes
 	if (type != CU_DEV_RESOURCE_TYPE_SM)
 		return leave(&c, CUDA_ERROR_INVALID_RESOURCE_TYPE);
 	res_fill(res, o->device, 0, o->sms, false);
+	return leave(&c, CUDA_SUCCESS);
+}
+
+/* cuStreamGetCtx_v2 (12.5): the contexts of a stream, or for a default stream
+ * by name of the current context. Documented (not measured on the H200): for
+ * a green context's stream, or a green context current, the primary context
+ * of its device in *pctx and the green context in *pgreen; else the context
+ * and NULL; CU_STREAM_PER_THREAD with a green context current answers
+ * CUDA_ERROR_INVALID_HANDLE, no context current CUDA_ERROR_INVALID_CONTEXT.
+ * A stream not live is undefined behaviour there: a misuse here. */
+CUresult sim_cuStreamGetCtx_v2(CUstream hs, CUcontext *pctx, CUgreenCtx *pgreen)
+{
+	struct call c;
+	if (enter(&c, F_cuStreamGetCtx, H(hs)))
+		return leave(&c, c.rc);
+	if (!pctx || !pgreen)
+		return leave(&c, CUDA_ERROR_INVALID_VALUE);
+	struct obj *x;
+	CUresult rc;
+	if (is_default_stream(hs)) {
+		if ((rc = need_current(&x)) != CUDA_SUCCESS)
+			return leave(&c, rc);
+		if (x->green && hs == CU_STREAM_PER_THREAD)
+			return leave(&c, CUDA_ERROR_INVALID_HANDLE);
+	} else {
+		struct obj *so;
+		if ((rc = need_live(&c, K_STREAM, H(hs), &so)) != CUDA_SUCCESS)
+			return leave(&c, rc);
+		x = so->owner;
+	}
+	*pctx = (CUcontext)(uintptr_t)ctx_home(x)->value;
+	*pgreen = x->green ? (CUgreenCtx)(uintptr_t)x->green->value : NULL;
+	c.a.handle2 = ctx_home(x)->value;
+	c.a.arg = x->green ? (long long)x->green->value : 0;
 	return leave(&c, CUDA_SUCCESS);
 }

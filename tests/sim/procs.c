@@ -176,6 +176,7 @@ static const struct proc procs[] = {
 	SIM_PROC(cuGreenCtxRecordEvent, 12040, sim_cuGreenCtxRecordEvent)
 	SIM_PROC(cuGreenCtxWaitEvent, 12040, sim_cuGreenCtxWaitEvent)
 	SIM_PROC(cuGreenCtxGetDevResource, 12040, sim_cuGreenCtxGetDevResource)
+	SIM_PROC(cuStreamGetCtx, 12050, sim_cuStreamGetCtx_v2)
 	SIM_PROC(cuDeviceCanAccessPeer, 4000, sim_cuDeviceCanAccessPeer)
 	SIM_PROC(cuCtxEnablePeerAccess, 4000, sim_cuCtxEnablePeerAccess)
 	SIM_PROC(cuCtxDisablePeerAccess, 4000, sim_cuCtxDisablePeerAccess)

@@ -115,6 +115,7 @@
 	X(cuDeviceGetDevResource) X(cuDevSmResourceSplitByCount) X(cuDevResourceGenerateDesc) \
 	X(cuGreenCtxCreate) X(cuGreenCtxDestroy) X(cuCtxFromGreenCtx) X(cuGreenCtxGetId) \
 	X(cuGreenCtxStreamCreate) X(cuGreenCtxRecordEvent) X(cuGreenCtxWaitEvent) X(cuGreenCtxGetDevResource) \
+	X(cuStreamGetCtx) \
 	X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) X(cuCtxDisablePeerAccess) \
 	X(cuIpcGetMemHandle) X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle) X(cuIpcGetEventHandle) \
 	X(cuIpcOpenEventHandle) X(cuMemGetAddressRange) X(cuPointerGetAttribute)
@@ -632,6 +633,7 @@ CUresult sim_cuGreenCtxStreamCreate(CUstream *ps, CUgreenCtx g, unsigned int fla
 CUresult sim_cuGreenCtxRecordEvent(CUgreenCtx g, CUevent ev) SIM_ABI("cuGreenCtxRecordEvent");
 CUresult sim_cuGreenCtxWaitEvent(CUgreenCtx g, CUevent ev) SIM_ABI("cuGreenCtxWaitEvent");
 CUresult sim_cuGreenCtxGetDevResource(CUgreenCtx g, CUdevResource *res, CUdevResourceType type) SIM_ABI("cuGreenCtxGetDevResource");
+CUresult sim_cuStreamGetCtx_v2(CUstream hs, CUcontext *pctx, CUgreenCtx *pgreen) SIM_ABI("cuStreamGetCtx_v2");
 CUresult sim_cuDeviceCanAccessPeer(int *can, CUdevice dev, CUdevice peer) SIM_ABI("cuDeviceCanAccessPeer");
 CUresult sim_cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) SIM_ABI("cuCtxEnablePeerAccess");
 CUresult sim_cuCtxDisablePeerAccess(CUcontext peer) SIM_ABI("cuCtxDisablePeerAccess");
