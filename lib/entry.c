@@ -472,7 +472,14 @@ static CUresult check_held(struct cuctx_slot *s, uint64_t entry, const char *fn,
             if (rc != CUDA_SUCCESS && !cuctx__gone(rc))
                 return cuctx__fail(rc, "%s: cannot check context %p: cuCtxGetId failed: %s", fn,
                                    (void *)out->raw, cuctx_result_name(rc));
-            entry_retire(entry);
+            /* Retired under the context lock, which is never taken while
+             * an entry is held: a closer holding the lock may be draining
+             * that entry (a sweep, a primary's last release). A thread
+             * holding another entry leaves it to a later hold - the hold
+             * beside another lets go of both and holds this one again
+             * (cuctx__entry_hold_beside) - or to the sweep. */
+            if (!cuctx__thread_holds_entry())
+                entry_retire(entry);
             return quiet ? CUDA_ERROR_CONTEXT_IS_DESTROYED
                          : cuctx__fail(CUDA_ERROR_CONTEXT_IS_DESTROYED,
                                        "%s: context %p has been destroyed by its owner", fn, (void *)out->raw);

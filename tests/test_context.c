@@ -788,3 +788,144 @@ Test(context, a_create_whose_cleanup_destroy_fails_leaves_its_push_for_the_scope
     CHECK_OK(cuctx_ctx_destroy(&a));
     cr_assert_eq(misuses(), 0);
 }
+
+/* ---- the sweep of dead contexts beside a call under way ------------------ */
+
+/* The slot the context map (lib/ctxmap.c) gives an address first, in a
+ * table of 64: its order in the map's walk while nothing collides. */
+static unsigned map_home(CUcontext raw)
+{
+    uint64_t x = (uint64_t)(uintptr_t)raw * UINT64_C(0x9e3779b97f4a7c15);
+    return (unsigned)(x >> 32) & 63u;
+}
+
+struct sweep_wait { cuctx_stream s; cuctx_event ev; CUresult rc; volatile int done; };
+static void *sweep_wait_run(void *p)
+{
+    struct sweep_wait *w = p;
+    w->rc = cuctx_stream_wait_event(w->s, w->ev);
+    __atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+static void *sweep_stats_run(void *p)
+{
+    (void)stats();
+    __atomic_store_n((volatile int *)p, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Two contexts owned elsewhere (X, Y), met through borrows: a stream of X
+ * and an event of Y. One thread's cuctx_stream_wait_event(s, ev) holds X's
+ * entry (checked by id: X lived), and then checks Y's by id. Meanwhile the
+ * owner destroys both, and another thread's cuctx_stats_get sweeps the
+ * dead contexts (entry.c cuctx__sweep_locked) under the context lock: it
+ * ends X's entry, whose drain waits, still under the lock, for the first
+ * thread's hold of X. That thread finds Y dead and retires its entry
+ * (entry_retire), which takes the context lock - while it holds X. Each
+ * waits for the other: both hang for good, and so does every later cuctx
+ * call that needs the lock. Contract: "All functions are thread-safe"
+ * (API.md), "a destroy waits for calls under way" (cuctx.h rule 10) - not
+ * for ever; cuctx_stats_get is a diagnostic. Found: lib/entry.c sweep_one
+ * -> cuctx__entry_end_locked drains an entry under the context lock while
+ * a holder of that entry may need the lock (entry_retire, from check_held
+ * of a second entry held beside the first). */
+Test(context, a_sweep_of_dead_contexts_does_not_deadlock_with_a_call_holding_one_of_them, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    CUcontext x = raw_ctx_create(0, POPPED), y = raw_ctx_create(0, POPPED);
+    if (map_home(x) > map_home(y)) {    /* X first in the sweep's walk */
+        CUcontext t = x;
+        x = y;
+        y = t;
+    }
+    cuctx_ctx bx = {0}, by = {0};
+    CHECK_OK(cuctx_ctx_borrow(&bx, x));    /* (first registered: first on a tie) */
+    CHECK_OK(cuctx_ctx_borrow(&by, y));
+    struct sweep_wait w = {{0}, {0}, CUDA_ERROR_UNKNOWN, 0};
+    volatile int swept = 0;
+    CHECK_OK(cuctx_stream_create(&w.s, bx, 0, 0));
+    CHECK_OK(cuctx_event_create(&w.ev, by, 0));
+    CHECK_OK(cuctx_ctx_destroy(&bx));
+    CHECK_OK(cuctx_ctx_destroy(&by));
+    sim()->hold_after("cuCtxGetId");        /* the wait's check of X, X's entry held */
+    pthread_t t1, t2;
+    cr_assert_eq(pthread_create(&t1, NULL, sweep_wait_run, &w), 0);
+    for (int ms = 0; ms < 5000 && sim()->sleeping() == 0; ms++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    cr_assert_eq(sim()->sleeping(), 1, "the wait did not reach its check of X");
+    raw_ctx_destroy(x);                     /* the owner ends both */
+    raw_ctx_destroy(y);
+    cr_assert_eq(pthread_create(&t2, NULL, sweep_stats_run, (void *)&swept), 0);
+    nanosleep(&(struct timespec){0, 300000000}, NULL);     /* the sweep reaches X's entry */
+    sim()->let_go();
+    for (int ms = 0; ms < 5000 && !(__atomic_load_n(&w.done, __ATOMIC_ACQUIRE) && swept); ms++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    int j1 = __atomic_load_n(&w.done, __ATOMIC_ACQUIRE) ? 0 : -1;
+    int j2 = swept ? 0 : -1;
+    cr_assert_eq(j1, 0, "cuctx_stream_wait_event never returned: it waits for the context lock, which "
+                        "cuctx_stats_get holds while its sweep waits for the wait's hold of X (a deadlock)");
+    cr_assert_eq(j2, 0, "cuctx_stats_get never returned");
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    cr_assert_eq(w.rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s", cuctx_result_name(w.rc));
+    CHECK_OK(cuctx_stream_destroy(&w.s));
+    CHECK_OK(cuctx_event_destroy(&w.ev));
+}
+
+struct release_run { cuctx_ctx p; CUresult rc; volatile int done; };
+static void *release_run(void *arg)
+{
+    struct release_run *r = arg;
+    r->rc = cuctx_ctx_destroy(&r->p);
+    __atomic_store_n(&r->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* The same lock order inverted without any sweep and with no context of
+ * the call dead but the second: cuctx's last primary release
+ * (context.c primary_release -> cuctx__primary_close_locked) drains the
+ * primary context's entry under the context lock, while a call on a
+ * stream of the primary holds that entry and, finding the context of its
+ * event (owned elsewhere, borrowed) destroyed by its owner, retires that
+ * entry under the context lock. The release waits for the call, the call
+ * for the lock: both hang. Found: entry.c cuctx__primary_close_locked
+ * drains under the lock (also cuctx_ctx_primary_reset and a green
+ * context's destroy), entry_retire takes the lock while its caller holds
+ * another entry. */
+Test(context, the_last_primary_release_does_not_deadlock_with_a_call_that_finds_its_second_context_dead, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct release_run r = {{0}, CUDA_ERROR_UNKNOWN, 0};
+    CHECK_OK(cuctx_ctx_primary(&r.p, 0));
+    CUcontext y = raw_ctx_create(0, POPPED);
+    cuctx_ctx by = {0};
+    CHECK_OK(cuctx_ctx_borrow(&by, y));
+    struct sweep_wait w = {{0}, {0}, CUDA_ERROR_UNKNOWN, 0};
+    CHECK_OK(cuctx_stream_create(&w.s, r.p, 0, 0));
+    CHECK_OK(cuctx_event_create(&w.ev, by, 0));
+    CHECK_OK(cuctx_ctx_destroy(&by));
+    sim()->hold_after("cuCtxGetId");        /* the wait's check of the primary, its entry held */
+    pthread_t t1, t2;
+    cr_assert_eq(pthread_create(&t1, NULL, sweep_wait_run, &w), 0);
+    for (int ms = 0; ms < 5000 && sim()->sleeping() == 0; ms++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    cr_assert_eq(sim()->sleeping(), 1, "the wait did not reach its check of the primary");
+    raw_ctx_destroy(y);                     /* the event's context ends, by its owner */
+    cr_assert_eq(pthread_create(&t2, NULL, release_run, &r), 0);
+    nanosleep(&(struct timespec){0, 300000000}, NULL);     /* the release drains the primary's entry */
+    sim()->let_go();
+    for (int ms = 0; ms < 5000 && !(__atomic_load_n(&w.done, __ATOMIC_ACQUIRE) && __atomic_load_n(&r.done, __ATOMIC_ACQUIRE)); ms++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    cr_assert(__atomic_load_n(&w.done, __ATOMIC_ACQUIRE),
+              "cuctx_stream_wait_event never returned: it waits for the context lock, which the last primary "
+              "release holds while it drains the primary's entry the wait holds (a deadlock)");
+    cr_assert(__atomic_load_n(&r.done, __ATOMIC_ACQUIRE), "cuctx_ctx_destroy of the primary never returned");
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    cr_assert_eq(w.rc, CUDA_ERROR_CONTEXT_IS_DESTROYED, "%s", cuctx_result_name(w.rc));
+    CHECK_OK(r.rc);
+    CHECK_OK(cuctx_stream_destroy(&w.s));
+    CHECK_OK(cuctx_event_destroy(&w.ev));
+}

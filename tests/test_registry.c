@@ -3626,7 +3626,10 @@ Test(registry, a_call_on_a_pair_whose_second_context_ended_says_so)
  * twice: found and checked first, let go, then held again beside the
  * first. Where the driver's check says it is gone at that second hold (the
  * last cuCtxGetId of the enable), the enable fails and says so: the
- * thread's last error names the call. Mutant killed:
+ * thread's last error names the call. That hold, made beside the first,
+ * lets go of both and holds the second alone again (its entry is retired
+ * only with no other entry held: entry.c check_held), so the driver says
+ * "gone" twice, as it would of a context really gone. Mutant killed:
  * lib/tether.c:283 `const` (that hold made quiet: the enable failed
  * without a word). */
 Test(registry, a_peer_enable_whose_second_context_is_gone_at_its_second_hold_says_so)
@@ -3646,6 +3649,7 @@ Test(registry, a_peer_enable_whose_second_context_is_gone_at_its_second_hold_say
     CHECK_OK(cuctx_peer_destroy(&p));
     cr_assert_eq(cuctx_peer_owned(p, NULL), CUDA_ERROR_INVALID_VALUE);   /* another failure first */
     sim()->fail_call("cuCtxGetId", n, CUDA_ERROR_CONTEXT_IS_DESTROYED);
+    sim()->fail_call("cuCtxGetId", n + 1, CUDA_ERROR_CONTEXT_IS_DESTROYED);
     cr_assert_eq(cuctx_peer_enable(&p, a, b), CUDA_ERROR_CONTEXT_IS_DESTROYED);
     cr_assert_eq(p.id, 0);
     cr_assert_eq(cuctx_last_error(), CUDA_ERROR_CONTEXT_IS_DESTROYED, "the failure was not recorded");
