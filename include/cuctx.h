@@ -425,7 +425,10 @@ CUCTX_API CUevent cuctx_event_raw(cuctx_event ev);
 CUCTX_API CUresult cuctx_stream_create(cuctx_stream *out, cuctx_ctx ctx, unsigned flags, int priority);
 /* cuStreamDestroy; a non-blocking (or adopted) stream on which
  * stream-ordered memory was allocated first waits for its work, so that
- * memory freed after it is safe (cuctx_mem_alloc_async). */
+ * memory freed after it is safe (cuctx_mem_alloc_async). A wait that
+ * fails (or a stream capturing) does not stop the destroy: its memory's
+ * frees then wait for its context instead, and a failed wait goes to the
+ * error handler. */
 CUCTX_API CUresult cuctx_stream_destroy(cuctx_stream *s);
 CUCTX_API CUresult cuctx_stream_synchronize(cuctx_stream s);
 /* The event may belong to another context or device, as in the driver. */
@@ -498,8 +501,10 @@ typedef struct cuctx_capture {
 /* Begins capturing the work queued on s into a graph
  * (cuStreamBeginCapture, mode CU_STREAM_CAPTURE_MODE_GLOBAL,
  * _THREAD_LOCAL or _RELAXED, in s's context). s must be a stream of
- * cuctx_stream_create (the driver cannot capture the legacy default
- * stream); *out must hold no live graph (CUDA_ERROR_INVALID_VALUE, *out
+ * cuctx_stream_create, or adopted owned (the driver cannot capture the
+ * legacy default stream; a handle that only tracks a stream made elsewhere
+ * is refused, CUDA_ERROR_INVALID_VALUE: its destroy inside the block would
+ * leave the stream capturing); *out must hold no live graph (CUDA_ERROR_INVALID_VALUE, *out
  * untouched: "Filling a handle"). On failure the capture is not begun:
  * the error, the last error set, c left ended. */
 CUCTX_API CUresult cuctx_capture_begin(cuctx_capture *c, cuctx_stream s, cuctx_graph *out, CUstreamCaptureMode mode);
@@ -614,9 +619,11 @@ CUCTX_API CUresult cuctx_mem_free_async(cuctx_mem *m, cuctx_stream s);
  * after its last free, each kept apart from synchronizes and stream and
  * context destroys) crashed the driver in 4 runs of 15, and ran clean in 15
  * of 15 with each destroy made a trim. So the end sets the pool back to
- * new - release threshold 0, cuMemPoolTrimTo(0) (memory whose frees are
- * still queued comes back at the next synchronize), the reuse flags on,
- * the high-water marks reset, other devices' access taken away - and keeps
+ * new - no device's current pool (the device's default made current
+ * again, as the driver's destroy does, where cuDeviceSetMemPool made it
+ * current), release threshold 0, cuMemPoolTrimTo(0) (memory whose frees
+ * are still queued comes back at the next synchronize), the reuse flags
+ * on, the high-water marks reset, other devices' access taken away - and keeps
  * it; the next create with the same props takes it, with no driver call.
  * stats.parked_pools counts them; they are never more than the pools
  * alive at once, hold no memory, and go with the process. A parked pool's

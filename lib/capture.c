@@ -61,6 +61,15 @@ static CUresult begin(cuctx_capture *c, cuctx_stream s, cuctx_graph *out, CUstre
         return rc;
     if ((rc = cuctx__child_use(s.id, KIND_STREAM, fn, &st)) != CUDA_SUCCESS)
         return rc;
+    /* The end finds the stream through its handle: one that only tracks a
+     * stream made elsewhere could be destroyed inside the block while the
+     * stream lives on, capturing, beyond cuctx's reach. */
+    if (__atomic_load_n(&st.obj->u.child.site.unowned, __ATOMIC_RELAXED)) {
+        cuctx__child_done(&st);
+        return cuctx__fail(CUDA_ERROR_INVALID_VALUE,
+                           "%s: the stream handle only tracks a stream made elsewhere (cuctx_stream_adopt, owned 0): "
+                           "a capture needs a stream cuctx destroys (cuctx_stream_create, or adopted owned)", fn);
+    }
     CAPTURE_CALL(st)
         rc = DRV(cuStreamBeginCapture)((CUstream)(uintptr_t)st.raw, mode);
     if (rc != CUDA_SUCCESS)
@@ -133,12 +142,13 @@ CUCTX_API CUresult cuctx_capture_end(cuctx_capture *c, int keep)
 
 /* ---- CUCTX_CAPTURE -------------------------------------------------------- */
 
-/* The failure just recorded, to the error handler. */
+/* The failure just recorded, to the error handler (its message names
+ * CUCTX_CAPTURE already: the begin and end are called by that name). */
 static void report_last(const char *what)
 {
     char why[512];
     snprintf(why, sizeof why, "%s", cuctx_last_error_message());
-    cuctx__report(cuctx_last_error(), "CUCTX_CAPTURE: %s; %s", why, what);
+    cuctx__report(cuctx_last_error(), "%s; %s", why, what);
 }
 
 CUCTX_API cuctx_capture cuctx__capture_start(cuctx_stream s, cuctx_graph *out, CUstreamCaptureMode mode, int report,

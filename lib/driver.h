@@ -70,6 +70,8 @@
     X(cuMemPoolGetAccess, 11020, 0)             \
     X(cuMemPoolSetAccess, 11020, 0)             \
     X(cuDeviceGetDefaultMemPool, 11020, 0)      \
+    X(cuDeviceGetMemPool, 11020, 0)             \
+    X(cuDeviceSetMemPool, 11020, 0)             \
     X(cuCtxEnablePeerAccess, 4000, 0)           \
     X(cuCtxDisablePeerAccess, 4000, 0)          \
     X(cuIpcGetMemHandle, 4010, 0)               \

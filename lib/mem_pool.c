@@ -141,8 +141,27 @@ void cuctx__pools_destroy_parked(void)
     }
 }
 
-/* The pool back as cuMemPoolCreate makes one: its memory given back, the
- * attributes at their first values, no other device let in. */
+/* A pool made some device's current pool (cuDeviceSetMemPool) is that no
+ * longer: its device's default pool is made current again, as the
+ * driver's cuMemPoolDestroy does - else allocations from "the device's
+ * current pool" would go on landing in the parked pool. */
+static CUresult not_current(const struct cuctx_pool_life *l)
+{
+    CUmemoryPool cur = NULL, dflt = NULL;
+    CUdevice dev = (CUdevice)l->props.location.id;
+    CUresult rc;
+    if (l->props.location.type != CU_MEM_LOCATION_TYPE_DEVICE || !DRV(cuDeviceGetMemPool) || !DRV(cuDeviceSetMemPool))
+        return CUDA_SUCCESS;
+    if ((rc = DRV(cuDeviceGetMemPool)(&cur, dev)) != CUDA_SUCCESS || cur != l->raw)
+        return rc;
+    if ((rc = DRV(cuDeviceGetDefaultMemPool)(&dflt, dev)) != CUDA_SUCCESS)
+        return rc;
+    return DRV(cuDeviceSetMemPool)(dev, dflt);
+}
+
+/* The pool back as cuMemPoolCreate makes one: no device's current pool,
+ * its memory given back, the attributes at their first values, no other
+ * device let in. */
 static CUresult renew(const struct cuctx_pool_life *l)
 {
     static const CUmemPool_attribute reuse[] = {CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES,
@@ -151,7 +170,8 @@ static CUresult renew(const struct cuctx_pool_life *l)
     cuuint64_t zero = 0;
     int on = 1, devices = 0;
     CUresult rc;
-    if ((rc = DRV(cuMemPoolSetAttribute)(l->raw, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &zero)) != CUDA_SUCCESS ||
+    if ((rc = not_current(l)) != CUDA_SUCCESS ||
+        (rc = DRV(cuMemPoolSetAttribute)(l->raw, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &zero)) != CUDA_SUCCESS ||
         (rc = DRV(cuMemPoolTrimTo)(l->raw, 0)) != CUDA_SUCCESS)
         return rc;
     for (size_t i = 0; i < sizeof reuse / sizeof reuse[0]; i++)

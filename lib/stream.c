@@ -73,24 +73,25 @@ static int unwaited_add(uint64_t id)
 
 static CUresult destroy_slot(struct cuctx_slot *s, const char *fn)
 {
-    (void)fn;
     CUstream raw = (CUstream)(uintptr_t)s->u.child.raw;
     uint64_t flags = __atomic_load_n(&s->u.child.size, __ATOMIC_RELAXED);
-    int capturing = 0;
     if ((flags & CUCTX__STREAM_CARRIED)
         && (!(flags & CUCTX__STREAM_FLAGS_KNOWN) || (flags & CU_STREAM_NON_BLOCKING))) {
         CUresult rc = DRV(cuStreamSynchronize)(raw);
-        capturing = rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-        if (rc != CUDA_SUCCESS && !capturing)
-            return rc;
-        /* A capturing stream cannot be waited for, and work queued before
-         * its capture may still run: its memory's frees wait for the
-         * context instead (mem_async.c), or, where it cannot be
-         * remembered, the destroy is refused. */
-        if (capturing
+        /* A stream not waited for - capturing (work queued before its
+         * capture may still run), or a wait the driver refused - is
+         * destroyed all the same: its memory's frees wait for the context
+         * instead (mem_async.c), or, where it cannot be remembered, the
+         * destroy is refused. (A failed wait once returned here, and the
+         * stream, its handle reset, leaked.) */
+        if (rc != CUDA_SUCCESS
             && !unwaited_add(cuctx__id_make(KIND_STREAM, s->index,
                                             cuctx__word_gen(atomic_load_explicit(&s->word, memory_order_relaxed)))))
             return CUDA_ERROR_OUT_OF_MEMORY;
+        if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && rc != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+            cuctx__report(rc, "%s: waiting for stream %p before its destroy failed (%s): destroyed all the same; the "
+                              "frees of its stream-ordered memory wait for its context instead", fn, (void *)raw,
+                          cuctx_result_name(rc));
     }
     return cuctx__stream_destroy_raw(raw);
 }

@@ -2120,3 +2120,77 @@ Test(async_mem, a_mem_ctx_as_the_first_call_starts_cuctx)
     cr_assert_eq(owner.id, 0);
     ASSERT_NO_MISUSE();
 }
+/* Bug caught: the wait that cuctx_stream_destroy makes first for a
+ * non-blocking stream that carried stream-ordered memory failing (here a
+ * planned fault; on a GPU any error cuStreamSynchronize passes on): the
+ * destroy returns that error as "the driver refused to destroy stream",
+ * though cuStreamDestroy was never called, resets the handle, and the
+ * stream is never destroyed - leaked, with no handle left to destroy it
+ * by. The header: cuctx_stream_destroy is cuStreamDestroy, which first
+ * waits; destroys leave the handle {0} "also when they fail", so the
+ * object must not be left behind unreachable. (The work not waited for
+ * is then the memory's free's to wait for, as for a stream destroyed
+ * while it captured.) */
+Test(async_mem, a_failed_wait_before_a_carried_streams_destroy_still_destroys_it)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    new_ctx(&c, 0, "C", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    queue_work(m, s);
+    uint64_t sraw = (uint64_t)(uintptr_t)cuctx_stream_raw(s);
+    size_t mark = log_mark();
+    sim()->fail_call("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN);
+    (void)cuctx_stream_destroy(&s);
+    cr_assert_eq(s.id, 0);
+    cr_assert_eq(calls_on("cuStreamDestroy", sraw, mark), 1, "cuStreamDestroy was never called: the stream leaks");
+    cr_assert_eq(sim()->is_live(CUSIM_STREAM, sraw), 0, "the stream outlived its handle's destroy");
+    CHECK_OK(cuctx_mem_destroy(&m));
+    cr_assert_eq(sim()->async_allocs_live(), 0);
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* Bug caught: a pool cuctx made, made the device's current pool
+ * (cuDeviceSetMemPool, as the header's pool paragraph allows), then
+ * destroyed: its end parks it instead of cuMemPoolDestroy, and parking
+ * leaves it the device's current pool - the driver's destroy makes the
+ * device's default pool current again. So cuctx_mem_alloc_async (pool
+ * {0}, "the device's current pool") goes on allocating from the parked
+ * pool, which the header says holds no memory and is "set back to new",
+ * and the next cuctx_mem_pool_create takes that pool with memory in it;
+ * its end then parks it under that memory. The header: the end "sets the
+ * pool back to new"; API.md: cuctx_mem_pool_destroy is "as the driver's". */
+Test(mem_pool, a_parked_pool_is_no_longer_the_devices_current_pool)
+{
+    NEED_DRIVER();
+    PFN_cuDeviceSetMemPool_v11020 set_pool = (PFN_cuDeviceSetMemPool_v11020)drv_sym("cuDeviceSetMemPool", 11020);
+    PFN_cuDeviceGetMemPool_v11020 get_pool = (PFN_cuDeviceGetMemPool_v11020)drv_sym("cuDeviceGetMemPool", 11020);
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem_pool p = {0}, p2 = {0};
+    cuctx_mem m = {0};
+    new_ctx(&c, 0, "C", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    CHECK_OK(cuctx_mem_pool_create(&p, 0, NULL));
+    CUmemoryPool raw = cuctx_mem_pool_raw(p);
+    CHECK_OK(set_pool(0, raw));
+    CHECK_OK(cuctx_mem_pool_destroy(&p));
+    CUmemoryPool cur = NULL;
+    CHECK_OK(get_pool(&cur, 0));
+    cr_assert_neq(cur, raw, "the destroyed (parked) pool is still device 0's current pool");
+    cr_assert_eq(cur, default_pool(), "the device's default pool is not current again");
+    /* what follows from it: memory "from the device's current pool" lands
+     * in the parked pool, which a create then takes */
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    CHECK_OK(cuctx_mem_pool_create(&p2, 0, NULL));
+    cr_assert_eq(pool_used(cuctx_mem_pool_raw(p2)), 0, "a new pool came with memory in it");
+    CHECK_OK(cuctx_mem_destroy(&m));
+    CHECK_OK(cuctx_mem_pool_destroy(&p2));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}

@@ -282,6 +282,7 @@ static struct {
     PFN_cuDevSmResourceSplitByCount_v12040 sm_split;
     PFN_cuDevResourceGenerateDesc_v12040 resource_desc;
     PFN_cuMemPoolSetAccess_v11020 pool_set_access;
+    PFN_cuDeviceSetMemPool_v11020 set_mem_pool;
 } raw;
 
 static char ptx_path[4096];
@@ -856,8 +857,9 @@ out:
 /* Stream-ordered memory and pools: a free on its stream, on another, after
  * its stream (non-blocking: a synchronize first), after its context
  * (cuMemFree), a pool destroyed with an allocation alive (given device 1's
- * access first: its end, parking it, takes that away), an exportable pool
- * (destroyed, not parked). */
+ * access first: its end, parking it, takes that away, and made the
+ * device's current pool: its end makes the default pool current again),
+ * an exportable pool (destroyed, not parked). */
 static void wl_async(const struct workload *w)
 {
     static const CUmemPoolProps shared = {CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
@@ -892,6 +894,8 @@ static void wl_async(const struct workload *w)
     CALL(cuctx_stream_destroy(&s));
     CALL(cuctx_mem_destroy(&m4));
 out:
+    if (pool.id)
+        RAW(raw.set_mem_pool(0, cuctx_mem_pool_raw(pool)));
     CALL(cuctx_mem_pool_destroy(&pool));
     CALL(cuctx_mem_pool_destroy(&exported));
     CALL(cuctx_mem_pool_destroy(&dflt));
@@ -1246,6 +1250,15 @@ static const struct exception exceptions[] = {
     PARK_STEPS("cuDeviceGetCount"),
     PARK_STEPS("cuMemPoolGetAccess"),
     PARK_STEPS("cuMemPoolSetAccess"),
+    /* stream.c: the wait before the destroy of a non-blocking stream that
+     * carried stream-ordered memory failed: the stream is destroyed all the
+     * same (its memory's frees wait for its context), and the failure goes
+     * to the error handler. */
+    {"cuStreamSynchronize", "cuctx_stream_destroy", 0, HOW_REPORTED,
+     "the wait before a stream's destroy: destroyed all the same, the failure to the error handler"},
+    PARK_STEPS("cuDeviceGetMemPool"),
+    PARK_STEPS("cuDeviceGetDefaultMemPool"),
+    PARK_STEPS("cuDeviceSetMemPool"),
     /* mem_async.c, case 3: stream-ordered memory whose context has ended
      * is freed on the legacy stream of the device's primary context while
      * that is active (the steps below: m5's context destroyed, am's green
@@ -1671,8 +1684,10 @@ static void load_raw(void)
     raw.sm_split = (PFN_cuDevSmResourceSplitByCount_v12040)dlsym(h, "cuDevSmResourceSplitByCount");
     raw.resource_desc = (PFN_cuDevResourceGenerateDesc_v12040)dlsym(h, "cuDevResourceGenerateDesc");
     raw.pool_set_access = (PFN_cuMemPoolSetAccess_v11020)dlsym(h, "cuMemPoolSetAccess");
+    raw.set_mem_pool = (PFN_cuDeviceSetMemPool_v11020)dlsym(h, "cuDeviceSetMemPool");
     cr_assert(raw.ctx_create && raw.ctx_destroy && raw.ctx_pop && raw.graph_create && raw.graph_add_empty
-              && raw.graph_destroy && raw.dev_resource && raw.sm_split && raw.resource_desc && raw.pool_set_access,
+              && raw.graph_destroy && raw.dev_resource && raw.sm_split && raw.resource_desc && raw.pool_set_access
+              && raw.set_mem_pool,
               "the simulator lacks a raw entry point");
 
     snprintf(ptx_path, sizeof ptx_path, "%s", test_data_path("vadd.ptx"));

@@ -1253,3 +1253,42 @@ Test(capture, an_end_that_cannot_fill_its_output_destroys_the_captured_graph)
     ASSERT_NO_MISUSE();
     capture_teardown(&t);
 }
+
+
+/* ---- a stream handle that only tracks ------------------------------------- */
+
+/* Bug caught: a capture on a stream handle that only tracks its
+ * stream (cuctx_stream_adopt, owned 0) whose handle is destroyed inside
+ * the block: the destroy ends the handle and never calls the driver (the
+ * header's adopt contract), so the raw stream goes on capturing; the end
+ * looks the stream up by its handle only, finds it stale and gives up -
+ * CUDA_ERROR_INVALID_HANDLE, "the capturing stream was destroyed" (it was
+ * not) - and the stream is left capturing, though CUCTX_CAPTURE "ends the
+ * capture at every exit of the block, so the stream is never left
+ * capturing". The begin now refuses such a handle (the header: "a handle
+ * that only tracks a stream made elsewhere is refused"): the block is
+ * skipped, and the stream never captures. */
+Test(capture, a_tracking_stream_handle_destroyed_inside_leaves_no_stream_capturing)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_graph g = {0};
+    new_ctx(&c, 0, "C", LEFT_CURRENT);
+    PFN_cuStreamCreate_v2000 mk = (PFN_cuStreamCreate_v2000)drv_sym("cuStreamCreate", 2000);
+    PFN_cuStreamDestroy_v4000 rm = (PFN_cuStreamDestroy_v4000)drv_sym("cuStreamDestroy", 4000);
+    PFN_cuStreamIsCapturing_v10000 is_capturing = (PFN_cuStreamIsCapturing_v10000)drv_sym("cuStreamIsCapturing", 10000);
+    CUstream raw = NULL;
+    CHECK_OK(mk(&raw, CU_STREAM_NON_BLOCKING));
+    CHECK_OK(cuctx_stream_adopt(&s, c, raw, 0));
+    CUCTX_CAPTURE(s, &g, CU_STREAM_CAPTURE_MODE_RELAXED) {
+        CHECK_OK(cuctx_stream_destroy(&s));
+    }
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+    CHECK_OK(is_capturing(raw, &st));
+    cr_assert_eq(st, CU_STREAM_CAPTURE_STATUS_NONE, "the raw stream was left capturing (status %d)", (int)st);
+    if (sim())
+        cr_assert_eq(sim()->live(CUSIM_CAPTURE), 0, "a capture was left open");
+    CHECK_OK(rm(raw));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
