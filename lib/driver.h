@@ -93,9 +93,16 @@
     X(cuGreenCtxCreate, 12040, 0)               \
     X(cuGreenCtxDestroy, 12040, 0)              \
     X(cuCtxFromGreenCtx, 12040, 0)              \
-    X(cuStreamGetCtx, 12050, 0)
+    CUCTX__DRIVER_ENTRIES_12050(X)
 #else
 #  define CUCTX__DRIVER_ENTRIES_GREEN(X)
+#endif
+/* cuStreamGetCtx_v2, which tells a green context's CUcontext apart
+ * (entry.c), came with 12.5. */
+#if CUDA_VERSION >= 12050
+#  define CUCTX__DRIVER_ENTRIES_12050(X) X(cuStreamGetCtx, 12050, 0)
+#else
+#  define CUCTX__DRIVER_ENTRIES_12050(X)
 #endif
 
 /* Members are named f_<name>: token pasting keeps cuda.h's renaming macros

@@ -257,10 +257,10 @@ CUresult cuctx__entry_home_locked(CUcontext home, CUdevice dev, const char *fn)
  * context cuctx can tell apart: *home NULL. */
 static CUresult current_home(CUcontext *home)
 {
-    CUcontext under = NULL;
-    CUgreenCtx green = NULL;
     *home = NULL;
 #if CUDA_VERSION >= 12050
+    CUcontext under = NULL;
+    CUgreenCtx green = NULL;
     if (!DRV(cuStreamGetCtx))
         return CUDA_SUCCESS;
     CUresult rc = DRV(cuStreamGetCtx)(CU_STREAM_LEGACY, &under, &green);
@@ -270,9 +270,6 @@ static CUresult current_home(CUcontext *home)
         return rc;
     if (green)
         *home = under;
-#else
-    (void)under;
-    (void)green;
 #endif
     return CUDA_SUCCESS;
 }
