@@ -160,6 +160,13 @@ static inline int cuctx__gone(CUresult rc)
     return rc == CUDA_ERROR_CONTEXT_IS_DESTROYED || rc == CUDA_ERROR_INVALID_CONTEXT;
 }
 
+/* Whether a driver answer is a capture's refusal of the call (a
+ * synchronize of a capturing stream, say): not the call's failure. */
+static inline int cuctx__capture_refused(CUresult rc)
+{
+    return rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+}
+
 /* Set once the driver has shut down (it answered CUDA_ERROR_DEINITIALIZED,
  * or cuctx's exit hook ran): destroys no longer call it. */
 extern _Atomic int cuctx__shutdown;

@@ -259,7 +259,7 @@ static void end_stream(struct cuctx_slot *s, struct teardown *t)
          * capturing stream's cannot be waited for, as in stream.c). */
         if (flags & CUCTX__STREAM_CARRIED) {
             rc = DRV(cuStreamSynchronize)(raw);
-            if (rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || rc == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+            if (cuctx__capture_refused(rc))
                 rc = CUDA_SUCCESS;
         }
         if (rc == CUDA_SUCCESS)

@@ -88,7 +88,7 @@ static CUresult destroy_slot(struct cuctx_slot *s, const char *fn)
             && !unwaited_add(cuctx__id_make(KIND_STREAM, s->index,
                                             cuctx__word_gen(atomic_load_explicit(&s->word, memory_order_relaxed)))))
             return CUDA_ERROR_OUT_OF_MEMORY;
-        if (rc != CUDA_SUCCESS && rc != CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && rc != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+        if (rc != CUDA_SUCCESS && !cuctx__capture_refused(rc))
             cuctx__report(rc, "%s: waiting for stream %p before its destroy failed (%s): destroyed all the same; the "
                               "frees of its stream-ordered memory wait for its context instead", fn, (void *)raw,
                           cuctx_result_name(rc));
