@@ -24,6 +24,7 @@
 
 #include <cuctx.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char *prog = "bench_ops";
 static cuctx_ctx ctx;
@@ -346,6 +347,22 @@ static void launches_destroy(void)
 
 enum side { RAW, CUCTX };
 
+/* Whether the row called name is measured: every row, or where BENCH_ONLY
+ * is set, those it names (a list of row names separated by commas). */
+static int row_chosen(const char *only, const char *name)
+{
+    if (!only || !*only)
+        return 1;
+    size_t n = strlen(name);
+    for (const char *p = only; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n && !strncmp(p, name, n))
+            return 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
+}
+
 static const struct op {
     const char *name;     /* the row's name in the data file */
     const char *title;
@@ -424,8 +441,11 @@ int main(int argc, char **argv)
            "lo, hi = the least and the greatest of those per-round ratios\n",
            cfg.rounds, cfg.seconds, cfg.slices);
     printf("%-25s %10s %10s %7s %7s %7s %7s\n", "operation", "raw", "cuctx", "best", "median", "lo", "hi");
+    const char *only = getenv("BENCH_ONLY");
     for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
         const struct op *op = &ops[k];
+        if (!row_chosen(only, op->name))
+            continue;
         double raw[BENCH_MAX_ROUNDS], mine[BENCH_MAX_ROUNDS], ratio[BENCH_MAX_ROUNDS], ns[2];
         struct bench_cfg warm = cfg;
         warm.seconds = cfg.seconds / 4;
