@@ -277,12 +277,23 @@ void cuctx__pool_unref(struct cuctx_pool_life *l, const char *fn)
 }
 
 /* The handle's end: the pool's too, unless cuctx memory from it lives
- * (then the last one's free ends it). */
+ * (then the last one's free ends it). Either way it is no device's
+ * current pool from here on, as after the driver's destroy: where its end
+ * waits for its memory, allocations from the device's current pool would
+ * land in it meanwhile, and be parked with it (a failure to the error
+ * handler: the end tries again). */
 static CUresult destroy_slot(struct cuctx_slot *s, const char *fn)
 {
     struct cuctx_pool_life *l = __atomic_load_n(&cuctx__slot_aux(s)->ptr, __ATOMIC_ACQUIRE);
-    if (l)
+    if (l) {
+        CUresult rc;
+        CUCTX__UNWOUND_LETS_GO(NULL)
+            rc = not_current(l);
+        if (rc != CUDA_SUCCESS)
+            cuctx__report(rc, "%s: making device %d's default pool current again in place of pool %p failed (%s)",
+                          fn, (int)l->props.location.id, (void *)l->raw, cuctx_result_name(rc));
         return unref(l, fn);
+    }
     return pool_destroy((CUmemoryPool)(uintptr_t)s->u.child.raw);
 }
 const struct cuctx_child_kind cuctx__mem_pool_kind = {0, NULL, destroy_slot};

@@ -2155,6 +2155,47 @@ Test(async_mem, a_failed_wait_before_a_carried_streams_destroy_still_destroys_it
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
 
+/* Bug caught: a pool cuctx made, made the device's current pool, then its
+ * handle destroyed while memory from it lives (the next test: with none).
+ * The pool's end waits for that memory (its last free ends it), and so did
+ * its setting back to no device's current pool: until then
+ * memory "from the device's current pool" went on landing in a pool whose
+ * handle was destroyed, and the end then parked it with that memory in it,
+ * for the next create. The driver's destroy makes the default pool current
+ * at once; so must the handle's destroy. */
+Test(mem_pool, a_pool_destroyed_under_live_memory_is_no_longer_current_at_once)
+{
+    NEED_DRIVER();
+    PFN_cuDeviceSetMemPool_v11020 set_pool = (PFN_cuDeviceSetMemPool_v11020)drv_sym("cuDeviceSetMemPool", 11020);
+    PFN_cuDeviceGetMemPool_v11020 get_pool = (PFN_cuDeviceGetMemPool_v11020)drv_sym("cuDeviceGetMemPool", 11020);
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem_pool p = {0}, p2 = {0};
+    cuctx_mem in_pool = {0}, current = {0};
+    new_ctx(&c, 0, "C", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    CHECK_OK(cuctx_mem_pool_create(&p, 0, NULL));
+    CUmemoryPool raw = cuctx_mem_pool_raw(p);
+    CHECK_OK(cuctx_mem_alloc_from_pool(&in_pool, p, s, BYTES));
+    CHECK_OK(set_pool(0, raw));
+    CHECK_OK(cuctx_mem_pool_destroy(&p));
+    CUmemoryPool cur = NULL;
+    CHECK_OK(get_pool(&cur, 0));
+    cr_assert_neq(cur, raw, "the pool stayed device 0's current pool after its handle's destroy");
+    cr_assert_eq(cur, default_pool(), "the device's default pool is not current again");
+    CHECK_OK(cuctx_mem_alloc_async(&current, s, BYTES));
+    CHECK_OK(cuctx_stream_synchronize(s));
+    cr_assert_eq(pool_used(raw), BYTES, "memory from the device's current pool went into the destroyed pool");
+    CHECK_OK(cuctx_mem_destroy(&in_pool));      /* the pool's end: parked */
+    CHECK_OK(cuctx_mem_pool_create(&p2, 0, NULL));
+    cr_assert_eq(pool_used(cuctx_mem_pool_raw(p2)), 0, "a new pool came with memory in it");
+    CHECK_OK(cuctx_mem_destroy(&current));
+    CHECK_OK(cuctx_mem_pool_destroy(&p2));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
 /* Bug caught: a pool cuctx made, made the device's current pool
  * (cuDeviceSetMemPool, as the header's pool paragraph allows), then
  * destroyed: its end parks it instead of cuMemPoolDestroy, and parking
