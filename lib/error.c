@@ -69,11 +69,21 @@ CUCTX_API void cuctx_set_error_handler(cuctx_error_fn fn, void *user)
     atomic_store_explicit(&handler_seq, seq + 2, memory_order_release);
 }
 
-static void call_handler(CUresult rc, const char *msg)
+/* Reports made while this thread holds something wait (below); the
+ * first is kept here. */
+static CUCTX_TLS CUresult pending_rc;
+static CUCTX_TLS char pending_msg[512];
+
+/* msg is the thread's last message or its pending one, which a failing
+ * cuctx call inside the handler rewrites: the handler gets a copy of its
+ * own, unchanged for the whole call. */
+static void call_handler(CUresult rc, const char *from)
 {
     cuctx_error_fn fn;
     void *user;
     unsigned long s1, s2;
+    char msg[sizeof pending_msg];
+    snprintf(msg, sizeof msg, "%s", from);
     do {
         s1 = atomic_load_explicit(&handler_seq, memory_order_acquire);
         fn = atomic_load_explicit(&handler_fn, memory_order_relaxed);
@@ -109,8 +119,6 @@ CUresult cuctx__fail(CUresult rc, const char *fmt, ...)
  * for holds: so it is never called while this thread holds an entry, a pin
  * or the context lock. A report made then waits for the last release; if
  * several do, the first is kept. */
-static CUCTX_TLS CUresult pending_rc;
-static CUCTX_TLS char pending_msg[512];
 
 /* A thread that ends with a report pending (cancelled while it held a
  * pin, say) gets it delivered at its exit, once the registry's own exit

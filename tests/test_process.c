@@ -9,6 +9,7 @@
 #include "testlib.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -911,5 +912,163 @@ Test(cancel, a_report_delivered_at_a_threads_exit_is_delivered_once_when_its_han
     cr_assert_eq(rec.last_rc, CUDA_ERROR_UNKNOWN);
     CHECK_OK(cuctx_ctx_destroy(&a.c));
     cr_assert_eq(sim()->is_live(CUSIM_CONTEXT, H(raw)), 0);
+    cr_assert_eq(misuses(), 0);
+}
+
+/* ---- the error handler's message ------------------------------------------ */
+
+/* The handler below calls cuctx - as the manual allows ("The error handler
+ * may call any cuctx function") - and only then reads its message. */
+struct msg_seen { int calls; char msg[512]; };
+
+static void handler_calls_cuctx_first(CUresult rc, const char *message, void *user)
+{
+    struct msg_seen *seen = user;
+    (void)rc;
+    cuctx_event bogus = {UINT64_C(0x0400000100000001)};   /* no live event: fails, as a stale handle does */
+    (void)cuctx_event_destroy(&bogus);
+    seen->calls++;
+    snprintf(seen->msg, sizeof seen->msg, "%s", message);
+}
+
+Test(handler, the_message_handed_to_the_handler_stays_its_own_while_the_handler_calls_cuctx)
+{
+    NEED_DRIVER();
+    struct msg_seen seen = {0, ""};
+    cuctx_set_error_handler(handler_calls_cuctx_first, &seen);
+    cuctx_ctx stale = {UINT64_C(0x0100000500000007)};
+    int ran = 0;
+    CUCTX_SCOPED(stale) {                   /* cannot be entered: reported */
+        ran = 1;
+    }
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(ran, 0);
+    cr_assert_eq(seen.calls, 1);
+    cr_assert_not_null(strstr(seen.msg, "CUCTX_SCOPED"),
+                       "the handler's message became another call's: \"%s\"", seen.msg);
+}
+
+/* The same for a report made while the thread held something, delivered
+ * once it let go (from pending_msg): the handler's own cuctx call makes
+ * and delivers another such report before the first handler reads its
+ * message. */
+static cuctx_host_mem nested_hm;
+struct nested_seen { int calls; char first[512]; };
+
+static void handler_destroys_host_mem_first(CUresult rc, const char *message, void *user)
+{
+    struct nested_seen *seen = user;
+    (void)rc;
+    if (seen->calls++ == 0) {
+        (void)cuctx_pop_current();      /* the level the failed pop left */
+        sim()->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN);
+        (void)cuctx_host_mem_destroy(&nested_hm);   /* its switch back fails: reported, nested */
+        snprintf(seen->first, sizeof seen->first, "%s", message);
+    }
+}
+
+Test(handler, a_deferred_report_keeps_its_message_while_the_handler_makes_another)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_ctx a = {0};
+    cuctx_event ev = {0};
+    struct nested_seen seen = {0, ""};
+    new_ctx(&a, 0, NULL, POPPED);
+    CHECK_OK(cuctx_event_create(&ev, a, 0));
+    CHECK_OK(cuctx_host_mem_alloc(&nested_hm, a, 64, 0));
+    cuctx_set_error_handler(handler_destroys_host_mem_first, &seen);
+    sim()->fail_call("cuCtxPopCurrent", 1, CUDA_ERROR_UNKNOWN);
+    (void)cuctx_event_record(ev, (cuctx_stream){0});    /* its pop fails while it holds the event */
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(seen.calls, 2, "handler calls: %d", seen.calls);
+    cr_assert_not_null(strstr(seen.first, "cuctx_event_record"),
+                       "the first report's message became the nested one's: \"%s\"", seen.first);
+    CHECK_OK(cuctx_pop_current());      /* the level the nested failed pop left */
+    CHECK_OK(cuctx_event_destroy(&ev));
+    CHECK_OK(cuctx_ctx_destroy(&a));
+}
+
+/* ---- cancellation between a create's driver call and its return ----------- */
+
+struct create_arg { cuctx_ctx c; cuctx_event ev; CUcontext at_cleanup; int cleanup_ran; };
+
+static void note_current(void *p)
+{
+    struct create_arg *a = p;
+    a->cleanup_ran = 1;
+    a->at_cleanup = (CUcontext)(uintptr_t)1;
+    (void)cuctx_current_raw(&a->at_cleanup);
+}
+
+static void *create_event(void *p)
+{
+    struct create_arg *a = p;
+    pthread_cleanup_push(note_current, a);
+    (void)cuctx_event_create(&a->ev, a->c, 0);
+    pthread_cleanup_pop(0);
+    return NULL;
+}
+
+/* The thread has no context current; the create pushes the event's context,
+ * makes the event, and is cancelled in the pop that should follow. */
+static void cancel_a_create_in_its_pop(struct create_arg *a)
+{
+    pthread_t t;
+    void *res = NULL;
+    sim()->set_delay("cuCtxPopCurrent", 5000000);
+    unsigned long made = calls("cuEventCreate");
+    cr_assert_eq(pthread_create(&t, NULL, create_event, a), 0);
+    while (calls("cuEventCreate") == made || sim()->sleeping() == 0)
+        sched_yield();
+    cr_assert_eq(pthread_cancel(t), 0);
+    cr_assert_eq(pthread_join(t, &res), 0);
+    cr_assert_eq(res, PTHREAD_CANCELED);
+    sim()->set_delay("cuCtxPopCurrent", 0);
+}
+
+/* A create cancelled after its driver's create, as it puts the previous
+ * context back: the object made must not outlive it unnamed (cuctx(3):
+ * its handle then names the object, which the context's end or a destroy
+ * of the handle ends). Before, the unwind gave the unpublished slot back
+ * and the event lived on in the driver with no handle (attack a3). */
+Test(cancel, a_create_cancelled_after_its_driver_create_leaves_no_unnamed_object)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    struct create_arg a = {{0}, {0}, NULL, 0};
+    new_ctx(&a.c, 0, NULL, POPPED);
+    unsigned long destroyed = calls("cuEventDestroy");
+    cancel_a_create_in_its_pop(&a);
+    cr_assert_eq(sim()->live(CUSIM_EVENT), stats().events,
+                 "%zu event(s) in the driver, %zu handle(s): the cancelled create's event leaked",
+                 sim()->live(CUSIM_EVENT), stats().events);
+    cr_assert_eq(stats().events, 1);
+    cr_assert_neq(a.ev.id, 0, "the handle does not name the event made");
+    CUevent raw = cuctx_event_raw(a.ev);
+    cr_assert_eq(sim()->is_live(CUSIM_EVENT, H(raw)), 1);
+    CHECK_OK(cuctx_event_destroy(&a.ev));
+    cr_assert_eq(calls("cuEventDestroy"), destroyed + 1);
+    cr_assert_eq(sim()->live(CUSIM_EVENT), 0);
+    CHECK_OK(cuctx_ctx_destroy(&a.c));
+    cr_assert_eq(misuses(), 0);
+}
+
+/* cuctx(3), rule 11: the cancelled call "pops the context it made current,
+ * as the cancellation unwinds it, before the thread's own cleanup handlers
+ * run". */
+Test(cancel, a_create_cancelled_in_its_pop_still_pops_before_the_threads_cleanup_handlers)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    alarm(10);
+    struct create_arg a = {{0}, {0}, NULL, 0};
+    new_ctx(&a.c, 0, NULL, POPPED);
+    cancel_a_create_in_its_pop(&a);
+    cr_assert_eq(a.cleanup_ran, 1);
+    cr_assert_null(a.at_cleanup, "the cleanup handler found context %p current, pushed by the cancelled create",
+                   (void *)a.at_cleanup);
+    CHECK_OK(cuctx_ctx_destroy(&a.c));
     cr_assert_eq(misuses(), 0);
 }
