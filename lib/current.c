@@ -14,8 +14,11 @@
 CUresult cuctx__switch_slow(CUcontext raw, CUresult rc, const char *fn, struct cuctx_switch *sw)
 {
     if (rc == CUDA_SUCCESS) {
+        sw->raw = raw;
         rc = DRV(cuCtxPushCurrent)(raw);
         sw->pushed = rc == CUDA_SUCCESS;
+        if (rc != CUDA_SUCCESS)
+            sw->raw = NULL;
     }
     if (rc != CUDA_SUCCESS)
         return cuctx__fail(rc, "%s: cannot make context %p current: %s", fn, (void *)raw, cuctx_result_name(rc));
@@ -25,8 +28,9 @@ CUresult cuctx__switch_slow(CUcontext raw, CUresult rc, const char *fn, struct c
 void cuctx__switch_back_slow(struct cuctx_switch *sw, const char *fn)
 {
     CUcontext popped;
-    sw->pushed = 0;
     CUresult rc = DRV(cuCtxPopCurrent)(&popped);
+    sw->pushed = 0;
+    sw->raw = NULL;
     if (rc != CUDA_SUCCESS)
         cuctx__report(rc, "%s: cannot restore the previous context: cuCtxPopCurrent failed: %s", fn,
                       cuctx_result_name(rc));

@@ -13,14 +13,20 @@
 
 /* Makes raw current for one driver call and puts the old one back, with
  * push/pop, so the previous context is never handed to the driver. Not
- * counted: the switch is undone within the call. */
-struct cuctx_switch { int pushed; };
+ * counted: the switch is undone within the call. pushed: the push is
+ * done and its pop not yet; raw: the context of a push asked for and not
+ * yet popped, else NULL - set before the push and cleared after the pop,
+ * so that a cancel inside either call leaves the unwind (tether.h) to
+ * pop only where raw is still current, which it is exactly while the push
+ * is in place (the switch pushes only a context that is not current). */
+struct cuctx_switch { int pushed; CUcontext raw; };
 CUresult cuctx__switch_slow(CUcontext raw, CUresult rc, const char *fn, struct cuctx_switch *sw);
 void cuctx__switch_back_slow(struct cuctx_switch *sw, const char *fn);
 static inline CUresult cuctx__switch_to(CUcontext raw, const char *fn, struct cuctx_switch *sw)
 {
     CUcontext cur = NULL;
     sw->pushed = 0;     /* before the call: a cancel there pops nothing (tether.h) */
+    sw->raw = NULL;
     CUresult rc = DRV(cuCtxGetCurrent)(&cur);
     if (__builtin_expect(rc == CUDA_SUCCESS && cur == raw, 1))
         return CUDA_SUCCESS;

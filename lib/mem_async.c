@@ -133,7 +133,7 @@ static __attribute__((noinline)) CUresult free_in_context(CUdeviceptr p, struct 
 static __attribute__((noinline, cold)) CUresult free_on_stream_pushed(CUdeviceptr p, CUstream s, CUcontext ctx,
                                                                       const char *fn)
 {
-    struct cuctx_switch sw;
+    struct cuctx_switch sw = {0};
     CUresult rc = CUDA_ERROR_UNKNOWN;     /* (set by the push or the free: the guard runs its statement once) */
     CUCTX__UNWOUND_LETS_GO(&sw)
         if ((rc = cuctx__switch_slow(ctx, CUDA_SUCCESS, fn, &sw)) == CUDA_SUCCESS) {   /* a push, always */

@@ -168,10 +168,13 @@ CUresult cuctx__child_untracked(struct cuctx_slot *s, enum cuctx_kind kind)
     return CUDA_SUCCESS;
 }
 
-void cuctx__unwound(struct cuctx_slot *s, int called, int pushed)
+void cuctx__unwound(struct cuctx_slot *s, int called, CUcontext pushed)
 {
-    struct cuctx_switch sw = {pushed};
-    cuctx__switch_back(&sw, "cuctx");
+    CUcontext cur = NULL;
+    if (pushed && DRV(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur == pushed) {
+        struct cuctx_switch sw = {1, pushed};   /* the switch's push is still in place */
+        cuctx__switch_back(&sw, "cuctx");
+    }
     cuctx__let_go_all();
     if (!s)
         return;

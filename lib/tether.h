@@ -75,12 +75,12 @@ struct cuctx_unwind {
     struct cuctx_slot *slot;    /* a child create's or destroy's, else NULL */
     struct cuctx_switch *sw;    /* the call's switch to its context, else NULL */
 };
-void cuctx__unwound(struct cuctx_slot *s, int called, int pushed);
+void cuctx__unwound(struct cuctx_slot *s, int called, CUcontext pushed);
 static inline __attribute__((always_inline)) void cuctx__unwind(struct cuctx_unwind *u)
 {
     /* fields passed, not u: nothing of it need be kept in memory for this */
     if (__builtin_expect(u->armed, 0))
-        cuctx__unwound(u->slot, u->called, u->sw && u->sw->pushed);
+        cuctx__unwound(u->slot, u->called, u->sw ? u->sw->raw : NULL);
 }
 #define CUCTX__UNWIND __attribute__((cleanup(cuctx__unwind)))
 /* The statement after it, a driver call made while holding (with the
@@ -195,12 +195,33 @@ cuctx__child_let_go(struct cuctx_held *in, struct cuctx_held *to, struct cuctx_h
         cuctx__entry_release(second);
 }
 
+/* The made object registered: published as *out, tethered to the held
+ * entry `to` and, for a pair, to `second` too; a counted entry (a
+ * borrow's) gets the child's name. */
+static inline __attribute__((always_inline)) void
+cuctx__child_register(uint64_t *out, struct cuctx_slot *s, enum cuctx_kind kind, uint64_t raw, size_t size,
+                      const struct cuctx_site *site, struct cuctx_held *to, struct cuctx_held *second)
+{
+    if (second) {
+        struct cuctx_aux *x = cuctx__slot_aux(s);
+        __atomic_store_n(&x->id[0], second->id, __ATOMIC_RELAXED);     /* (claim reads it as a peeker) */
+        x->id[1] = 0;
+        x->ptr = NULL;
+    }
+    cuctx__child_publish(out, s, kind, to->id, raw, size, site);
+    if (cuctx__entry_counted(to->slot))     /* a borrow's entry: the child names it (entry.h) */
+        cuctx__entry_named(to->slot);
+    if (second && second->slot && cuctx__entry_counted(second->slot))
+        cuctx__entry_named(second->slot);
+}
+
 /* The second half of every create: with the entry `in` held, runs make
  * with in's context current and registers the result tethered to the held
  * entry `to` - in itself but for a green context's children (green.c) -
  * and, for a pair (below), to the held entry `second` too (NULL for any
- * other kind: inlined, the code for it goes). A counted entry (a borrow's)
- * gets the child's name. All are let go. */
+ * other kind: inlined, the code for it goes). All are let go. The object
+ * is registered before the previous context is put back: a cancel in that
+ * pop leaves it named by *out, not made and lost. */
 static inline __attribute__((always_inline)) CUresult
 cuctx__child_make(uint64_t *out, enum cuctx_kind kind, const char *fn, cuctx_make_fn make, void *arg,
                   const struct cuctx_site *site, struct cuctx_held *in, struct cuctx_held *to,
@@ -218,10 +239,15 @@ cuctx__child_make(uint64_t *out, enum cuctx_kind kind, const char *fn, cuctx_mak
     if (__builtin_expect(!make, 0)) {
         raw = ((const struct cuctx_adopted *)arg)->raw;
         size = ((const struct cuctx_adopted *)arg)->size;
+        cuctx__child_register(out, s, kind, raw, size, site, to, second);
     } else {
         struct cuctx_unwind u CUCTX__UNWIND = {1, 0, s, &sw};
         if ((rc = cuctx__switch_to(in->raw, fn, &sw)) == CUDA_SUCCESS) {
             rc = make(arg, &raw, &size);
+            if (__builtin_expect(rc == CUDA_SUCCESS, 1)) {
+                cuctx__child_register(out, s, kind, raw, size, site, to, second);
+                u.slot = NULL;      /* (*out's now) */
+            }
             cuctx__switch_back(&sw, fn);
         }
         u.armed = 0;
@@ -232,17 +258,6 @@ cuctx__child_make(uint64_t *out, enum cuctx_kind kind, const char *fn, cuctx_mak
         cuctx__entry_release(in);
         return rc;
     }
-    if (second) {
-        struct cuctx_aux *x = cuctx__slot_aux(s);
-        __atomic_store_n(&x->id[0], second->id, __ATOMIC_RELAXED);     /* (claim reads it as a peeker) */
-        x->id[1] = 0;
-        x->ptr = NULL;
-    }
-    cuctx__child_publish(out, s, kind, to->id, raw, size, site);
-    if (cuctx__entry_counted(to->slot))     /* a borrow's entry: the child names it (entry.h) */
-        cuctx__entry_named(to->slot);
-    if (second && second->slot && cuctx__entry_counted(second->slot))
-        cuctx__entry_named(second->slot);
     cuctx__child_let_go(in, to, second);
     cuctx__entry_release(in);
     return CUDA_SUCCESS;
