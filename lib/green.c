@@ -255,15 +255,15 @@ static void end_stream(struct cuctx_slot *s, struct teardown *t)
     if (!s->u.child.site.unowned && !t->gone) {
         /* Its stream-ordered memory is freed after this in no order of
          * this stream (mem_async.c: on the primary context's legacy stream
-         * or by cuMemFree), which waits for nothing: its work first (a
-         * capturing stream's cannot be waited for, as in stream.c). */
-        if (flags & CUCTX__STREAM_CARRIED) {
-            rc = DRV(cuStreamSynchronize)(raw);
-            if (cuctx__capture_refused(rc))
-                rc = CUDA_SUCCESS;
-        }
-        if (rc == CUDA_SUCCESS)
-            rc = cuctx__stream_destroy_raw(raw);
+         * or by cuMemFree), which waits for nothing: its work first, as in
+         * stream.c. One not waited for (capturing, or the wait refused:
+         * reported) is destroyed all the same - kept, it would die with
+         * the green context a moment later, leaked - and remembered where
+         * it can be, for its memory's frees until then (mem_async.c's
+         * case 2, while the green context lives). */
+        if (flags & CUCTX__STREAM_CARRIED)
+            (void)cuctx__stream_wait_carried(s, t->fn);
+        rc = cuctx__stream_destroy_raw(raw);
     }
     if (cuctx__driver_gone(rc)) {
         t->gone = 1;

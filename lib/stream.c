@@ -13,9 +13,6 @@
 #include "registry.h"
 #include "tether.h"
 
-#include <pthread.h>
-#include <stdlib.h>
-
 CUCTX__KIND_FN CUresult destroy(uint64_t raw) { return cuctx__stream_destroy_raw((CUstream)(uintptr_t)raw); }
 
 /* A stream that carried stream-ordered memory and may run apart from the
@@ -24,76 +21,19 @@ CUCTX__KIND_FN CUresult destroy(uint64_t raw) { return cuctx__stream_destroy_raw
  * legacy stream (mem_async.c), which would not wait for that work, and the
  * real driver hands such memory on while a kernel queued there still
  * writes it (measured). A capturing stream has no work to wait for: the
- * synchronize ends its capture (900), and the destroy goes on. */
-static pthread_mutex_t unwaited_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t *unwaited;  /* ids of streams destroyed with work not waited for */
-static size_t n_unwaited, cap_unwaited;
-
-int cuctx__stream_unwaited(uint64_t id)
-{
-    int found = 0;
-    pthread_mutex_lock(&unwaited_lock);
-    for (size_t i = 0; i < n_unwaited && !found; i++)
-        found = unwaited[i] == id;
-    pthread_mutex_unlock(&unwaited_lock);
-    return found;
-}
-
-void cuctx__stream_waited(uint64_t id)
-{
-    pthread_mutex_lock(&unwaited_lock);
-    for (size_t i = 0; i < n_unwaited; i++)
-        if (unwaited[i] == id) {
-            unwaited[i] = unwaited[--n_unwaited];
-            break;
-        }
-    pthread_mutex_unlock(&unwaited_lock);
-}
-
-/* Remembers id; 0 when it cannot. */
-static int unwaited_add(uint64_t id)
-{
-    int ok = 1;
-    pthread_mutex_lock(&unwaited_lock);
-    if (n_unwaited == cap_unwaited) {
-        size_t cap = cap_unwaited ? 2 * cap_unwaited : 16;
-        uint64_t *more = realloc(unwaited, cap * sizeof *more);
-        if (more) {
-            unwaited = more;
-            cap_unwaited = cap;
-        }
-    }
-    if (n_unwaited < cap_unwaited)
-        unwaited[n_unwaited++] = id;
-    else
-        ok = 0;
-    pthread_mutex_unlock(&unwaited_lock);
-    return ok;
-}
-
+ * synchronize ends its capture (900), and the destroy goes on. The wait
+ * and the list of the streams not waited for are tether.c's: the destroy
+ * of a green context makes the same wait for its streams (green.c). */
 static CUresult destroy_slot(struct cuctx_slot *s, const char *fn)
 {
-    CUstream raw = (CUstream)(uintptr_t)s->u.child.raw;
     uint64_t flags = __atomic_load_n(&s->u.child.size, __ATOMIC_RELAXED);
+    /* (one not waited for that could not be remembered is kept: the
+     * destroy refused) */
     if ((flags & CUCTX__STREAM_CARRIED)
-        && (!(flags & CUCTX__STREAM_FLAGS_KNOWN) || (flags & CU_STREAM_NON_BLOCKING))) {
-        CUresult rc = DRV(cuStreamSynchronize)(raw);
-        /* A stream not waited for - capturing (work queued before its
-         * capture may still run), or a wait the driver refused - is
-         * destroyed all the same: its memory's frees wait for the context
-         * instead (mem_async.c), or, where it cannot be remembered, the
-         * destroy is refused. (A failed wait once returned here, and the
-         * stream, its handle reset, leaked.) */
-        if (rc != CUDA_SUCCESS
-            && !unwaited_add(cuctx__id_make(KIND_STREAM, s->index,
-                                            cuctx__word_gen(atomic_load_explicit(&s->word, memory_order_relaxed)))))
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        if (rc != CUDA_SUCCESS && !cuctx__capture_refused(rc))
-            cuctx__report(rc, "%s: waiting for stream %p before its destroy failed (%s): destroyed all the same; the "
-                              "frees of its stream-ordered memory wait for its context instead", fn, (void *)raw,
-                          cuctx_result_name(rc));
-    }
-    return cuctx__stream_destroy_raw(raw);
+        && (!(flags & CUCTX__STREAM_FLAGS_KNOWN) || (flags & CU_STREAM_NON_BLOCKING))
+        && cuctx__stream_wait_carried(s, fn) != CUDA_SUCCESS)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    return cuctx__stream_destroy_raw((CUstream)(uintptr_t)s->u.child.raw);
 }
 const struct cuctx_child_kind cuctx__stream_kind = {0, destroy, destroy_slot};
 

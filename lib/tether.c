@@ -25,6 +25,9 @@
 #include "init.h"
 #include "registry.h"
 
+#include <pthread.h>
+#include <stdlib.h>
+
 CUresult cuctx__child_null(const char *fn)
 {
     return cuctx__fail(CUDA_ERROR_INVALID_VALUE, "%s: the handle pointer is NULL", fn);
@@ -330,4 +333,79 @@ void cuctx__pair_done(struct cuctx_use *u, struct cuctx_held *second)
 {
     cuctx__entry_release(second);
     cuctx__child_done(u);
+}
+
+/* ---- streams destroyed with their work not waited for --------------------- */
+
+/* The wait before the destroy of a stream that carried stream-ordered
+ * memory, and the list of the streams not waited for (tether.h): here,
+ * below both destroys that make it - a stream's (stream.c) and a green
+ * context's of its streams (green.c) - as stream.c calls green.c (its
+ * creates, through tether.h) and so cannot be called by it
+ * (tests/layers_check.sh). */
+static pthread_mutex_t unwaited_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t *unwaited;  /* ids of streams destroyed with work not waited for */
+static size_t n_unwaited, cap_unwaited;
+
+int cuctx__stream_unwaited(uint64_t id)
+{
+    int found = 0;
+    pthread_mutex_lock(&unwaited_lock);
+    for (size_t i = 0; i < n_unwaited && !found; i++)
+        found = unwaited[i] == id;
+    pthread_mutex_unlock(&unwaited_lock);
+    return found;
+}
+
+void cuctx__stream_waited(uint64_t id)
+{
+    pthread_mutex_lock(&unwaited_lock);
+    for (size_t i = 0; i < n_unwaited; i++)
+        if (unwaited[i] == id) {
+            unwaited[i] = unwaited[--n_unwaited];
+            break;
+        }
+    pthread_mutex_unlock(&unwaited_lock);
+}
+
+/* Remembers id; 0 when it cannot. */
+static int unwaited_add(uint64_t id)
+{
+    int ok = 1;
+    pthread_mutex_lock(&unwaited_lock);
+    if (n_unwaited == cap_unwaited) {
+        size_t cap = cap_unwaited ? 2 * cap_unwaited : 16;
+        uint64_t *more = realloc(unwaited, cap * sizeof *more);
+        if (more) {
+            unwaited = more;
+            cap_unwaited = cap;
+        }
+    }
+    if (n_unwaited < cap_unwaited)
+        unwaited[n_unwaited++] = id;
+    else
+        ok = 0;
+    pthread_mutex_unlock(&unwaited_lock);
+    return ok;
+}
+
+CUresult cuctx__stream_wait_carried(struct cuctx_slot *s, const char *fn)
+{
+    CUstream raw = (CUstream)(uintptr_t)s->u.child.raw;
+    CUresult rc = DRV(cuStreamSynchronize)(raw);
+    /* A stream not waited for - capturing (work queued before its capture
+     * may still run), or a wait the driver refused - is destroyed all the
+     * same: its memory's frees wait for the context instead (mem_async.c),
+     * or, where it cannot be remembered, its caller decides. (A failed
+     * wait once stopped the destroy, in stream.c and in green.c, and the
+     * stream, its handle reset or its green context destroyed, leaked.) */
+    if (rc != CUDA_SUCCESS
+        && !unwaited_add(cuctx__id_make(KIND_STREAM, s->index,
+                                        cuctx__word_gen(atomic_load_explicit(&s->word, memory_order_relaxed)))))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (rc != CUDA_SUCCESS && !cuctx__capture_refused(rc))
+        cuctx__report(rc, "%s: waiting for stream %p before its destroy failed (%s): destroyed all the same; the "
+                          "frees of its stream-ordered memory wait for its context instead", fn, (void *)raw,
+                      cuctx_result_name(rc));
+    return CUDA_SUCCESS;
 }

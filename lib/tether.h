@@ -720,12 +720,19 @@ static inline __attribute__((always_inline)) void cuctx__stream_done(struct cuct
     cuctx__child_done_inline(&a->use);
 }
 /* Whether the stream of id was destroyed, with stream-ordered memory made
- * on it, while it captured, so that its work was not waited for
- * (stream.c). */
+ * on it, while it captured or after a failed wait, so that its work was
+ * not waited for (tether.c). */
 int cuctx__stream_unwaited(uint64_t id);
 /* Its work is known done (a synchronize of its context returned): it is
  * forgotten, and its memory's later frees need no wait. */
 void cuctx__stream_waited(uint64_t id);
+/* The wait before the destroy of a stream that carried stream-ordered
+ * memory (its slot s, closed and drained: stream.c, green.c): its
+ * cuStreamSynchronize. CUDA_SUCCESS once waited for, or, not waited for -
+ * capturing, or the wait refused (reported to the error handler) - once
+ * remembered as such (cuctx__stream_unwaited): either way the destroy goes
+ * on. CUDA_ERROR_OUT_OF_MEMORY where it could not be remembered. */
+CUresult cuctx__stream_wait_carried(struct cuctx_slot *s, const char *fn);
 /* A stream slot's size holds its flags as cuctx made it: known, and
  * whether CU_STREAM_NON_BLOCKING (an adopted stream's are not known); and
  * whether stream-ordered memory was allocated on it (mem_async.c), set

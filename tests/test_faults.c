@@ -1256,6 +1256,11 @@ static const struct exception exceptions[] = {
      * to the error handler. */
     {"cuStreamSynchronize", "cuctx_stream_destroy", 0, HOW_REPORTED,
      "the wait before a stream's destroy: destroyed all the same, the failure to the error handler"},
+    /* green.c: the same wait before the destroy of a green context's
+     * stream that carried stream-ordered memory, in the green context's
+     * destroy (tether.c's, shared). */
+    {"cuStreamSynchronize", "cuctx_ctx_destroy", 0, HOW_REPORTED,
+     "the wait before a green context's stream's destroy: destroyed all the same, the failure to the error handler"},
     PARK_STEPS("cuDeviceGetMemPool"),
     PARK_STEPS("cuDeviceGetDefaultMemPool"),
     PARK_STEPS("cuDeviceSetMemPool"),

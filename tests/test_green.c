@@ -1469,6 +1469,52 @@ Test(green, a_capturing_stream_that_carried_memory_is_destroyed_with_it)
     ASSERT_NO_MISUSE();
 }
 
+/* Bug caught: the wait before the destroy of one of its streams that
+ * carried stream-ordered memory failing (here a planned fault; on a GPU
+ * any error cuStreamSynchronize passes on), and the stream then left alive
+ * - no cuStreamDestroy - to die with the green context right after,
+ * leaked, the green context's destroy failing as "the driver refused to
+ * destroy stream" for a destroy the driver never saw. As for
+ * cuctx_stream_destroy (test_async's
+ * a_failed_wait_before_a_carried_streams_destroy_still_destroys_it): the
+ * stream is destroyed all the same, and the failed wait goes to the error
+ * handler; its memory is freed after it all the same. */
+Test(green, a_failed_wait_before_a_carried_streams_destroy_still_destroys_it)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    unique_addresses();
+    struct handler_count h;
+    cuctx_ctx g = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    green(&g, 16, "G");
+    CHECK_OK(cuctx_stream_create(&s, g, CU_STREAM_NON_BLOCKING, 0));
+    uint64_t sraw = (uint64_t)(uintptr_t)cuctx_stream_raw(s);
+    name_handle('s', sraw, "s");
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, 4096));
+    uint64_t failed = stats().failed_destroys;
+    count_handler_install(&h);
+    size_t mark = log_mark();
+    sim()->fail_call("cuStreamSynchronize", 1, CUDA_ERROR_UNKNOWN);
+    CUresult rc = cuctx_ctx_destroy(&g);
+    cuctx_set_error_handler(NULL, NULL);
+    cr_assert_eq(rc, CUDA_SUCCESS, "%s: %s", cuctx_result_name(rc), cuctx_last_error_message());
+    cr_assert_eq(last_call("cuStreamSynchronize", mark).rc, CUDA_ERROR_UNKNOWN);
+    cr_assert_str_eq(CALLS_OF(mark, "cuStreamSynchronize", "cuStreamDestroy", "cuGreenCtxDestroy"),
+                     "cuStreamSynchronize(s),cuStreamDestroy(s),cuGreenCtxDestroy(G)");
+    cr_assert_eq(sim()->leaked_streams(), 0, "the stream died with the green context: leaked");
+    cr_assert_eq(stats().failed_destroys, failed, "a destroy counted as failed");
+    cr_assert_eq(h.calls, 1, "the failed wait not reported once (%d reports)", h.calls);
+    cr_assert_eq(h.last_rc, CUDA_ERROR_UNKNOWN);
+    cr_assert(strstr(h.last_msg, "before its destroy failed"), "%s", h.last_msg);
+    CHECK_OK(cuctx_mem_destroy(&m));
+    cr_assert_eq(sim()->async_allocs_live(), 0, "its memory not freed");
+    CHECK_OK(cuctx_stream_destroy(&s));
+    cr_assert_eq(sim()->live(CUSIM_ALL), 0);
+    ASSERT_NO_MISUSE();
+}
+
 /* Bug caught: the driver called again for the next stream after a stream's
  * destroy said it has shut down (CUDA_ERROR_DEINITIALIZED). Mutant killed:
  * lib/green.c:275 (`t->gone = 1;` made `t->gone = 0;`). */

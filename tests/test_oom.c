@@ -1614,7 +1614,7 @@ Test(oom, a_borrow_whose_registration_cannot_grow_the_context_map_fails)
 
 /* ---- survivors of lib/stream.c (s1) ---- */
 
-/* lib/stream.c's list of streams destroyed while capturing (tether.h). */
+/* The list of streams destroyed while capturing (tether.h, tether.c). */
 int cuctx__stream_unwaited(uint64_t id);
 void cuctx__stream_waited(uint64_t id);
 
@@ -1623,10 +1623,11 @@ void cuctx__stream_waited(uint64_t id);
  * this program's allocator), another thread that asks whether a stream is
  * in the list, or takes one out, waits for it - seen without a clock, the
  * other thread asleep in a futex - and, let go, finds the stream just
- * added (or takes it out). Mutants killed: lib/stream.c:57 `call`
- * (unwaited_add's lock removed), :35 `call` (cuctx__stream_unwaited's lock
- * removed), :44 `call` (cuctx__stream_waited's lock removed): the other
- * thread then goes through at once, before the stream is in the list. */
+ * added (or takes it out). Mutants killed (in lib/stream.c then):
+ * lib/tether.c:372 `call` (unwaited_add's lock removed), :350 `call`
+ * (cuctx__stream_unwaited's lock removed), :359 `call`
+ * (cuctx__stream_waited's lock removed): the other thread then goes
+ * through at once, before the stream is in the list. */
 struct unwaited_user {
     int take_out;           /* 1: cuctx__stream_waited, 0: cuctx__stream_unwaited */
     uint64_t id;
