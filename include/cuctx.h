@@ -583,6 +583,13 @@ CUCTX_API CUlibrary cuctx_library_raw(cuctx_library lib);
  *   - else with cuMemFree and no context. The driver returns the memory
  *     then, but its pool's CU_MEMPOOL_ATTR_USED_MEM_CURRENT goes on
  *     counting it (measured).
+ * That cuMemFree, and the cuCtxSynchronize that first waits for a stream
+ * destroyed while it captured, are calls a capture may forbid: they run
+ * with the calling thread's capture mode RELAXED
+ * (cuThreadExchangeStreamCaptureMode, CUDA 10.1+; given back after), so a
+ * capture elsewhere or on this thread neither refuses the free nor is
+ * ended by it. A synchronize of a context with a capturing stream is
+ * still refused (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), in any mode.
  * A thread whose current context another thread destroyed (say, inside a
  * CUCTX_SCOPED over a context that died) has its cuMemFree and its
  * cuMemFreeAsync on a default stream refused by the driver

@@ -55,6 +55,7 @@
     X(cuGraphDestroy, 10000, 0)                 \
     X(cuStreamBeginCapture, 10010, 0)           \
     X(cuStreamEndCapture, 10000, 0)             \
+    X(cuThreadExchangeStreamCaptureMode, 10010, 0) \
     X(cuModuleGetGlobal, 3020, 0)               \
     X(cuLibraryLoadData, 12000, 0)              \
     X(cuLibraryLoadFromFile, 12000, 0)          \

@@ -44,6 +44,9 @@
  *      while that is active: a cuMemFree would free it too, but leave the
  *      pool counting it as used (measured: 8 MB after 24 contexts);
  *   4. else with cuMemFree and no context.
+ * The synchronize of 2 and the cuMemFree of 4 are calls a capture may
+ * forbid; they run with the thread's capture mode RELAXED (below), so that
+ * a capture elsewhere neither refuses them nor is ended by them.
  * A free is never skipped, except in a forked child (the parent's memory)
  * and after the driver shut down.
  *
@@ -94,6 +97,39 @@ static CUresult need_async(const char *fn)
                                CUCTX__DRV_AT(cuMemFreeAsync));
 }
 
+/* Two of the frees below make a call a capture may forbid: case 2's
+ * cuCtxSynchronize and case 4's cuMemFree. Forbidden, it answers 900: the
+ * free fails, the memory leaks, and a capture that has nothing to do with
+ * it - another thread's under CU_STREAM_CAPTURE_MODE_GLOBAL, this thread's
+ * own - is ended. The documentation lets the calling thread's own capture
+ * mode decide whether its unsafe calls are prohibited, so these run with
+ * it RELAXED (tools/facts/free_beside_capture.c); a synchronize that would
+ * wait for a capturing stream of its own context is still refused, in
+ * any mode. The mode is given back after the call, whatever it answered
+ * and on a cancel too (the cleanup); a driver without the exchange, or one
+ * that refuses it, has the call made in the thread's mode, as before. */
+struct relaxed { CUstreamCaptureMode mode; int exchanged; const char *fn; };
+static inline struct relaxed relax(const char *fn)
+{
+    struct relaxed r = {CU_STREAM_CAPTURE_MODE_RELAXED, 0, fn};
+    r.exchanged = DRV(cuThreadExchangeStreamCaptureMode) != NULL
+                  && DRV(cuThreadExchangeStreamCaptureMode)(&r.mode) == CUDA_SUCCESS;
+    return r;
+}
+static void relaxed_end(struct relaxed *r)
+{
+    CUresult rc;
+    if (r->exchanged && (rc = DRV(cuThreadExchangeStreamCaptureMode)(&r->mode)) != CUDA_SUCCESS)
+        cuctx__report(rc, "%s: cannot give the thread its stream capture mode back after a free of stream-ordered "
+                          "memory (it stays RELAXED): cuThreadExchangeStreamCaptureMode failed: %s", r->fn,
+                      cuctx_result_name(rc));
+}
+/* The statement after it runs so (a run-once for, as apart.h's guards). */
+#define CAPTURE_RELAXED(fn)                                                                         \
+    for (struct relaxed relaxed_ __attribute__((cleanup(relaxed_end))) = relax(fn),                  \
+                        *relaxed_once_ = &relaxed_;                                                  \
+         relaxed_once_; relaxed_once_ = NULL)
+
 /* Case 2 above: on the legacy stream of the held context o, after a
  * synchronize of it where the stream's destroy could not wait (unwaited:
  * that stream's id, else 0). */
@@ -110,7 +146,8 @@ static __attribute__((noinline)) CUresult free_in_context(CUdeviceptr p, struct 
                 struct cuctx_sync_guard g CUCTX__SYNC_GUARD = cuctx__sync_shared(o->id);
                 (void)g;
                 CUCTX__APART_FROM_POOLS
-                    rc = DRV(cuCtxSynchronize)();
+                    CAPTURE_RELAXED(fn)
+                        rc = DRV(cuCtxSynchronize)();
                 if (rc == CUDA_SUCCESS)     /* its work is done: its other frees need not wait */
                     cuctx__stream_waited(unwaited);
             }
@@ -143,17 +180,18 @@ static __attribute__((noinline, cold)) CUresult free_on_stream_pushed(CUdevicept
     return rc;
 }
 
-struct free_apart { CUdeviceptr p; CUresult rc; };
+struct free_apart { CUdeviceptr p; CUresult rc; const char *fn; };
 static void *free_apart_run(void *arg)
 {
     struct free_apart *f = arg;
-    f->rc = DRV(cuMemFree)(f->p);
+    CAPTURE_RELAXED(f->fn)     /* (a new thread's mode is GLOBAL) */
+        f->rc = DRV(cuMemFree)(f->p);
     return NULL;
 }
 
-static __attribute__((noinline, cold)) CUresult free_with_none_current(CUdeviceptr p)
+static __attribute__((noinline, cold)) CUresult free_with_none_current(CUdeviceptr p, const char *fn)
 {
-    struct free_apart f = {p, CUDA_ERROR_UNKNOWN};
+    struct free_apart f = {p, CUDA_ERROR_UNKNOWN, fn};
     pthread_t t;
     int old;
     /* not left halfway by a cancel: the thread frees whatever this one does */
@@ -271,9 +309,10 @@ static __attribute__((noinline)) CUresult free_slow(CUdeviceptr p, uint64_t stre
     if (free_in_primary(p, fn) == CUDA_SUCCESS)     /* 3 */
         return CUDA_SUCCESS;
     CUCTX__UNWOUND_LETS_GO(NULL)    /* 4 */
-        rc = DRV(cuMemFree)(p);
+        CAPTURE_RELAXED(fn)
+            rc = DRV(cuMemFree)(p);
     if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED)
-        rc = free_with_none_current(p);
+        rc = free_with_none_current(p, fn);
     return rc;
 }
 

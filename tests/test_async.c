@@ -2236,20 +2236,30 @@ Test(mem_pool, a_parked_pool_is_no_longer_the_devices_current_pool)
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
 
-/* ---- open defects: frees of stream-ordered memory beside a capture ---------
+/* ---- frees of stream-ordered memory beside a capture -------------------
  *
- * Found by an attack on 2026-12-04, not fixed yet, so disabled: enable each
- * with its fix. The frees that cannot use the memory's stream - case 4's
- * cuMemFree with no context and case 2's cuCtxSynchronize (mem_async.c) -
- * are calls a capture under CU_STREAM_CAPTURE_MODE_GLOBAL on any thread (or
- * THREAD_LOCAL on this one) forbids: on the simulator they answer 900, the
- * free fails (the memory leaks: its handle is reset) and the unrelated
- * capture is invalidated. The fix suggested - the thread's capture mode
- * made RELAXED around those calls (cuThreadExchangeStreamCaptureMode) -
- * must first be measured on the H200: what cuMemFree and cuCtxSynchronize
- * do there beside another thread's or context's capture, in either mode
- * (these tests need no simulator control but for the leak count, so they
- * run there as they are). */
+ * The frees that cannot use the memory's stream - case 4's cuMemFree with
+ * no context and case 2's cuCtxSynchronize (mem_async.c) - are calls a
+ * capture under CU_STREAM_CAPTURE_MODE_GLOBAL on any thread (or
+ * THREAD_LOCAL on this one) forbids. Found by an attack on 2026-12-04: they
+ * answered 900, the free failed (the memory leaked: its handle reset) and
+ * the unrelated capture was invalidated. They now run with the thread's
+ * capture mode RELAXED (cuThreadExchangeStreamCaptureMode: the thread's
+ * own mode decides whether its unsafe calls are prohibited, as documented),
+ * given back after the call. All but the last two tests below need no
+ * simulator control but for the leak count, so they run on the real
+ * driver as they are; tools/facts/free_beside_capture.c measures the calls
+ * themselves there. */
+
+/* The calling thread's capture mode, read by an exchange with mode m,
+ * which it then has. */
+static CUstreamCaptureMode exchange_mode(CUstreamCaptureMode m, CUresult *rc)
+{
+    PFN_cuThreadExchangeStreamCaptureMode_v10010 exchange =
+        (PFN_cuThreadExchangeStreamCaptureMode_v10010)drv_sym("cuThreadExchangeStreamCaptureMode", 10010);
+    *rc = exchange(&m);
+    return m;
+}
 
 /* (on another thread: the capture's thread is not the free's) */
 static void *capture_on_other_thread_free(void *arg)
@@ -2258,16 +2268,17 @@ static void *capture_on_other_thread_free(void *arg)
     return (void *)(intptr_t)cuctx_mem_destroy(m);
 }
 
-/* Open defect: the free of stream-ordered memory whose context is gone
- * and no primary context active (case 4, cuMemFree with no context) made
- * while any thread captures under CU_STREAM_CAPTURE_MODE_GLOBAL, or this
- * thread under THREAD_LOCAL: cuMemFree is a call such a capture forbids
- * (900, DRIVER-FACTS: "capture GLOBAL: cuMemAlloc on another thread: 900
- * and invalidated"), so the free fails - the handle reset, the memory
- * leaked, though the header says such memory "is never skipped ... (that
- * would leak it)" - and the unrelated capture is invalidated, though the
- * header lists cuctx's calls that break a capture and a destroy of
- * stream-ordered memory is not among them. */
+/* The free of stream-ordered memory whose context is gone and no primary
+ * context active (case 4, cuMemFree with no context) made while any thread
+ * captures under CU_STREAM_CAPTURE_MODE_GLOBAL, or this thread under
+ * THREAD_LOCAL: it frees the memory and leaves the capture intact. Bug
+ * caught: cuMemFree made in the thread's own mode, a call such a capture
+ * forbids (900, DRIVER-FACTS: "capture GLOBAL: cuMemAlloc on another
+ * thread: 900 and invalidated"), so the free failed - the handle reset,
+ * the memory leaked, though the header says such memory "is never skipped
+ * ... (that would leak it)" - and the unrelated capture was invalidated,
+ * though the header lists cuctx's calls that break a capture and a
+ * destroy of stream-ordered memory is not among them. */
 static void free_of_orphan_beside_capture(CUstreamCaptureMode mode, int other_thread)
 {
     NEED_DRIVER();
@@ -2290,6 +2301,10 @@ static void free_of_orphan_beside_capture(CUstreamCaptureMode mode, int other_th
         rc = (CUresult)(intptr_t)ret;
     } else {
         rc = cuctx_mem_destroy(&m);
+        CUresult x;
+        cr_assert_eq(exchange_mode(CU_STREAM_CAPTURE_MODE_GLOBAL, &x), CU_STREAM_CAPTURE_MODE_GLOBAL,
+                     "the thread's capture mode was not given back");
+        CHECK_OK(x);
     }
     CUresult end = cuctx_capture_end(&cap, 1);
     cr_assert_eq(rc, CUDA_SUCCESS, "the free beside the capture failed: %s", cuctx_result_name(rc));
@@ -2305,28 +2320,28 @@ static void free_of_orphan_beside_capture(CUstreamCaptureMode mode, int other_th
     CHECK_OK(cuctx_stream_destroy(&dead));
     CHECK_OK(cuctx_ctx_destroy(&d));
 }
-Test(async_mem, an_orphans_free_beside_a_global_capture_neither_leaks_nor_breaks_it, .disabled = true)
+Test(async_mem, an_orphans_free_beside_a_global_capture_neither_leaks_nor_breaks_it)
 {
     free_of_orphan_beside_capture(CU_STREAM_CAPTURE_MODE_GLOBAL, 0);
 }
-Test(async_mem, an_orphans_free_on_another_thread_beside_a_global_capture_neither_leaks_nor_breaks_it, .disabled = true)
+Test(async_mem, an_orphans_free_on_another_thread_beside_a_global_capture_neither_leaks_nor_breaks_it)
 {
     free_of_orphan_beside_capture(CU_STREAM_CAPTURE_MODE_GLOBAL, 1);
 }
-Test(async_mem, an_orphans_free_beside_a_thread_local_capture_neither_leaks_nor_breaks_it, .disabled = true)
+Test(async_mem, an_orphans_free_beside_a_thread_local_capture_neither_leaks_nor_breaks_it)
 {
     free_of_orphan_beside_capture(CU_STREAM_CAPTURE_MODE_THREAD_LOCAL, 0);
 }
 
-/* Open defect, the same as the orphan's free beside a capture above,
- * by case 2's wait: memory whose non-blocking stream was destroyed while
- * it captured (so its work is waited for at the free, by a
- * cuCtxSynchronize of its context) freed while this thread captures a
- * stream of ANOTHER context under CU_STREAM_CAPTURE_MODE_GLOBAL: the
- * synchronize is a call that capture forbids (900, DRIVER-FACTS), the free
- * fails - handle reset, memory leaked - and the unrelated capture is
- * invalidated. */
-Test(async_mem, a_waited_free_beside_another_contexts_global_capture_neither_leaks_nor_breaks_it, .disabled = true)
+/* The same as the orphan's free beside a capture above, by case 2's wait:
+ * memory whose non-blocking stream was destroyed while it captured (so its
+ * work is waited for at the free, by a cuCtxSynchronize of its context)
+ * freed while this thread captures a stream of ANOTHER context under
+ * CU_STREAM_CAPTURE_MODE_GLOBAL. Bug caught: the synchronize made in the
+ * thread's own mode, a call that capture forbids (900, DRIVER-FACTS), the
+ * free failed - handle reset, memory leaked - and the unrelated capture
+ * was invalidated. */
+Test(async_mem, a_waited_free_beside_another_contexts_global_capture_neither_leaks_nor_breaks_it)
 {
     NEED_DRIVER();
     cuctx_ctx c = {0}, d = {0};
@@ -2356,4 +2371,74 @@ Test(async_mem, a_waited_free_beside_another_contexts_global_capture_neither_lea
     CHECK_OK(cuctx_stream_destroy(&t));
     CHECK_OK(cuctx_ctx_destroy(&d));
     CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* A driver that refuses the exchange of the thread's capture mode: the
+ * free is made in the thread's own mode, as it was before the fix
+ * (refused beside a GLOBAL capture, which it ends), and no mode is given
+ * back - none was taken. */
+Test(async_mem, a_refused_mode_exchange_leaves_the_free_in_the_threads_own_mode)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    cuctx_mem m = {0};
+    cuctx_stream dead = {0}, s = {0};
+    cuctx_ctx d = {0};
+    cuctx_capture cap;
+    cuctx_graph g = {0};
+    orphaned_async_mem(&m, &dead);
+    new_ctx(&d, 0, "D", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, d, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_capture_begin(&cap, s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    unsigned long exchanges = calls("cuThreadExchangeStreamCaptureMode");
+    sim()->fail_call("cuThreadExchangeStreamCaptureMode", 1, CUDA_ERROR_NOT_SUPPORTED);
+    cr_assert_eq(cuctx_mem_destroy(&m), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    cr_assert_eq(calls("cuThreadExchangeStreamCaptureMode"), exchanges + 1, "a mode given back that was not taken");
+    cr_assert_eq(cuctx_capture_end(&cap, 1), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    ASSERT_NO_MISUSE();
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_stream_destroy(&dead));
+    CHECK_OK(cuctx_ctx_destroy(&d));
+}
+
+/* A thread cancelled in case 4's cuMemFree, made with its capture mode
+ * RELAXED: the unwinding gives the mode back, so that the thread's own
+ * cleanup handler finds it as it was (GLOBAL, a new thread's). The
+ * simulator delays the cuMemFree, and the cancel lands in the delay. */
+struct relaxed_cancel { cuctx_mem m; CUstreamCaptureMode found; CUresult rc; };
+static void relaxed_cancel_found(void *p)
+{
+    struct relaxed_cancel *a = p;
+    a->found = exchange_mode(CU_STREAM_CAPTURE_MODE_GLOBAL, &a->rc);
+}
+static void *free_relaxed_cancellable(void *p)
+{
+    struct relaxed_cancel *a = p;
+    pthread_cleanup_push(relaxed_cancel_found, a);
+    cuctx_mem_destroy(&a->m);
+    pthread_cleanup_pop(0);
+    return NULL;
+}
+Test(async_mem, a_thread_cancelled_in_a_relaxed_free_gets_its_capture_mode_back, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct relaxed_cancel a = {{0}, (CUstreamCaptureMode)99, CUDA_ERROR_UNKNOWN};
+    cuctx_stream dead = {0};
+    pthread_t t;
+    void *res = NULL;
+    orphaned_async_mem(&a.m, &dead);
+    sim()->set_delay("cuMemFree", 300000);
+    cr_assert_eq(pthread_create(&t, NULL, free_relaxed_cancellable, &a), 0);
+    for (int i = 0; i < 10000 && sim()->sleeping() != 1; i++)
+        usleep(1000);
+    cr_assert_eq(sim()->sleeping(), 1, "no cuMemFree in its delay");
+    cr_assert_eq(pthread_cancel(t), 0);
+    cr_assert_eq(pthread_join(t, &res), 0);
+    sim()->set_delay("cuMemFree", 0);
+    cr_assert_eq(res, PTHREAD_CANCELED);
+    CHECK_OK(a.rc);
+    cr_assert_eq(a.found, CU_STREAM_CAPTURE_MODE_GLOBAL, "the cancelled free left the thread's capture mode %d",
+                 (int)a.found);
+    CHECK_OK(cuctx_stream_destroy(&dead));
 }

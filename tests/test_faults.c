@@ -1288,6 +1288,16 @@ static const struct exception exceptions[] = {
     {"cuCtxGetCurrent", "cuctx_mem_destroy(&am)", 0, HOW_REPORTED, CASE3_WHY},
     {"cuMemFreeAsync", "cuctx_mem_destroy(&am)", 0, HOW_REPORTED, CASE3_WHY},
 #undef CASE3_WHY
+    /* mem_async.c: case 4's cuMemFree and case 2's cuCtxSynchronize run
+     * with the thread's capture mode exchanged to RELAXED, and back after.
+     * Where the first exchange fails, the call is made in the thread's own
+     * mode, as before there was an exchange (no capture beside it here: the
+     * same free); where only the exchange back fails, the free has
+     * succeeded, and the failure goes to the error handler. */
+    {"cuThreadExchangeStreamCaptureMode", NULL, 0, HOW_ABSORBED,
+     "the thread's capture mode not made RELAXED for a free: the free made in the thread's own mode"},
+    {"cuThreadExchangeStreamCaptureMode", NULL, 2, HOW_REPORTED,
+     "the thread's capture mode not given back after a free: to the error handler"},
     /* cuctx_pop_current (current.c) asks the driver whether the current
      * context is alive before popping it (the driver aborts on popping a
      * destroyed one that was handed to it). Only a "gone" answer stops
