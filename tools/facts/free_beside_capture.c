@@ -16,6 +16,14 @@
  *   b  cuCtxSynchronize with another live context Y current (case 2's wait);
  *   c  cuMemFreeAsync(p, CU_STREAM_LEGACY) with Y current, p Y's;
  *   d  for reference, cuMemAlloc with Y current.
+ * Then, to list which of the other calls cuctx makes a capture forbids
+ * (the header's list beside CUCTX_CAPTURE), under A's GLOBAL capture with
+ * B's mode left as it is and Y current, B does one of:
+ *   e  cuGraphInstantiate of a graph of one empty node; f cuGraphExecDestroy;
+ *   g  cuLibraryLoadData of a small PTX; h cuLibraryUnload;
+ *   i  cuModuleLoadData of it; j cuModuleUnload;
+ *   k  cuMemHostAlloc; l cuMemFreeHost; m cuEventDestroy; n cuStreamDestroy
+ *      (the objects made beforehand in Y).
  * Last, "self": B is the capturing thread (X current for the begin and the
  * end, between them none for a, Y for b), and does a or b. Each case runs in a forked
  * child, so a crash or a hang (20 s) is counted, not fatal; one line each.
@@ -48,7 +56,22 @@ CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice de
 
 static const char *const mode_names[] = {"GLOBAL", "THREAD_LOCAL", "RELAXED"};
 static const char *const what_names[] = {"a cuMemFree, no context", "b cuCtxSynchronize of Y",
-                                         "c cuMemFreeAsync legacy", "d cuMemAlloc (reference)"};
+                                         "c cuMemFreeAsync legacy", "d cuMemAlloc (reference)",
+                                         "e cuGraphInstantiate", "f cuGraphExecDestroy",
+                                         "g cuLibraryLoadData", "h cuLibraryUnload",
+                                         "i cuModuleLoadData", "j cuModuleUnload",
+                                         "k cuMemHostAlloc", "l cuMemFreeHost",
+                                         "m cuEventDestroy", "n cuStreamDestroy"};
+#define WHAT_COUNT ((int)(sizeof what_names / sizeof what_names[0]))
+static const char ptx[] = ".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry k()\n{\n\tret;\n}\n";
+/* e - n's objects, made in Y beforehand */
+static CUgraph g_made;
+static CUgraphExec ge_made;
+static CUlibrary lib_made;
+static CUmodule mod_made;
+static void *host_made;
+static CUevent ev_made;
+static CUstream st_made;
 
 static CUcontext x, y;
 static CUstream sx;
@@ -91,7 +114,17 @@ static void b_call(void)
     case 0: b_rc = cuMemFree(p); break;
     case 1: b_rc = cuCtxSynchronize(); break;
     case 2: b_rc = cuMemFreeAsync(p, CU_STREAM_LEGACY); break;
-    default: b_rc = cuMemAlloc(&q, 4096); break;
+    case 3: b_rc = cuMemAlloc(&q, 4096); break;
+    case 4: { CUgraphExec e; b_rc = cuGraphInstantiate(&e, g_made, 0); } break;
+    case 5: b_rc = cuGraphExecDestroy(ge_made); break;
+    case 6: { CUlibrary l; b_rc = cuLibraryLoadData(&l, ptx, NULL, NULL, 0, NULL, NULL, 0); } break;
+    case 7: b_rc = cuLibraryUnload(lib_made); break;
+    case 8: { CUmodule m2; b_rc = cuModuleLoadData(&m2, ptx); } break;
+    case 9: b_rc = cuModuleUnload(mod_made); break;
+    case 10: { void *h; b_rc = cuMemHostAlloc(&h, 4096, 0); } break;
+    case 11: b_rc = cuMemFreeHost(host_made); break;
+    case 12: b_rc = cuEventDestroy(ev_made); break;
+    default: b_rc = cuStreamDestroy(st_made); break;
     }
     if (relaxed)
         back_rc = cuThreadExchangeStreamCaptureMode(&m);
@@ -161,6 +194,23 @@ static int run_case(int self)
         if (what == 0 && cuCtxDestroy(y))
             return 13;
     }
+    if (what >= 4) {    /* e - n: their objects, in Y (current after its create) */
+        CUgraphNode node;
+        CUresult r[] = {cuGraphCreate(&g_made, 0), CUDA_SUCCESS, CUDA_SUCCESS,
+                        cuLibraryLoadData(&lib_made, ptx, NULL, NULL, 0, NULL, NULL, 0), cuModuleLoadData(&mod_made, ptx),
+                        cuMemHostAlloc(&host_made, 4096, 0), cuEventCreate(&ev_made, 0),
+                        cuStreamCreate(&st_made, CU_STREAM_NON_BLOCKING)};
+        if (!r[0])
+            r[1] = cuGraphAddEmptyNode(&node, g_made, NULL, 0);
+        if (!r[1])
+            r[2] = cuGraphInstantiate(&ge_made, g_made, 0);
+        for (int i = 0; i < (int)(sizeof r / sizeof r[0]); i++)
+            if (r[i]) {
+                printf("(setup step %d: %d) ", i, (int)r[i]);
+                fflush(stdout);
+                return 14;
+            }
+    }
     cuCtxSetCurrent(x);
     before = pool_used(dev);
     pthread_barrier_init(&begun, NULL, 2);
@@ -219,5 +269,9 @@ int main(void)
             for (what = 0; what < 2; what++)
                 one(1);
     }
+    cap_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+    relaxed = 0;
+    for (what = 4; what < WHAT_COUNT; what++)
+        one(0);
     return 0;
 }
