@@ -242,15 +242,26 @@ CUCTX_API void cuctx_cleanup(void *handle);
  * the last error set, as with CUCTX_SCOPED. The block runs in the calling
  * thread's context stack as it was (the capture switches to s's context
  * only for its begin and end). What the driver forbids during a capture
- * (DRIVER-FACTS): under GLOBAL, allocations and frees from any thread of
- * the process, under THREAD_LOCAL from this thread; in every mode
- * cuCtxSynchronize, and synchronizing or querying s or an event recorded
- * in the capture. cuctx's own calls inside are none of these except the
- * ones that are (cuctx_mem_alloc, cuctx_ctx_synchronize,
+ * (DRIVER-FACTS; tools/facts/free_beside_capture.c, H200): under GLOBAL,
+ * from any thread of the process whose own mode is not RELAXED, under
+ * THREAD_LOCAL from this thread: allocations and frees - stream-ordered
+ * ones on any stream but the capturing one too - page-locked allocations
+ * and frees, module and library unloads, graph instantiation and a graph
+ * exec's destroy; in every mode cuCtxSynchronize of s's context, and
+ * synchronizing or querying s or an event recorded in the capture. Such a
+ * call answers CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and ends the capture.
+ * cuctx's calls that make one: cuctx_mem_alloc and the destroy of its
+ * memory, cuctx_mem_alloc_async/_from_pool, cuctx_host_mem_alloc and
+ * _destroy, cuctx_module_destroy, cuctx_library_destroy,
+ * cuctx_graph_exec_instantiate and _destroy, cuctx_ctx_synchronize,
  * cuctx_stream_synchronize(s), cuctx_event_synchronize/_query of a
- * captured event). The begin and the end never run beside
- * cuctx_ctx_synchronize of the same context on another thread (the real
- * driver crashes so). */
+ * captured event. A free of stream-ordered memory is never lost so: the
+ * frees cuctx makes in place of one on the memory's own stream (its stream
+ * or context gone) run with the thread's capture mode RELAXED and leave
+ * the capture alone; one on its own stream is refused as the program's
+ * own would be, ending the capture, and is then made again RELAXED. The
+ * begin and the end never run beside cuctx_ctx_synchronize of the same
+ * context on another thread (the real driver crashes so). */
 #  define CUCTX_CAPTURE(s, out, mode) CUCTX__CAPTURE(s, out, mode, CUCTX__UNIQUE(cuctx__capture_), 1, )
 
 /* CUCTX_CAPTURE_ELSE(s, &graph, mode, on_fail) { ... }: as CUCTX_CAPTURE,
@@ -583,13 +594,17 @@ CUCTX_API CUlibrary cuctx_library_raw(cuctx_library lib);
  *   - else with cuMemFree and no context. The driver returns the memory
  *     then, but its pool's CU_MEMPOOL_ATTR_USED_MEM_CURRENT goes on
  *     counting it (measured).
- * That cuMemFree, and the cuCtxSynchronize that first waits for a stream
- * destroyed while it captured, are calls a capture may forbid: they run
- * with the calling thread's capture mode RELAXED
- * (cuThreadExchangeStreamCaptureMode, CUDA 10.1+; given back after), so a
- * capture elsewhere or on this thread neither refuses the free nor is
- * ended by it. A synchronize of a context with a capturing stream is
- * still refused (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), in any mode.
+ * Every free here is a call a capture may forbid (CUCTX_CAPTURE's list):
+ * the frees on a legacy stream, that cuMemFree, and the cuCtxSynchronize
+ * that first waits for a stream destroyed while it captured run with the
+ * calling thread's capture mode RELAXED (cuThreadExchangeStreamCaptureMode,
+ * CUDA 10.1+; given back after), so a capture elsewhere or on this thread
+ * neither refuses the free nor is ended by it; the free on the memory's
+ * own stream runs in the thread's mode, as the program's own would, and
+ * where a capture refuses it (ending that capture, as the driver does) is
+ * made again RELAXED, so the memory is freed all the same. A synchronize
+ * of a context with a capturing stream is still refused
+ * (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), in any mode.
  * A thread whose current context another thread destroyed (say, inside a
  * CUCTX_SCOPED over a context that died) has its cuMemFree and its
  * cuMemFreeAsync on a default stream refused by the driver

@@ -97,15 +97,22 @@ static CUresult need_async(const char *fn)
                                CUCTX__DRV_AT(cuMemFreeAsync));
 }
 
-/* Two of the frees below make a call a capture may forbid: case 2's
- * cuCtxSynchronize and case 4's cuMemFree. Forbidden, it answers 900: the
- * free fails, the memory leaks, and a capture that has nothing to do with
- * it - another thread's under CU_STREAM_CAPTURE_MODE_GLOBAL, this thread's
- * own - is ended. The documentation lets the calling thread's own capture
- * mode decide whether its unsafe calls are prohibited, so these run with
- * it RELAXED (tools/facts/free_beside_capture.c); a synchronize that would
- * wait for a capturing stream of its own context is still refused, in
- * any mode. The mode is given back after the call, whatever it answered
+/* Every free below is a call a capture may forbid: under another
+ * thread's CU_STREAM_CAPTURE_MODE_GLOBAL capture, or this thread's own,
+ * cuMemFreeAsync on any stream that is not capturing, cuMemFree and
+ * cuCtxSynchronize answer 900 and end the capture (measured on the H200,
+ * tools/facts/free_beside_capture.c: legacy, blocking and non-blocking
+ * streams alike). Refused, the free fails and the memory leaks. The
+ * documentation lets the calling thread's own capture mode decide whether
+ * its unsafe calls are prohibited, and the H200 agrees: made with it
+ * RELAXED, each goes through and the capture is intact. So the frees of
+ * cases 2 to 4, which cuctx chose in place of the memory's own stream, run
+ * RELAXED (the program's own frees would have been on that stream); case
+ * 1's, on the stream the program gave, runs in the thread's mode, as the
+ * driver's would (no exchange on the allocation's hot path), and where
+ * refused so is made again RELAXED: the capture is ended as the driver
+ * ends it, but the memory is not lost. A synchronize that would wait for a
+ * capturing stream of its own context is still refused, in any mode. The mode is given back after the call, whatever it answered
  * and on a cancel too (the cleanup); a driver without the exchange, or one
  * that refuses it, has the call made in the thread's mode, as before. */
 struct relaxed { CUstreamCaptureMode mode; int exchanged; const char *fn; };
@@ -152,7 +159,8 @@ static __attribute__((noinline)) CUresult free_in_context(CUdeviceptr p, struct 
                     cuctx__stream_waited(unwaited);
             }
             if (rc == CUDA_SUCCESS)
-                rc = DRV(cuMemFreeAsync)(p, CU_STREAM_LEGACY);
+                CAPTURE_RELAXED(fn)
+                    rc = DRV(cuMemFreeAsync)(p, CU_STREAM_LEGACY);
             cuctx__switch_back(&sw, fn);
         }
     return rc;
@@ -177,6 +185,23 @@ static __attribute__((noinline, cold)) CUresult free_on_stream_pushed(CUdevicept
             rc = DRV(cuMemFreeAsync)(p, s);
             cuctx__switch_back(&sw, fn);
         }
+    return rc;
+}
+
+/* Case 1's free on the stream s of the held context ctx (NULL: a default
+ * stream by name, the current context's), refused with rc: made again
+ * where the refusal says how - with the stream's context pushed over a
+ * dead current one (above), or RELAXED beside a capture that forbids it
+ * (the comment of CAPTURE_RELAXED). Cold, out of line. */
+static __attribute__((noinline, cold)) CUresult free_refused(CUdeviceptr p, CUstream s, CUcontext ctx, CUresult rc,
+                                                             const char *fn)
+{
+    if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED && ctx)
+        return free_on_stream_pushed(p, s, ctx, fn);
+    if (rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+        CUCTX__UNWOUND_LETS_GO(NULL)
+            CAPTURE_RELAXED(fn)
+                rc = DRV(cuMemFreeAsync)(p, s);
     return rc;
 }
 
@@ -285,8 +310,8 @@ static __attribute__((noinline)) CUresult free_slow(CUdeviceptr p, uint64_t stre
             if (rc == CUDA_SUCCESS) {
                 CUCTX__UNWOUND_LETS_GO(NULL)
                     rc = DRV(cuMemFreeAsync)(p, (CUstream)(uintptr_t)st->u.child.raw);
-                if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED)
-                    rc = free_on_stream_pushed(p, (CUstream)(uintptr_t)st->u.child.raw, o.raw, fn);
+                if (rc != CUDA_SUCCESS)
+                    rc = free_refused(p, (CUstream)(uintptr_t)st->u.child.raw, o.raw, rc, fn);
                 cuctx__entry_release(&o);
                 cuctx__unhold_child(st, hz);
                 cuctx__deliver_reports();   /* (made while it held the stream: a failed pop, say) */
@@ -330,8 +355,8 @@ static inline __attribute__((always_inline)) CUresult free_slot(struct cuctx_slo
     CUresult rc;
     if (on_free_async && free_on_set) {     /* cuctx_mem_free_async's stream, pinned by its caller */
         rc = DRV(cuMemFreeAsync)(p, free_on);
-        if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED && free_on_ctx)
-            rc = free_on_stream_pushed(p, free_on, free_on_ctx, fn);
+        if (rc != CUDA_SUCCESS)
+            rc = free_refused(p, free_on, free_on_ctx, rc, fn);
         return rc;
     }
     struct cuctx_use u;
@@ -340,8 +365,8 @@ static inline __attribute__((always_inline)) CUresult free_slot(struct cuctx_slo
         return free_slow(p, stream, a->id[1], fn);
     CUCTX__UNWOUND_LETS_GO(NULL)
         rc = DRV(cuMemFreeAsync)(p, (CUstream)(uintptr_t)u.raw);
-    if (__builtin_expect(rc == CUDA_ERROR_CONTEXT_IS_DESTROYED, 0))
-        rc = free_on_stream_pushed(p, (CUstream)(uintptr_t)u.raw, u.entry.raw, fn);
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0))
+        rc = free_refused(p, (CUstream)(uintptr_t)u.raw, u.entry.raw, rc, fn);
     cuctx__child_done_fast(2);
     return rc;
 }

@@ -2246,10 +2246,14 @@ Test(mem_pool, a_parked_pool_is_no_longer_the_devices_current_pool)
  * the unrelated capture was invalidated. They now run with the thread's
  * capture mode RELAXED (cuThreadExchangeStreamCaptureMode: the thread's
  * own mode decides whether its unsafe calls are prohibited, as documented),
- * given back after the call. All but the last two tests below need no
- * simulator control but for the leak count, so they run on the real
- * driver as they are; tools/facts/free_beside_capture.c measures the calls
- * themselves there. */
+ * given back after the call. The H200 then showed (tools/facts/
+ * free_beside_capture.c) that such a capture forbids cuMemFreeAsync and
+ * cuMemAllocAsync on any stream too, the legacy stream of case 2's and
+ * 3's free included: those run RELAXED now as well, and case 1's free on
+ * the memory's own stream, refused so, is made again RELAXED (the capture
+ * ended as by the driver, the memory not lost). All but the tests marked
+ * NEED_SIM need no simulator control but for the leak count, so they run
+ * on the real driver as they are. */
 
 /* The calling thread's capture mode, read by an exchange with mode m,
  * which it then has. */
@@ -2369,6 +2373,52 @@ Test(async_mem, a_waited_free_beside_another_contexts_global_capture_neither_lea
     }
     CHECK_OK(cuctx_graph_destroy(&g2));
     CHECK_OK(cuctx_stream_destroy(&t));
+    CHECK_OK(cuctx_ctx_destroy(&d));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* Case 1, the free on the memory's own live stream, made by another
+ * thread while this one captures a stream of another context under
+ * CU_STREAM_CAPTURE_MODE_GLOBAL: a free such a capture forbids on any
+ * stream (measured on the H200: 900, the capture invalidated). The
+ * capture is ended as the driver ends it - the program's own free there
+ * would do the same - but the free is made again RELAXED: the memory is
+ * not lost. Before, the 900 was returned and the handle reset: leaked. */
+Test(async_mem, a_free_on_its_stream_beside_another_threads_global_capture_is_made_again_relaxed)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0}, d = {0};
+    cuctx_stream s = {0}, t = {0};
+    cuctx_mem m = {0};
+    cuctx_capture cap;
+    cuctx_graph g = {0};
+    new_ctx(&c, 0, "C", POPPED);
+    new_ctx(&d, 0, "D", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    CHECK_OK(cuctx_stream_synchronize(s));
+    uint64_t ptr = (uint64_t)cuctx_mem_ptr(m);
+    CHECK_OK(cuctx_stream_create(&t, d, CU_STREAM_NON_BLOCKING, 0));
+    unsigned long frees = sim() ? calls_on("cuMemFreeAsync", ptr, 0) : 0;
+    CHECK_OK(cuctx_capture_begin(&cap, t, &g, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    pthread_t th;
+    void *ret = NULL;
+    cr_assert_eq(pthread_create(&th, NULL, capture_on_other_thread_free, &m), 0);
+    pthread_join(th, &ret);
+    CUresult rc = (CUresult)(intptr_t)ret;
+    CUresult end = cuctx_capture_end(&cap, 1);
+    cr_assert_eq(rc, CUDA_SUCCESS, "the free beside the capture failed: %s", cuctx_result_name(rc));
+    cr_assert_eq(end, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "the driver's refusal ended the capture: %s",
+                 cuctx_result_name(end));
+    cr_assert_eq(g.id, 0);
+    cr_assert_eq(stats().failed_destroys, 0);
+    if (sim()) {
+        cr_assert_eq(calls_on("cuMemFreeAsync", ptr, 0), frees + 2, "not refused, then made again");
+        cr_assert_eq(sim()->async_allocs_live(), 0, "the stream-ordered memory leaked");
+        ASSERT_NO_MISUSE();
+    }
+    CHECK_OK(cuctx_stream_destroy(&t));
+    CHECK_OK(cuctx_stream_destroy(&s));
     CHECK_OK(cuctx_ctx_destroy(&d));
     CHECK_OK(cuctx_ctx_destroy(&c));
 }

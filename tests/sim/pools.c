@@ -310,6 +310,12 @@ static CUresult alloc_async(enum fn fn, CUdeviceptr *dptr, size_t size, CUmemory
 		c.handle = g->value;
 		return leave(&c, CUDA_SUCCESS);
 	}
+	/* not captured: an allocation a capture forbids as it does cuMemAlloc's.
+	 * Measured (tools/facts/free_beside_capture.c, H200): under another
+	 * thread's GLOBAL capture, 900 and the capture invalidated, on any
+	 * stream - legacy, blocking, non-blocking - and so for the free */
+	if ((rc = capture_unsafe()))
+		return leave(&c, rc);
 	struct obj *o = obj_new(K_MEM, NULL, size);
 	if (!o)
 		return leave(&c, CUDA_ERROR_OUT_OF_MEMORY);
@@ -375,6 +381,8 @@ CUresult sim_cuMemFreeAsync(CUdeviceptr dptr, CUstream s)
 	if (o->so.pool)
 		c.a.handle2 = o->so.pool->value;
 	if ((rc = capture_work(&c, s, ctx, W_NODE)) || c.captured)
+		return leave(&c, rc);
+	if ((rc = capture_unsafe()))     /* (as the allocation's, above) */
 		return leave(&c, rc);
 	if ((rc = orphan_hazard(&c, o, true, s)))
 		return leave(&c, rc);

@@ -22,7 +22,9 @@
  *   e  cuGraphInstantiate of a graph of one empty node; f cuGraphExecDestroy;
  *   g  cuLibraryLoadData of a small PTX; h cuLibraryUnload;
  *   i  cuModuleLoadData of it; j cuModuleUnload;
- *   k  cuMemHostAlloc; l cuMemFreeHost; m cuEventDestroy; n cuStreamDestroy
+ *   k  cuMemHostAlloc; l cuMemFreeHost; m cuEventDestroy; n cuStreamDestroy;
+ *   o  cuMemFreeAsync on a non-blocking stream of Y; p on a blocking one;
+ *   q  cuMemAllocAsync on a non-blocking stream of Y
  *      (the objects made beforehand in Y).
  * Last, "self": B is the capturing thread (X current for the begin and the
  * end, between them none for a, Y for b), and does a or b. Each case runs in a forked
@@ -61,7 +63,9 @@ static const char *const what_names[] = {"a cuMemFree, no context", "b cuCtxSync
                                          "g cuLibraryLoadData", "h cuLibraryUnload",
                                          "i cuModuleLoadData", "j cuModuleUnload",
                                          "k cuMemHostAlloc", "l cuMemFreeHost",
-                                         "m cuEventDestroy", "n cuStreamDestroy"};
+                                         "m cuEventDestroy", "n cuStreamDestroy",
+                                         "o cuMemFreeAsync nonblocking", "p cuMemFreeAsync blocking",
+                                         "q cuMemAllocAsync nonblocking"};
 #define WHAT_COUNT ((int)(sizeof what_names / sizeof what_names[0]))
 static const char ptx[] = ".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry k()\n{\n\tret;\n}\n";
 /* e - n's objects, made in Y beforehand */
@@ -71,7 +75,8 @@ static CUlibrary lib_made;
 static CUmodule mod_made;
 static void *host_made;
 static CUevent ev_made;
-static CUstream st_made;
+static CUstream st_made, st_blocking;
+static CUdeviceptr p_made;
 
 static CUcontext x, y;
 static CUstream sx;
@@ -124,7 +129,10 @@ static void b_call(void)
     case 10: { void *h; b_rc = cuMemHostAlloc(&h, 4096, 0); } break;
     case 11: b_rc = cuMemFreeHost(host_made); break;
     case 12: b_rc = cuEventDestroy(ev_made); break;
-    default: b_rc = cuStreamDestroy(st_made); break;
+    case 13: b_rc = cuStreamDestroy(st_made); break;
+    case 14: b_rc = cuMemFreeAsync(p_made, st_made); break;
+    case 15: b_rc = cuMemFreeAsync(p_made, st_blocking); break;
+    default: b_rc = cuMemAllocAsync(&q, 4096, st_made); break;
     }
     if (relaxed)
         back_rc = cuThreadExchangeStreamCaptureMode(&m);
@@ -199,7 +207,10 @@ static int run_case(int self)
         CUresult r[] = {cuGraphCreate(&g_made, 0), CUDA_SUCCESS, CUDA_SUCCESS,
                         cuLibraryLoadData(&lib_made, ptx, NULL, NULL, 0, NULL, NULL, 0), cuModuleLoadData(&mod_made, ptx),
                         cuMemHostAlloc(&host_made, 4096, 0), cuEventCreate(&ev_made, 0),
-                        cuStreamCreate(&st_made, CU_STREAM_NON_BLOCKING)};
+                        cuStreamCreate(&st_made, CU_STREAM_NON_BLOCKING), cuStreamCreate(&st_blocking, 0),
+                        CUDA_SUCCESS};
+        if (!r[7])
+            r[9] = cuMemAllocAsync(&p_made, 4096, st_made) ? 1 : cuStreamSynchronize(st_made);
         if (!r[0])
             r[1] = cuGraphAddEmptyNode(&node, g_made, NULL, 0);
         if (!r[1])
