@@ -563,7 +563,10 @@ CUCTX_API CUlibrary cuctx_library_raw(cuctx_library lib);
  * free it:
  *   - on the stream it was allocated on, while that stream lives
  *     (cuMemFreeAsync; cuctx holds the stream so that no destroy of it can
- *     come between);
+ *     come between). While another thread captures that stream, the free
+ *     is taken into the capture, as the driver's own would be: it happens
+ *     when the graph runs, and never if it does not run (the memory then
+ *     stays allocated; cuctx has let go of it);
  *   - once that stream is destroyed - the driver crashes on a free naming
  *     it - on its context's legacy stream (cuMemFreeAsync(p,
  *     CU_STREAM_LEGACY)), which waits for the work of blocking streams,
