@@ -2492,3 +2492,70 @@ Test(async_mem, a_thread_cancelled_in_a_relaxed_free_gets_its_capture_mode_back,
                  (int)a.found);
     CHECK_OK(cuctx_stream_destroy(&dead));
 }
+
+/* ---- attack a4 ---- */
+
+/* Case 1's free made again with the stream's context pushed (the calling
+ * thread's current context dead: the first free refused 709) while
+ * another thread captures under CU_STREAM_CAPTURE_MODE_GLOBAL: the pushed
+ * free is a cuMemFreeAsync that capture forbids (900), so it must be made
+ * RELAXED, or made again so, as free_refused does for the 900 of the
+ * first. The header: "A free of stream-ordered memory is never lost so".
+ * Bug: free_on_stream_pushed makes its cuMemFreeAsync in the thread's own
+ * mode and returns the 900: the handle reset, the memory leaked. */
+struct a4_dead_free {
+    cuctx_ctx d;
+    cuctx_mem m;
+    CUresult rc;
+    pthread_barrier_t dead, captured;
+};
+static void *a4_free_in_dead_scope(void *p)
+{
+    struct a4_dead_free *a = p;
+    CUCTX_SCOPED(a->d) {
+        destroy_ctx_elsewhere(&a->d);
+        pthread_barrier_wait(&a->dead);
+        pthread_barrier_wait(&a->captured);
+        a->rc = cuctx_mem_destroy(&a->m);
+    }
+    return NULL;
+}
+Test(async_mem, a_free_with_the_streams_context_pushed_beside_a_global_capture_is_not_lost, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    static struct a4_dead_free a;
+    a.rc = CUDA_ERROR_UNKNOWN;
+    cuctx_ctx c = {0}, e = {0};
+    cuctx_stream s = {0}, t = {0};
+    cuctx_capture cap;
+    cuctx_graph g = {0};
+    pthread_t th;
+    new_ctx(&c, 0, "C", POPPED);
+    new_ctx(&a.d, 0, "D", POPPED);
+    new_ctx(&e, 0, "E", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_stream_create(&t, e, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&a.m, s, BYTES));
+    CHECK_OK(cuctx_stream_synchronize(s));
+    uint64_t p = cuctx_mem_ptr(a.m);
+    pthread_barrier_init(&a.dead, NULL, 2);
+    pthread_barrier_init(&a.captured, NULL, 2);
+    cr_assert_eq(pthread_create(&th, NULL, a4_free_in_dead_scope, &a), 0);
+    pthread_barrier_wait(&a.dead);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_capture_begin(&cap, t, &g, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    pthread_barrier_wait(&a.captured);
+    pthread_join(th, NULL);
+    (void)cuctx_capture_end(&cap, 0);
+    cr_assert_eq(nth_call("cuMemFreeAsync", mark, 0).rc, CUDA_ERROR_CONTEXT_IS_DESTROYED,
+                 "the first free was not refused for the dead level");
+    cr_assert_eq(a.rc, CUDA_SUCCESS, "the free beside the capture failed: %s", cuctx_result_name(a.rc));
+    cr_assert_eq(last_call("cuMemFreeAsync", mark).rc, CUDA_SUCCESS, "the last free of %#llx was refused",
+                 (unsigned long long)p);
+    cr_assert_eq(sim()->async_allocs_live(), 0, "the stream-ordered memory leaked");
+    CHECK_OK(cuctx_stream_destroy(&t));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&e));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
