@@ -2559,3 +2559,41 @@ Test(async_mem, a_free_with_the_streams_context_pushed_beside_a_global_capture_i
     CHECK_OK(cuctx_ctx_destroy(&e));
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
+
+/* The same as a_pool_destroyed_under_live_memory_is_no_longer_current_at_once
+ * for a pool made elsewhere and adopted as owned (cuctx destroys it with
+ * the handle, API.md: "as the driver's"): its handle destroyed while
+ * memory from it lives, it must be no device's current pool at once, as
+ * after the driver's cuMemPoolDestroy. Bug: its record (cuctx__pool_ref)
+ * is calloc'ed with no props - location.type 0, INVALID - so not_current
+ * returns at its first test and the pool stays device 0's current pool
+ * until its last allocation is freed: memory "from the device's current
+ * pool" lands meanwhile in a pool whose handle is gone, uncounted, and
+ * the pool is then cuMemPoolDestroy'ed under it. */
+Test(mem_pool, an_adopted_pool_destroyed_under_live_memory_is_no_longer_current_at_once)
+{
+    NEED_DRIVER();
+    PFN_cuDeviceSetMemPool_v11020 set_pool = (PFN_cuDeviceSetMemPool_v11020)drv_sym("cuDeviceSetMemPool", 11020);
+    PFN_cuDeviceGetMemPool_v11020 get_pool = (PFN_cuDeviceGetMemPool_v11020)drv_sym("cuDeviceGetMemPool", 11020);
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem_pool p = {0};
+    cuctx_mem in_pool = {0};
+    new_ctx(&c, 0, "C", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    adopt_new_pool(&p);
+    CUmemoryPool raw = cuctx_mem_pool_raw(p);
+    CHECK_OK(cuctx_mem_alloc_from_pool(&in_pool, p, s, BYTES));
+    CHECK_OK(set_pool(0, raw));
+    CHECK_OK(cuctx_mem_pool_destroy(&p));
+    CUmemoryPool cur = NULL;
+    CHECK_OK(get_pool(&cur, 0));
+    CUmemoryPool was = cur;
+    if (cur == raw)     /* (put right, so that the rest ends cleanly) */
+        CHECK_OK(set_pool(0, default_pool()));
+    CHECK_OK(cuctx_mem_destroy(&in_pool));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_neq(was, raw, "the adopted pool stayed device 0's current pool after its handle's destroy");
+    cr_assert_eq(was, default_pool(), "the device's default pool is not current again");
+}
