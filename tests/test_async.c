@@ -2597,3 +2597,44 @@ Test(mem_pool, an_adopted_pool_destroyed_under_live_memory_is_no_longer_current_
     cr_assert_neq(was, raw, "the adopted pool stayed device 0's current pool after its handle's destroy");
     cr_assert_eq(was, default_pool(), "the device's default pool is not current again");
 }
+
+/* Memory allocated on s before s's capture, freed while that capture is
+ * already invalidated - here by cuctx's own free of other memory on its
+ * own (non-capturing) stream, refused 900 under the thread's GLOBAL
+ * capture and so ending it, as the header says, then made again RELAXED.
+ * The free on s is then refused too (901: s's capture invalidated, in any
+ * mode). The header: "A free of stream-ordered memory is never lost so".
+ * Bug: free_refused retries only 709 and 900; the 901 is returned, the
+ * handle reset, the memory leaked (stats.failed_destroys counts it). */
+Test(async_mem, a_free_on_a_stream_whose_capture_was_invalidated_is_not_lost)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0}, u = {0};
+    cuctx_mem on_s = {0}, on_u = {0};
+    cuctx_capture cap;
+    cuctx_graph g = {0};
+    new_ctx(&c, 0, "C", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_stream_create(&u, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&on_s, s, BYTES));
+    CHECK_OK(cuctx_mem_alloc_async(&on_u, u, BYTES));
+    CHECK_OK(cuctx_stream_synchronize(s));
+    CHECK_OK(cuctx_stream_synchronize(u));
+    uint64_t failed = stats().failed_destroys;
+    CHECK_OK(cuctx_capture_begin(&cap, s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CUresult rc_u = cuctx_mem_destroy(&on_u);   /* refused 900, the capture ended; made again RELAXED */
+    CUresult rc_s = cuctx_mem_destroy(&on_s);
+    CUresult end = cuctx_capture_end(&cap, 1);
+    CHECK_OK(cuctx_stream_synchronize(s));
+    cr_assert_eq(rc_u, CUDA_SUCCESS, "%s", cuctx_result_name(rc_u));
+    cr_assert_eq(end, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "%s", cuctx_result_name(end));
+    cr_assert_eq(rc_s, CUDA_SUCCESS, "the free on the stream of the invalidated capture failed: %s",
+                 cuctx_result_name(rc_s));
+    cr_assert_eq(stats().failed_destroys, failed, "a free refused");
+    if (sim())
+        cr_assert_eq(sim()->async_allocs_live(), 0, "the stream-ordered memory leaked");
+    CHECK_OK(cuctx_stream_destroy(&u));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
