@@ -2638,3 +2638,53 @@ Test(async_mem, a_free_on_a_stream_whose_capture_was_invalidated_is_not_lost)
     CHECK_OK(cuctx_stream_destroy(&s));
     CHECK_OK(cuctx_ctx_destroy(&c));
 }
+
+/* A thread cancelled at either exchange of its capture mode around a
+ * RELAXED free (case 4's cuMemFree of orphaned memory): its own cleanup
+ * handler must find its mode as it was (GLOBAL, a new thread's), as
+ * a_thread_cancelled_in_a_relaxed_free_gets_its_capture_mode_back has it
+ * for a cancel in the free itself; cuctx(3): a cancelled call leaves the
+ * thread as it found it. at_give_back 0: the cancel lands in a hold after
+ * the first exchange has made the mode RELAXED (relax() never returns, so
+ * the cleanup attribute of relaxed_ is not yet armed: nothing gives the
+ * mode back). 1: the cancel lands in the delay before the give-back
+ * (relaxed_end runs at the normal scope exit, outside the protected
+ * region: no cleanup runs it again). Either way the handler finds
+ * RELAXED. */
+static void cancel_at_mode_exchange(int at_give_back)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct relaxed_cancel a = {{0}, (CUstreamCaptureMode)99, CUDA_ERROR_UNKNOWN};
+    cuctx_stream dead = {0};
+    pthread_t t;
+    void *res = NULL;
+    orphaned_async_mem(&a.m, &dead);
+    unsigned long frees = calls("cuMemFree");
+    if (at_give_back)
+        sim()->set_delay("cuThreadExchangeStreamCaptureMode", 200000);
+    else
+        sim()->hold_after("cuThreadExchangeStreamCaptureMode");
+    cr_assert_eq(pthread_create(&t, NULL, free_relaxed_cancellable, &a), 0);
+    for (int i = 0; i < 10000 && !(sim()->sleeping() == 1 && (!at_give_back || calls("cuMemFree") > frees)); i++)
+        usleep(1000);
+    cr_assert_eq(sim()->sleeping(), 1, "no exchange held");
+    cr_assert_eq(pthread_cancel(t), 0);
+    if (!at_give_back)
+        sim()->let_go();
+    cr_assert_eq(pthread_join(t, &res), 0);
+    sim()->set_delay("cuThreadExchangeStreamCaptureMode", 0);
+    cr_assert_eq(res, PTHREAD_CANCELED);
+    CHECK_OK(a.rc);
+    cr_assert_eq(a.found, CU_STREAM_CAPTURE_MODE_GLOBAL, "the cancelled free left the thread's capture mode %d",
+                 (int)a.found);
+    CHECK_OK(cuctx_stream_destroy(&dead));
+}
+Test(async_mem, a_thread_cancelled_after_its_mode_was_made_relaxed_gets_it_back, .timeout = 30)
+{
+    cancel_at_mode_exchange(0);
+}
+Test(async_mem, a_thread_cancelled_at_its_modes_give_back_gets_it_back, .timeout = 30)
+{
+    cancel_at_mode_exchange(1);
+}
