@@ -2688,3 +2688,62 @@ Test(async_mem, a_thread_cancelled_at_its_modes_give_back_gets_it_back, .timeout
 {
     cancel_at_mode_exchange(1);
 }
+
+/* Case 2's wait (cuCtxSynchronize of the memory's context, for a
+ * non-blocking stream destroyed while it captured) while ANOTHER thread
+ * captures another stream of that same context: the synchronize is refused
+ * in any mode (DRIVER-FACTS) and invalidates that thread's capture, and
+ * the free is then never made - the handle reset, the memory leaked. The
+ * header (CUCTX_CAPTURE): "A free of stream-ordered memory is never lost
+ * so: the frees cuctx makes in place of one on the memory's own stream
+ * ... run with the thread's capture mode RELAXED and leave the capture
+ * alone". (cuctx_mem_alloc_async(3) says the synchronize "is still
+ * refused": the two promises cannot both hold as written; the memory and
+ * the unrelated capture are the casualties.) */
+struct a4_capture_there { cuctx_stream t; cuctx_graph g; cuctx_capture cap; pthread_barrier_t begun, freed; CUresult end; };
+static void *a4_capture_beside(void *p)
+{
+    struct a4_capture_there *a = p;
+    CUresult rc = cuctx_capture_begin(&a->cap, a->t, &a->g, CU_STREAM_CAPTURE_MODE_RELAXED);
+    pthread_barrier_wait(&a->begun);
+    pthread_barrier_wait(&a->freed);
+    a->end = rc == CUDA_SUCCESS ? cuctx_capture_end(&a->cap, 1) : rc;
+    return NULL;
+}
+Test(async_mem, a_waited_free_beside_another_threads_capture_in_its_context_neither_leaks_nor_breaks_it, .timeout = 30)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    cuctx_capture cap;
+    cuctx_graph g = {0};
+    static struct a4_capture_there a;
+    pthread_t th;
+    new_ctx(&c, 0, "C", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_stream_create(&a.t, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    queue_work(m, s);
+    CHECK_OK(cuctx_capture_begin(&cap, s, &g, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    cr_assert_eq(cuctx_capture_end(&cap, 1), CUDA_ERROR_INVALID_HANDLE);
+    uint64_t failed = stats().failed_destroys;
+    pthread_barrier_init(&a.begun, NULL, 2);
+    pthread_barrier_init(&a.freed, NULL, 2);
+    cr_assert_eq(pthread_create(&th, NULL, a4_capture_beside, &a), 0);
+    pthread_barrier_wait(&a.begun);
+    CUresult rc = cuctx_mem_destroy(&m);
+    pthread_barrier_wait(&a.freed);
+    pthread_join(th, NULL);
+    if (a.g.id)
+        CHECK_OK(cuctx_graph_destroy(&a.g));
+    CHECK_OK(cuctx_stream_destroy(&a.t));
+    CHECK_OK(cuctx_ctx_synchronize(c));
+    cr_assert_eq(rc, CUDA_SUCCESS, "the free beside the capture failed: %s", cuctx_result_name(rc));
+    cr_assert_eq(stats().failed_destroys, failed, "the free was refused");
+    if (sim())
+        cr_assert_eq(sim()->async_allocs_live(), 0, "the stream-ordered memory leaked");
+    cr_assert_eq(a.end, CUDA_SUCCESS, "the other thread's capture was invalidated: %s", cuctx_result_name(a.end));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
