@@ -2492,3 +2492,258 @@ Test(async_mem, a_thread_cancelled_in_a_relaxed_free_gets_its_capture_mode_back,
                  (int)a.found);
     CHECK_OK(cuctx_stream_destroy(&dead));
 }
+
+/* ---- attack a4 ---- */
+
+/* Case 1's free made again with the stream's context pushed (the calling
+ * thread's current context dead: the first free refused 709) while
+ * another thread captures under CU_STREAM_CAPTURE_MODE_GLOBAL: the pushed
+ * free is a cuMemFreeAsync that capture forbids (900), so it must be made
+ * RELAXED, or made again so, as free_refused does for the 900 of the
+ * first. The header: "A free of stream-ordered memory is never lost so".
+ * Bug: free_on_stream_pushed makes its cuMemFreeAsync in the thread's own
+ * mode and returns the 900: the handle reset, the memory leaked. */
+struct a4_dead_free {
+    cuctx_ctx d;
+    cuctx_mem m;
+    CUresult rc;
+    pthread_barrier_t dead, captured;
+};
+static void *a4_free_in_dead_scope(void *p)
+{
+    struct a4_dead_free *a = p;
+    CUCTX_SCOPED(a->d) {
+        destroy_ctx_elsewhere(&a->d);
+        pthread_barrier_wait(&a->dead);
+        pthread_barrier_wait(&a->captured);
+        a->rc = cuctx_mem_destroy(&a->m);
+    }
+    return NULL;
+}
+Test(async_mem, a_free_with_the_streams_context_pushed_beside_a_global_capture_is_not_lost, .timeout = 30)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    static struct a4_dead_free a;
+    a.rc = CUDA_ERROR_UNKNOWN;
+    cuctx_ctx c = {0}, e = {0};
+    cuctx_stream s = {0}, t = {0};
+    cuctx_capture cap;
+    cuctx_graph g = {0};
+    pthread_t th;
+    new_ctx(&c, 0, "C", POPPED);
+    new_ctx(&a.d, 0, "D", POPPED);
+    new_ctx(&e, 0, "E", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_stream_create(&t, e, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&a.m, s, BYTES));
+    CHECK_OK(cuctx_stream_synchronize(s));
+    uint64_t p = cuctx_mem_ptr(a.m);
+    pthread_barrier_init(&a.dead, NULL, 2);
+    pthread_barrier_init(&a.captured, NULL, 2);
+    cr_assert_eq(pthread_create(&th, NULL, a4_free_in_dead_scope, &a), 0);
+    pthread_barrier_wait(&a.dead);
+    size_t mark = log_mark();
+    CHECK_OK(cuctx_capture_begin(&cap, t, &g, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    pthread_barrier_wait(&a.captured);
+    pthread_join(th, NULL);
+    (void)cuctx_capture_end(&cap, 0);
+    cr_assert_eq(nth_call("cuMemFreeAsync", mark, 0).rc, CUDA_ERROR_CONTEXT_IS_DESTROYED,
+                 "the first free was not refused for the dead level");
+    cr_assert_eq(a.rc, CUDA_SUCCESS, "the free beside the capture failed: %s", cuctx_result_name(a.rc));
+    cr_assert_eq(last_call("cuMemFreeAsync", mark).rc, CUDA_SUCCESS, "the last free of %#llx was refused",
+                 (unsigned long long)p);
+    cr_assert_eq(sim()->async_allocs_live(), 0, "the stream-ordered memory leaked");
+    CHECK_OK(cuctx_stream_destroy(&t));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&e));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* The same as a_pool_destroyed_under_live_memory_is_no_longer_current_at_once
+ * for a pool made elsewhere and adopted as owned (cuctx destroys it with
+ * the handle, API.md: "as the driver's"): its handle destroyed while
+ * memory from it lives, it must be no device's current pool at once, as
+ * after the driver's cuMemPoolDestroy. Bug: its record (cuctx__pool_ref)
+ * is calloc'ed with no props - location.type 0, INVALID - so not_current
+ * returns at its first test and the pool stays device 0's current pool
+ * until its last allocation is freed: memory "from the device's current
+ * pool" lands meanwhile in a pool whose handle is gone, uncounted, and
+ * the pool is then cuMemPoolDestroy'ed under it. */
+Test(mem_pool, an_adopted_pool_destroyed_under_live_memory_is_no_longer_current_at_once)
+{
+    NEED_DRIVER();
+    PFN_cuDeviceSetMemPool_v11020 set_pool = (PFN_cuDeviceSetMemPool_v11020)drv_sym("cuDeviceSetMemPool", 11020);
+    PFN_cuDeviceGetMemPool_v11020 get_pool = (PFN_cuDeviceGetMemPool_v11020)drv_sym("cuDeviceGetMemPool", 11020);
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem_pool p = {0};
+    cuctx_mem in_pool = {0};
+    new_ctx(&c, 0, "C", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, c, 0, 0));
+    adopt_new_pool(&p);
+    CUmemoryPool raw = cuctx_mem_pool_raw(p);
+    CHECK_OK(cuctx_mem_alloc_from_pool(&in_pool, p, s, BYTES));
+    CHECK_OK(set_pool(0, raw));
+    CHECK_OK(cuctx_mem_pool_destroy(&p));
+    CUmemoryPool cur = NULL;
+    CHECK_OK(get_pool(&cur, 0));
+    CUmemoryPool was = cur;
+    if (cur == raw)     /* (put right, so that the rest ends cleanly) */
+        CHECK_OK(set_pool(0, default_pool()));
+    CHECK_OK(cuctx_mem_destroy(&in_pool));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+    cr_assert_neq(was, raw, "the adopted pool stayed device 0's current pool after its handle's destroy");
+    cr_assert_eq(was, default_pool(), "the device's default pool is not current again");
+}
+
+/* Memory allocated on s before s's capture, freed while that capture is
+ * already invalidated - here by cuctx's own free of other memory on its
+ * own (non-capturing) stream, refused 900 under the thread's GLOBAL
+ * capture and so ending it, as the header says, then made again RELAXED.
+ * The free on s is then refused too (901: s's capture invalidated, in any
+ * mode). The header: "A free of stream-ordered memory is never lost so".
+ * Bug: free_refused retries only 709 and 900; the 901 is returned, the
+ * handle reset, the memory leaked (stats.failed_destroys counts it). */
+Test(async_mem, a_free_on_a_stream_whose_capture_was_invalidated_is_not_lost)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0}, u = {0};
+    cuctx_mem on_s = {0}, on_u = {0};
+    cuctx_capture cap;
+    cuctx_graph g = {0};
+    new_ctx(&c, 0, "C", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_stream_create(&u, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&on_s, s, BYTES));
+    CHECK_OK(cuctx_mem_alloc_async(&on_u, u, BYTES));
+    CHECK_OK(cuctx_stream_synchronize(s));
+    CHECK_OK(cuctx_stream_synchronize(u));
+    uint64_t failed = stats().failed_destroys;
+    CHECK_OK(cuctx_capture_begin(&cap, s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CUresult rc_u = cuctx_mem_destroy(&on_u);   /* refused 900, the capture ended; made again RELAXED */
+    CUresult rc_s = cuctx_mem_destroy(&on_s);
+    CUresult end = cuctx_capture_end(&cap, 1);
+    CHECK_OK(cuctx_stream_synchronize(s));
+    cr_assert_eq(rc_u, CUDA_SUCCESS, "%s", cuctx_result_name(rc_u));
+    cr_assert_eq(end, CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "%s", cuctx_result_name(end));
+    cr_assert_eq(rc_s, CUDA_SUCCESS, "the free on the stream of the invalidated capture failed: %s",
+                 cuctx_result_name(rc_s));
+    cr_assert_eq(stats().failed_destroys, failed, "a free refused");
+    if (sim())
+        cr_assert_eq(sim()->async_allocs_live(), 0, "the stream-ordered memory leaked");
+    CHECK_OK(cuctx_stream_destroy(&u));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
+
+/* A thread cancelled at either exchange of its capture mode around a
+ * RELAXED free (case 4's cuMemFree of orphaned memory): its own cleanup
+ * handler must find its mode as it was (GLOBAL, a new thread's), as
+ * a_thread_cancelled_in_a_relaxed_free_gets_its_capture_mode_back has it
+ * for a cancel in the free itself; cuctx(3): a cancelled call leaves the
+ * thread as it found it. at_give_back 0: the cancel lands in a hold after
+ * the first exchange has made the mode RELAXED (relax() never returns, so
+ * the cleanup attribute of relaxed_ is not yet armed: nothing gives the
+ * mode back). 1: the cancel lands in the delay before the give-back
+ * (relaxed_end runs at the normal scope exit, outside the protected
+ * region: no cleanup runs it again). Either way the handler finds
+ * RELAXED. */
+static void cancel_at_mode_exchange(int at_give_back)
+{
+    NEED_DRIVER();
+    NEED_SIM();
+    struct relaxed_cancel a = {{0}, (CUstreamCaptureMode)99, CUDA_ERROR_UNKNOWN};
+    cuctx_stream dead = {0};
+    pthread_t t;
+    void *res = NULL;
+    orphaned_async_mem(&a.m, &dead);
+    unsigned long frees = calls("cuMemFree");
+    if (at_give_back)
+        sim()->set_delay("cuThreadExchangeStreamCaptureMode", 200000);
+    else
+        sim()->hold_after("cuThreadExchangeStreamCaptureMode");
+    cr_assert_eq(pthread_create(&t, NULL, free_relaxed_cancellable, &a), 0);
+    for (int i = 0; i < 10000 && !(sim()->sleeping() == 1 && (!at_give_back || calls("cuMemFree") > frees)); i++)
+        usleep(1000);
+    cr_assert_eq(sim()->sleeping(), 1, "no exchange held");
+    cr_assert_eq(pthread_cancel(t), 0);
+    if (!at_give_back)
+        sim()->let_go();
+    cr_assert_eq(pthread_join(t, &res), 0);
+    sim()->set_delay("cuThreadExchangeStreamCaptureMode", 0);
+    cr_assert_eq(res, PTHREAD_CANCELED);
+    CHECK_OK(a.rc);
+    cr_assert_eq(a.found, CU_STREAM_CAPTURE_MODE_GLOBAL, "the cancelled free left the thread's capture mode %d",
+                 (int)a.found);
+    CHECK_OK(cuctx_stream_destroy(&dead));
+}
+Test(async_mem, a_thread_cancelled_after_its_mode_was_made_relaxed_gets_it_back, .timeout = 30)
+{
+    cancel_at_mode_exchange(0);
+}
+Test(async_mem, a_thread_cancelled_at_its_modes_give_back_gets_it_back, .timeout = 30)
+{
+    cancel_at_mode_exchange(1);
+}
+
+/* Case 2's wait (cuCtxSynchronize of the memory's context, for a
+ * non-blocking stream destroyed while it captured) while ANOTHER thread
+ * captures another stream of that same context: the synchronize is refused
+ * in any mode (DRIVER-FACTS) and invalidates that thread's capture, and
+ * the free is then never made - the handle reset, the memory leaked. The
+ * header (CUCTX_CAPTURE): "A free of stream-ordered memory is never lost
+ * so: the frees cuctx makes in place of one on the memory's own stream
+ * ... run with the thread's capture mode RELAXED and leave the capture
+ * alone". (cuctx_mem_alloc_async(3) says the synchronize "is still
+ * refused": the two promises cannot both hold as written; the memory and
+ * the unrelated capture are the casualties.) */
+struct a4_capture_there { cuctx_stream t; cuctx_graph g; cuctx_capture cap; pthread_barrier_t begun, freed; CUresult end; };
+static void *a4_capture_beside(void *p)
+{
+    struct a4_capture_there *a = p;
+    CUresult rc = cuctx_capture_begin(&a->cap, a->t, &a->g, CU_STREAM_CAPTURE_MODE_RELAXED);
+    pthread_barrier_wait(&a->begun);
+    pthread_barrier_wait(&a->freed);
+    a->end = rc == CUDA_SUCCESS ? cuctx_capture_end(&a->cap, 1) : rc;
+    return NULL;
+}
+Test(async_mem, a_waited_free_beside_another_threads_capture_in_its_context_neither_leaks_nor_breaks_it, .timeout = 30)
+{
+    NEED_DRIVER();
+    cuctx_ctx c = {0};
+    cuctx_stream s = {0};
+    cuctx_mem m = {0};
+    cuctx_capture cap;
+    cuctx_graph g = {0};
+    static struct a4_capture_there a;
+    pthread_t th;
+    new_ctx(&c, 0, "C", POPPED);
+    CHECK_OK(cuctx_stream_create(&s, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_stream_create(&a.t, c, CU_STREAM_NON_BLOCKING, 0));
+    CHECK_OK(cuctx_mem_alloc_async(&m, s, BYTES));
+    queue_work(m, s);
+    CHECK_OK(cuctx_capture_begin(&cap, s, &g, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CHECK_OK(cuctx_stream_destroy(&s));
+    cr_assert_eq(cuctx_capture_end(&cap, 1), CUDA_ERROR_INVALID_HANDLE);
+    uint64_t failed = stats().failed_destroys;
+    pthread_barrier_init(&a.begun, NULL, 2);
+    pthread_barrier_init(&a.freed, NULL, 2);
+    cr_assert_eq(pthread_create(&th, NULL, a4_capture_beside, &a), 0);
+    pthread_barrier_wait(&a.begun);
+    CUresult rc = cuctx_mem_destroy(&m);
+    pthread_barrier_wait(&a.freed);
+    pthread_join(th, NULL);
+    if (a.g.id)
+        CHECK_OK(cuctx_graph_destroy(&a.g));
+    CHECK_OK(cuctx_stream_destroy(&a.t));
+    CHECK_OK(cuctx_ctx_synchronize(c));
+    cr_assert_eq(rc, CUDA_SUCCESS, "the free beside the capture failed: %s", cuctx_result_name(rc));
+    cr_assert_eq(stats().failed_destroys, failed, "the free was refused");
+    if (sim())
+        cr_assert_eq(sim()->async_allocs_live(), 0, "the stream-ordered memory leaked");
+    cr_assert_eq(a.end, CUDA_SUCCESS, "the other thread's capture was invalidated: %s", cuctx_result_name(a.end));
+    CHECK_OK(cuctx_ctx_destroy(&c));
+}
