@@ -255,11 +255,16 @@ CUCTX_API void cuctx_cleanup(void *handle);
  * _destroy, cuctx_module_destroy, cuctx_library_destroy,
  * cuctx_graph_exec_instantiate and _destroy, cuctx_ctx_synchronize,
  * cuctx_stream_synchronize(s), cuctx_event_synchronize/_query of a
- * captured event. A free of stream-ordered memory is never lost so: the
+ * captured event. A free of stream-ordered memory is not lost so: the
  * frees cuctx makes in place of one on the memory's own stream (its stream
  * or context gone) run with the thread's capture mode RELAXED and leave
  * the capture alone; one on its own stream is refused as the program's
- * own would be, ending the capture, and is then made again RELAXED. The
+ * own would be, ending the capture, and is then made again RELAXED. Two
+ * frees are refused still, the memory then lost (CUDA_ERROR_STREAM_
+ * CAPTURE_INVALIDATED or _UNSUPPORTED, counted in stats.failed_destroys):
+ * one on a stream whose own capture another call invalidated, and the wait
+ * for a non-blocking stream destroyed while capturing while a stream of
+ * its context captures (the synchronize is refused in any mode). The
  * begin and the end never run beside cuctx_ctx_synchronize of the same
  * context on another thread (the real driver crashes so). */
 #  define CUCTX_CAPTURE(s, out, mode) CUCTX__CAPTURE(s, out, mode, CUCTX__UNIQUE(cuctx__capture_), 1, )

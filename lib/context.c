@@ -379,7 +379,7 @@ CUCTX_API CUresult cuctx_ctx_synchronize(cuctx_ctx ctx)
 {
     static const char fn[] = "cuctx_ctx_synchronize";
     struct cuctx_held o = {0};
-    struct cuctx_switch sw;
+    struct cuctx_switch sw = {0};   /* (the guard's wait below comes before the switch: a cancel there pops nothing) */
     CUresult rc = hold_given(ctx, fn, &o);
     if (rc != CUDA_SUCCESS)
         return rc;

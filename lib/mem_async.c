@@ -116,17 +116,29 @@ static CUresult need_async(const char *fn)
  * and on a cancel too (the cleanup); a driver without the exchange, or one
  * that refuses it, has the call made in the thread's mode, as before. */
 struct relaxed { CUstreamCaptureMode mode; int exchanged; const char *fn; };
+/* Each exchange with cancellation off: a cancel acted on inside the first
+ * would come before the cleanup that gives the mode back is in place, and
+ * inside the give-back after that cleanup has begun; held off, it is acted
+ * on at the next cancellation point, the mode given back by then or the
+ * cleanup armed to give it back. */
+static CUresult exchange_uncancelled(CUstreamCaptureMode *mode)
+{
+    int old;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+    CUresult rc = DRV(cuThreadExchangeStreamCaptureMode)(mode);
+    pthread_setcancelstate(old, NULL);
+    return rc;
+}
 static inline struct relaxed relax(const char *fn)
 {
     struct relaxed r = {CU_STREAM_CAPTURE_MODE_RELAXED, 0, fn};
-    r.exchanged = DRV(cuThreadExchangeStreamCaptureMode) != NULL
-                  && DRV(cuThreadExchangeStreamCaptureMode)(&r.mode) == CUDA_SUCCESS;
+    r.exchanged = DRV(cuThreadExchangeStreamCaptureMode) != NULL && exchange_uncancelled(&r.mode) == CUDA_SUCCESS;
     return r;
 }
 static void relaxed_end(struct relaxed *r)
 {
     CUresult rc;
-    if (r->exchanged && (rc = DRV(cuThreadExchangeStreamCaptureMode)(&r->mode)) != CUDA_SUCCESS)
+    if (r->exchanged && (rc = exchange_uncancelled(&r->mode)) != CUDA_SUCCESS)
         cuctx__report(rc, "%s: cannot give the thread its stream capture mode back after a free of stream-ordered "
                           "memory (it stays RELAXED): cuThreadExchangeStreamCaptureMode failed: %s", r->fn,
                       cuctx_result_name(rc));
@@ -143,7 +155,7 @@ static void relaxed_end(struct relaxed *r)
 static __attribute__((noinline)) CUresult free_in_context(CUdeviceptr p, struct cuctx_held *o, uint64_t unwaited,
                                                           const char *fn)
 {
-    struct cuctx_switch sw;
+    struct cuctx_switch sw = {0};
     CUresult rc;
     CUCTX__UNWOUND_LETS_GO(&sw)
         if ((rc = cuctx__switch_to(o->raw, fn, &sw)) == CUDA_SUCCESS) {
@@ -183,6 +195,9 @@ static __attribute__((noinline, cold)) CUresult free_on_stream_pushed(CUdevicept
     CUCTX__UNWOUND_LETS_GO(&sw)
         if ((rc = cuctx__switch_slow(ctx, CUDA_SUCCESS, fn, &sw)) == CUDA_SUCCESS) {   /* a push, always */
             rc = DRV(cuMemFreeAsync)(p, s);
+            if (rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)    /* as case 1's, free_refused below */
+                CAPTURE_RELAXED(fn)
+                    rc = DRV(cuMemFreeAsync)(p, s);
             cuctx__switch_back(&sw, fn);
         }
     return rc;

@@ -145,18 +145,32 @@ void cuctx__pools_destroy_parked(void)
  * longer: its device's default pool is made current again, as the
  * driver's cuMemPoolDestroy does - else allocations from "the device's
  * current pool" would go on landing in the parked pool. */
-static CUresult not_current(const struct cuctx_pool_life *l)
+static CUresult not_current_on(CUmemoryPool raw, CUdevice dev)
 {
     CUmemoryPool cur = NULL, dflt = NULL;
-    CUdevice dev = (CUdevice)l->props.location.id;
     CUresult rc;
-    if (l->props.location.type != CU_MEM_LOCATION_TYPE_DEVICE || !DRV(cuDeviceGetMemPool) || !DRV(cuDeviceSetMemPool))
-        return CUDA_SUCCESS;
-    if ((rc = DRV(cuDeviceGetMemPool)(&cur, dev)) != CUDA_SUCCESS || cur != l->raw)
+    if ((rc = DRV(cuDeviceGetMemPool)(&cur, dev)) != CUDA_SUCCESS || cur != raw)
         return rc;
     if ((rc = DRV(cuDeviceGetDefaultMemPool)(&dflt, dev)) != CUDA_SUCCESS)
         return rc;
     return DRV(cuDeviceSetMemPool)(dev, dflt);
+}
+/* (an adopted pool's record knows no location: every device is asked) */
+static CUresult not_current(const struct cuctx_pool_life *l)
+{
+    int devices = 0;
+    CUresult rc;
+    if (!DRV(cuDeviceGetMemPool) || !DRV(cuDeviceSetMemPool))
+        return CUDA_SUCCESS;
+    if (l->props.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+        return not_current_on(l->raw, (CUdevice)l->props.location.id);
+    if (l->props.location.type != CU_MEM_LOCATION_TYPE_INVALID)
+        return CUDA_SUCCESS;
+    if ((rc = DRV(cuDeviceGetCount)(&devices)) != CUDA_SUCCESS)
+        return rc;
+    for (int d = 0; d < devices && rc == CUDA_SUCCESS; d++)
+        rc = not_current_on(l->raw, (CUdevice)d);
+    return rc;
 }
 
 /* The pool back as cuMemPoolCreate makes one: no device's current pool,
@@ -290,8 +304,8 @@ static CUresult destroy_slot(struct cuctx_slot *s, const char *fn)
         CUCTX__UNWOUND_LETS_GO(NULL)
             rc = not_current(l);
         if (rc != CUDA_SUCCESS)
-            cuctx__report(rc, "%s: making device %d's default pool current again in place of pool %p failed (%s)",
-                          fn, (int)l->props.location.id, (void *)l->raw, cuctx_result_name(rc));
+            cuctx__report(rc, "%s: making the device's default pool current again in place of pool %p failed (%s)",
+                          fn, (void *)l->raw, cuctx_result_name(rc));
         return unref(l, fn);
     }
     return pool_destroy((CUmemoryPool)(uintptr_t)s->u.child.raw);
