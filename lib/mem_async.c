@@ -44,9 +44,9 @@
  *      while that is active: a cuMemFree would free it too, but leave the
  *      pool counting it as used (measured: 8 MB after 24 contexts);
  *   4. else with cuMemFree and no context.
- * The synchronize of 2 and the cuMemFree of 4 are calls a capture may
- * forbid; they run with the thread's capture mode RELAXED (below), so that
- * a capture elsewhere neither refuses them nor is ended by them.
+ * Each is a call a capture may forbid (below): 2 to 4 run with the
+ * thread's capture mode RELAXED, so that a capture elsewhere neither
+ * refuses them nor is ended by them; 1, refused so, is made again RELAXED.
  * A free is never skipped, except in a forked child (the parent's memory)
  * and after the driver shut down.
  *
@@ -112,9 +112,12 @@ static CUresult need_async(const char *fn)
  * driver's would (no exchange on the allocation's hot path), and where
  * refused so is made again RELAXED: the capture is ended as the driver
  * ends it, but the memory is not lost. A synchronize that would wait for a
- * capturing stream of its own context is still refused, in any mode. The mode is given back after the call, whatever it answered
- * and on a cancel too (the cleanup); a driver without the exchange, or one
- * that refuses it, has the call made in the thread's mode, as before. */
+ * capturing stream of its own context is still refused, in any mode, and
+ * so is a free on a stream whose own capture was invalidated (901): those
+ * two are lost (the header says so). The mode is given back after the
+ * call, whatever it answered and on a cancel too (the cleanup); a driver
+ * without the exchange, or one that refuses it, has the call made in the
+ * thread's mode, as before. */
 struct relaxed { CUstreamCaptureMode mode; int exchanged; const char *fn; };
 /* Each exchange with cancellation off: a cancel acted on inside the first
  * would come before the cleanup that gives the mode back is in place, and
