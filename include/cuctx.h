@@ -259,12 +259,15 @@ CUCTX_API void cuctx_cleanup(void *handle);
  * frees cuctx makes in place of one on the memory's own stream (its stream
  * or context gone) run with the thread's capture mode RELAXED and leave
  * the capture alone; one on its own stream is refused as the program's
- * own would be, ending the capture, and is then made again RELAXED. Two
- * frees are refused still, the memory then lost (CUDA_ERROR_STREAM_
- * CAPTURE_INVALIDATED or _UNSUPPORTED, counted in stats.failed_destroys):
- * one on a stream whose own capture another call invalidated, and the wait
- * for a non-blocking stream destroyed while capturing while a stream of
- * its context captures (the synchronize is refused in any mode). The
+ * own would be, ending the capture, and is then made again RELAXED. Where
+ * no order serves while a capture runs - a free on a stream whose own
+ * capture another call invalidated, or the wait for a non-blocking stream
+ * destroyed while capturing, refused in any mode while a stream of its
+ * context captures (that refusal ends that capture) - the free is kept,
+ * the handle ended all the same, and made once a capture ends
+ * (cuctx_capture_end, CUCTX_CAPTURE) or a stream is destroyed
+ * (cuctx_stream_destroy); a capture cuctx does not see end (the driver's
+ * own cuStreamEndCapture) leaves it kept until one of those. The
  * begin and the end never run beside cuctx_ctx_synchronize of the same
  * context on another thread (the real driver crashes so). */
 #  define CUCTX_CAPTURE(s, out, mode) CUCTX__CAPTURE(s, out, mode, CUCTX__UNIQUE(cuctx__capture_), 1, )
@@ -612,7 +615,9 @@ CUCTX_API CUlibrary cuctx_library_raw(cuctx_library lib);
  * where a capture refuses it (ending that capture, as the driver does) is
  * made again RELAXED, so the memory is freed all the same. A synchronize
  * of a context with a capturing stream is still refused
- * (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), in any mode.
+ * (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), in any mode, and so is a free on
+ * a stream whose own capture another call invalidated: such a free is
+ * kept and made once a capture ends (CUCTX_CAPTURE's comment).
  * A thread whose current context another thread destroyed (say, inside a
  * CUCTX_SCOPED over a context that died) has its cuMemFree and its
  * cuMemFreeAsync on a default stream refused by the driver

@@ -119,6 +119,7 @@ static CUresult end(cuctx_capture *c, int keep, const char *fn)
     else if (rc != CUDA_SUCCESS)
         cuctx__fail(rc, "%s: cuStreamEndCapture failed: %s", fn, cuctx_result_name(rc));
     cuctx__child_done(&st);
+    cuctx__kept_retry(fn);     /* the frees a capture refused (tether.h) */
     if (rc != CUDA_SUCCESS) {
         if (g)
             DRV(cuGraphDestroy)(g);

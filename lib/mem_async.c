@@ -114,10 +114,10 @@ static CUresult need_async(const char *fn)
  * ends it, but the memory is not lost. A synchronize that would wait for a
  * capturing stream of its own context is still refused, in any mode, and
  * so is a free on a stream whose own capture was invalidated (901): those
- * two are lost (the header says so). The mode is given back after the
- * call, whatever it answered and on a cancel too (the cleanup); a driver
- * without the exchange, or one that refuses it, has the call made in the
- * thread's mode, as before. */
+ * two are kept, and made once a capture ends (keep_refused, below). The
+ * mode is given back after the call, whatever it answered and on a cancel
+ * too (the cleanup); a driver without the exchange, or one that refuses
+ * it, has the call made in the thread's mode, as before. */
 struct relaxed { CUstreamCaptureMode mode; int exchanged; const char *fn; };
 /* Each exchange with cancellation off: a cancel acted on inside the first
  * would come before the cleanup that gives the mode back is in place, and
@@ -388,6 +388,39 @@ static inline __attribute__((always_inline)) CUresult free_slot(struct cuctx_slo
     cuctx__child_done_fast(2);
     return rc;
 }
+/* A kept free (below) made again: by the full way, which finds what
+ * became of its stream and context meanwhile; done, its pool's reference
+ * given back; refused otherwise than by a capture, reported and counted
+ * as a destroy the driver refused (the memory lost). */
+static CUresult kept_free(struct cuctx_kept *k, const char *fn)
+{
+    CUresult rc = free_slow((CUdeviceptr)k->word[0], k->word[1], k->word[2], fn);
+    if (rc == CUDA_SUCCESS) {
+        cuctx__pool_unref(k->ptr, fn);
+    } else if (!cuctx__capture_refused(rc)) {
+        atomic_fetch_add_explicit(&cuctx__failed_destroys, 1, memory_order_relaxed);
+        cuctx__report(rc, "%s: the free of stream-ordered memory %#llx, kept while a capture refused it, failed: %s",
+                      fn, (unsigned long long)k->word[0], cuctx_result_name(rc));
+    }
+    return rc;
+}
+
+/* A free a capture refused (900, 901) where no other order serves - on a
+ * stream whose own capture another call invalidated, or case 2's wait
+ * while a stream of the context captures: kept (tether.h), made again
+ * once a capture ends or a stream is destroyed; the handle ends now, the
+ * pool's reference stays with the memory. *kept: so. Cold. */
+static __attribute__((noinline, cold)) CUresult keep_refused(struct cuctx_slot *s, CUresult rc,
+                                                             struct cuctx_pool_life *life, int *kept)
+{
+    const struct cuctx_aux *a = cuctx__slot_aux(s);
+    uint64_t w[3] = {s->u.child.raw, a->id[0], a->id[1]};
+    if (!cuctx__capture_refused(rc) || !cuctx__kept_add(kept_free, w, life))
+        return rc;
+    *kept = 1;
+    return CUDA_SUCCESS;
+}
+
 /* The free, then its pool's reference given back (the last destroys a
  * pool whose handle went first, mem_pool.c). A free refused keeps it: the
  * memory may live, and a pool destroyed under live memory can crash. */
@@ -395,8 +428,11 @@ static inline __attribute__((always_inline)) CUresult destroy_slot_as(struct cuc
                                                                       int on_free_async)
 {
     struct cuctx_pool_life *life = cuctx__slot_aux(s)->ptr;     /* (read before the call: kept in a register) */
+    int kept = 0;
     CUresult rc = free_slot(s, fn, on_free_async);
-    if (__builtin_expect(life != NULL, 0) && rc == CUDA_SUCCESS)    /* (most memory has none) */
+    if (__builtin_expect(rc != CUDA_SUCCESS, 0))
+        rc = keep_refused(s, rc, life, &kept);
+    if (__builtin_expect(life != NULL, 0) && rc == CUDA_SUCCESS && !kept)    /* (most memory has none) */
         cuctx__pool_unref(life, fn);
     return rc;
 }

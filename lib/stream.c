@@ -92,7 +92,9 @@ CUCTX_API CUresult cuctx_stream_ctx(cuctx_stream s, cuctx_ctx *out)
 
 CUCTX_API CUresult cuctx_stream_destroy(cuctx_stream *s)
 {
-    return cuctx__child_destroy(s ? &s->id : NULL, KIND_STREAM, "cuctx_stream_destroy", &cuctx__stream_kind);
+    CUresult rc = cuctx__child_destroy(s ? &s->id : NULL, KIND_STREAM, "cuctx_stream_destroy", &cuctx__stream_kind);
+    cuctx__kept_retry("cuctx_stream_destroy");     /* the frees a capture refused, its own among them (tether.h) */
+    return rc;
 }
 
 CUresult cuctx__stream_take_current(const char *fn, struct cuctx_stream_arg *a)

@@ -409,3 +409,62 @@ CUresult cuctx__stream_wait_carried(struct cuctx_slot *s, const char *fn)
                       cuctx_result_name(rc));
     return CUDA_SUCCESS;
 }
+
+/* ---- destroys a capture refused, kept (tether.h) --------------------------- */
+
+_Atomic unsigned cuctx__kept_count;
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cuctx_kept *kept;
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+
+/* (a forked child: the records are the parent's, its memory not the child's) */
+static void kept_after_fork(void)
+{
+    pthread_mutex_init(&kept_lock, NULL);
+    kept = NULL;
+    atomic_store_explicit(&cuctx__kept_count, 0, memory_order_relaxed);
+}
+static void kept_fork_hook(void) { pthread_atfork(NULL, NULL, kept_after_fork); }
+
+static void kept_push(struct cuctx_kept *k)
+{
+    pthread_mutex_lock(&kept_lock);
+    k->next = kept;
+    kept = k;
+    atomic_fetch_add_explicit(&cuctx__kept_count, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&kept_lock);
+}
+
+int cuctx__kept_add(cuctx_kept_fn *retry, const uint64_t word[3], void *ptr)
+{
+    struct cuctx_kept *k = malloc(sizeof *k);
+    if (!k)
+        return 0;
+    pthread_once(&kept_once, kept_fork_hook);
+    k->retry = retry;
+    k->word[0] = word[0];
+    k->word[1] = word[1];
+    k->word[2] = word[2];
+    k->ptr = ptr;
+    kept_push(k);
+    return 1;
+}
+
+void cuctx__kept_retry_slow(const char *fn)
+{
+    pthread_mutex_lock(&kept_lock);
+    struct cuctx_kept *k = kept;
+    kept = NULL;
+    atomic_store_explicit(&cuctx__kept_count, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&kept_lock);
+    cuctx__quiet(1);
+    while (k) {
+        struct cuctx_kept *next = k->next;
+        if (cuctx__capture_refused(k->retry(k, fn)))
+            kept_push(k);
+        else
+            free(k);
+        k = next;
+    }
+    cuctx__quiet(0);
+}

@@ -746,4 +746,35 @@ static inline void cuctx__stream_carries(struct cuctx_slot *s)
         __atomic_fetch_or(&s->u.child.size, CUCTX__STREAM_CARRIED, __ATOMIC_RELAXED);
 }
 
+/* Destroys a capture refused - the driver answered 900 or 901 and no other
+ * order serves: a free on a stream whose own capture was invalidated, a
+ * wait for a stream that cannot be made while a stream of its context
+ * captures - kept, their handles ended, to be made again once a capture
+ * ends (cuctx_capture_end), a stream is destroyed, or cuctx_stats_get
+ * sweeps (tether.c). retry makes one again: CUDA_SUCCESS, done; refused by
+ * a capture again, kept; anything else, its own to report, dropped. What
+ * the record holds (three words and a pointer) is the kind's. A forked
+ * child drops the parent's. */
+struct cuctx_kept;
+typedef CUresult cuctx_kept_fn(struct cuctx_kept *k, const char *fn);
+struct cuctx_kept {
+    cuctx_kept_fn *retry;
+    struct cuctx_kept *next;
+    uint64_t word[3];
+    void *ptr;
+};
+/* Keeps one; 0 where there is no memory for it (then it is lost, as it
+ * was refused). */
+int cuctx__kept_add(cuctx_kept_fn *retry, const uint64_t word[3], void *ptr);
+/* Makes the kept ones again, the calling thread holding nothing; quiet
+ * (the thread's last error stays its call's). Costs one load while none is
+ * kept. */
+void cuctx__kept_retry_slow(const char *fn);
+extern _Atomic unsigned cuctx__kept_count;
+static inline void cuctx__kept_retry(const char *fn)
+{
+    if (__builtin_expect(atomic_load_explicit(&cuctx__kept_count, memory_order_relaxed) != 0, 0))
+        cuctx__kept_retry_slow(fn);
+}
+
 #endif

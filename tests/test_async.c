@@ -2426,7 +2426,8 @@ Test(async_mem, a_free_on_its_stream_beside_another_threads_global_capture_is_ma
 /* A driver that refuses the exchange of the thread's capture mode: the
  * free is made in the thread's own mode, as it was before the fix
  * (refused beside a GLOBAL capture, which it ends), and no mode is given
- * back - none was taken. */
+ * back - none was taken. The refused free is kept, and made when the
+ * capture has ended (tether.h): the memory is not lost. */
 Test(async_mem, a_refused_mode_exchange_leaves_the_free_in_the_threads_own_mode)
 {
     NEED_DRIVER();
@@ -2442,9 +2443,13 @@ Test(async_mem, a_refused_mode_exchange_leaves_the_free_in_the_threads_own_mode)
     CHECK_OK(cuctx_capture_begin(&cap, s, &g, CU_STREAM_CAPTURE_MODE_GLOBAL));
     unsigned long exchanges = calls("cuThreadExchangeStreamCaptureMode");
     sim()->fail_call("cuThreadExchangeStreamCaptureMode", 1, CUDA_ERROR_NOT_SUPPORTED);
-    cr_assert_eq(cuctx_mem_destroy(&m), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    uint64_t failed = stats().failed_destroys;
+    CHECK_OK(cuctx_mem_destroy(&m));
     cr_assert_eq(calls("cuThreadExchangeStreamCaptureMode"), exchanges + 1, "a mode given back that was not taken");
+    cr_assert_eq(sim()->async_allocs_live(), 1, "the refused free was made");
     cr_assert_eq(cuctx_capture_end(&cap, 1), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    cr_assert_eq(sim()->async_allocs_live(), 0, "the kept free was not made at the capture's end");
+    cr_assert_eq(stats().failed_destroys, failed);
     ASSERT_NO_MISUSE();
     CHECK_OK(cuctx_stream_destroy(&s));
     CHECK_OK(cuctx_stream_destroy(&dead));
@@ -2606,12 +2611,11 @@ Test(mem_pool, an_adopted_pool_destroyed_under_live_memory_is_no_longer_current_
  * mode). The header: "A free of stream-ordered memory is never lost so".
  * Bug: free_refused retries only 709 and 900; the 901 is returned, the
  * handle reset, the memory leaked (stats.failed_destroys counts it). */
-/* OPEN, disabled until fixed: no order is left to free in. s's work from
- * before its capture may still run, s cannot take the free, nor can s or
- * its context be synchronized while s captures (900 in any mode). Fix
- * proposed (next session): keep such a free and make it when the capture
- * ends (cuctx_capture_end, the stream's destroy, the context's end). */
-Test(async_mem, a_free_on_a_stream_whose_capture_was_invalidated_is_not_lost, .disabled = true)
+/* Fixed: no order is left to free in - s's work from before its capture
+ * may still run, s cannot take the free, nor can s or its context be
+ * synchronized while s captures (900 in any mode) - so the free is kept
+ * and made when the capture ends (tether.h, cuctx__kept_add). */
+Test(async_mem, a_free_on_a_stream_whose_capture_was_invalidated_is_not_lost)
 {
     NEED_DRIVER();
     cuctx_ctx c = {0};
@@ -2729,14 +2733,7 @@ static void *a4_capture_beside(void *p)
     a->end = rc == CUDA_SUCCESS ? cuctx_capture_end(&a->cap, 1) : rc;
     return NULL;
 }
-/* OPEN, disabled until fixed, with the one above: the wait cannot be made
- * while a stream of the context captures, and the free must not be made
- * without it (a kernel queued on the destroyed stream may still write the
- * memory). Fix proposed: the same kept free, made once that capture ends;
- * where cuctx knows the capture (its own, through the sync guard) without
- * trying the synchronize, so that the capture is not broken either. */
-Test(async_mem, a_waited_free_beside_another_threads_capture_in_its_context_neither_leaks_nor_breaks_it, .timeout = 30,
-     .disabled = true)
+static void waited_free_beside_capture_in_its_context(int capture_kept)
 {
     NEED_DRIVER();
     cuctx_ctx c = {0};
@@ -2770,6 +2767,25 @@ Test(async_mem, a_waited_free_beside_another_threads_capture_in_its_context_neit
     cr_assert_eq(stats().failed_destroys, failed, "the free was refused");
     if (sim())
         cr_assert_eq(sim()->async_allocs_live(), 0, "the stream-ordered memory leaked");
-    cr_assert_eq(a.end, CUDA_SUCCESS, "the other thread's capture was invalidated: %s", cuctx_result_name(a.end));
+    if (capture_kept)
+        cr_assert_eq(a.end, CUDA_SUCCESS, "the other thread's capture was invalidated: %s", cuctx_result_name(a.end));
     CHECK_OK(cuctx_ctx_destroy(&c));
+}
+/* Fixed: the wait cannot be made while a stream of the context captures,
+ * and the free must not be made without it (a kernel queued on the
+ * destroyed stream may still write the memory): it is kept, and made when
+ * that capture ends (tether.h, cuctx__kept_add). */
+Test(async_mem, a_waited_free_beside_another_threads_capture_in_its_context_is_not_lost, .timeout = 30)
+{
+    waited_free_beside_capture_in_its_context(0);
+}
+/* OPEN, disabled until fixed: the refused synchronize still ends the
+ * other thread's capture. Fix proposed: skip it where cuctx's own record
+ * shows a capture live in the context (the kept free waits for its end
+ * anyway); that record does not exist yet (the sync guard only keeps
+ * captures' begins and ends apart from synchronizes). */
+Test(async_mem, a_waited_free_beside_another_threads_capture_in_its_context_leaves_that_capture_alone, .timeout = 30,
+     .disabled = true)
+{
+    waited_free_beside_capture_in_its_context(1);
 }
