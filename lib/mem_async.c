@@ -181,6 +181,17 @@ static __attribute__((noinline)) CUresult free_in_context(CUdeviceptr p, struct 
     return rc;
 }
 
+/* A free on s that a capture refused (rc 900, in the thread's own mode):
+ * made again RELAXED (the comment of CAPTURE_RELAXED); any other rc as it
+ * is. */
+static CUresult free_again_relaxed(CUdeviceptr p, CUstream s, CUresult rc, const char *fn)
+{
+    if (rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
+        CAPTURE_RELAXED(fn)
+            rc = DRV(cuMemFreeAsync)(p, s);
+    return rc;
+}
+
 /* A free the driver refused with CUDA_ERROR_CONTEXT_IS_DESTROYED although
  * the stream it names, or no context at all, would do: the calling
  * thread's current context is a destroyed one (ended by another thread
@@ -197,10 +208,7 @@ static __attribute__((noinline, cold)) CUresult free_on_stream_pushed(CUdevicept
     CUresult rc = CUDA_ERROR_UNKNOWN;     /* (set by the push or the free: the guard runs its statement once) */
     CUCTX__UNWOUND_LETS_GO(&sw)
         if ((rc = cuctx__switch_slow(ctx, CUDA_SUCCESS, fn, &sw)) == CUDA_SUCCESS) {   /* a push, always */
-            rc = DRV(cuMemFreeAsync)(p, s);
-            if (rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)    /* as case 1's, free_refused below */
-                CAPTURE_RELAXED(fn)
-                    rc = DRV(cuMemFreeAsync)(p, s);
+            rc = free_again_relaxed(p, s, DRV(cuMemFreeAsync)(p, s), fn);     /* as case 1's */
             cuctx__switch_back(&sw, fn);
         }
     return rc;
@@ -216,10 +224,8 @@ static __attribute__((noinline, cold)) CUresult free_refused(CUdeviceptr p, CUst
 {
     if (rc == CUDA_ERROR_CONTEXT_IS_DESTROYED && ctx)
         return free_on_stream_pushed(p, s, ctx, fn);
-    if (rc == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED)
-        CUCTX__UNWOUND_LETS_GO(NULL)
-            CAPTURE_RELAXED(fn)
-                rc = DRV(cuMemFreeAsync)(p, s);
+    CUCTX__UNWOUND_LETS_GO(NULL)
+        rc = free_again_relaxed(p, s, rc, fn);
     return rc;
 }
 
